@@ -1,0 +1,98 @@
+"""Per-connection state that handlers see as ``ctx`` (one object per client, reused)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from hotkv.commands.registry import CommandSpec
+    from hotkv.server.core import Core
+
+
+class Context:
+    """One client's session: protocol, identity, transaction state, and the clock snapshot.
+
+    ``now_ms`` is set by the dispatch point before every handler call (once for a whole
+    EXEC), so a handler and every effect it makes agree on the time.
+    """
+
+    __slots__ = (
+        "addr",
+        "authenticated",
+        "close_after_reply",
+        "closer",
+        "core",
+        "created_ms",
+        "db",
+        "dirty_cas",
+        "flags",
+        "id",
+        "is_master_link",
+        "killed",
+        "laddr",
+        "last_cmd",
+        "last_interaction_ms",
+        "lib_name",
+        "lib_ver",
+        "multi",
+        "multi_error",
+        "name",
+        "now_ms",
+        "proto",
+        "push",
+        "user",
+        "username",
+        "watched",
+        "writer",
+    )
+
+    def __init__(self, core: Core, addr: str = "", laddr: str = "") -> None:
+        self.core = core
+        self.db = core.db
+        self.id = core.new_client_id()
+        self.addr = addr
+        self.laddr = laddr
+        self.proto = 2
+        self.name = b""
+        self.lib_name = b""
+        self.lib_ver = b""
+        self.user: Any = None  # acl.User once authenticated; None = the default user
+        self.username = "default"
+        self.authenticated = not (core.config.requirepass or _default_user_needs_auth(core))
+        self.multi: list[tuple[CommandSpec, list[bytes]]] | None = None
+        self.multi_error = False
+        self.watched: set[bytes] = set()
+        self.dirty_cas = False
+        self.now_ms = core.clock.now_ms()
+        self.created_ms = self.now_ms
+        self.last_interaction_ms = self.now_ms
+        self.last_cmd = "NULL"
+        self.close_after_reply = False
+        self.killed = False
+        self.is_master_link = False
+        self.flags = ""
+        #: writes out-of-band bytes (MONITOR feed, replication) to this client, if connected
+        self.writer: Callable[[bytes], None] | None = None
+        self.push: Callable[[Any], None] | None = None
+        #: closes this client's connection (CLIENT KILL, timeout); set by the network layer
+        self.closer: Callable[[], None] | None = None
+
+    def emit(self, effect: list[Any]) -> Any:
+        return self.core.emit(effect)
+
+    def unwatch(self) -> None:
+        watchers = self.core.watchers
+        for key in self.watched:
+            ctxs = watchers.get(key)
+            if ctxs is not None:
+                ctxs.discard(self)
+                if not ctxs:
+                    del watchers[key]
+        self.watched.clear()
+        self.dirty_cas = False
+
+
+def _default_user_needs_auth(core: Core) -> bool:
+    users = core.users
+    return bool(users is not None and users.default_needs_auth())

@@ -1,0 +1,200 @@
+"""The single choke point every command passes through, live or queued in MULTI.
+
+``dispatch(ctx, argv)`` does, in this order and for every command: lookup (unknown command
+and unknown subcommand errors), arity, authentication, ACL, the LOADING / READONLY /
+MISCONF / OOM gates, MULTI queueing, the clock snapshot, the handler call, effect flushing,
+WATCH invalidation, MONITOR feed, slowlog timing and command statistics.
+Handlers never repeat these checks. Errors come back as ``ErrorReply`` values, never raised.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+from hotkv.commands import errors
+from hotkv.commands.context import Context
+from hotkv.commands.errors import CommandError
+from hotkv.commands.registry import LOOKUP, CommandSpec
+from hotkv.server.core import SlowlogEntry
+from hotkv.server.resp import QUEUED, ErrorReply
+
+#: commands executed at once even inside MULTI (everything else is queued)
+_NOT_QUEUED = frozenset({"exec", "discard", "multi", "watch", "quit", "reset"})
+
+_perf_ns = time.perf_counter_ns
+log = logging.getLogger("hotkv")
+
+
+class NoReply:
+    """Returned by handlers that answer nothing (the replica link's REPLCONF ACK)."""
+
+    __slots__ = ()
+
+
+NO_REPLY = NoReply()
+
+
+def resolve(ctx: Context, argv: list[bytes]) -> CommandSpec | str:
+    """The spec of this call, or the error message for an unknown name or a bad arity."""
+    name = argv[0]
+    spec = LOOKUP.get(name)
+    if spec is None:
+        spec = LOOKUP.get(name.lower())
+        if spec is None:
+            return errors.unknown_command(name, argv[1:])
+    if spec.subcommands:
+        if len(argv) >= 2:
+            sub = spec.subcommands.get(argv[1].lower().decode("utf-8", "replace"))
+            if sub is None:
+                return errors.unknown_subcommand(argv[1], spec.name)
+            spec = sub
+        elif spec.handler is None:
+            return errors.wrong_arity(spec.name)
+        # else: a container with its own handler answers the bare form (COMMAND)
+    arity = spec.arity
+    n = len(argv)
+    if (arity > 0 and n != arity) or n < -arity:
+        return errors.wrong_arity(spec.name)
+    return spec
+
+
+def dispatch(ctx: Context, argv: list[bytes]) -> Any:
+    """Run one command from a client and return its reply value."""
+    found = resolve(ctx, argv)
+    if type(found) is str:
+        return _reject(ctx, found, flag_multi=True)
+    spec: CommandSpec = found  # type: ignore[assignment]
+    core = ctx.core
+
+    if not ctx.authenticated and not spec.no_auth:
+        return _reject(ctx, errors.NOAUTH, flag_multi=True)
+    if ctx.user is not None:
+        denial = ctx.user.check(ctx, spec, argv)
+        if denial is not None:
+            return _reject(ctx, denial, flag_multi=True)
+    if core.loading and not spec.allowed_while_loading:
+        return _reject(ctx, errors.LOADING, flag_multi=True)
+    if spec.is_write:
+        if core.role == "slave" and not ctx.is_master_link and core.config.values["replica-read-only"]:
+            return _reject(ctx, errors.READONLY, flag_multi=True)
+        if core.write_error is not None and not ctx.is_master_link:
+            return _reject(ctx, errors.MISCONF, flag_multi=True)
+    if spec.is_denyoom and core.config.values["maxmemory"] and not ctx.is_master_link:
+        oom = core.extras.get("oom_check")
+        if oom is not None and oom():
+            return _reject(ctx, errors.OOM, flag_multi=True)
+
+    if ctx.multi is not None and spec.name not in _NOT_QUEUED:
+        if not spec.allowed_in_multi:
+            return _reject(ctx, "ERR Command not allowed inside a transaction", flag_multi=True)
+        ctx.multi.append((spec, argv))
+        return QUEUED
+
+    ctx.now_ms = core.clock.now_ms()
+    return execute(ctx, spec, argv)
+
+
+def execute(ctx: Context, spec: CommandSpec, argv: list[bytes]) -> Any:
+    """Call the handler with timing and bookkeeping (dispatch, and EXEC for each command)."""
+    core = ctx.core
+    ctx.last_cmd = spec.name
+    started = _perf_ns()
+    try:
+        reply = spec.handler(ctx, argv)  # type: ignore[misc]
+        failed = False
+    except CommandError as exc:
+        reply = ErrorReply(exc.message)
+        failed = True
+    except Exception as exc:  # a bug must cost one reply, never the connection or the server
+        log.exception("internal error in %s", spec.name)
+        core.stats.unexpected_error_replies += 1
+        reply = ErrorReply(f"ERR internal error in '{spec.name}': {type(exc).__name__}")
+        failed = True
+    elapsed_us = (_perf_ns() - started) // 1000
+    spec.calls += 1
+    spec.usec += elapsed_us
+    core.stats.total_commands_processed += 1
+    if failed:
+        spec.failed_calls += 1
+        _count_error(core, reply)
+    elif spec.is_write:
+        if core.watchers:
+            if spec.name in ("flushall", "flushdb"):
+                core.touch_all()
+            else:
+                core.touch(spec.keys_of(argv))
+    if core.pending_effects and not core.in_exec:
+        core.flush_effects()
+    if core.monitors and not spec.skip_monitor:
+        feed_monitors(ctx, argv)
+    threshold = core.config.values["slowlog-log-slower-than"]
+    if threshold >= 0 and elapsed_us >= threshold and not spec.skip_slowlog:
+        _slowlog_add(ctx, argv, elapsed_us)
+    return reply
+
+
+def _reject(ctx: Context, message: str, *, flag_multi: bool) -> ErrorReply:
+    if flag_multi and ctx.multi is not None:
+        ctx.multi_error = True
+    spec_stats = ctx.core.stats
+    spec_stats.total_error_replies += 1
+    code = message.split(" ", 1)[0]
+    spec_stats.errorstats[code] = spec_stats.errorstats.get(code, 0) + 1
+    return ErrorReply(message)
+
+
+def _count_error(core: Any, reply: ErrorReply) -> None:
+    stats = core.stats
+    stats.total_error_replies += 1
+    code = reply.split(" ", 1)[0]
+    stats.errorstats[code] = stats.errorstats.get(code, 0) + 1
+
+
+def feed_monitors(ctx: Context, argv: list[bytes]) -> None:
+    """Send ``+<time> [0 <addr>] "cmd" "arg"`` to every MONITOR client, as Redis does."""
+    now = time.time()
+    parts = " ".join('"' + _monitor_escape(a) + '"' for a in argv)
+    line = f"+{now:.6f} [0 {ctx.addr or 'lua'}] {parts}\r\n".encode()
+    for mon in list(ctx.core.monitors):
+        if mon is not ctx and mon.writer is not None:
+            mon.writer(line)
+
+
+def _monitor_escape(raw: bytes) -> str:
+    out = []
+    for b in raw:
+        if b == 0x22:
+            out.append('\\"')
+        elif b == 0x5C:
+            out.append("\\\\")
+        elif b == 0x0A:
+            out.append("\\n")
+        elif b == 0x0D:
+            out.append("\\r")
+        elif b == 0x09:
+            out.append("\\t")
+        elif 0x20 <= b < 0x7F:
+            out.append(chr(b))
+        else:
+            out.append(f"\\x{b:02x}")
+    return "".join(out)
+
+
+def _slowlog_add(ctx: Context, argv: list[bytes], elapsed_us: int) -> None:
+    core = ctx.core
+    maxlen = core.config.values["slowlog-max-len"]
+    if maxlen <= 0:
+        return
+    shown = argv[:32]
+    if len(argv) > 32:
+        shown = [*argv[:31], b"... (%d more arguments)" % (len(argv) - 31)]
+    shown = [a if len(a) <= 128 else a[:128] + b"... (%d more bytes)" % (len(a) - 128) for a in shown]
+    core.slowlog.appendleft(
+        SlowlogEntry(core.slowlog_next_id, int(time.time()), elapsed_us, shown, ctx.addr,
+                     ctx.name.decode("utf-8", "replace"))
+    )
+    core.slowlog_next_id += 1
+    while len(core.slowlog) > maxlen:
+        core.slowlog.pop()

@@ -1,0 +1,115 @@
+"""Every error message the server sends, in one place.
+
+Messages start with their code (``ERR``, ``NOTFOUND`` ...) and are one line. Functions
+build the ones that name an argument so the wording stays the same everywhere.
+"""
+
+from __future__ import annotations
+
+
+class CommandError(Exception):
+    """Raised by a handler (or the dispatch point) to answer with an error reply.
+
+    ``message`` is the full reply text without the leading ``-``, e.g.
+    ``"ERR syntax error"``; it must be one line.
+    """
+
+    __slots__ = ("message",)
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message.replace("\r", " ").replace("\n", " ")
+
+
+# --- Redis wording, used verbatim -------------------------------------------------
+SYNTAX = "ERR syntax error"
+NOT_INTEGER = "ERR value is not an integer or out of range"
+NOT_FLOAT = "ERR value is not a valid float"
+INCR_OVERFLOW = "ERR increment or decrement would overflow"
+DB_INDEX = "ERR DB index is out of range"
+NOAUTH = "NOAUTH Authentication required."
+WRONGPASS = "WRONGPASS invalid username-password pair or user is disabled."
+AUTH_NOT_CONFIGURED = (
+    "ERR AUTH <password> called without any password configured for the default user. "
+    "Are you sure your configuration is correct?"
+)
+MULTI_NESTED = "ERR MULTI calls can not be nested"
+EXEC_WITHOUT_MULTI = "ERR EXEC without MULTI"
+DISCARD_WITHOUT_MULTI = "ERR DISCARD without MULTI"
+WATCH_INSIDE_MULTI = "ERR WATCH inside MULTI is not allowed"
+EXECABORT = "EXECABORT Transaction discarded because of previous errors."
+READONLY = "READONLY You can't write against a read only replica."
+LOADING = "LOADING hotkv is loading the dataset in memory"
+NOPROTO = "NOPROTO unsupported protocol version"
+OOM = "OOM command not allowed when used memory > 'maxmemory'."
+MISCONF = (
+    "MISCONF Errors writing to the AOF file: hotkv refuses writes until the disk works again "
+    "(see the server log and INFO persistence)"
+)
+
+
+def unknown_command(name: bytes, args: list[bytes]) -> str:
+    shown = "".join(f"'{_clip(a)}' " for a in args[:20])
+    return f"ERR unknown command '{_clip(name)}', with args beginning with: {shown}"
+
+
+def unknown_subcommand(sub: bytes, container: str) -> str:
+    return f"ERR unknown subcommand '{_clip(sub)}'. Try {container.upper()} HELP."
+
+
+def wrong_arity(fullname: str) -> str:
+    return f"ERR wrong number of arguments for '{fullname}' command"
+
+
+def invalid_expire(command: str) -> str:
+    return f"ERR invalid expire time in '{command}' command"
+
+
+def bad_argument(name: str, expected: str, got: bytes | str | None = None) -> str:
+    """``ERR invalid WINDOW 'abc': expected an integer 1..100000``."""
+    if got is None:
+        return f"ERR invalid {name}: expected {expected}"
+    return f"ERR invalid {name} '{_clip(got)}': expected {expected}"
+
+
+def missing_value(option: str) -> str:
+    return f"ERR syntax error: {option} needs a value"
+
+
+def _clip(value: bytes | str, limit: int = 128) -> str:
+    text = value.decode("utf-8", "replace") if isinstance(value, bytes) else value
+    text = text.replace("\r", " ").replace("\n", " ")
+    return text[:limit]
+
+
+def summary_conflict(agent: bytes, version: int) -> str:
+    """IFVERSION did not match: ``CONFLICT summary of 'agent-1' is at version 3``."""
+    return f"CONFLICT summary of '{_clip(agent)}' is at version {version}"
+
+
+# --- the string cache (strings.py, keys.py), Redis wording ----------------------------
+DECR_OVERFLOW = "ERR decrement would overflow"
+INVALID_CURSOR = "ERR invalid cursor"
+EXPIRE_NX_CONFLICT = "ERR NX and XX, GT or LT options at the same time are not compatible"
+EXPIRE_GT_LT_CONFLICT = "ERR GT and LT options at the same time are not compatible"
+
+
+def unsupported_option(option: bytes) -> str:
+    """EXPIRE's reply to an unknown flag: ``ERR Unsupported option FOO``."""
+    return f"ERR Unsupported option {_clip(option)}"
+
+
+# --- conversation and working memory (conv.py, work.py) -------------------------------
+def conv_not_found(session: bytes) -> str:
+    """``NOTFOUND no conversation 'session-42'; create it with AMEM.CONV.CREATE``."""
+    return f"NOTFOUND no conversation '{_clip(session)}'; create it with AMEM.CONV.CREATE"
+
+
+def conv_exists(session: bytes) -> str:
+    return f"EXISTS conversation '{_clip(session)}' already exists; add UPDATE to change its settings"
+
+
+def exclusive_options(*names: str) -> str:
+    """``ERR syntax error: NX and XX cannot be used together``."""
+    listed = ", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else names[0]
+    return f"ERR syntax error: {listed} cannot be used together"

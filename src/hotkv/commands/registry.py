@@ -1,0 +1,408 @@
+"""The command table: one declarative spec per command, filled by the ``@command`` decorator.
+
+``COMMAND``, ``COMMAND DOCS``, ``ACL CAT``, the generated docs/commands.md, key extraction
+for ACLs and cluster routing, and the dispatch lookup all read this one table.
+
+A spec's ``syntax`` is written in the notation of commands.md (``[x]`` optional, ``a|b``
+one of, ``(...)`` a group, ``...`` repeatable, UPPER-case words are literal tokens) and is
+parsed once into the argument tree that ``COMMAND DOCS`` reports.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+Handler = Callable[[Any, list[bytes]], Any]
+
+#: flags as Redis names them in COMMAND output
+KNOWN_FLAGS = frozenset(
+    ["write", "readonly", "denyoom", "admin", "pubsub", "noscript", "blocking", "loading", "stale", "skip_monitor", "skip_slowlog", "fast", "no_auth", "may_replicate", "no_multi", "allow_busy"]
+)
+
+#: group -> extra ACL categories every command of the group belongs to
+GROUP_CATEGORIES: dict[str, tuple[str, ...]] = {
+    "string": ("string",),
+    "generic": ("keyspace",),
+    "connection": ("connection",),
+    "server": (),
+    "transactions": ("transaction",),
+    "conv": ("amem",),
+    "sem": ("amem",),
+    "work": ("amem",),
+    "epis": ("amem",),
+    "summary": ("amem",),
+    "amem": ("amem",),
+    "replication": (),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Arg:
+    """One node of a command's argument tree, as COMMAND DOCS reports it."""
+
+    name: str
+    type: str  # string integer double key pattern unix-time pure-token oneof block
+    token: str | None = None
+    optional: bool = False
+    multiple: bool = False
+    children: tuple[Arg, ...] = ()
+    key_spec_index: int | None = None
+
+    def to_docs(self) -> dict[str, Any]:
+        doc: dict[str, Any] = {"name": self.name, "type": self.type}
+        if self.key_spec_index is not None:
+            doc["key_spec_index"] = self.key_spec_index
+        if self.token is not None:
+            doc["token"] = self.token
+        flags = [f for f, on in (("optional", self.optional), ("multiple", self.multiple)) if on]
+        if flags:
+            doc["flags"] = [_simple(f) for f in flags]
+        if self.children:
+            doc["arguments"] = [child.to_docs() for child in self.children]
+        return doc
+
+
+def _simple(text: str) -> Any:
+    from hotkv.server.resp import Simple
+
+    return Simple(text)
+
+
+@dataclass(slots=True)
+class CommandSpec:
+    """Everything the server knows about one command (or one subcommand)."""
+
+    name: str  # lower-case full name: "get", "amem.conv.create", "config|get"
+    arity: int  # Redis sign rule: n exact, -n at least n (the name counts)
+    flags: frozenset[str]
+    first_key: int
+    last_key: int
+    step: int
+    categories: frozenset[str]  # without "@"
+    group: str
+    summary: str
+    syntax: str
+    since: str
+    complexity: str
+    handler: Handler | None
+    arguments: tuple[Arg, ...] = ()
+    subcommands: dict[str, CommandSpec] = field(default_factory=dict)
+    container: str | None = None  # "config" for "config|get"
+    # derived, precomputed for the hot path
+    is_write: bool = False
+    is_denyoom: bool = False
+    no_auth: bool = False
+    allowed_while_loading: bool = False
+    allowed_in_multi: bool = True
+    stale_ok: bool = False
+    skip_monitor: bool = False
+    skip_slowlog: bool = False
+    # statistics for INFO commandstats
+    calls: int = 0
+    usec: int = 0
+    failed_calls: int = 0
+    rejected_calls: int = 0
+
+    @property
+    def display_name(self) -> str:
+        """How Redis writes the name in errors: ``get``, ``config|get``."""
+        return self.name
+
+    def keys_of(self, argv: list[bytes]) -> list[bytes]:
+        """The key arguments of one call (by first/last/step, as COMMAND GETKEYS does)."""
+        if self.first_key <= 0:
+            return []
+        argc = len(argv)
+        last = self.last_key if self.last_key >= 0 else argc + self.last_key
+        last = min(last, argc - 1)
+        return argv[self.first_key : last + 1 : self.step]
+
+
+COMMANDS: dict[str, CommandSpec] = {}
+#: the dispatch lookup: lower- and upper-case byte names of every top-level command
+LOOKUP: dict[bytes, CommandSpec] = {}
+
+
+def command(
+    name: str,
+    *,
+    arity: int,
+    flags: str = "",
+    keys: tuple[int, int, int] = (0, 0, 0),
+    group: str,
+    summary: str,
+    syntax: str = "",
+    since: str = "0.1.0",
+    complexity: str = "O(1)",
+    acl: str = "",
+) -> Callable[[Handler], Handler]:
+    """Register ``handler`` under ``name`` (``"container|sub"`` for a subcommand)."""
+
+    def register(handler: Handler) -> Handler:
+        add_spec(
+            name,
+            handler=handler,
+            arity=arity,
+            flags=flags,
+            keys=keys,
+            group=group,
+            summary=summary,
+            syntax=syntax,
+            since=since,
+            complexity=complexity,
+            acl=acl,
+        )
+        return handler
+
+    return register
+
+
+def container(
+    name: str,
+    *,
+    group: str,
+    summary: str,
+    since: str = "0.1.0",
+    handler: Handler | None = None,
+    arity: int = -2,
+    flags: str = "",
+    acl: str = "",
+) -> None:
+    """Declare a command that holds subcommands (CONFIG, CLIENT, COMMAND ...).
+
+    ``handler`` (with ``arity=-1``) answers the bare form without a subcommand, as
+    ``COMMAND`` alone lists every command.
+    """
+    add_spec(
+        name,
+        handler=handler,
+        arity=arity,
+        flags=flags,
+        keys=(0, 0, 0),
+        group=group,
+        summary=summary,
+        syntax="<subcommand> [arg ...]",
+        since=since,
+        complexity="Depends on subcommand.",
+        acl=acl,
+    )
+
+
+def add_spec(
+    name: str,
+    *,
+    handler: Handler | None,
+    arity: int,
+    flags: str,
+    keys: tuple[int, int, int],
+    group: str,
+    summary: str,
+    syntax: str,
+    since: str,
+    complexity: str,
+    acl: str,
+) -> CommandSpec:
+    name = name.lower()
+    flag_set = frozenset(flags.split())
+    unknown = flag_set - KNOWN_FLAGS
+    if unknown:
+        raise ValueError(f"{name}: unknown flags {sorted(unknown)}")
+    cats = set(acl.replace("@", "").split())
+    cats.update(GROUP_CATEGORIES.get(group, ()))
+    if "write" in flag_set:
+        cats.add("write")
+    if "readonly" in flag_set:
+        cats.add("read")
+    if "admin" in flag_set:
+        cats.update(("admin", "dangerous"))
+    cats.add("fast" if "fast" in flag_set else "slow")
+    if "amem" in cats:
+        if "write" in flag_set:
+            cats.add("amem-write")
+        elif "readonly" in flag_set:
+            cats.add("amem-read")
+    parent_name, _, sub = name.partition("|")
+    spec = CommandSpec(
+        name=name,
+        arity=arity,
+        flags=flag_set,
+        first_key=keys[0],
+        last_key=keys[1],
+        step=keys[2],
+        categories=frozenset(cats),
+        group=group,
+        summary=summary,
+        syntax=syntax,
+        since=since,
+        complexity=complexity,
+        handler=handler,
+        arguments=parse_syntax(syntax, keys[0]) if syntax else (),
+        container=parent_name if sub else None,
+        is_write="write" in flag_set,
+        is_denyoom="denyoom" in flag_set,
+        no_auth="no_auth" in flag_set,
+        allowed_while_loading="loading" in flag_set,
+        allowed_in_multi="no_multi" not in flag_set,
+        stale_ok="stale" in flag_set,
+        skip_monitor="skip_monitor" in flag_set,
+        skip_slowlog="skip_slowlog" in flag_set,
+    )
+    if sub:
+        parent = COMMANDS.get(parent_name)
+        if parent is None:
+            raise ValueError(f"{name}: declare container {parent_name!r} first")
+        if sub in parent.subcommands:
+            raise ValueError(f"{name}: registered twice")
+        parent.subcommands[sub] = spec
+    else:
+        if name in COMMANDS:
+            raise ValueError(f"{name}: registered twice")
+        COMMANDS[name] = spec
+        LOOKUP[name.encode()] = spec
+        LOOKUP[name.upper().encode()] = spec
+    return spec
+
+
+def lookup(name: bytes) -> CommandSpec | None:
+    spec = LOOKUP.get(name)
+    if spec is None:
+        spec = LOOKUP.get(name.lower())
+    return spec
+
+
+def all_specs() -> list[CommandSpec]:
+    """Every top-level command, sorted by name."""
+    return [COMMANDS[n] for n in sorted(COMMANDS)]
+
+
+def find(fullname: str) -> CommandSpec | None:
+    """``"get"`` or ``"config|get"`` -> its spec."""
+    parent, _, sub = fullname.lower().partition("|")
+    spec = COMMANDS.get(parent)
+    if spec is None or not sub:
+        return spec
+    return spec.subcommands.get(sub)
+
+
+# --- syntax -> argument tree -------------------------------------------------------
+
+_TOKEN_RE = re.compile(r"\[|\]|\(|\)|\||\.\.\.|[^\s\[\]()|]+")
+_INTEGER_NAMES = {"n", "count", "k", "dim", "m", "s", "ms", "seconds", "milliseconds", "numreplicas",
+                  "timeout", "cursor", "increment", "decrement", "port", "index",
+                  "db", "v", "version", "id-or-count", "unix-time-seconds", "unix-time-milliseconds",
+                  "timestamp"}
+_DOUBLE_NAMES = {"c", "x", "a", "confidence", "v1", "vdim", "alpha"}
+
+
+def parse_syntax(syntax: str, first_key: int) -> tuple[Arg, ...]:
+    """Turn ``"session role content [META json-object]"`` into Arg nodes.
+
+    The first plain argument is typed ``key`` when the command has keys at position 1.
+    """
+    tokens = _TOKEN_RE.findall(syntax)
+    pos = 0
+    key_done = first_key <= 0
+
+    def parse_seq(end: str | None) -> list[Arg]:
+        nonlocal pos
+        items: list[list[Arg]] = [[]]
+        while pos < len(tokens):
+            tok = tokens[pos]
+            if tok == end:
+                pos += 1
+                break
+            pos += 1
+            if tok == "|":
+                items.append([])
+                continue
+            if tok == "...":
+                if items[-1]:
+                    last = items[-1][-1]
+                    items[-1][-1] = _replace(last, multiple=True)
+                continue
+            if tok in ("[", "("):
+                inner = parse_seq("]" if tok == "[" else ")")
+                node = _group(inner, optional=tok == "[")
+                items[-1].append(node)
+                continue
+            items[-1].append(leaf(tok))
+        if len(items) == 1:
+            return items[0]
+        alternatives = [seq[0] if len(seq) == 1 else _block(seq) for seq in items]
+        return [Arg(name=_alt_name(alternatives), type="oneof", children=tuple(alternatives))]
+
+    def leaf(tok: str) -> Arg:
+        nonlocal key_done
+        if tok.isupper() or (tok[0].isupper() and tok.replace("_", "").replace("-", "").isalnum()
+                             and tok.upper() == tok):
+            return Arg(name=tok.lower(), type="pure-token", token=tok)
+        if not key_done:
+            key_done = True
+            return Arg(name=tok, type="key", key_spec_index=0)
+        if tok in _INTEGER_NAMES:
+            return Arg(name=tok, type="integer")
+        if tok in _DOUBLE_NAMES:
+            return Arg(name=tok, type="double")
+        if tok in ("pattern", "glob"):
+            return Arg(name=tok, type="pattern")
+        return Arg(name=tok, type="string")
+
+    result = parse_seq(None)
+    return tuple(_fold_tokens(result))
+
+
+def _fold_tokens(args: list[Arg]) -> list[Arg]:
+    """``TTL s`` inside a block becomes one argument ``s`` with token ``TTL``, as Redis docs do."""
+    out: list[Arg] = []
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg.children:
+            arg = _replace(arg, children=tuple(_fold_tokens(list(arg.children))))
+        if (
+            arg.type == "pure-token"
+            and i + 1 < len(args)
+            and args[i + 1].type not in ("pure-token", "oneof", "block")
+            and not arg.optional
+        ):
+            nxt = args[i + 1]
+            out.append(_replace(nxt, token=arg.token))
+            i += 2
+            continue
+        out.append(arg)
+        i += 1
+    return out
+
+
+def _group(inner: list[Arg], optional: bool) -> Arg:
+    node = inner[0] if len(inner) == 1 else _block(inner)
+    if len(inner) == 2 and inner[0].type == "pure-token" and inner[1].type not in (
+        "pure-token", "oneof", "block"
+    ):
+        node = _replace(inner[1], token=inner[0].token)
+    return _replace(node, optional=optional or node.optional)
+
+
+def _block(seq: list[Arg]) -> Arg:
+    return Arg(name="-".join(a.name for a in seq[:2]), type="block", children=tuple(seq))
+
+
+def _alt_name(alternatives: list[Arg]) -> str:
+    return "-".join(a.name for a in alternatives[:3])
+
+
+def _replace(arg: Arg, **changes: Any) -> Arg:
+    fields = {
+        "name": arg.name,
+        "type": arg.type,
+        "token": arg.token,
+        "optional": arg.optional,
+        "multiple": arg.multiple,
+        "children": arg.children,
+        "key_spec_index": arg.key_spec_index,
+    }
+    fields.update(changes)
+    return Arg(**fields)

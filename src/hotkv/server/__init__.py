@@ -1,0 +1,1 @@
+"""Network and lifecycle: configuration, connections, reply encoding. No memory logic."""

@@ -1,0 +1,258 @@
+"""The Server: start, serve, background tasks (expiry, client timeouts), shutdown.
+
+``hotkv-server [config-file] [--directive value ...]`` and ``python -m hotkv`` both end in
+``main()``. Subsystems (persistence, replication, ACL, TLS) plug in through ``Server.start``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import signal
+import socket
+import sys
+import time
+from typing import Any
+
+from hotkv import __version__
+from hotkv.commands import load_all
+from hotkv.server.clock import Clock
+from hotkv.server.config import Config, ConfigError, load_config
+from hotkv.server.connection import ClientProtocol
+from hotkv.server.core import Core
+
+log = logging.getLogger("hotkv")
+
+#: at most this much of each expiry cycle is spent purging (ms), as Redis bounds its cycle
+EXPIRE_CYCLE_BUDGET_MS = 25
+EXPIRE_BATCH = 200
+
+
+class StartupError(RuntimeError):
+    """The server cannot start (port taken, bad directory, unreadable data)."""
+
+
+class Server:
+    """One hotkv server process's lifecycle around a Core."""
+
+    def __init__(self, config: Config, clock: Clock | None = None) -> None:
+        load_all()
+        self.config = config
+        self.core = Core(config, clock)
+        self.core.shutdown_requested = self.request_shutdown
+        self.listeners: list[asyncio.base_events.Server] = []
+        self.tasks: list[asyncio.Task[Any]] = []
+        self.stopping: asyncio.Event | None = None
+        self.save_on_shutdown: bool | None = None
+        self.ports: list[int] = []
+        self.subsystems: list[Any] = []
+
+    # --- start --------------------------------------------------------------------
+    async def start(self) -> None:
+        self.stopping = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        await self._open_subsystems()
+        await self._listen(loop)
+        self.tasks.append(asyncio.create_task(self._cron(), name="hotkv-cron"))
+        for sub in self.subsystems:
+            starter = getattr(sub, "started", None)
+            if starter is not None:
+                await starter()
+        log.info(
+            "hotkv %s ready to accept connections on %s port %s (pid %d, config %s)",
+            __version__,
+            " ".join(self.config.values["bind"]),
+            self.core.tcp_port,
+            os.getpid(),
+            self.config.path or "none",
+        )
+
+    async def _open_subsystems(self) -> None:
+        """Persistence, replication, ACL ... each optional module attaches itself here."""
+        import importlib
+
+        for module_name in ("hotkv.commands.acl", "hotkv.persistence", "hotkv.replication"):
+            try:
+                module = importlib.import_module(module_name)
+            except ModuleNotFoundError as exc:
+                if exc.name == module_name:
+                    continue
+                raise
+            attach = getattr(module, "attach", None)
+            if attach is None:
+                continue
+            sub = attach(self)
+            if asyncio.iscoroutine(sub):
+                sub = await sub
+            if sub is not None:
+                self.subsystems.append(sub)
+
+    async def _listen(self, loop: asyncio.AbstractEventLoop) -> None:
+        port = self.config.values["port"]
+        binds = self.config.values["bind"]
+        errors: list[str] = []
+        for host in binds:
+            host = host.lstrip("-")
+            try:
+                server = await loop.create_server(
+                    lambda: ClientProtocol(self.core),
+                    host=host,
+                    port=port,
+                    reuse_address=True,
+                    backlog=511,
+                )
+            except OSError as exc:
+                errors.append(f"Could not create server TCP listening socket {host}:{port}: {exc.strerror}")
+                if exc.errno == 98 or host not in ("::1", "::"):  # address in use is fatal
+                    if exc.errno == 98 or not self.listeners:
+                        self._close_listeners()
+                        raise StartupError(errors[-1]) from None
+                continue
+            self.listeners.append(server)
+            for sock in server.sockets:
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                actual = sock.getsockname()[1]
+                if port == 0:
+                    port = actual  # the other addresses bind the same port
+                self.ports.append(actual)
+        if not self.listeners:
+            raise StartupError("; ".join(errors) or "no address to listen on")
+        for message in errors:
+            log.warning("%s (continuing on the other addresses)", message)
+        self.core.tcp_port = port
+
+    def _close_listeners(self) -> None:
+        for server in self.listeners:
+            server.close()
+        self.listeners.clear()
+
+    # --- background -----------------------------------------------------------------
+    async def _cron(self) -> None:
+        """Active expiry and client timeouts, ``hz`` times a second."""
+        core = self.core
+        while True:
+            await asyncio.sleep(1.0 / core.config.values["hz"])
+            try:
+                self.expire_cycle()
+                self._timeout_clients()
+                for sub in self.subsystems:
+                    tick = getattr(sub, "tick", None)
+                    if tick is not None:
+                        tick()
+            except Exception:
+                log.exception("background cycle failed")
+
+    def expire_cycle(self) -> int:
+        core = self.core
+        if core.loading:
+            return 0
+        started = time.monotonic()
+        removed_total = 0
+        while True:
+            now = core.clock.now_ms()
+            removed = core.db.purge_expired(now, EXPIRE_BATCH)
+            removed_total += removed
+            if removed < EXPIRE_BATCH or (time.monotonic() - started) * 1000 > EXPIRE_CYCLE_BUDGET_MS:
+                break
+        core.stats.expired_keys += removed_total
+        return removed_total
+
+    def _timeout_clients(self) -> None:
+        timeout = self.config.values["timeout"]
+        if not timeout:
+            return
+        now = self.core.clock.now_ms()
+        for ctx in list(self.core.clients.values()):
+            if ctx.flags or ctx in self.core.monitors or ctx.is_master_link:
+                continue
+            if now - ctx.last_interaction_ms > timeout * 1000 and ctx.closer is not None:
+                ctx.closer()
+
+    # --- stop ---------------------------------------------------------------------
+    def request_shutdown(self, save: bool | None = None) -> None:
+        self.save_on_shutdown = save
+        if self.stopping is not None:
+            self.stopping.set()
+
+    async def serve(self) -> None:
+        await self.start()
+        assert self.stopping is not None
+        await self.stopping.wait()
+        await self.shutdown()
+
+    async def shutdown(self) -> None:
+        log.info("shutting down")
+        self._close_listeners()
+        for task in self.tasks:
+            task.cancel()
+        for sub in reversed(self.subsystems):
+            closer = getattr(sub, "close", None)
+            if closer is not None:
+                result = closer(self.save_on_shutdown)
+                if asyncio.iscoroutine(result):
+                    await result
+        for ctx in list(self.core.clients.values()):
+            if ctx.closer is not None:
+                ctx.closer()
+        log.info("hotkv is now ready to exit, bye bye...")
+
+
+def setup_logging(config: Config) -> None:
+    level = {
+        "debug": logging.DEBUG,
+        "verbose": logging.INFO,
+        "notice": logging.INFO,
+        "warning": logging.WARNING,
+        "nothing": logging.CRITICAL + 1,
+    }[config.values["loglevel"]]
+    logfile = config.values["logfile"]
+    handler: logging.Handler
+    handler = logging.FileHandler(logfile) if logfile else logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(process)d:M %(asctime)s %(levelname).1s %(message)s",
+                                           "%d %b %Y %H:%M:%S"))
+    root = logging.getLogger("hotkv")
+    root.handlers[:] = [handler]
+    root.setLevel(level)
+    root.propagate = False
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if args and args[0] in ("-v", "--version"):
+        print(f"hotkv-server v={__version__}")
+        return 0
+    if args and args[0] in ("-h", "--help"):
+        print("usage: hotkv-server [config-file] [--directive value ...]")
+        return 0
+    try:
+        config = load_config(args)
+    except ConfigError as exc:
+        print(f"*** FATAL CONFIG ERROR *** {exc}", file=sys.stderr)
+        return 1
+    setup_logging(config)
+    server = Server(config)
+
+    async def run() -> int:
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, server.request_shutdown, None)
+        try:
+            await server.serve()
+        except StartupError as exc:
+            log.error("%s", exc)
+            return 1
+        return 0
+
+    try:
+        try:
+            import uvloop
+        except ImportError:  # uvloop is optional on platforms without it
+            return asyncio.run(run())
+        return uvloop.run(run())
+    except KeyboardInterrupt:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,417 @@
+"""One asyncio.Protocol per client: bytes -> commands -> replies, with flow control.
+
+Requests are parsed by ``hiredis.Reader`` (multibulk) or by ``split_inline`` (a line of
+words, as telnet and redis-cli's inline mode send). All commands found in one read are
+executed in order and their replies leave in one write. Reading pauses while the client's
+output is backed up, so a client that never reads cannot make the server buffer forever.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import TYPE_CHECKING, Any
+
+import hiredis
+
+from hotkv.commands.context import Context
+from hotkv.commands.dispatch import NO_REPLY, dispatch
+from hotkv.server.resp import encode, encode_error
+
+if TYPE_CHECKING:
+    from hotkv.server.core import Core
+
+log = logging.getLogger("hotkv")
+
+MAX_INLINE = 64 * 1024
+MAX_MULTIBULK = 1024 * 1024
+UNAUTH_MAX_MULTIBULK = 10
+UNAUTH_MAX_BULK = 16384
+#: pause reading from a client once this much output waits in its transport
+WRITE_HIGH_WATER = 4 * 1024 * 1024
+
+
+class ProtocolViolation(Exception):
+    """Malformed request: answered ``-ERR Protocol error: ...`` and the connection closes."""
+
+
+def split_inline(line: bytes) -> list[bytes]:
+    """Split an inline request into words as Redis's sdssplitargs does (quotes, escapes)."""
+    words: list[bytes] = []
+    i, n = 0, len(line)
+    while True:
+        while i < n and line[i] in b" \t\r\n\v\f":
+            i += 1
+        if i >= n:
+            return words
+        current = bytearray()
+        quote = 0
+        closed = False
+        while i < n:
+            c = line[i]
+            if quote == 0x22:  # "
+                if c == 0x5C and i + 1 < n:  # backslash
+                    nxt = line[i + 1]
+                    if nxt == 0x78 and i + 3 < n and _is_hex(line[i + 2]) and _is_hex(line[i + 3]):
+                        current.append(int(line[i + 2 : i + 4], 16))
+                        i += 4
+                        continue
+                    current.append({0x6E: 10, 0x72: 13, 0x74: 9, 0x62: 8, 0x61: 7}.get(nxt, nxt))
+                    i += 2
+                    continue
+                if c == 0x22:
+                    if i + 1 < n and line[i + 1] not in b" \t\r\n\v\f":
+                        raise ProtocolViolation("unbalanced quotes in request")
+                    closed = True
+                    i += 1
+                    break
+                current.append(c)
+            elif quote == 0x27:  # '
+                if c == 0x5C and i + 1 < n and line[i + 1] == 0x27:
+                    current.append(0x27)
+                    i += 2
+                    continue
+                if c == 0x27:
+                    if i + 1 < n and line[i + 1] not in b" \t\r\n\v\f":
+                        raise ProtocolViolation("unbalanced quotes in request")
+                    closed = True
+                    i += 1
+                    break
+                current.append(c)
+            else:
+                if c in b" \t\r\n\v\f":
+                    break
+                if c in b"\"'" and not current:
+                    quote = c
+                else:
+                    current.append(c)
+            i += 1
+        if quote and not closed:
+            raise ProtocolViolation("unbalanced quotes in request")
+        words.append(bytes(current))
+
+
+def _is_hex(c: int) -> bool:
+    return c in b"0123456789abcdefABCDEF"
+
+
+def _canonical_size_tail(argv: list[bytes]) -> bytes:
+    """The canonical RESP encoding of a request (to tell whether a read ended on it)."""
+    parts = [b"*%d\r\n" % len(argv)]
+    for arg in argv:
+        parts.append(b"$%d\r\n%b\r\n" % (len(arg), arg))
+    return b"".join(parts)
+
+
+class ClientProtocol(asyncio.Protocol):
+    """The network side of one client."""
+
+    def __init__(self, core: Core, tls: bool = False) -> None:
+        self.core = core
+        self.tls = tls
+        self.transport: asyncio.Transport | None = None
+        self.ctx: Context | None = None
+        self.reader = hiredis.Reader()
+        self.fresh = True  # the next byte read starts a new request
+        self.inline_buf = b""
+        self.partial_bytes = 0
+        self.paused_writing = False
+        self.closed = False
+
+    # --- lifecycle ----------------------------------------------------------------
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]  # uvloop's is no asyncio.Transport
+        core = self.core
+        core.stats.total_connections_received += 1
+        peer = transport.get_extra_info("peername")
+        local = transport.get_extra_info("sockname")
+        addr = _format_addr(peer)
+        laddr = _format_addr(local)
+        if len(core.clients) >= core.config.values["maxclients"]:
+            core.stats.rejected_connections += 1
+            transport.write(b"-ERR max number of clients reached\r\n")
+            transport.close()
+            self.closed = True
+            return
+        denial = core.extras.get("connection_gate")
+        if denial is not None:
+            message = denial(peer)
+            if message:
+                core.stats.rejected_connections += 1
+                transport.write(encode_error(message))
+                transport.close()
+                self.closed = True
+                return
+        ctx = Context(core, addr, laddr)
+        ctx.writer = self._write_out_of_band
+        ctx.closer = self._close_from_server
+        self.ctx = ctx
+        core.clients[ctx.id] = ctx
+        transport.set_write_buffer_limits(high=WRITE_HIGH_WATER)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closed = True
+        ctx = self.ctx
+        if ctx is None:
+            return
+        core = self.core
+        core.clients.pop(ctx.id, None)
+        core.monitors.discard(ctx)
+        ctx.unwatch()
+        hook = core.extras.get("client_gone")
+        if hook is not None:
+            hook(ctx)
+        ctx.writer = None
+        ctx.closer = None
+
+    def pause_writing(self) -> None:
+        self.paused_writing = True
+        if self.transport is not None and not self.closed:
+            self.transport.pause_reading()
+
+    def resume_writing(self) -> None:
+        self.paused_writing = False
+        if self.transport is not None and not self.closed:
+            self.transport.resume_reading()
+
+    # --- input --------------------------------------------------------------------
+    def data_received(self, data: bytes) -> None:
+        ctx = self.ctx
+        if ctx is None or self.closed:
+            return
+        self.core.stats.total_net_input_bytes += len(data)
+        out: list[bytes] = []
+        try:
+            self._process(ctx, data, out)
+        except hiredis.ProtocolError as exc:
+            out.append(encode_error(f"ERR Protocol error: {_translate(str(exc))}"))
+            ctx.close_after_reply = True
+        except ProtocolViolation as exc:
+            out.append(encode_error(f"ERR Protocol error: {exc}"))
+            ctx.close_after_reply = True
+        ctx.last_interaction_ms = ctx.now_ms
+        self._send(out)
+
+    def _process(self, ctx: Context, data: bytes, out: list[bytes]) -> None:
+        while data:
+            if self.inline_buf or (self.fresh and data[0] != 42):  # 42 == '*'
+                data = self._inline(data, out)
+                if not data or ctx.close_after_reply:
+                    return
+            if self.fresh:
+                self._check_header(data)
+            chunk = data
+            reader = self.reader
+            reader.feed(data)
+            got = None
+            proto = ctx.proto
+            while True:
+                try:
+                    argv = reader.gets()
+                except hiredis.ProtocolError:
+                    rest = self._inline_after(chunk, got)
+                    if rest is None:
+                        raise
+                    data = rest
+                    break
+                if argv is False:
+                    data = b""
+                    break
+                if type(argv) is not list:
+                    raise ProtocolViolation(_type_error(argv))
+                if not argv:
+                    continue
+                for arg in argv:
+                    if type(arg) is not bytes:
+                        raise ProtocolViolation(_element_error(arg))
+                got = argv
+                reply = dispatch(ctx, argv)
+                if reply is not NO_REPLY:
+                    if ctx.proto != proto:
+                        proto = ctx.proto
+                    out.append(encode(reply, proto))
+                if ctx.close_after_reply:
+                    return
+            if data:  # an inline request follows the multibulk ones in the same read
+                continue
+            if got is not None:
+                self.partial_bytes = 0
+                self.fresh = (
+                    not reader.has_data()
+                    and chunk.endswith(b"\r\n")
+                    and chunk.endswith(_canonical_size_tail(got))
+                )
+                if not self.fresh:
+                    self.partial_bytes = len(chunk)
+            else:
+                self.fresh = False
+                self.partial_bytes += len(chunk)
+                self._check_partial(ctx)
+
+    def _inline_after(self, data: bytes, got: list[bytes] | None) -> bytes | None:
+        """After a multibulk request, the rest of the read is an inline request: find it.
+
+        hiredis rejects a line that does not start with a RESP type byte; Redis allows
+        inline and multibulk requests to follow each other, so locate the end of the last
+        complete request in this read and restart parsing there with a fresh reader.
+        """
+        if got is None:
+            return None
+        encoded = _canonical_size_tail(got)
+        pos = data.rfind(encoded)
+        if pos < 0:
+            return None
+        rest = data[pos + len(encoded) :]
+        if not rest or rest[0] == 42:
+            return None
+        self.reader = hiredis.Reader()
+        self.fresh = True
+        return rest
+
+    def _send(self, out: list[bytes]) -> None:
+        ctx = self.ctx
+        core = self.core
+        for hook in core.before_reply:
+            hook()
+        transport = self.transport
+        assert transport is not None and ctx is not None
+        if out:
+            payload = out[0] if len(out) == 1 else b"".join(out)
+            core.stats.total_net_output_bytes += len(payload)
+            if not self.closed:
+                transport.write(payload)
+        if ctx.close_after_reply and not self.closed:
+            self.closed = True
+            transport.close()
+
+    def _check_header(self, data: bytes) -> None:
+        """Validate the counts at the start of a request before hiredis allocates for them."""
+        ctx = self.ctx
+        assert ctx is not None
+        end = data.find(b"\r\n", 0, 32)
+        if end < 0:
+            if len(data) >= 32:
+                raise ProtocolViolation("too big mbulk count string")
+            return
+        try:
+            count = int(data[1:end])
+        except ValueError:
+            raise ProtocolViolation("invalid multibulk length") from None
+        if count > MAX_MULTIBULK:
+            raise ProtocolViolation("invalid multibulk length")
+        if not ctx.authenticated and count > UNAUTH_MAX_MULTIBULK:
+            raise ProtocolViolation("unauthenticated multibulk length")
+        start = end + 2
+        if count <= 0 or start >= len(data):
+            return
+        if data[start] != 36:  # '$'
+            raise ProtocolViolation(f"expected '$', got '{chr(data[start])}'")
+        end = data.find(b"\r\n", start, start + 32)
+        if end < 0:
+            return
+        try:
+            size = int(data[start + 1 : end])
+        except ValueError:
+            raise ProtocolViolation("invalid bulk length") from None
+        if size < 0 or size > self.core.config.values["proto-max-bulk-len"]:
+            raise ProtocolViolation("invalid bulk length")
+        if not ctx.authenticated and size > UNAUTH_MAX_BULK:
+            raise ProtocolViolation("unauthenticated bulk length")
+
+    def _check_partial(self, ctx: Context) -> None:
+        """An incomplete request that keeps growing: enforce the buffer limits."""
+        limit = self.core.config.values["client-query-buffer-limit"]
+        if not ctx.authenticated:
+            limit = min(limit, UNAUTH_MAX_BULK * UNAUTH_MAX_MULTIBULK + 1024)
+        bulk_limit = self.core.config.values["proto-max-bulk-len"] + 64 * 1024
+        if self.partial_bytes > min(limit, max(bulk_limit, 64 * 1024)):
+            log.warning("closing client %s: query buffer over the limit", ctx.addr)
+            raise ProtocolViolation("query buffer limit exceeded")
+
+    def _inline(self, data: bytes, out: list[bytes]) -> bytes:
+        """Run inline requests at the start of ``data``; return what follows them (RESP)."""
+        ctx = self.ctx
+        assert ctx is not None
+        buf = self.inline_buf + data if self.inline_buf else data
+        self.inline_buf = b""
+        pos = 0
+        while pos < len(buf):
+            if buf[pos] == 42 and pos > 0:  # a multibulk request follows the inline ones
+                self.fresh = True
+                return buf[pos:]
+            nl = buf.find(b"\n", pos)
+            if nl < 0:
+                rest = buf[pos:]
+                if len(rest) > MAX_INLINE:
+                    raise ProtocolViolation("too big inline request")
+                if rest[:1] == b"*":
+                    self.fresh = True
+                    return rest
+                self.inline_buf = rest
+                return b""
+            if nl - pos > MAX_INLINE:
+                raise ProtocolViolation("too big inline request")
+            if buf[pos] == 42:
+                self.fresh = True
+                return buf[pos:]
+            line = buf[pos:nl]
+            pos = nl + 1
+            argv = split_inline(line)
+            if not argv:
+                continue
+            reply = dispatch(ctx, argv)
+            if reply is not NO_REPLY:
+                out.append(encode(reply, ctx.proto))
+            if ctx.close_after_reply:
+                return b""
+        self.fresh = True
+        return b""
+
+    # --- out of band ----------------------------------------------------------------
+    def _write_out_of_band(self, payload: bytes) -> None:
+        if self.transport is not None and not self.closed:
+            self.core.stats.total_net_output_bytes += len(payload)
+            self.transport.write(payload)
+
+    def _close_from_server(self) -> None:
+        if self.transport is not None and not self.closed:
+            self.closed = True
+            self.transport.close()
+
+    def write_reply(self, value: Any) -> None:
+        """Send one reply outside a request (used by subsystems such as replication)."""
+        if self.ctx is not None:
+            self._write_out_of_band(encode(value, self.ctx.proto))
+
+
+def _format_addr(info: Any) -> str:
+    if isinstance(info, tuple) and len(info) >= 2:
+        host = info[0]
+        return f"{host}:{info[1]}"
+    if isinstance(info, str):
+        return f"{info}:0"
+    return "?:0"
+
+
+def _type_error(value: Any) -> str:
+    kind = {int: ":", bytes: "+", str: "+", type(None): "$"}.get(type(value), "?")
+    return f"expected '*', got '{kind}'"
+
+
+def _element_error(value: Any) -> str:
+    kind = {int: ":", list: "*", type(None): "$", float: ","}.get(type(value), "?")
+    return f"expected '$', got '{kind}'"
+
+
+def _translate(message: str) -> str:
+    """hiredis's words -> Redis's words for the same protocol error."""
+    lowered = message.lower()
+    if "bulk string length" in lowered or "bad bulk" in lowered:
+        return "invalid bulk length"
+    if "multi-bulk" in lowered or "multibulk" in lowered or "aggregate" in lowered:
+        return "invalid multibulk length"
+    if "reply type byte" in lowered:
+        start = message.find('"')
+        got = message[start + 1 : start + 2] if start >= 0 else "?"
+        return f"expected '$', got '{got}'"
+    return message.replace("\r", " ").replace("\n", " ")

@@ -1,0 +1,154 @@
+"""The server's state apart from the network: database, clients, statistics, effect sinks.
+
+Handlers reach everything through ``ctx.core``. Tests can build a Core with a
+``ManualClock`` and drive ``dispatch`` without sockets.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from hotkv import __version__
+from hotkv.server.clock import Clock
+from hotkv.server.config import Config
+from hotkv.stores.base import Effect
+from hotkv.stores.database import Database, default_database
+
+if TYPE_CHECKING:
+    from hotkv.commands.context import Context
+
+EffectSink = Callable[[Effect], None]
+
+
+@dataclass
+class Stats:
+    """Counters behind INFO stats (Redis field names where Redis has them)."""
+
+    total_connections_received: int = 0
+    total_commands_processed: int = 0
+    rejected_connections: int = 0
+    expired_keys: int = 0
+    evicted_keys: int = 0
+    keyspace_hits: int = 0
+    keyspace_misses: int = 0
+    total_net_input_bytes: int = 0
+    total_net_output_bytes: int = 0
+    total_error_replies: int = 0
+    unexpected_error_replies: int = 0
+    errorstats: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass
+class SlowlogEntry:
+    id: int
+    start_s: int
+    duration_us: int
+    argv: list[bytes]
+    addr: str
+    name: str
+
+
+class Core:
+    """Everything a command may touch, owned by the event-loop thread."""
+
+    def __init__(
+        self,
+        config: Config | None = None,
+        clock: Clock | None = None,
+        db: Database | None = None,
+    ) -> None:
+        self.config = config or Config()
+        self.clock = clock or Clock()
+        self.db = db or default_database()
+        self.version = __version__
+        self.run_id = os.urandom(20).hex()
+        self.started_s = time.time()
+        self.pid = os.getpid()
+        self.stats = Stats()
+        self.clients: dict[int, Context] = {}
+        self._next_client_id = 1
+        self.monitors: set[Context] = set()
+        self.slowlog: deque[SlowlogEntry] = deque()
+        self.slowlog_next_id = 0
+        #: who must hear about every applied effect (AOF writer, replication backlog)
+        self.sinks: list[EffectSink] = []
+        #: called after a batch of commands, before replies are written (fsync always)
+        self.before_reply: list[Callable[[], None]] = []
+        self.pending_effects: list[Effect] = []
+        self.in_exec = False
+        #: key -> contexts watching it (WATCH); any write naming the key makes them dirty
+        self.watchers: dict[bytes, set[Context]] = {}
+        self.dirty = 0  # writes since the last save, as Redis counts them
+        self.loading = False
+        self.role = "master"
+        self.write_error: str | None = None  # set when the AOF can't be written (MISCONF)
+        self.shutdown_requested: Callable[[bool | None], None] | None = None
+        self.used_memory_fn: Callable[[], int] | None = None
+        self.info_sections: dict[str, Callable[[], list[tuple[str, Any]]]] = {}
+        self.tcp_port = 0
+        self.users: Any = None  # hotkv.commands.acl.UserTable, set by the ACL module
+        self.extras: dict[str, Any] = {}  # room for subsystems (persistence, replication)
+
+    # --- clients ------------------------------------------------------------------
+    def new_client_id(self) -> int:
+        cid = self._next_client_id
+        self._next_client_id += 1
+        return cid
+
+    # --- effects ------------------------------------------------------------------
+    def emit(self, effect: Effect) -> Any:
+        """Apply one effect to the database and queue it for the AOF and the replicas."""
+        result = self.db.apply(effect)
+        self.pending_effects.append(effect)
+        self.dirty += 1
+        return result
+
+    def flush_effects(self) -> None:
+        """Hand the effects of the last command (or EXEC) to the sinks as one record."""
+        pending = self.pending_effects
+        if not pending:
+            return
+        record = pending[0] if len(pending) == 1 else ["tx", pending]
+        self.pending_effects = []
+        for sink in self.sinks:
+            sink(record)
+
+    # --- WATCH --------------------------------------------------------------------
+    def touch(self, keys: list[bytes]) -> None:
+        watchers = self.watchers
+        for key in keys:
+            ctxs = watchers.get(key)
+            if ctxs:
+                for ctx in ctxs:
+                    ctx.dirty_cas = True
+
+    def touch_all(self) -> None:
+        for ctxs in self.watchers.values():
+            for ctx in ctxs:
+                ctx.dirty_cas = True
+
+    # --- memory -------------------------------------------------------------------
+    def used_memory(self) -> int:
+        if self.used_memory_fn is not None:
+            return self.used_memory_fn()
+        return current_rss()
+
+    def is_replica(self) -> bool:
+        return self.role == "slave"
+
+
+def current_rss() -> int:
+    """Resident set size of this process in bytes (Linux), else the peak RSS."""
+    try:
+        with open("/proc/self/statm", "rb") as fh:
+            pages = int(fh.read().split()[1])
+        return pages * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        import resource
+
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024

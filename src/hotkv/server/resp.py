@@ -1,0 +1,169 @@
+"""Reply encoding for RESP2 and RESP3 (parsing of requests is hiredis.Reader's job).
+
+Handlers return plain Python values and this module turns them into bytes:
+
+==================  ==========================  ==========================
+value               RESP3                       RESP2
+==================  ==========================  ==========================
+``bytes``/``str``   bulk string                 bulk string
+``int``             integer                     integer
+``bool``            boolean ``#t``/``#f``       integer 1/0
+``float``           double ``,``                bulk string
+``None``            null ``_``                  null bulk ``$-1``
+``list``/``tuple``  array                       array
+``dict``            map ``%``                   flat array k, v, k, v
+``set``             set ``~``                   array
+``Simple``          simple string ``+``         simple string
+``ErrorReply``      error ``-``                 error
+``NULL_ARRAY``      null ``_``                  null array ``*-1``
+``Push``            push ``>``                  array
+``Verbatim``        verbatim ``=``              bulk string
+``Raw``             the bytes as they are       the bytes as they are
+==================  ==========================  ==========================
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+
+class Simple(str):
+    """A RESP simple string (``+OK``). Must not contain CR or LF."""
+
+    __slots__ = ()
+
+
+class ErrorReply(str):
+    """An error inside a reply (EXEC results); top-level errors are raised as CommandError."""
+
+    __slots__ = ()
+
+
+class Push(list):  # type: ignore[type-arg]
+    """An out-of-band push message (MONITOR lines are plain simple strings instead)."""
+
+
+class Verbatim:
+    """A RESP3 verbatim string (INFO, CLIENT INFO); RESP2 sees a bulk string."""
+
+    __slots__ = ("fmt", "text")
+
+    def __init__(self, text: str | bytes, fmt: str = "txt") -> None:
+        self.text = text.encode() if isinstance(text, str) else text
+        self.fmt = fmt
+
+
+class Raw(bytes):
+    """Bytes that are already an encoded reply."""
+
+    __slots__ = ()
+
+
+class _NullArray:
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "NULL_ARRAY"
+
+
+NULL_ARRAY = _NullArray()
+OK = Simple("OK")
+QUEUED = Simple("QUEUED")
+PONG = Simple("PONG")
+
+_OK_BYTES = b"+OK\r\n"
+_NULL2 = b"$-1\r\n"
+_NULL3 = b"_\r\n"
+_INT_CACHE = [b":%d\r\n" % i for i in range(0, 1024)]
+
+
+def encode_double(value: float) -> bytes:
+    """The text of a double as Redis 7 prints it (``inf``, ``-inf``, ``nan``, else repr)."""
+    if math.isinf(value):
+        return b"inf" if value > 0 else b"-inf"
+    if math.isnan(value):
+        return b"nan"
+    if value == int(value) and abs(value) < 1e17:
+        return b"%d" % int(value)
+    return repr(value).encode()
+
+
+def encode(value: Any, proto: int) -> bytes:
+    """Encode one reply for protocol 2 or 3."""
+    out: list[bytes] = []
+    _encode_into(value, proto, out)
+    return b"".join(out)
+
+
+def _encode_into(value: Any, proto: int, out: list[bytes]) -> None:
+    t = type(value)
+    if t is bytes:
+        out.append(b"$%d\r\n%b\r\n" % (len(value), value))
+    elif t is Simple:
+        out.append(b"+%b\r\n" % value.encode())
+    elif t is int:
+        out.append(_INT_CACHE[value] if 0 <= value < 1024 else b":%d\r\n" % value)
+    elif value is None:
+        out.append(_NULL3 if proto == 3 else _NULL2)
+    elif t is str:
+        data = value.encode()
+        out.append(b"$%d\r\n%b\r\n" % (len(data), data))
+    elif t is list or t is tuple:
+        out.append(b"*%d\r\n" % len(value))
+        for item in value:
+            _encode_into(item, proto, out)
+    elif t is dict:
+        if proto == 3:
+            out.append(b"%%%d\r\n" % len(value))
+        else:
+            out.append(b"*%d\r\n" % (2 * len(value)))
+        for key, item in value.items():
+            _encode_into(key, proto, out)
+            _encode_into(item, proto, out)
+    elif t is float:
+        text = encode_double(value)
+        if proto == 3:
+            out.append(b",%b\r\n" % text)
+        else:
+            out.append(b"$%d\r\n%b\r\n" % (len(text), text))
+    elif t is bool:
+        if proto == 3:
+            out.append(b"#t\r\n" if value else b"#f\r\n")
+        else:
+            out.append(b":1\r\n" if value else b":0\r\n")
+    elif t is Raw:
+        out.append(value)
+    elif t is ErrorReply:
+        out.append(b"-%b\r\n" % value.encode())
+    elif t is set or t is frozenset:
+        out.append(b"%c%d\r\n" % (126 if proto == 3 else 42, len(value)))
+        for item in value:
+            _encode_into(item, proto, out)
+    elif value is NULL_ARRAY:
+        out.append(_NULL3 if proto == 3 else b"*-1\r\n")
+    elif t is Push:
+        out.append(b"%c%d\r\n" % (62 if proto == 3 else 42, len(value)))
+        for item in value:
+            _encode_into(item, proto, out)
+    elif t is Verbatim:
+        if proto == 3:
+            payload = value.fmt.encode() + b":" + value.text
+            out.append(b"=%d\r\n%b\r\n" % (len(payload), payload))
+        else:
+            out.append(b"$%d\r\n%b\r\n" % (len(value.text), value.text))
+    elif isinstance(value, bytes | bytearray | memoryview):
+        data = bytes(value)
+        out.append(b"$%d\r\n%b\r\n" % (len(data), data))
+    elif isinstance(value, int):  # numpy ints and IntEnum
+        out.append(b":%d\r\n" % int(value))
+    elif isinstance(value, float):
+        _encode_into(float(value), proto, out)
+    elif isinstance(value, str):
+        _encode_into(str(value), proto, out)
+    else:
+        raise TypeError(f"cannot encode reply of type {t.__name__}")
+
+
+def encode_error(message: str) -> bytes:
+    return b"-%b\r\n" % message.encode("utf-8", "replace")

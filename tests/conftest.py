@@ -1,0 +1,32 @@
+"""Shared fixtures: a real hotkv-server per test module, and clients in RESP2 and RESP3."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+import redis
+
+from helpers import HotkvProcess
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[HotkvProcess]:
+    proc = HotkvProcess().start()
+    try:
+        yield proc
+    finally:
+        proc.cleanup()
+
+
+@pytest.fixture(params=[2, 3], ids=["resp2", "resp3"])
+def r(request: pytest.FixtureRequest, server: HotkvProcess) -> Iterator[redis.Redis]:
+    client = server.client(protocol=request.param)
+    try:
+        client.execute_command("FLUSHALL")
+    except redis.ResponseError:  # TODO(lead): drop once FLUSHALL has landed
+        pass
+    try:
+        yield client
+    finally:
+        client.close()

@@ -1,0 +1,155 @@
+"""Test helpers: a real hotkv-server process on a free port, and reply normalisation."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import redis
+
+ROOT = Path(__file__).resolve().parent.parent
+READY = re.compile(r"ready to accept connections on .* port (\d+)")
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class HotkvProcess:
+    """A ``python -m hotkv`` child process; ``start()`` waits until it accepts connections."""
+
+    def __init__(self, *args: str, dir: str | None = None, port: int = 0) -> None:
+        self.args = list(args)
+        self._tmp = None if dir else tempfile.TemporaryDirectory(prefix="hotkv-test-")
+        self.dir = dir or self._tmp.name  # type: ignore[union-attr]
+        self.port = port
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.logfile = os.path.join(self.dir, "hotkv.log")
+
+    def command_line(self) -> list[str]:
+        has = set(self.args)
+        cmd = [sys.executable, "-m", "hotkv", "--port", str(self.port), "--dir", self.dir,
+               "--logfile", self.logfile, "--bind", "127.0.0.1"]
+        if "--appendonly" not in has:
+            cmd += ["--appendonly", "no"]
+        return cmd + self.args
+
+    def start(self, timeout: float = 15.0) -> HotkvProcess:
+        offset = os.path.getsize(self.logfile) if os.path.exists(self.logfile) else 0
+        env = dict(os.environ)
+        env["PYTHONPATH"] = str(ROOT / "src") + os.pathsep + env.get("PYTHONPATH", "")
+        self.proc = subprocess.Popen(self.command_line(), env=env, stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.PIPE)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                err = self.proc.stderr.read().decode() if self.proc.stderr else ""
+                raise RuntimeError(f"hotkv-server exited with {self.proc.returncode}: {err}\n{self.log()}")
+            text = self.log()[offset:] if os.path.exists(self.logfile) else ""
+            match = READY.search(text)
+            if match:
+                self.port = int(match.group(1))
+                return self
+            time.sleep(0.02)
+        self.kill()
+        raise RuntimeError(f"hotkv-server did not start in {timeout}s:\n{self.log()}")
+
+    def log(self) -> str:
+        try:
+            return Path(self.logfile).read_text(errors="replace")
+        except OSError:
+            return ""
+
+    def client(self, protocol: int = 3, **kwargs: Any) -> redis.Redis:
+        return redis.Redis(host="127.0.0.1", port=self.port, protocol=protocol, **kwargs)
+
+    def stop(self, timeout: float = 15.0) -> int:
+        """SIGTERM and wait: a clean shutdown."""
+        if self.proc is None:
+            return 0
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        try:
+            code = self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            code = self.proc.wait()
+        if self.proc.stderr:
+            self.proc.stderr.close()
+        self.proc = None
+        return code
+
+    def kill(self) -> None:
+        """SIGKILL: a crash."""
+        if self.proc is not None:
+            self.proc.kill()
+            self.proc.wait()
+            if self.proc.stderr:
+                self.proc.stderr.close()
+            self.proc = None
+
+    def restart(self) -> HotkvProcess:
+        """Stop cleanly and start again on the same port and directory."""
+        self.stop()
+        return self.start()
+
+    def cleanup(self) -> None:
+        self.kill()
+        if self._tmp is not None:
+            self._tmp.cleanup()
+
+
+def record(reply: Any) -> dict[Any, Any]:
+    """A RESP3 map or a RESP2 flat array -> dict, so one assertion fits both protocols."""
+    if isinstance(reply, dict):
+        return reply
+    if isinstance(reply, list):
+        if len(reply) % 2:
+            raise AssertionError(f"not a flat field/value array: {reply!r}")
+        return {reply[i]: reply[i + 1] for i in range(0, len(reply), 2)}
+    raise AssertionError(f"not a record: {reply!r}")
+
+
+def records(reply: Iterable[Any]) -> list[dict[Any, Any]]:
+    return [record(item) for item in reply]
+
+
+def as_float(value: Any) -> float:
+    """A RESP3 double or a RESP2 bulk string -> float."""
+    if isinstance(value, bytes):
+        return float(value)
+    return float(value)
+
+
+def raw_roundtrip(port: int, payload: bytes, *, wait: float = 0.3, expect: int | None = None) -> bytes:
+    """Send raw bytes, return everything the server answered until it is quiet or closes."""
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
+        sock.sendall(payload)
+        sock.settimeout(wait)
+        chunks = []
+        total = 0
+        while True:
+            try:
+                data = sock.recv(65536)
+            except TimeoutError:
+                break
+            except ConnectionResetError:
+                break
+            if not data:
+                break
+            chunks.append(data)
+            total += len(data)
+            if expect is not None and total >= expect:
+                break
+        return b"".join(chunks)
