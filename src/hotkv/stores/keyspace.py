@@ -1,0 +1,285 @@
+"""The string cache: Redis's string keyspace (GET/SET ...) with per-key absolute deadlines.
+
+State is two dicts, ``key -> value`` and ``key -> deadline`` (ms since the epoch, only for
+keys that have one), plus a min-heap of ``(deadline, key)`` for active expiry. The heap is
+lazily invalidated: an entry whose key no longer has exactly that deadline is skipped when
+popped, and the heap is rebuilt from the deadline dict when stale entries dominate it.
+
+A key is expired once ``deadline <= now``. Reads (``get``, ``exists`` ...) remove an
+expired key they meet (lazy expiry) and ``purge_expired`` removes due keys in the
+background (active expiry); both count into ``expired_count`` for INFO.
+
+Effects:
+
+* ``["kv.set", key, value, expires_at | None]`` - store a value; None drops any deadline
+  (a KEEPTTL or an INCR carries the existing deadline explicitly).
+* ``["kv.mset", [key, value, key, value ...]]`` - store many values, none with a deadline.
+* ``["kv.del", [key ...]]`` - remove keys; returns how many existed.
+* ``["kv.expire", key, at]`` - give an existing key a deadline (one already passed makes
+  the key expired at once); returns 1 if the key existed, else 0.
+* ``["kv.persist", key]`` - drop a key's deadline; returns 1 if it had one, else 0.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from heapq import heapify, heappop, heappush
+from itertools import islice
+from typing import Any, ClassVar
+
+from hotkv.stores.base import Effect, EffectError, Store
+
+#: SCAN cursors are 64-bit unsigned, as in Redis
+_CURSOR_MASK = 0xFFFF_FFFF_FFFF_FFFF
+#: the heap is rebuilt once it holds more than 2 * live deadlines + this many entries
+_HEAP_SLACK = 1024
+
+
+def _cursor_of(key: bytes) -> int:
+    """A key's position in SCAN order: its hash as an unsigned 64-bit number, never 0."""
+    return (hash(key) & _CURSOR_MASK) or 1
+
+
+class KeyValueStore(Store):
+    """The string cache's id space: binary keys to binary values, each with an optional TTL."""
+
+    name: ClassVar[str] = "kv"
+
+    __slots__ = (
+        "_added",
+        "_expires",
+        "_heap",
+        "_heap_limit",
+        "_scan_added",
+        "_scan_cursors",
+        "_scan_keys",
+        "_values",
+        "expired_count",
+    )
+
+    def __init__(self) -> None:
+        self._values: dict[bytes, bytes] = {}
+        self._expires: dict[bytes, int] = {}
+        self._heap: list[tuple[int, bytes]] = []
+        self._heap_limit = _HEAP_SLACK
+        #: keys removed because their deadline passed (lazily or actively), for INFO
+        self.expired_count = 0
+        # SCAN walks keys in hash order from a sorted list built at cursor 0. Keys created
+        # after the list was built may be missed, which SCAN allows; the list is rebuilt at
+        # the next cursor 0 only if a key was created since (``_added`` counts creations).
+        self._added = 0
+        self._scan_added = -1
+        self._scan_cursors: list[int] | None = None
+        self._scan_keys: list[bytes] | None = None
+
+    # --- reads ----------------------------------------------------------------------
+    def get(self, key: bytes, now_ms: int) -> bytes | None:
+        """The value of a live key, else None (an expired key is removed on the way)."""
+        value = self._values.get(key)
+        if value is None or not self._expires:
+            return value
+        at = self._expires.get(key)
+        if at is not None and at <= now_ms:
+            self._expire_key(key)
+            return None
+        return value
+
+    def exists(self, ident: bytes, now_ms: int) -> bool:
+        return self.get(ident, now_ms) is not None
+
+    def expiry(self, key: bytes) -> int | None:
+        """The deadline of a key already found live by ``get``/``exists``; None if it has none."""
+        return self._expires.get(key)
+
+    def ttl_ms(self, key: bytes, now_ms: int) -> int:
+        """Milliseconds left as PTTL reports them: -2 missing, -1 no deadline, else >= 0."""
+        if self.get(key, now_ms) is None:
+            return -2
+        at = self._expires.get(key)
+        if at is None:
+            return -1
+        return max(at - now_ms, 0)
+
+    def __len__(self) -> int:
+        """Keys held, counting expired ones active expiry has not reached yet (as DBSIZE)."""
+        return len(self._values)
+
+    def expiring(self) -> int:
+        """Keys held that have a deadline (INFO keyspace ``expires=``)."""
+        return len(self._expires)
+
+    def ids(self, now_ms: int) -> list[bytes]:
+        """Every live key (expired ones met on the way are removed)."""
+        if self._expires:
+            due = [key for key, at in self._expires.items() if at <= now_ms]
+            for key in due:
+                self._expire_key(key)
+        return list(self._values)
+
+    def key_at(self, index: int) -> bytes | None:
+        """The key at position ``index`` of the dict's order (RANDOMKEY), live or not; O(index)."""
+        if index < 0 or index >= len(self._values):
+            return None
+        return next(islice(self._values, index, None))
+
+    def scan(self, cursor: int, count: int, now_ms: int) -> tuple[int, list[bytes]]:
+        """One SCAN step: ``(next cursor, live keys)``; cursor 0 starts and ends a walk.
+
+        Keys are visited in the order of their 64-bit hash and the cursor is the hash to
+        resume at, so every key that exists for a whole walk is returned, whatever is
+        written in between, and keys sharing a hash are never split across two steps.
+        """
+        if self._scan_cursors is None or (cursor == 0 and self._scan_added != self._added):
+            keys = sorted(self._values, key=_cursor_of)
+            self._scan_keys = keys
+            self._scan_cursors = [_cursor_of(k) for k in keys]
+            self._scan_added = self._added
+        cursors = self._scan_cursors
+        keys_in_order = self._scan_keys
+        assert keys_in_order is not None
+        n = len(cursors)
+        start = bisect_left(cursors, cursor) if cursor else 0
+        end = min(start + max(count, 1), n)
+        while 0 < end < n and cursors[end] == cursors[end - 1]:
+            end += 1
+        found = [key for key in keys_in_order[start:end] if self.get(key, now_ms) is not None]
+        if end < n:
+            return cursors[end], found
+        # the walk is over: let go of the key list (a walk still running rebuilds it)
+        self._scan_cursors = None
+        self._scan_keys = None
+        return 0, found
+
+    # --- effects --------------------------------------------------------------------
+    def apply(self, effect: Effect) -> Any:
+        op = effect[0]
+        if op == "kv.set":
+            self._set(effect[1], effect[2], effect[3])
+            return None
+        if op == "kv.del":
+            return self._delete(effect[1])
+        if op == "kv.mset":
+            self._mset(effect[1])
+            return None
+        if op == "kv.expire":
+            return self._set_deadline(effect[1], effect[2])
+        if op == "kv.persist":
+            return self._persist(effect[1])
+        raise EffectError(f"unknown kv effect {op!r}")
+
+    def _set(self, key: bytes, value: bytes, at: int | None) -> None:
+        values = self._values
+        if key not in values:
+            self._added += 1
+        values[key] = value
+        if at is None:
+            if self._expires:
+                self._expires.pop(key, None)
+        else:
+            self._expires[key] = at
+            self._push_deadline(at, key)
+
+    def _mset(self, pairs: list[bytes]) -> None:
+        if len(pairs) % 2:
+            raise EffectError("kv.mset needs key, value pairs")
+        values = self._values
+        expires = self._expires
+        for i in range(0, len(pairs), 2):
+            key = pairs[i]
+            if key not in values:
+                self._added += 1
+            values[key] = pairs[i + 1]
+            if expires:
+                expires.pop(key, None)
+
+    def _delete(self, keys: list[bytes]) -> int:
+        values = self._values
+        expires = self._expires
+        removed = 0
+        for key in keys:
+            if values.pop(key, None) is not None:
+                removed += 1
+                if expires:
+                    expires.pop(key, None)
+        return removed
+
+    def _set_deadline(self, key: bytes, at: int) -> int:
+        if key not in self._values:
+            return 0
+        self._expires[key] = at
+        self._push_deadline(at, key)
+        return 1
+
+    def _persist(self, key: bytes) -> int:
+        return 0 if self._expires.pop(key, None) is None else 1
+
+    def _push_deadline(self, at: int, key: bytes) -> None:
+        heap = self._heap
+        heappush(heap, (at, key))
+        if len(heap) > self._heap_limit:
+            self._rebuild_heap()
+
+    def _rebuild_heap(self) -> None:
+        """Drop stale heap entries (overwritten, persisted or deleted keys)."""
+        heap = [(at, key) for key, at in self._expires.items()]
+        heapify(heap)
+        self._heap = heap
+        self._heap_limit = 2 * len(heap) + _HEAP_SLACK
+
+    def _expire_key(self, key: bytes) -> None:
+        del self._values[key]
+        del self._expires[key]
+        self.expired_count += 1
+
+    # --- active expiry ----------------------------------------------------------------
+    def purge_expired(self, now_ms: int, limit: int) -> int:
+        heap = self._heap
+        expires = self._expires
+        removed = 0
+        while heap and removed < limit and heap[0][0] <= now_ms:
+            at, key = heappop(heap)
+            if expires.get(key) == at:
+                self._expire_key(key)
+                removed += 1
+        return removed
+
+    # --- whole state ------------------------------------------------------------------
+    def clear(self) -> None:
+        self._values = {}
+        self._expires = {}
+        self._heap = []
+        self._heap_limit = _HEAP_SLACK
+        self._added += 1
+        self._scan_cursors = None
+        self._scan_keys = None
+
+    def snapshot(self) -> list[Any]:
+        """A flat list ``[key, value, deadline | None, ...]``."""
+        expires = self._expires
+        out: list[Any] = []
+        for key, value in self._values.items():
+            out.extend((key, value, expires.get(key)))
+        return out
+
+    def restore(self, state: list[Any]) -> None:
+        if len(state) % 3:
+            raise EffectError("kv snapshot needs key, value, deadline triples")
+        self.clear()
+        values = self._values
+        expires = self._expires
+        for i in range(0, len(state), 3):
+            key = state[i]
+            values[key] = state[i + 1]
+            at = state[i + 2]
+            if at is not None:
+                expires[key] = at
+        self._rebuild_heap()
+
+    def stats(self, now_ms: int) -> dict[str, int]:
+        n = len(self._values)
+        return {
+            "objects": n,
+            "entries": n,
+            "expires": len(self._expires),
+            "expired": self.expired_count,
+        }
