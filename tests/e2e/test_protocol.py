@@ -118,7 +118,7 @@ def test_multi_exec_discard(server: HotkvProcess) -> None:
 
 def test_client_commands_with_redis_py(server: HotkvProcess) -> None:
     for protocol in (2, 3):
-        client = server.client(protocol=protocol)
+        client = server.client(protocol=protocol, decode_responses=True)
         client.client_setname("agent-1")
         assert client.client_getname() == "agent-1"
         assert isinstance(client.client_id(), int)
