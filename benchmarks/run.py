@@ -1,0 +1,605 @@
+"""Server throughput, side by side: hotkv against a real redis-server, both driven by redis-benchmark.
+
+Run from the repository root with the project's venv::
+
+    .venv/bin/python benchmarks/run.py                 # the full table (~5 min)
+    .venv/bin/python benchmarks/run.py --quick --rows ping    # a smoke test (seconds)
+    .venv/bin/python benchmarks/run.py --rows amem --json /tmp/amem.json
+
+What it does:
+
+* starts its own ``redis-server --save "" --appendonly no`` and ``python -m hotkv
+  --appendonly no`` on free ports in a temporary directory (``--aof everysec`` turns on
+  an append-only file with ``appendfsync everysec`` on BOTH servers), and stops them at the end;
+* for every row and pipeline depth runs ``redis-benchmark -c 50 [-P 16] --csv`` against
+  redis and hotkv in turn (interleaved, so a noisy neighbour hurts both alike), repeated
+  ``--repeat`` times after one untimed calibration run that also warms the server up;
+  ``-n`` is chosen from the calibration rate so that each timed run lasts ``--seconds``;
+* prints a Markdown table: redis req/s (median), hotkv req/s (min / median / max), the
+  ratio hotkv/redis of the medians and the target ratio for that row.
+
+CPU placement: the machine this was written on has 2 cores and redis-benchmark needs one
+of them. When ``taskset`` exists and there are at least 2 CPUs, both servers are pinned to
+CPU 0 and redis-benchmark to CPU 1 (the same placement for both servers, so the
+comparison stays fair); ``--no-pin`` turns that off. redis-benchmark's ``--threads`` is not
+used: one client thread is enough to saturate a single-threaded server on this machine and
+a second one would compete with the server for its core.
+
+The AMEM rows compare each AMEM command with the nearest plain Redis command
+(AMEM.WORK.SET ~ HSET, AMEM.WORK.GET ~ HGET, AMEM.CONV.APPEND ~ RPUSH). A row whose
+command hotkv does not know (yet) is skipped with a note instead of failing the run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import datetime as dt
+import io
+import json
+import os
+import platform
+import re
+import shlex
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import hiredis
+
+ROOT = Path(__file__).resolve().parent.parent
+READY = re.compile(r"ready to accept connections on .* port (\d+)")
+
+CLIENTS = 50
+#: keys touched by SET/GET (-r), all written before the GET rows so that every GET hits
+STRING_KEYSPACE = 100_000
+#: fields of the one working-memory session (and of the redis hash it is compared with)
+WORK_KEYSPACE = 10_000
+VALUE = b"xxx"  # redis-benchmark's default 3-byte payload (-d 3)
+SESSION = b"bench"
+
+
+def key_name(i: int) -> bytes:
+    """The key redis-benchmark makes of ``key:__rand_int__`` for the random number ``i``."""
+    return b"key:%012d" % i
+
+
+# --- rows ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Row:
+    """One line of the table: the same workload expressed for redis and for hotkv."""
+
+    key: str  # what --rows matches (with the group)
+    group: str  # ping | string | amem
+    title: str
+    redis_args: tuple[str, ...]  # redis-benchmark arguments after the common ones
+    hotkv_args: tuple[str, ...]
+    #: a hotkv command sent once before the row: an "unknown command" reply skips the row
+    probe: tuple[bytes, ...] | None = None
+    target_plain: float = 0.80
+    target_pipelined: float = 0.45
+
+    def target(self, pipeline: int) -> float:
+        return self.target_plain if pipeline <= 1 else self.target_pipelined
+
+
+def _rand(n: int) -> tuple[str, ...]:
+    return ("-r", str(n))
+
+
+ROWS: tuple[Row, ...] = (
+    Row("ping_inline", "ping", "PING_INLINE", ("-t", "ping_inline"), ("-t", "ping_inline")),
+    Row("ping_mbulk", "ping", "PING_MBULK", ("-t", "ping_mbulk"), ("-t", "ping_mbulk")),
+    Row("set", "string", "SET", ("-t", "set", *_rand(STRING_KEYSPACE)),
+        ("-t", "set", *_rand(STRING_KEYSPACE))),
+    Row("get", "string", "GET", ("-t", "get", *_rand(STRING_KEYSPACE)),
+        ("-t", "get", *_rand(STRING_KEYSPACE))),
+    Row("work_set", "amem", "AMEM.WORK.SET vs HSET",
+        (*_rand(WORK_KEYSPACE), "HSET", "bench", "key:__rand_int__", "xxx"),
+        (*_rand(WORK_KEYSPACE), "AMEM.WORK.SET", "bench", "key:__rand_int__", "xxx"),
+        probe=(b"AMEM.WORK.SET", SESSION, key_name(0), VALUE),
+        target_plain=0.75, target_pipelined=0.40),
+    Row("work_get", "amem", "AMEM.WORK.GET vs HGET",
+        (*_rand(WORK_KEYSPACE), "HGET", "bench", "key:__rand_int__"),
+        (*_rand(WORK_KEYSPACE), "AMEM.WORK.GET", "bench", "key:__rand_int__"),
+        probe=(b"AMEM.WORK.GET", SESSION, key_name(0)),
+        target_plain=0.75, target_pipelined=0.40),
+    Row("conv_append", "amem", "AMEM.CONV.APPEND vs RPUSH",
+        ("RPUSH", "bench", "xxx"),
+        ("AMEM.CONV.APPEND", "bench", "user", "xxx"),
+        probe=(b"AMEM.CONV.APPEND", SESSION, b"user", VALUE),
+        target_plain=0.75, target_pipelined=0.40),
+)
+
+
+def select_rows(spec: str | None) -> list[Row]:
+    """Rows named by ``--rows``: comma-separated keys (``get``), key prefixes (``ping``,
+    ``work``) or groups (``string``, ``amem``); ``None`` or ``all`` means every row."""
+    if not spec or spec == "all":
+        return list(ROWS)
+    tokens = [t.strip().lower() for t in spec.split(",") if t.strip()]
+    chosen = [
+        row for row in ROWS
+        if any(t in (row.key, row.group) or row.key.startswith(t + "_") for t in tokens)
+    ]
+    if not chosen:
+        names = ", ".join(sorted({r.key for r in ROWS} | {r.group for r in ROWS}))
+        raise SystemExit(f"--rows {spec!r} matches no row; known: {names}")
+    return chosen
+
+
+# --- a tiny RESP client (setup only; the measuring is redis-benchmark's job) ----------------
+
+
+def _encode_command(args: Sequence[bytes]) -> bytes:
+    parts = [b"*%d\r\n" % len(args)]
+    for arg in args:
+        parts.append(b"$%d\r\n%b\r\n" % (len(arg), arg))
+    return b"".join(parts)
+
+
+class RawClient:
+    """Pipelined commands over one socket, replies parsed by hiredis (errors are returned)."""
+
+    def __init__(self, port: int) -> None:
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=30)
+        self.reader = hiredis.Reader()
+
+    def pipeline(self, commands: Sequence[Sequence[bytes]]) -> list[Any]:
+        self.sock.sendall(b"".join(_encode_command(c) for c in commands))
+        replies: list[Any] = []
+        while len(replies) < len(commands):
+            reply = self.reader.gets()
+            if reply is False:
+                data = self.sock.recv(1 << 16)
+                if not data:
+                    raise ConnectionError("server closed the connection")
+                self.reader.feed(data)
+                continue
+            replies.append(reply)
+        return replies
+
+    def call(self, *args: bytes) -> Any:
+        return self.pipeline([args])[0]
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+def _fill(client: RawClient, commands: Iterator[tuple[bytes, ...]], batch: int = 2000) -> None:
+    chunk: list[tuple[bytes, ...]] = []
+    for cmd in commands:
+        chunk.append(cmd)
+        if len(chunk) == batch:
+            _check_replies(client.pipeline(chunk), chunk[0])
+            chunk = []
+    if chunk:
+        _check_replies(client.pipeline(chunk), chunk[0])
+
+
+def _check_replies(replies: list[Any], example: tuple[bytes, ...]) -> None:
+    for reply in replies:
+        if isinstance(reply, hiredis.ReplyError):
+            raise RuntimeError(f"setup command {example[0]!r} failed: {reply}")
+
+
+# --- servers --------------------------------------------------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@dataclass
+class ServerProcess:
+    name: str  # redis | hotkv
+    proc: subprocess.Popen[bytes]
+    port: int
+    logfile: Path
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+    def log_tail(self, lines: int = 20) -> str:
+        try:
+            return "\n".join(self.logfile.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return ""
+
+
+def _pin(cpu: int | None) -> list[str]:
+    return ["taskset", "-c", str(cpu)] if cpu is not None else []
+
+
+def _aof_args(aof: str) -> list[str]:
+    if aof == "no":
+        return ["--appendonly", "no"]
+    return ["--appendonly", "yes", "--appendfsync", aof]
+
+
+def start_redis(workdir: Path, aof: str, cpu: int | None, binary: str) -> ServerProcess:
+    directory = workdir / "redis"
+    directory.mkdir()
+    logfile = directory / "redis.log"
+    last_error = ""
+    for _ in range(5):  # a free port can be taken between the probe and the bind
+        port = free_port()
+        cmd = [*_pin(cpu), binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+               *_aof_args(aof), "--dir", str(directory), "--logfile", str(logfile),
+               "--daemonize", "no"]
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                last_error = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
+                break
+            try:
+                client = RawClient(port)
+            except OSError:
+                time.sleep(0.02)
+                continue
+            try:
+                if client.call(b"PING") == b"PONG":
+                    return ServerProcess("redis", proc, port, logfile)
+            except (OSError, ConnectionError):
+                pass
+            finally:
+                client.close()
+            time.sleep(0.02)
+        else:
+            proc.kill()
+            proc.wait()
+            last_error = "redis-server did not answer PING in 10 s"
+    raise RuntimeError(f"cannot start redis-server: {last_error}")
+
+
+def start_hotkv(workdir: Path, aof: str, cpu: int | None, python: str,
+                extra: Sequence[str]) -> ServerProcess:
+    directory = workdir / "hotkv"
+    directory.mkdir()
+    logfile = directory / "hotkv.log"
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(ROOT / "src") + os.pathsep + env.get("PYTHONPATH", "")
+    # port 0 and the port read back from the log: no race for a free port
+    cmd = [*_pin(cpu), python, "-m", "hotkv", "--port", "0", "--bind", "127.0.0.1",
+           "--dir", str(directory), "--logfile", str(logfile), *_aof_args(aof), *extra]
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
+            raise RuntimeError(f"hotkv exited with {proc.returncode}: {err}")
+        try:
+            match = READY.search(logfile.read_text(errors="replace"))
+        except OSError:
+            match = None
+        if match:
+            return ServerProcess("hotkv", proc, int(match.group(1)), logfile)
+        time.sleep(0.05)
+    proc.kill()
+    proc.wait()
+    raise RuntimeError("hotkv did not log 'ready to accept connections' in 20 s")
+
+
+# --- setup per row ----------------------------------------------------------------------------
+
+
+def prepare(server: ServerProcess, row: Row) -> str | None:
+    """Put in place what the row reads; return why the row cannot run on this server, or None."""
+    client = RawClient(server.port)
+    try:
+        if row.key == "get":
+            _fill(client, ((b"SET", key_name(i), VALUE) for i in range(STRING_KEYSPACE)))
+        elif row.key == "work_get" and server.name == "redis":
+            _fill(client, ((b"HSET", SESSION, key_name(i), VALUE) for i in range(WORK_KEYSPACE)))
+        elif row.key == "conv_append" and server.name == "redis":
+            client.call(b"DEL", SESSION)  # the list would otherwise grow over repeated runs
+        if server.name != "hotkv" or row.probe is None:
+            return None
+        if row.key == "conv_append":
+            reply = client.call(b"AMEM.CONV.CREATE", SESSION, b"UPDATE")
+            if isinstance(reply, hiredis.ReplyError) and "NOTFOUND" in str(reply):
+                reply = client.call(b"AMEM.CONV.CREATE", SESSION)
+            if isinstance(reply, hiredis.ReplyError):
+                return _skip_reason(b"AMEM.CONV.CREATE", reply)
+        reply = client.call(*row.probe)
+        if isinstance(reply, hiredis.ReplyError):
+            return _skip_reason(row.probe[0], reply)
+        if row.key == "work_get":
+            _fill(client, ((b"AMEM.WORK.SET", SESSION, key_name(i), VALUE)
+                           for i in range(WORK_KEYSPACE)))
+        return None
+    finally:
+        client.close()
+
+
+def _skip_reason(name: bytes, reply: Exception) -> str:
+    text = str(reply)
+    if "unknown command" in text.lower():
+        return f"{name.decode()} is not implemented in hotkv yet (unknown command)"
+    return f"{name.decode()} answered an error: {text}"
+
+
+# --- running redis-benchmark ------------------------------------------------------------------
+
+
+@dataclass
+class Sample:
+    rps: float
+    requests: int
+    seconds: float
+
+
+class BenchmarkFailed(RuntimeError):
+    pass
+
+
+def redis_benchmark(binary: str, port: int, args: Sequence[str], pipeline: int, requests: int,
+                    cpu: int | None) -> Sample:
+    cmd = [*_pin(cpu), binary, "-h", "127.0.0.1", "-p", str(port), "-c", str(CLIENTS),
+           "-n", str(requests), "-P", str(pipeline), "--csv", *args]
+    started = time.perf_counter()
+    done = subprocess.run(cmd, capture_output=True, timeout=600, check=False)
+    elapsed = time.perf_counter() - started
+    out = done.stdout.decode(errors="replace")
+    if done.returncode != 0:
+        err = (done.stderr.decode(errors="replace") + out).strip().splitlines()
+        raise BenchmarkFailed(err[-1] if err else f"redis-benchmark exited {done.returncode}")
+    rows = [r for r in csv.reader(io.StringIO(out)) if r and r[0] != "test"]
+    if not rows:
+        raise BenchmarkFailed(f"no CSV row in redis-benchmark output: {out!r}")
+    return Sample(float(rows[-1][1]), requests, elapsed)
+
+
+@dataclass
+class Result:
+    row: str
+    title: str
+    pipeline: int
+    target: float
+    redis: list[float] = field(default_factory=list)
+    hotkv: list[float] = field(default_factory=list)
+    note: str = ""
+
+    @property
+    def ratio(self) -> float | None:
+        if not self.redis or not self.hotkv:
+            return None
+        return statistics.median(self.hotkv) / statistics.median(self.redis)
+
+
+@dataclass
+class Settings:
+    repeat: int
+    seconds: float
+    quick: bool
+    benchmark: str
+    bench_cpu: int | None
+    pipelines: list[int]
+    log: Callable[[str], None]
+
+
+def _calibration_requests(pipeline: int, quick: bool) -> int:
+    if quick:
+        return 10_000 if pipeline <= 1 else 40_000
+    return 20_000 if pipeline <= 1 else 150_000
+
+
+def measure(row: Row, servers: Sequence[ServerProcess], settings: Settings) -> list[Result]:
+    results: list[Result] = []
+    skip: str | None = None
+    for server in servers:
+        reason = prepare(server, row)
+        if reason and not skip:
+            skip = reason
+    for pipeline in settings.pipelines:
+        result = Result(row.key, row.title, pipeline, row.target(pipeline))
+        results.append(result)
+        if skip:
+            result.note = "skipped: " + skip
+            continue
+        try:
+            requests: dict[str, int] = {}
+            for server in servers:
+                args = row.redis_args if server.name == "redis" else row.hotkv_args
+                first = redis_benchmark(settings.benchmark, server.port, args, pipeline,
+                                        _calibration_requests(pipeline, settings.quick),
+                                        settings.bench_cpu)
+                if settings.quick:  # the calibration run is the measurement
+                    getattr(result, server.name).append(first.rps)
+                    requests[server.name] = 0
+                else:
+                    # the rate of a short run, times the wanted duration (rounded)
+                    wanted = int(first.rps * settings.seconds)
+                    requests[server.name] = max(10_000, round(wanted, -4))
+            for rep in range(settings.repeat if not settings.quick else 0):
+                for server in servers:
+                    args = row.redis_args if server.name == "redis" else row.hotkv_args
+                    sample = redis_benchmark(settings.benchmark, server.port, args, pipeline,
+                                             requests[server.name], settings.bench_cpu)
+                    getattr(result, server.name).append(sample.rps)
+                    settings.log(f"  {row.title} P{pipeline} {server.name} #{rep + 1}: "
+                                 f"{sample.rps:,.0f} req/s ({sample.seconds:.1f} s)")
+        except BenchmarkFailed as exc:
+            result.note = f"failed: {exc}"
+        settings.log(_summary_line(result))
+    return results
+
+
+def _summary_line(result: Result) -> str:
+    if result.ratio is None:
+        return f"{result.title} P{result.pipeline}: {result.note}"
+    return (f"{result.title} P{result.pipeline}: redis {statistics.median(result.redis):,.0f}"
+            f" hotkv {statistics.median(result.hotkv):,.0f} ratio {result.ratio:.2f}"
+            f" (target {result.target:.2f})")
+
+
+# --- the table ----------------------------------------------------------------------------------
+
+
+def _k(value: float) -> str:
+    return f"{value:,.0f}"
+
+
+def format_table(results: Sequence[Result]) -> str:
+    lines = [
+        "| test | -P | redis req/s (median) | hotkv req/s min / median / max "
+        "| ratio hotkv/redis | target | |",
+        "|---|---:|---:|---:|---:|---:|---|",
+    ]
+    for r in results:
+        if r.ratio is None:
+            lines.append(f"| {r.title} | {r.pipeline} | | | | >= {r.target:.2f} | {r.note} |")
+            continue
+        hk = f"{_k(min(r.hotkv))} / {_k(statistics.median(r.hotkv))} / {_k(max(r.hotkv))}"
+        verdict = "ok" if r.ratio >= r.target else "BELOW TARGET"
+        lines.append(
+            f"| {r.title} | {r.pipeline} | {_k(statistics.median(r.redis))} | {hk} "
+            f"| {r.ratio:.2f} | >= {r.target:.2f} | {verdict} |"
+        )
+    return "\n".join(lines)
+
+
+def _version(cmd: Sequence[str]) -> str:
+    try:
+        out = subprocess.run(cmd, capture_output=True, timeout=10, check=False).stdout
+    except OSError:
+        return "?"
+    return out.decode(errors="replace").strip().splitlines()[0] if out else "?"
+
+
+def environment(args: argparse.Namespace, pinned: bool) -> dict[str, Any]:
+    return {
+        "date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "command": "benchmarks/run.py " + " ".join(shlex.quote(a) for a in sys.argv[1:]),
+        "cpus": os.cpu_count(),
+        "pinning": ("servers on CPU 0, redis-benchmark on CPU 1 (taskset)" if pinned
+                    else "none"),
+        "python": f"{platform.python_implementation()} {platform.python_version()}",
+        "redis_server": _version([args.redis_server, "--version"]),
+        "redis_benchmark": _version([args.redis_benchmark, "--version"]),
+        "clients": CLIENTS,
+        "aof": args.aof,
+        "repeat": 1 if args.quick else args.repeat,
+        "seconds_per_run": None if args.quick else args.seconds,
+    }
+
+
+# --- main ---------------------------------------------------------------------------------------
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    parser.add_argument("--quick", action="store_true",
+                        help="a smoke test: few requests, one run per row, no calibration")
+    parser.add_argument("--rows", default=None,
+                        help="comma-separated rows, prefixes or groups: ping, set, get, string, "
+                             "work, conv, amem, ping_inline ... (default: all)")
+    parser.add_argument("--pipelines", default="1,16",
+                        help="pipeline depths (-P), comma-separated (default 1,16)")
+    parser.add_argument("--repeat", type=int, default=3, help="timed runs per row (default 3)")
+    parser.add_argument("--seconds", type=float, default=2.5,
+                        help="target duration of one timed run (default 2.5)")
+    parser.add_argument("--aof", choices=("no", "everysec", "always"), default="no",
+                        help="append-only file on both servers with this appendfsync "
+                             "(default no AOF)")
+    parser.add_argument("--json", metavar="PATH", help="also write the results as JSON here")
+    parser.add_argument("--no-pin", action="store_true", help="do not pin processes to CPUs")
+    parser.add_argument("--python", default=sys.executable, help="interpreter that runs hotkv")
+    parser.add_argument("--hotkv-arg", action="append", default=[], metavar="ARG",
+                        help="extra argument for hotkv (repeatable), e.g. --hotkv-arg=--hz "
+                             "--hotkv-arg=10")
+    parser.add_argument("--redis-server", default="redis-server")
+    parser.add_argument("--redis-benchmark", default="redis-benchmark")
+    args = parser.parse_args(argv)
+    if args.repeat < 1:
+        parser.error("--repeat must be at least 1")
+    try:
+        args.pipeline_list = [int(p) for p in args.pipelines.split(",") if p.strip()]
+    except ValueError:
+        parser.error("--pipelines takes integers, e.g. 1,16")
+    if not args.pipeline_list or min(args.pipeline_list) < 1:
+        parser.error("--pipelines takes integers >= 1")
+    return args
+
+
+@contextmanager
+def running_servers(args: argparse.Namespace, workdir: Path,
+                    server_cpu: int | None) -> Iterator[list[ServerProcess]]:
+    servers: list[ServerProcess] = []
+    try:
+        servers.append(start_redis(workdir, args.aof, server_cpu, args.redis_server))
+        servers.append(start_hotkv(workdir, args.aof, server_cpu, args.python, args.hotkv_arg))
+        yield servers
+    finally:
+        for server in servers:
+            server.stop()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    rows = select_rows(args.rows)
+    for tool in (args.redis_server, args.redis_benchmark):
+        if shutil.which(tool) is None:
+            print(f"error: {tool} not found on PATH", file=sys.stderr)
+            return 2
+    pinned = not args.no_pin and shutil.which("taskset") is not None and (os.cpu_count() or 1) >= 2
+    server_cpu, bench_cpu = (0, 1) if pinned else (None, None)
+
+    def log(line: str) -> None:
+        print(line, file=sys.stderr, flush=True)
+
+    settings = Settings(args.repeat, args.seconds, args.quick, args.redis_benchmark, bench_cpu,
+                        args.pipeline_list, log)
+    env = environment(args, pinned)
+    results: list[Result] = []
+    with tempfile.TemporaryDirectory(prefix="hotkv-bench-") as tmp:
+        try:
+            with running_servers(args, Path(tmp), server_cpu) as servers:
+                log(f"redis-server on port {servers[0].port}, hotkv on port {servers[1].port}; "
+                    f"pinning: {env['pinning']}")
+                for row in rows:
+                    results.extend(measure(row, servers, settings))
+                    for server in servers:
+                        if server.proc.poll() is not None:
+                            raise RuntimeError(f"{server.name} died during {row.title}:\n"
+                                               f"{server.log_tail()}")
+        except RuntimeError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
+    print(f"Date: {env['date']}  ")
+    print(f"Command: `{env['command']}`  ")
+    print(f"Machine: {env['cpus']} CPUs, {env['python']}, {env['redis_server']}; "
+          f"{CLIENTS} clients; pinning: {env['pinning']}; AOF: {env['aof']}; "
+          f"{env['repeat']} timed run(s) per cell")
+    print()
+    print(format_table(results))
+    if args.json:
+        payload = {"environment": env,
+                   "results": [{**asdict(r), "ratio": r.ratio} for r in results]}
+        Path(args.json).write_text(json.dumps(payload, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
