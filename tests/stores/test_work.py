@@ -125,6 +125,16 @@ def test_heap_is_rebuilt_when_stale_entries_pile_up() -> None:
     assert store.purge_expired(T0 + 20_000, 10) == 1
 
 
+def test_many_live_deadlines_all_expire() -> None:
+    store = WorkingStore()
+    for i in range(3000):
+        store.apply(["work.set", b"s%d" % (i % 7), b"k%d" % i, b"v", T0 + i])
+    assert len(store._heap) == 3000  # rebuilds drop nothing that is still live
+    assert store.purge_expired(T0 + 1499, 10_000) == 1500
+    assert store.purge_expired(T0 + 5000, 10_000) == 1500
+    assert store.sessions == {}
+
+
 def test_ids_exists_stats() -> None:
     store = WorkingStore()
     store.apply(["work.set", b"s1", b"a", b"1", None])

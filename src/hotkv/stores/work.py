@@ -12,7 +12,7 @@ A key is live while its own deadline and its session's deadline are both in the 
 A session with no keys left is removed (as Redis removes an empty hash), deadline included.
 Active expiry uses one heap of ``(deadline, session, key)`` entries (key ``b""`` with
 ``is_session`` for session deadlines) validated against the current deadline when popped,
-and rebuilt when stale entries outnumber live deadlines.
+and rebuilt whenever it has doubled since the last rebuild (dropping stale entries).
 
 The MERGE arithmetic lives here too (``merge``): it is pure and tested against a model.
 """
@@ -71,6 +71,7 @@ class WorkingStore(Store):
         self.sessions: dict[bytes, Scratchpad] = {}
         # (deadline, session, key, is_session); key is b"" for a session deadline
         self._heap: list[tuple[int, bytes, bytes, bool]] = []
+        self._rebuild_at = _HEAP_SLACK
 
     # --- reads (lazy expiry) ------------------------------------------------------
     def pad(self, session: bytes, now_ms: int) -> Scratchpad | None:
@@ -178,13 +179,11 @@ class WorkingStore(Store):
         return 0 if pad is None else len(pad.values)
 
     def _push(self, entry: tuple[int, bytes, bytes, bool]) -> None:
-        heap = self._heap
-        heapq.heappush(heap, entry)
-        if len(heap) > _HEAP_SLACK and len(heap) > 2 * self._live_deadlines():
+        heapq.heappush(self._heap, entry)
+        # Re-setting a TTL leaves the old entry behind; rebuilding when the heap has doubled
+        # since the last rebuild bounds the stale entries at amortized O(log n) per push.
+        if len(self._heap) > self._rebuild_at:
             self._rebuild_heap()
-
-    def _live_deadlines(self) -> int:
-        return sum(len(p.deadlines) + (p.expires_at is not None) for p in self.sessions.values())
 
     def _rebuild_heap(self) -> None:
         heap: list[tuple[int, bytes, bytes, bool]] = []
@@ -194,6 +193,7 @@ class WorkingStore(Store):
             heap.extend((d, session, k, False) for k, d in pad.deadlines.items())
         heapq.heapify(heap)
         self._heap = heap
+        self._rebuild_at = max(2 * len(heap), _HEAP_SLACK)
 
     # --- expiry -------------------------------------------------------------------
     def purge_expired(self, now_ms: int, limit: int) -> int:
@@ -218,14 +218,16 @@ class WorkingStore(Store):
 
     # --- id space -----------------------------------------------------------------
     def ids(self, now_ms: int) -> Iterable[bytes]:
-        return [s for s in self.sessions if self.length(s, now_ms) > 0]
+        return [s for s in self.sessions if self.exists(s, now_ms)]
 
     def exists(self, ident: bytes, now_ms: int) -> bool:
-        return self.length(ident, now_ms) > 0
+        pad = self.pad(ident, now_ms)
+        return pad is not None and any(pad.key_alive(k, now_ms) for k in pad.values)
 
     def clear(self) -> None:
         self.sessions.clear()
-        self._heap.clear()
+        self._heap = []
+        self._rebuild_at = _HEAP_SLACK
 
     def stats(self, now_ms: int) -> dict[str, int]:
         objects = entries = 0
