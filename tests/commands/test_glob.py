@@ -68,6 +68,10 @@ CASES = [
     (b"\x00*\xff", b"\x00abc\xff", True),  # binary-safe
     (b"[\x80-\xff]", b"\xc3", True),
     (b"tenant-a:*", b"tenant-a:session-42", True),
+    (b"tenant-a:*", b"tenant-a:", True),
+    (b"a\\*b*", b"a*bcd", True),  # an escaped star inside a literal prefix
+    (b"a\\*b*", b"axbcd", False),
+    (b"ab?*", b"ab", False),
     (b"tenant-a:*", b"tenant-b:session-42", False),
 ]
 

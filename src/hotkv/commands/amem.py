@@ -19,7 +19,7 @@ from hotkv.commands import errors
 from hotkv.commands.args import Args
 from hotkv.commands.context import Context
 from hotkv.commands.errors import CommandError
-from hotkv.commands.glob import glob_match
+from hotkv.commands.glob import compile_glob
 from hotkv.commands.registry import command
 
 if TYPE_CHECKING:
@@ -89,8 +89,9 @@ def amem_scan(ctx: Context, argv: list[bytes]) -> list[Any]:
     more = len(batch) > count
     batch = batch[:count]
     cursor = encode_cursor(batch[-1]) if more else b"0"
-    if pattern is not None and pattern != b"*":
-        batch = [ident for ident in batch if glob_match(pattern, ident)]
+    if pattern is not None:
+        matches = compile_glob(pattern)
+        batch = [ident for ident in batch if matches(ident)]
     return [cursor, batch]
 
 

@@ -13,15 +13,17 @@ The rules are those of Redis's ``stringmatchlen`` (case-sensitive):
 One difference on purpose: Redis compares class ranges as C ``char`` (signed on x86), so a
 range with a byte >= 0x80 at one end is odd there; here bytes are 0..255 throughout.
 
-The pattern is parsed once (cached) into one-byte matchers and stars, then matched by the
-greedy "back up to the last star" walk: O(len(pattern) * len(subject)) at worst, never
-exponential, whatever the number of stars.
+``compile_glob(pattern)`` parses a pattern once (cached) into a test function: ``*`` and
+plain bytes and ``prefix*`` become a constant, an equality and a ``startswith``; anything
+else a list of one-byte matchers and stars, matched by the greedy "back up to the last
+star" walk: O(len(pattern) * len(subject)) at worst, never exponential, whatever the
+number of stars.
 """
 
 from __future__ import annotations
 
-from collections.abc import Container
-from functools import lru_cache
+from collections.abc import Callable, Container
+from functools import lru_cache, partial
 
 #: a pattern element: None is a star, else the set of bytes one subject byte may be
 Token = Container[int] | None
@@ -30,7 +32,6 @@ _ANY = range(256)
 _SPECIAL = frozenset(b"*?[\\")
 
 
-@lru_cache(maxsize=256)
 def _compile(pattern: bytes) -> tuple[Token, ...]:
     tokens: list[Token] = []
     i = 0
@@ -83,11 +84,27 @@ def _compile_class(pattern: bytes, i: int, tokens: list[Token]) -> int:
 
 def glob_match(pattern: bytes, subject: bytes) -> bool:
     """Whether ``subject`` matches the glob ``pattern`` (Redis rules, case-sensitive)."""
+    return compile_glob(pattern)(subject)
+
+
+@lru_cache(maxsize=256)
+def compile_glob(pattern: bytes) -> Callable[[bytes], bool]:
+    """A reusable test for one pattern (hoist it out of a loop over many keys)."""
     if pattern == b"*":
-        return True
+        return _always
     if not _SPECIAL.intersection(pattern):
-        return pattern == subject
-    return _match(_compile(pattern), subject)
+        return pattern.__eq__
+    tokens = _compile(pattern)
+    head = tokens[:-1]
+    if tokens[-1] is None and all(isinstance(tok, tuple) for tok in head):
+        # literal bytes then one star ("tenant-a:*"), the common case: a prefix test
+        prefix = bytes(tok[0] for tok in head if isinstance(tok, tuple))
+        return lambda subject: subject.startswith(prefix)
+    return partial(_match, tokens)
+
+
+def _always(subject: bytes) -> bool:
+    return True
 
 
 def _match(tokens: tuple[Token, ...], subject: bytes) -> bool:
