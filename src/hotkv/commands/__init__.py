@@ -18,6 +18,7 @@ MODULES = (
     "epis",
     "summary",
     "amem",
+    "acl",
 )
 
 _loaded = False

@@ -65,7 +65,8 @@ def reset(ctx: Context, argv: list[bytes]) -> Any:
     ctx.core.monitors.discard(ctx)
     ctx.proto = 2
     ctx.name = b""
-    ctx.user = None
+    users = ctx.core.users
+    ctx.user = users.initial_user() if users is not None else None
     ctx.username = "default"
     ctx.authenticated = not _auth_required(ctx)
     return Simple("RESET")

@@ -57,9 +57,14 @@ class Context:
         self.name = b""
         self.lib_name = b""
         self.lib_ver = b""
-        self.user: Any = None  # acl.User once authenticated; None = the default user
+        users = core.users
+        #: the ACL user whose rules apply (None only when the ACL module is not attached)
+        self.user: Any = users.initial_user() if users is not None else None
         self.username = "default"
-        self.authenticated = not (core.config.requirepass or _default_user_needs_auth(core))
+        if users is not None:
+            self.authenticated = not users.default_needs_auth()
+        else:
+            self.authenticated = not core.config.values["requirepass"]
         self.multi: list[tuple[CommandSpec, list[bytes]]] | None = None
         self.multi_error = False
         self.watched: set[bytes] = set()
@@ -91,8 +96,3 @@ class Context:
                     del watchers[key]
         self.watched.clear()
         self.dirty_cas = False
-
-
-def _default_user_needs_auth(core: Core) -> bool:
-    users = core.users
-    return bool(users is not None and users.default_needs_auth())

@@ -236,7 +236,7 @@ class Config:
 
     def render(self) -> str:
         """The whole configuration as hotkv.conf lines (CONFIG REWRITE)."""
-        lines = []
+        lines: list[str] = []
         for name, directive in DIRECTIVES.items():
             value = self.values[name]
             if directive.repeatable:

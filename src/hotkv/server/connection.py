@@ -119,8 +119,10 @@ class ClientProtocol(asyncio.Protocol):
         self.closed = False
 
     # --- lifecycle ----------------------------------------------------------------
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport  # type: ignore[assignment]  # uvloop's is no asyncio.Transport
+    def connection_made(self, base: asyncio.BaseTransport) -> None:
+        # uvloop's transports do not subclass asyncio.Transport, but behave as one
+        transport: asyncio.Transport = base  # type: ignore[assignment]
+        self.transport = transport
         core = self.core
         core.stats.total_connections_received += 1
         peer = transport.get_extra_info("peername")

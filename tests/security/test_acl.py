@@ -1,0 +1,202 @@
+"""ACL users, AUTH, protected mode: through a real server process."""
+
+from __future__ import annotations
+
+import socket
+
+import pytest
+import redis
+
+from helpers import HotkvProcess, raw_roundtrip
+
+
+@pytest.fixture(scope="module")
+def secured() -> HotkvProcess:
+    proc = HotkvProcess("--requirepass", "s3cret").start()
+    yield proc
+    proc.cleanup()
+
+
+def admin(proc: HotkvProcess, protocol: int = 3) -> redis.Redis:
+    return proc.client(protocol=protocol, password="s3cret")
+
+
+def test_noauth_before_auth_and_wrongpass_wording(secured: HotkvProcess) -> None:
+    reply = raw_roundtrip(secured.port, b"PING\r\nAUTH nope\r\nAUTH s3cret\r\nPING\r\n")
+    assert reply == (
+        b"-NOAUTH Authentication required.\r\n"
+        b"-WRONGPASS invalid username-password pair or user is disabled.\r\n"
+        b"+OK\r\n+PONG\r\n"
+    )
+
+
+def test_hello_with_auth(secured: HotkvProcess) -> None:
+    reply = raw_roundtrip(secured.port, b"HELLO 3 AUTH default wrong\r\nHELLO 3 AUTH default s3cret\r\nPING\r\n")
+    assert reply.startswith(b"-WRONGPASS invalid username-password pair or user is disabled.\r\n%8\r\n")
+    assert reply.endswith(b"+PONG\r\n")
+
+
+def test_unauthenticated_big_request_is_refused(secured: HotkvProcess) -> None:
+    reply = raw_roundtrip(secured.port, b"*20\r\n$3\r\nSET\r\n")
+    assert reply == b"-ERR Protocol error: unauthenticated multibulk length\r\n"
+    reply = raw_roundtrip(secured.port, b"*2\r\n$100000\r\n")
+    assert reply == b"-ERR Protocol error: unauthenticated bulk length\r\n"
+
+
+@pytest.mark.parametrize("protocol", [2, 3])
+def test_tenant_users_are_confined(secured: HotkvProcess, protocol: int) -> None:
+    root = admin(secured, protocol)
+    root.execute_command("ACL", "SETUSER", "tenant-a", "on", ">pa", "~tenant-a:*", "+@all", "-@dangerous")
+    root.execute_command("ACL", "SETUSER", "tenant-b", "on", ">pb", "~tenant-b:*", "+@all", "-@dangerous")
+    root.execute_command("ACL", "LOG", "RESET")
+    a = secured.client(protocol=protocol, username="tenant-a", password="pa")
+    b = secured.client(protocol=protocol, username="tenant-b", password="pb")
+    assert a.set("tenant-a:k", "1") is True
+    assert b.set("tenant-b:k", "2") is True
+    with pytest.raises(redis.exceptions.NoPermissionError, match="keys used as arguments"):
+        a.get("tenant-b:k")
+    with pytest.raises(redis.exceptions.NoPermissionError):
+        b.set("tenant-a:k", "x")
+    with pytest.raises(redis.exceptions.NoPermissionError, match="'flushall' command"):
+        a.flushall()
+    assert root.get("tenant-a:k") == b"1"
+    entries = root.execute_command("ACL", "LOG")
+    reasons = sorted((_field(e, "reason"), _field(e, "username")) for e in entries)
+    assert (b"key", b"tenant-a") in reasons or ("key", "tenant-a") in reasons
+    assert any(_field(e, "object") in (b"flushall", "flushall") for e in entries)
+    assert a.execute_command("ACL", "WHOAMI") == b"tenant-a"
+
+
+def _field(entry: object, name: str) -> object:
+    if isinstance(entry, dict):
+        return entry.get(name, entry.get(name.encode()))
+    items = list(entry)  # type: ignore[call-overload]
+    pairs = dict(zip(items[::2], items[1::2], strict=True))
+    return pairs.get(name.encode(), pairs.get(name))
+
+
+def test_read_only_user_cannot_write(secured: HotkvProcess) -> None:
+    root = admin(secured)
+    root.execute_command("ACL", "SETUSER", "reader", "on", ">r", "%R~*", "+@read", "+@connection")
+    root.set("shared", "v")
+    reader = secured.client(username="reader", password="r")
+    assert reader.get("shared") == b"v"
+    with pytest.raises(redis.exceptions.NoPermissionError, match="'set' command"):
+        reader.set("shared", "w")
+
+
+def test_write_only_pattern_needs_write_permission(secured: HotkvProcess) -> None:
+    root = admin(secured)
+    root.execute_command("ACL", "SETUSER", "writer", "on", ">w", "%W~out:*", "+@all")
+    writer = secured.client(username="writer", password="w")
+    assert writer.set("out:1", "x") is True
+    with pytest.raises(redis.exceptions.NoPermissionError):
+        writer.get("out:1")
+
+
+def test_multi_with_denied_key_aborts(secured: HotkvProcess) -> None:
+    root = admin(secured)
+    root.execute_command("ACL", "SETUSER", "tx", "on", ">t", "~mine:*", "+@all")
+    reply = raw_roundtrip(
+        secured.port,
+        b"AUTH tx t\r\nMULTI\r\nSET mine:1 a\r\nSET theirs:1 b\r\nEXEC\r\n",
+    )
+    assert reply == (
+        b"+OK\r\n+OK\r\n+QUEUED\r\n"
+        b"-NOPERM this user has no permissions to access one of the keys used as arguments\r\n"
+        b"-EXECABORT Transaction discarded because of previous errors.\r\n"
+    )
+    assert root.get("mine:1") is None
+
+
+def test_setuser_errors_and_getuser(secured: HotkvProcess) -> None:
+    root = admin(secured, 2)
+    with pytest.raises(redis.ResponseError, match="Error in ACL SETUSER modifier 'bogus'"):
+        root.execute_command("ACL", "SETUSER", "x", "bogus")
+    with pytest.raises(redis.ResponseError, match="Unknown command"):
+        root.execute_command("ACL", "SETUSER", "x", "+nosuchcommand")
+    root.execute_command("ACL", "SETUSER", "viewer", "on", "nopass", "~a:*", "+get")
+    info = root.execute_command("ACL", "GETUSER", "viewer")
+    pairs = dict(zip(info[::2], info[1::2], strict=True))
+    assert pairs[b"flags"] == [b"on", b"nopass"]
+    assert pairs[b"keys"] == b"~a:*"
+    assert pairs[b"commands"] == b"-@all +get"
+    assert root.execute_command("ACL", "GETUSER", "nobody") is None
+    assert b"viewer" in root.execute_command("ACL", "USERS")
+    assert root.execute_command("ACL", "DELUSER", "viewer", "nobody") == 1
+    with pytest.raises(redis.ResponseError, match="'default' user cannot be removed"):
+        root.execute_command("ACL", "DELUSER", "default")
+
+
+def test_disabled_user_cannot_log_in(secured: HotkvProcess) -> None:
+    root = admin(secured)
+    root.execute_command("ACL", "SETUSER", "sleeper", "off", ">z", "~*", "+@all")
+    with pytest.raises(redis.AuthenticationError):
+        secured.client(username="sleeper", password="z").ping()
+
+
+def test_acl_cat_lists_amem_categories(secured: HotkvProcess) -> None:
+    root = admin(secured, 2)
+    cats = root.execute_command("ACL", "CAT")
+    for name in (b"read", b"write", b"string", b"connection", b"admin"):
+        assert name in cats
+    assert b"get" in root.execute_command("ACL", "CAT", "read")
+
+
+def test_aclfile_save_and_load(tmp_path: object) -> None:
+    import os
+
+    path = os.path.join(str(tmp_path), "users.acl")
+    with open(path, "w") as fh:
+        fh.write("user default on nopass ~* &* +@all\nuser bob on >b ~bob:* +@all\n")
+    proc = HotkvProcess("--aclfile", path).start()
+    try:
+        bob = proc.client(username="bob", password="b")
+        assert bob.set("bob:1", "x") is True
+        root = proc.client()
+        root.execute_command("ACL", "SETUSER", "carol", "on", ">c", "~c:*", "+get")
+        assert root.execute_command("ACL", "SAVE") == b"OK"
+        with open(path) as fh:
+            text = fh.read()
+        assert "user carol on #" in text and "~c:*" in text
+        proc.restart()
+        carol = proc.client(username="carol", password="c")
+        assert carol.get("c:1") is None
+    finally:
+        proc.cleanup()
+
+
+def test_user_directive_on_command_line() -> None:
+    proc = HotkvProcess("--user", "agent", "on", ">pw", "~agent:*", "+@all").start()
+    try:
+        agent = proc.client(username="agent", password="pw")
+        assert agent.set("agent:x", "1") is True
+        with pytest.raises(redis.exceptions.NoPermissionError):
+            agent.set("other", "1")
+    finally:
+        proc.cleanup()
+
+
+def _non_loopback_ip() -> str | None:
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+            probe.connect(("10.255.255.255", 1))  # no packet is sent for UDP connect
+            ip = probe.getsockname()[0]
+    except OSError:
+        return None
+    return None if ip.startswith("127.") else ip
+
+
+def test_protected_mode_refuses_non_loopback_without_password() -> None:
+    ip = _non_loopback_ip()
+    if ip is None:
+        pytest.skip("this machine has no non-loopback address to connect from")
+    proc = HotkvProcess("--bind", "0.0.0.0").start()
+    try:
+        with socket.create_connection((ip, proc.port), timeout=3) as sock:
+            sock.sendall(b"PING\r\n")
+            data = sock.recv(4096)
+        assert data.startswith(b"-DENIED")
+        assert proc.client().ping() is True  # loopback still served
+    finally:
+        proc.cleanup()
