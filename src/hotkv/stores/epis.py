@@ -156,11 +156,8 @@ class EpisodicStore(Store):
             return []
         events = log.events
         if type_ is None:
-            if rev:
-                first = hi - limit if limit is not None and hi - limit > lo else lo
-                return events[first:hi][::-1]
-            last = lo + limit if limit is not None and lo + limit < hi else hi
-            return events[lo:last]
+            count = hi - lo if limit is None else min(limit, hi - lo)
+            return events[hi - count : hi][::-1] if rev else events[lo : lo + count]
         out: list[Event] = []
         indices = range(hi - 1, lo - 1, -1) if rev else range(lo, hi)
         for i in indices:
