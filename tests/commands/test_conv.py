@@ -246,13 +246,13 @@ def test_del_counts_existing(r: redis.Redis) -> None:
 
 
 def test_idle_ttl_expires_and_append_restarts_it(r: redis.Redis) -> None:
-    cmd(r, "AMEM.CONV.CREATE", "s1", "PX", "300")
-    time.sleep(0.2)
-    cmd(r, "AMEM.CONV.APPEND", "s1", "user", "still here")  # restarts the 300 ms
-    time.sleep(0.2)
+    cmd(r, "AMEM.CONV.CREATE", "s1", "PX", "600")
+    time.sleep(0.4)
+    cmd(r, "AMEM.CONV.APPEND", "s1", "user", "still here")  # restarts the 600 ms
+    time.sleep(0.4)  # past the first deadline, before the restarted one
     assert cmd(r, "AMEM.CONV.LEN", "s1") == 1
     assert record(cmd(r, "AMEM.CONV.INFO", "s1"))[b"ttl"] > 0
-    time.sleep(0.25)
+    time.sleep(0.5)
     assert cmd(r, "AMEM.CONV.INFO", "s1") is None
     assert cmd(r, "AMEM.CONV.WINDOW", "s1") == []
     assert cmd(r, "AMEM.CONV.LEN", "s1") == 0

@@ -101,10 +101,10 @@ def test_set_without_ttl_removes_ttl_and_keepttl_keeps_it(r: redis.Redis) -> Non
 
 
 def test_key_ttl_expiry(r: redis.Redis) -> None:
-    cmd(r, "AMEM.WORK.SET", "s1", "short", "x", "PX", "80")
+    cmd(r, "AMEM.WORK.SET", "s1", "short", "x", "PX", "300")
     cmd(r, "AMEM.WORK.SET", "s1", "long", "y")
     assert cmd(r, "AMEM.WORK.GET", "s1", "short") == b"x"
-    time.sleep(0.15)
+    time.sleep(0.4)
     assert cmd(r, "AMEM.WORK.GET", "s1", "short") is None
     assert cmd(r, "AMEM.WORK.GET", "s1", "short", "DEFAULT", "d") == b"d"
     assert cmd(r, "AMEM.WORK.TTL", "s1", "short") == -2
