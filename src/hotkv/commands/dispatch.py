@@ -101,6 +101,7 @@ def execute(ctx: Context, spec: CommandSpec, argv: list[bytes]) -> Any:
     core = ctx.core
     ctx.last_cmd = spec.name
     started = _perf_ns()
+    effects_before = len(core.pending_effects)
     try:
         reply = spec.handler(ctx, argv)  # type: ignore[misc]
         failed = False
@@ -119,12 +120,13 @@ def execute(ctx: Context, spec: CommandSpec, argv: list[bytes]) -> Any:
     if failed:
         spec.failed_calls += 1
         _count_error(core, reply)
-    elif spec.is_write:
-        if core.watchers:
-            if spec.name in ("flushall", "flushdb"):
-                core.touch_all()
-            else:
-                core.touch(spec.keys_of(argv))
+    elif spec.is_write and core.watchers and len(core.pending_effects) != effects_before:
+        # as Redis, only a write that changed something (emitted an effect) breaks a WATCH:
+        # DEL of a missing key or SET NX on an existing one leaves watchers alone
+        if spec.name in ("flushall", "flushdb"):
+            core.touch_all()
+        else:
+            core.touch(spec.keys_of(argv))
     if core.pending_effects and not core.in_exec:
         core.flush_effects()
     if core.monitors and not spec.skip_monitor:
