@@ -204,3 +204,17 @@ def test_info_amem_section_text(server: HotkvProcess) -> None:
     fields = [line.split(b":")[0] for line in lines[2:] if b":" in line]
     for store in (b"conv", b"sem", b"work", b"epis", b"summary"):
         assert store + b"_objects" in fields and store + b"_entries" in fields
+
+
+def test_command_docs_argument_tree(server: HotkvProcess) -> None:
+    client = server.client(protocol=3)
+    client.response_callbacks.pop("COMMAND", None)  # redis-py parses DOCS as COMMAND INFO
+    docs = client.execute_command("COMMAND", "DOCS", "amem.scan")
+    client.close()
+    cursor, type_token, stores, match, count = docs[b"amem.scan"][b"arguments"]
+    assert cursor[b"name"] == b"cursor"
+    assert type_token[b"token"] == b"TYPE"
+    assert [s[b"token"] for s in stores[b"arguments"]] == [
+        b"CONV", b"SEM", b"WORK", b"EPIS", b"SUMMARY"]
+    assert (match[b"token"], match[b"type"], match[b"flags"]) == (b"MATCH", b"pattern", [b"optional"])
+    assert (count[b"token"], count[b"flags"]) == (b"COUNT", [b"optional"])

@@ -299,3 +299,17 @@ def test_raw_error_replies_keep_the_connection(server: HotkvProcess) -> None:
     reply = raw_roundtrip(server.port, payload)
     assert reply == (b"-ERR invalid type 'BAD': expected 1..64 bytes of [a-z0-9_.-]\r\n"
                      b":0\r\n")
+
+
+def test_command_docs_argument_tree(server: HotkvProcess) -> None:
+    client = server.client(protocol=3)
+    client.response_callbacks.pop("COMMAND", None)  # redis-py parses DOCS as COMMAND INFO
+    docs = client.execute_command("COMMAND", "DOCS", "amem.epis.trim", "amem.epis.query")
+    client.close()
+    agent, mode = docs[b"amem.epis.trim"][b"arguments"]
+    assert agent == {b"name": b"agent", b"type": b"key", b"key_spec_index": 0}
+    assert mode[b"type"] == b"oneof"
+    assert [alt[b"arguments"][0][b"token"] for alt in mode[b"arguments"]] == [b"MAXLEN", b"BEFORE"]
+    query_args = docs[b"amem.epis.query"][b"arguments"]
+    assert [a.get(b"token") for a in query_args] == [None, b"TYPE", b"FROM", b"TO", b"LIMIT", b"REV"]
+    assert all(a.get(b"flags") == [b"optional"] for a in query_args[1:])

@@ -57,11 +57,11 @@ def decode_cursor(raw: bytes) -> bytes | None:
     flags="readonly",
     group="amem",
     summary="Iterates the ids of one memory store (conversations, namespaces, agents ...).",
-    syntax="cursor TYPE conv|sem|work|epis|summary [MATCH glob] [COUNT n]",
+    syntax="cursor TYPE (CONV|SEM|WORK|EPIS|SUMMARY) [MATCH glob] [COUNT n]",
     complexity="O(N log COUNT) per call with N the ids of the store.",
 )
 def amem_scan(ctx: Context, argv: list[bytes]) -> list[Any]:
-    """cursor TYPE conv|sem|work|epis|summary [MATCH glob] [COUNT n]"""
+    """cursor TYPE (CONV|SEM|WORK|EPIS|SUMMARY) [MATCH glob] [COUNT n]"""
     after = decode_cursor(argv[1])
     args = Args(argv, 2)
     store_name: bytes | None = None

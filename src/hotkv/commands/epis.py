@@ -174,11 +174,11 @@ def epis_len(ctx: Context, argv: list[bytes]) -> int:
     keys=(1, 1, 1),
     group="epis",
     summary="Removes an agent's oldest events, to a maximum length or before an id/time.",
-    syntax="agent MAXLEN n|BEFORE start",
+    syntax="agent (MAXLEN n|BEFORE start)",
     complexity="O(N) with N the events left",
 )
 def epis_trim(ctx: Context, argv: list[bytes]) -> int:
-    """agent MAXLEN n|BEFORE start"""
+    """agent (MAXLEN n|BEFORE start)"""
     args = Args(argv, 1)
     agent = args.ident("agent")
     mode = args.choice("trim mode", (b"MAXLEN", b"BEFORE"))
