@@ -17,7 +17,7 @@ from typing import Any
 import redis
 
 ROOT = Path(__file__).resolve().parent.parent
-READY = re.compile(r"ready to accept connections on .* port (\d+)")
+READY = re.compile(r"ready to accept connections on .* port (\d+)(?: tls-port (\d+))?")
 
 
 def free_port() -> int:
@@ -34,6 +34,7 @@ class HotkvProcess:
         self._tmp = None if dir else tempfile.TemporaryDirectory(prefix="hotkv-test-")
         self.dir = dir or self._tmp.name  # type: ignore[union-attr]
         self.port = port
+        self.tls_port = 0
         self.proc: subprocess.Popen[bytes] | None = None
         self.logfile = os.path.join(self.dir, "hotkv.log")
 
@@ -60,6 +61,8 @@ class HotkvProcess:
             match = READY.search(text)
             if match:
                 self.port = int(match.group(1))
+                if match.group(2):
+                    self.tls_port = int(match.group(2))
                 return self
             time.sleep(0.02)
         self.kill()

@@ -11,6 +11,7 @@ import logging
 import os
 import signal
 import socket
+import ssl
 import sys
 import time
 from typing import Any
@@ -59,11 +60,13 @@ class Server:
             starter = getattr(sub, "started", None)
             if starter is not None:
                 await starter()
+        tls = self.core.extras.get("tls_port")
         log.info(
-            "hotkv %s ready to accept connections on %s port %s (pid %d, config %s)",
+            "hotkv %s ready to accept connections on %s port %s%s (pid %d, config %s)",
             __version__,
             " ".join(self.config.values["bind"]),
             self.core.tcp_port,
+            f" tls-port {tls}" if tls else "",
             os.getpid(),
             self.config.path or "none",
         )
@@ -116,11 +119,66 @@ class Server:
                 if port == 0:
                     port = actual  # the other addresses bind the same port
                 self.ports.append(actual)
+        tls_port = self.config.values["tls-port"]
+        if tls_port:
+            await self._listen_tls(loop, binds, tls_port)
         if not self.listeners:
             raise StartupError("; ".join(errors) or "no address to listen on")
         for message in errors:
             log.warning("%s (continuing on the other addresses)", message)
         self.core.tcp_port = port
+
+    def tls_context(self) -> ssl.SSLContext:
+        """The server's TLS settings from the tls-* directives."""
+        values = self.config.values
+        if not values["tls-cert-file"] or not values["tls-key-file"]:
+            raise StartupError("tls-port needs tls-cert-file and tls-key-file")
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.minimum_version = ssl.TLSVersion.TLSv1_2
+        try:
+            context.load_cert_chain(values["tls-cert-file"], values["tls-key-file"])
+            if values["tls-ca-cert-file"]:
+                context.load_verify_locations(values["tls-ca-cert-file"])
+        except (OSError, ssl.SSLError) as exc:
+            raise StartupError(f"cannot load TLS certificates: {exc}") from None
+        mode = values["tls-auth-clients"]
+        if mode == "yes":
+            if not values["tls-ca-cert-file"]:
+                raise StartupError("tls-auth-clients yes needs tls-ca-cert-file")
+            context.verify_mode = ssl.CERT_REQUIRED
+        elif mode == "optional":
+            context.verify_mode = ssl.CERT_OPTIONAL
+        else:
+            context.verify_mode = ssl.CERT_NONE
+        return context
+
+    async def _listen_tls(self, loop: asyncio.AbstractEventLoop, binds: list[str], port: int) -> None:
+        context = self.tls_context()
+        for host in binds:
+            host = host.lstrip("-")
+            try:
+                server = await loop.create_server(
+                    lambda: ClientProtocol(self.core, tls=True),
+                    host=host,
+                    port=port,
+                    ssl=context,
+                    reuse_address=True,
+                    backlog=511,
+                )
+            except OSError as exc:
+                if host in ("::1", "::") and exc.errno != 98:
+                    log.warning("no TLS listener on %s:%s: %s", host, port, exc.strerror)
+                    continue
+                self._close_listeners()
+                raise StartupError(
+                    f"Could not create server TLS listening socket {host}:{port}: {exc.strerror}"
+                ) from None
+            self.listeners.append(server)
+            for sock in server.sockets:
+                actual = sock.getsockname()[1]
+                if port == 0:
+                    port = actual
+        self.core.extras["tls_port"] = port
 
     def _close_listeners(self) -> None:
         for server in self.listeners:
