@@ -74,7 +74,7 @@ def test_client_certificate_required(pki: Path) -> None:
     proc = _server(pki, "yes")
     try:
         anonymous = redis.Redis(host="127.0.0.1", port=proc.tls_port, ssl=True,
-                                ssl_ca_certs=str(pki / "ca.crt"), retry_on_timeout=False)
+                                ssl_ca_certs=str(pki / "ca.crt"))
         with pytest.raises((redis.ConnectionError, ssl.SSLError)):
             anonymous.ping()
         with_cert = redis.Redis(host="127.0.0.1", port=proc.tls_port, ssl=True,

@@ -19,6 +19,7 @@ MODULES = (
     "summary",
     "amem",
     "acl",
+    "replication",
 )
 
 _loaded = False
