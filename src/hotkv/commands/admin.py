@@ -367,11 +367,13 @@ container("config", group="server", summary="A container for server configuratio
          syntax="parameter [parameter ...]", complexity="O(N) when N is the number of configuration parameters provided")
 def config_get(ctx: Context, argv: list[bytes]) -> Any:
     """CONFIG GET parameter [parameter ...]"""
-    config = ctx.core.config
+    core = ctx.core
     found: dict[str, str] = {}
     for raw in argv[2:]:
-        for name, value in config.matching(raw.decode("utf-8", "replace")):
+        for name, value in core.config.matching(raw.decode("utf-8", "replace")):
             found.setdefault(name, value)
+    if "port" in found and core.tcp_port:
+        found["port"] = str(core.tcp_port)  # ``--port 0`` picks a free port: report that one
     return found
 
 
