@@ -8,7 +8,7 @@ this client each returns an awaitable of the decoded reply, on its pipelines the
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import redis.asyncio as redis_asyncio
 from redis.asyncio.client import Pipeline as RedisPipeline
@@ -20,13 +20,19 @@ from hotkv.clients.sync import install_parser, redis_url
 
 __all__ = ["Hotkv", "Pipeline", "from_url"]
 
+if TYPE_CHECKING:
+    # same methods at run time; for type checkers each returns an Awaitable
+    from hotkv.clients._async_types import AsyncAmemCommands as _ClientCommands
+else:
+    _ClientCommands = AmemCommands
+
 
 # redis-py's own asyncio classes disagree with themselves on command_info's signature
 class Pipeline(AmemCommands, RedisPipeline):  # type: ignore[misc]
     """An asyncio redis-py pipeline (or transaction) with the AMEM methods."""
 
 
-class Hotkv(AmemCommands, redis_asyncio.Redis):  # type: ignore[misc]
+class Hotkv(_ClientCommands, redis_asyncio.Redis):  # type: ignore[misc]
     """An asyncio redis-py client for hotkv (see :class:`hotkv.Hotkv`)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -51,7 +57,7 @@ class Hotkv(AmemCommands, redis_asyncio.Redis):  # type: ignore[misc]
         """Every id of one store (AMEM.SCAN until the cursor is back at 0)."""
         cursor = "0"
         while True:
-            cursor, ids = await self.amem_scan(cursor, type, match=match, count=count)  # type: ignore[misc]
+            cursor, ids = await self.amem_scan(cursor, type, match=match, count=count)
             for ident in ids:
                 yield ident
             if cursor == "0":
@@ -68,7 +74,7 @@ class Hotkv(AmemCommands, redis_asyncio.Redis):  # type: ignore[misc]
         """Every fact of a namespace in id order (AMEM.SEM.LIST page by page)."""
         cursor = "0"
         while True:
-            cursor, facts = await self.amem_sem_list(  # type: ignore[misc]
+            cursor, facts = await self.amem_sem_list(
                 ns, prefix=prefix, kind=kind, cursor=cursor, count=count
             )
             for fact in facts:
