@@ -562,7 +562,12 @@ TRANSACTIONS: list[Step] = [
     ["EXEC"],
     ["WATCH"],
     ["UNWATCH", "x"],
-    # not compared: "EXEC x" (Redis 7.0 answers any rejected EXEC with EXECABORT ...)
+    ["EXEC", "x"],
+    ["MULTI"],
+    ["SET", "t", "1"],
+    ["EXEC", "x"],
+    ["EXEC"],
+    ["GET", "t"],
 ]
 
 CONNECTION: list[Step] = [

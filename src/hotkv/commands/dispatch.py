@@ -64,11 +64,15 @@ def dispatch(ctx: Context, argv: list[bytes]) -> Any:
     """Run one command from a client and return its reply value."""
     found = resolve(ctx, argv)
     if type(found) is str:
+        if argv[0].lower() == b"exec" and not found.startswith("ERR unknown command"):
+            return _abort_exec(ctx, found)
         return _reject(ctx, found, flag_multi=True)
     spec: CommandSpec = found  # type: ignore[assignment]
     core = ctx.core
 
     if not ctx.authenticated and not spec.no_auth:
+        if spec.name == "exec":
+            return _abort_exec(ctx, errors.NOAUTH)
         return _reject(ctx, errors.NOAUTH, flag_multi=True)
     if ctx.user is not None:
         denial = ctx.user.check(ctx, spec, argv)
@@ -135,6 +139,15 @@ def execute(ctx: Context, spec: CommandSpec, argv: list[bytes]) -> Any:
     if threshold >= 0 and elapsed_us >= threshold and not spec.skip_slowlog:
         _slowlog_add(ctx, argv, elapsed_us)
     return reply
+
+
+def _abort_exec(ctx: Context, message: str) -> ErrorReply:
+    """A rejected EXEC discards the transaction, as Redis's execCommandAbort does."""
+    ctx.multi = None
+    ctx.multi_error = False
+    ctx.unwatch()
+    reason = message[4:] if message.startswith("ERR ") else message
+    return _reject(ctx, f"EXECABORT Transaction discarded because of: {reason}", flag_multi=False)
 
 
 def _reject(ctx: Context, message: str, *, flag_multi: bool) -> ErrorReply:
