@@ -1,0 +1,828 @@
+"""Semantic memory: per namespace, facts with an embedding vector, recalled by meaning.
+
+A namespace holds one hnswlib HNSW index (space ``cosine``, ``ip`` or ``l2``) and, beside
+it, each fact's metadata. Vectors live only inside hnswlib (read back with ``get_items``
+for WITHVECTORS); the Python side keeps one small slotted :class:`Fact` per id.
+
+Labels (hnswlib's integer ids) are process-local: they never appear in effects or
+snapshots of facts other than as a hint for the saved index. A deleted fact is
+``mark_deleted`` and its label goes to a free list; the next new fact takes it back and
+hnswlib updates the element in place (``add_items`` on a deleted label un-marks it), so a
+namespace under eviction churn never grows past its high-water mark. The index starts at
+:data:`INITIAL_ELEMENTS` slots and doubles with ``resize_index``; it is created on the
+first store and released when the namespace becomes empty (an hnswlib index costs about
+2.6 MB of fixed lock tables).
+
+Effects (every server-chosen value fixed by the handler)::
+
+    ["sem.create", ns, dim, metric, m, ef_construction, ef, capacity, evict]
+    ["sem.update", ns, {"ef": n, "capacity": n, "evict": policy}, [evicted ids]]
+    ["sem.store", ns, id, text, fp32-le-bytes, kind, confidence, source|None,
+     description|None, meta|None, created, updated, expires|None, [evicted ids]]
+    ["sem.del", ns, [id, ...]]
+    ["sem.drop", ns]
+
+Recall quality: hnswlib's search breadth is ``max(EF, k)``; on unstructured data (random
+vectors) that gives a poor recall@10 at EF 64 (about 0.65 for 10,000 random 128-d
+vectors), so the breadth is also raised to :data:`BREADTH_PER_HIT` per requested hit (up
+to :data:`AUTO_BREADTH_MAX`). EF therefore only ever widens a search.
+
+Filters (KIND, MINCONF, PREFIX, not expired) run inside the search: when KIND or PREFIX
+narrows the namespace to a small candidate set the search is exact over just those facts
+(numpy), otherwise hnswlib's ``filter=`` callable keeps non-matching facts out of the
+result while the graph walk continues, and if hnswlib still finds fewer than ``k`` the
+search falls back to an exact scan of every matching fact.
+"""
+
+from __future__ import annotations
+
+import bisect
+import heapq
+import math
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+import hnswlib
+import numpy as np
+
+from hotkv.stores.base import Effect, EffectError, Store
+
+METRICS: tuple[str, ...] = ("COSINE", "IP", "L2")
+EVICT_POLICIES: tuple[str, ...] = ("LOWCONF", "OLDEST", "NONE")
+_SPACES = {"COSINE": "cosine", "IP": "ip", "L2": "l2"}
+
+DEFAULT_METRIC = "COSINE"
+DEFAULT_M = 16
+DEFAULT_EF_CONSTRUCTION = 200
+DEFAULT_EF = 64
+DEFAULT_EVICT = "LOWCONF"
+DEFAULT_KIND = b"fact"
+MAX_DIM = 4096
+
+#: first size of an index; it doubles when full
+INITIAL_ELEMENTS = 16
+#: search breadth per requested hit, so recall@k stays high on unstructured data
+BREADTH_PER_HIT = 32
+AUTO_BREADTH_MAX = 1024
+#: facts looked at to judge how selective a MINCONF-style filter is
+_SAMPLE = 256
+
+_VECTOR_DTYPE = np.dtype("<f4")
+_ONE = 1.0  # the default confidence, shared by every fact that has it
+#: dtypes of the arrays in hnswlib's serialized index (``Index.__getstate__``)
+_INDEX_ARRAYS: dict[str, np.dtype[Any]] = {
+    "label_lookup_external": np.dtype(np.uint64),
+    "label_lookup_internal": np.dtype(np.uint32),
+    "element_levels": np.dtype(np.int32),
+    "data_level0": np.dtype(np.int8),
+    "link_lists": np.dtype(np.int8),
+}
+
+
+class Fact:
+    """One fact's metadata; its vector is in the namespace's index under ``label``."""
+
+    __slots__ = (
+        "confidence",
+        "created",
+        "description",
+        "expires",
+        "id",
+        "kind",
+        "label",
+        "meta",
+        "source",
+        "text",
+        "updated",
+    )
+
+    def __init__(
+        self,
+        ident: bytes,
+        label: int,
+        text: bytes,
+        kind: bytes,
+        confidence: float,
+        source: bytes | None,
+        description: bytes | None,
+        meta: bytes | None,
+        created: int,
+        updated: int,
+        expires: int | None,
+    ) -> None:
+        self.id = ident
+        self.label = label
+        self.text = text
+        self.kind = kind
+        self.confidence = confidence
+        self.source = source
+        self.description = description
+        self.meta = meta
+        self.created = created
+        self.updated = updated
+        self.expires = expires
+
+    def alive(self, now_ms: int) -> bool:
+        expires = self.expires
+        return expires is None or expires > now_ms
+
+    def record(self, similarity: float | None = None) -> dict[str, Any]:
+        """The reply record in contract order; absent optional fields are left out."""
+        rec: dict[str, Any] = {"id": self.id, "text": self.text}
+        if similarity is not None:
+            rec["similarity"] = similarity
+        rec["kind"] = self.kind
+        rec["confidence"] = self.confidence
+        if self.source is not None:
+            rec["source"] = self.source
+        if self.description is not None:
+            rec["description"] = self.description
+        if self.meta is not None:
+            rec["meta"] = self.meta
+        rec["created"] = self.created
+        rec["updated"] = self.updated
+        if self.expires is not None:
+            rec["expires"] = self.expires
+        return rec
+
+    def row(self) -> list[Any]:
+        """The fact as snapshot data (without the vector, which is in the saved index)."""
+        return [
+            self.id,
+            self.label,
+            self.text,
+            self.kind,
+            self.confidence,
+            self.source,
+            self.description,
+            self.meta,
+            self.created,
+            self.updated,
+            self.expires,
+        ]
+
+
+def search_breadth(ef: int, k: int) -> int:
+    """hnswlib's ``ef`` for a search of ``k`` hits with EF ``ef`` (see the module notes)."""
+    return max(ef, k, min(BREADTH_PER_HIT * k, AUTO_BREADTH_MAX))
+
+
+def prefix_end(prefix: bytes) -> bytes | None:
+    """The smallest byte string greater than every string starting with ``prefix``."""
+    stripped = prefix.rstrip(b"\xff")
+    if not stripped:
+        return None
+    return stripped[:-1] + bytes([stripped[-1] + 1])
+
+
+class Namespace:
+    """One namespace: settings, the HNSW index, and the facts beside it."""
+
+    def __init__(
+        self,
+        name: bytes,
+        dim: int,
+        metric: str = DEFAULT_METRIC,
+        m: int = DEFAULT_M,
+        ef_construction: int = DEFAULT_EF_CONSTRUCTION,
+        ef: int = DEFAULT_EF,
+        capacity: int = 0,
+        evict: str = DEFAULT_EVICT,
+    ) -> None:
+        if metric not in _SPACES:
+            raise EffectError(f"unknown metric {metric!r}")
+        if evict not in EVICT_POLICIES:
+            raise EffectError(f"unknown eviction policy {evict!r}")
+        self.name = name
+        self.dim = dim
+        self.metric = metric
+        self.m = m
+        self.ef_construction = ef_construction
+        self.ef = ef
+        self.capacity = capacity
+        self.evict = evict
+        #: id -> fact, least recently updated first (a store moves its id to the end)
+        self.facts: dict[bytes, Fact] = {}
+        self._index: hnswlib.Index | None = None
+        self._by_label: list[Fact | None] = []
+        self._free: list[int] = []
+        self._kinds: dict[bytes, set[int]] = {}  # kind -> labels, for KIND filters
+        self._kind_names: dict[bytes, bytes] = {}
+        self._sorted: list[bytes] | None = None  # ids in order, built on first need
+        self._expiry: list[tuple[int, bytes]] = []  # (deadline, id), stale entries skipped
+        # LOWCONF eviction order, built on first need: (confidence, tick, id) + id -> tick
+        self._lowconf: list[tuple[float, int, bytes]] | None = None
+        self._ticks: dict[bytes, int] = {}
+        self._tick = 0
+
+    # --- settings -----------------------------------------------------------------
+    def settings(self) -> list[Any]:
+        return [self.dim, self.metric, self.m, self.ef_construction, self.ef,
+                self.capacity, self.evict]
+
+    def change(self, changes: dict[str, Any]) -> None:
+        """Apply the changeable settings (EF, CAPACITY, EVICT) of a ``sem.update``."""
+        for key, value in changes.items():
+            if key == "ef":
+                self.ef = int(value)
+            elif key == "capacity":
+                self.capacity = int(value)
+            elif key == "evict":
+                if value not in EVICT_POLICIES:
+                    raise EffectError(f"unknown eviction policy {value!r}")
+                self.evict = value
+            else:
+                raise EffectError(f"setting {key!r} cannot change")
+        if self.capacity == 0 or self.evict != "LOWCONF":
+            self._drop_lowconf()
+
+    # --- reads --------------------------------------------------------------------
+    def get(self, ident: bytes, now_ms: int) -> Fact | None:
+        fact = self.facts.get(ident)
+        if fact is None or not fact.alive(now_ms):
+            return None
+        return fact
+
+    def live_count(self, now_ms: int) -> int:
+        """Facts not expired at ``now_ms`` (expired ones may still wait for the purge)."""
+        return len(self.facts) - len(self._due(now_ms))
+
+    def _due(self, now_ms: int) -> set[bytes]:
+        """Ids held whose deadline has passed: a walk of the heap's due top only."""
+        heap = self._expiry
+        facts = self.facts
+        due: set[bytes] = set()
+        stack = [0] if heap else []
+        while stack:
+            i = stack.pop()
+            deadline, ident = heap[i]
+            if deadline > now_ms:
+                continue
+            fact = facts.get(ident)
+            if fact is not None and fact.expires == deadline:
+                due.add(ident)
+            for child in (2 * i + 1, 2 * i + 2):
+                if child < len(heap):
+                    stack.append(child)
+        return due
+
+    def vector(self, fact: Fact) -> bytes:
+        """The stored vector as FP32 little-endian bytes (unit length under COSINE)."""
+        assert self._index is not None
+        data = self._index.get_items([fact.label])
+        return np.asarray(data, dtype=_VECTOR_DTYPE).reshape(-1).tobytes()
+
+    def sorted_ids(self) -> list[bytes]:
+        if self._sorted is None:
+            self._sorted = sorted(self.facts)
+        return self._sorted
+
+    def list_facts(
+        self,
+        now_ms: int,
+        *,
+        after: bytes | None = None,
+        prefix: bytes | None = None,
+        kind: bytes | None = None,
+        count: int = 100,
+    ) -> tuple[bytes | None, list[Fact]]:
+        """Up to ``count`` live facts in id order after ``after``; the id to resume after
+        (None when the walk is complete)."""
+        ids = self.sorted_ids()
+        start = 0
+        if prefix:
+            start = bisect.bisect_left(ids, prefix)
+        if after is not None:
+            start = max(start, bisect.bisect_right(ids, after))
+        end = len(ids)
+        if prefix:
+            bound = prefix_end(prefix)
+            if bound is not None:
+                end = bisect.bisect_left(ids, bound, start)
+        facts = self.facts
+        out: list[Fact] = []
+        for i in range(start, end):
+            fact = facts[ids[i]]
+            if not fact.alive(now_ms) or (kind is not None and fact.kind != kind):
+                continue
+            if len(out) == count:
+                return out[-1].id, out  # one more match exists: the walk goes on
+            out.append(fact)
+        return None, out
+
+    # --- recall -------------------------------------------------------------------
+    def query_vector(self, vector: bytes) -> np.ndarray:
+        vec = np.frombuffer(vector, dtype=_VECTOR_DTYPE)
+        if self.metric == "COSINE":
+            wide = vec.astype(np.float64)
+            vec = (wide / np.linalg.norm(wide)).astype(np.float32)
+        return vec
+
+    def recall(
+        self,
+        vector: bytes,
+        k: int,
+        now_ms: int,
+        *,
+        minsim: float | None = None,
+        kind: bytes | None = None,
+        minconf: float | None = None,
+        prefix: bytes | None = None,
+        ef: int | None = None,
+    ) -> list[tuple[Fact, float]]:
+        """Up to ``k`` live facts passing the filters, most similar first, with similarity."""
+        self.purge_expired(now_ms)  # the search then never meets an expired fact
+        index = self._index
+        if index is None or not self.facts:
+            return []
+        query = self.query_vector(vector)
+        check = self._filter(kind, minconf, prefix)
+        breadth = search_breadth(self.ef if ef is None else ef, k)
+        hits: list[tuple[Fact, float]] | None = None
+        if check is not None:
+            candidates = self._candidates(kind, prefix)
+            if candidates is not None and self._exact_is_cheaper(candidates[0], breadth):
+                hits = self._exact(query, [f for f in candidates[1]() if check(f)], k)
+            elif self._estimated_matches(check) < breadth:
+                # so few match that hnswlib would walk the whole graph to find them
+                pool = self.facts.values() if candidates is None else candidates[1]()
+                matches = self._matching(pool, check, 4 * breadth)
+                if matches is not None:
+                    hits = self._exact(query, matches, k)
+        if hits is None:
+            hits = self._search(query, k, breadth, check)
+        if minsim is not None:
+            hits = [hit for hit in hits if hit[1] >= minsim]
+        return hits
+
+    def _filter(
+        self, kind: bytes | None, minconf: float | None, prefix: bytes | None
+    ) -> Callable[[Fact], bool] | None:
+        if kind is None and minconf is None and not prefix:
+            return None
+
+        def check(fact: Fact) -> bool:
+            return (
+                (kind is None or fact.kind == kind)
+                and (minconf is None or fact.confidence >= minconf)
+                and (not prefix or fact.id.startswith(prefix))
+            )
+
+        return check
+
+    def _candidates(
+        self, kind: bytes | None, prefix: bytes | None
+    ) -> tuple[int, Callable[[], list[Fact]]] | None:
+        """The size of the smaller of the KIND and PREFIX sets (a superset of the matches)
+        and a function listing it, or None when neither filter is given."""
+        best: tuple[int, Callable[[], list[Fact]]] | None = None
+        if kind is not None:
+            labels = self._kinds.get(kind, set())
+            by_label = self._by_label
+
+            def of_kind() -> list[Fact]:
+                return [by_label[label] for label in labels]  # type: ignore[misc]
+
+            best = (len(labels), of_kind)
+        if prefix:
+            ids = self.sorted_ids()
+            lo = bisect.bisect_left(ids, prefix)
+            bound = prefix_end(prefix)
+            hi = len(ids) if bound is None else bisect.bisect_left(ids, bound, lo)
+            if best is None or hi - lo < best[0]:
+                facts = self.facts
+
+                def of_prefix() -> list[Fact]:
+                    return [facts[ident] for ident in ids[lo:hi]]
+
+                best = (hi - lo, of_prefix)
+        return best
+
+    def _estimated_matches(self, check: Callable[[Fact], bool]) -> float:
+        """How many facts pass ``check``, judged from up to SAMPLE evenly spaced ones."""
+        by_label = self._by_label
+        step = max(1, len(by_label) // _SAMPLE)
+        seen = passed = 0
+        for label in range(0, len(by_label), step):
+            fact = by_label[label]
+            if fact is not None:
+                seen += 1
+                passed += check(fact)
+        return len(self.facts) * passed / seen if seen else 0.0
+
+    @staticmethod
+    def _matching(
+        pool: Iterable[Fact], check: Callable[[Fact], bool], limit: int
+    ) -> list[Fact] | None:
+        """The facts of ``pool`` passing ``check``; None once more than ``limit`` do (the
+        sample misjudged it and the graph search is the cheaper way after all)."""
+        out: list[Fact] = []
+        for fact in pool:
+            if check(fact):
+                out.append(fact)
+                if len(out) > limit:
+                    return None
+        return out
+
+    def _exact_is_cheaper(self, candidates: int, breadth: int) -> bool:
+        # Fewer candidates than the breadth make hnswlib walk the whole graph; beyond
+        # that, reading a vector back (get_items) costs about 30 graph steps.
+        return candidates <= breadth or candidates * candidates <= breadth * len(self.facts) // 32
+
+    def _search(
+        self, query: np.ndarray, k: int, breadth: int, check: Callable[[Fact], bool] | None
+    ) -> list[tuple[Fact, float]]:
+        index = self._index
+        assert index is not None
+        by_label = self._by_label
+        k_eff = min(k, len(self.facts))
+        index.set_ef(breadth)
+        try:
+            if check is None:
+                labels, dists = index.knn_query(query, k=k_eff)
+            else:
+
+                def allowed(label: int) -> bool:
+                    fact = by_label[label]
+                    return fact is not None and check(fact)
+
+                labels, dists = index.knn_query(query, k=k_eff, filter=allowed)
+        except RuntimeError:
+            # hnswlib found fewer than k_eff: fall back to every matching fact, exactly
+            facts: Iterable[Fact] = self.facts.values()
+            if check is not None:
+                facts = filter(check, facts)
+            return self._exact(query, list(facts), k)
+        finally:
+            index.set_ef(self.ef)
+        to_similarity = self._similarity_of_distance
+        return [
+            (by_label[label], to_similarity(float(dist)))
+            for label, dist in zip(labels[0].tolist(), dists[0].tolist(), strict=True)
+        ]
+
+    def _similarity_of_distance(self, dist: float) -> float:
+        if self.metric == "L2":  # hnswlib's l2 distance is squared
+            return 1.0 / (1.0 + math.sqrt(max(dist, 0.0)))
+        return 1.0 - dist  # cosine and ip distances are 1 - dot
+
+    def _exact(self, query: np.ndarray, facts: list[Fact], k: int) -> list[tuple[Fact, float]]:
+        """Exact top ``k`` of ``facts`` by similarity to ``query``."""
+        if not facts:
+            return []
+        assert self._index is not None
+        vectors = np.asarray(
+            self._index.get_items([f.label for f in facts]), dtype=np.float32
+        ).reshape(len(facts), self.dim)
+        if self.metric == "L2":
+            diff = vectors - query
+            sims = 1.0 / (1.0 + np.sqrt(np.einsum("ij,ij->i", diff, diff)))
+        else:
+            sims = vectors @ query
+        order = np.argsort(-sims, kind="stable")[:k]
+        return [(facts[i], float(sims[i])) for i in order.tolist()]
+
+    # --- eviction -----------------------------------------------------------------
+    def evictions_for(self, ident: bytes, now_ms: int) -> list[bytes] | None:
+        """Ids to evict so that storing ``ident`` fits the capacity; None means FULL."""
+        if self.capacity == 0:
+            return []
+        self.purge_expired(now_ms)  # expired facts do not count against the capacity
+        if ident in self.facts:
+            return []  # a replacement does not grow the namespace
+        return self.victims(len(self.facts) + 1 - self.capacity, self.evict)
+
+    def victims(self, need: int, policy: str) -> list[bytes] | None:
+        """The ``need`` facts ``policy`` evicts first ([] for none, None under NONE)."""
+        if need <= 0:
+            return []
+        if policy == "NONE":
+            return None
+        if policy == "OLDEST":
+            ids = iter(self.facts)
+            return [next(ids) for _ in range(min(need, len(self.facts)))]
+        if need == 1 and policy == self.evict:
+            heap = self._lowconf_heap()
+            ticks = self._ticks
+            while heap:
+                _conf, tick, ident = heap[0]
+                if ticks.get(ident) == tick:
+                    return [ident]
+                heapq.heappop(heap)  # stale: replaced or deleted since
+            return []
+        # several at once (a lowered capacity): rank every fact, oldest first on ties
+        ranked = sorted(enumerate(self.facts.values()), key=lambda p: (p[1].confidence, p[0]))
+        return [fact.id for _, fact in ranked[:need]]
+
+    def _lowconf_heap(self) -> list[tuple[float, int, bytes]]:
+        if self._lowconf is None:
+            self._ticks = {ident: tick for tick, ident in enumerate(self.facts)}
+            self._tick = len(self._ticks)
+            self._lowconf = [(f.confidence, self._ticks[f.id], f.id) for f in self.facts.values()]
+            heapq.heapify(self._lowconf)
+        return self._lowconf
+
+    def _drop_lowconf(self) -> None:
+        self._lowconf = None
+        self._ticks = {}
+
+    # --- writes (only through effects) ---------------------------------------------
+    def put(
+        self,
+        ident: bytes,
+        text: bytes,
+        vector: bytes,
+        kind: bytes,
+        confidence: float,
+        source: bytes | None,
+        description: bytes | None,
+        meta: bytes | None,
+        created: int,
+        updated: int,
+        expires: int | None,
+    ) -> bool:
+        """Store or replace the fact under ``ident``; True when the id was not held."""
+        vec = np.frombuffer(vector, dtype=_VECTOR_DTYPE)
+        if vec.shape[0] != self.dim:
+            raise EffectError(f"vector of {vec.shape[0]} values in a namespace of dim {self.dim}")
+        old = self.facts.pop(ident, None)
+        if old is not None:
+            label = old.label
+            self._unindex_kind(old)
+        else:
+            label = self._new_label()
+            if self._sorted is not None:
+                bisect.insort(self._sorted, ident)
+        if self.metric == "COSINE":  # normalise in float64 so huge values cannot overflow
+            wide = vec.astype(np.float64)
+            vec = (wide / np.linalg.norm(wide)).astype(np.float32)
+        assert self._index is not None
+        self._index.add_items(vec.reshape(1, -1), [label])
+        fact = Fact(ident, label, text, self._kind_name(kind),
+                    _ONE if confidence == 1.0 else confidence, source, description, meta,
+                    created, updated, expires)
+        self.facts[ident] = fact
+        self._by_label[label] = fact
+        self._kinds[fact.kind].add(label)
+        if expires is not None:
+            heapq.heappush(self._expiry, (expires, ident))
+            if len(self._expiry) > 2 * len(self.facts) + 64:
+                self._rebuild_expiry()
+        if self._lowconf is not None:
+            self._tick += 1
+            self._ticks[ident] = self._tick
+            heapq.heappush(self._lowconf, (confidence, self._tick, ident))
+            if len(self._lowconf) > 2 * len(self.facts) + 64:
+                self._drop_lowconf()  # mostly stale entries: rebuilt on the next need
+        return old is None
+
+    def _kind_name(self, kind: bytes) -> bytes:
+        """One shared bytes object per kind (most facts share a handful of kinds)."""
+        name = self._kind_names.get(kind)
+        if name is None:
+            self._kind_names[kind] = name = kind
+            self._kinds[kind] = set()
+        return name
+
+    def _new_label(self) -> int:
+        if self._free:
+            return self._free.pop()
+        label = len(self._by_label)
+        index = self._index
+        if index is None:
+            index = hnswlib.Index(space=_SPACES[self.metric], dim=self.dim)
+            index.init_index(
+                max_elements=INITIAL_ELEMENTS, M=self.m, ef_construction=self.ef_construction
+            )
+            index.set_num_threads(1)  # the server is single-threaded; no thread start-up
+            index.set_ef(self.ef)
+            self._index = index
+        elif label >= index.get_max_elements():
+            index.resize_index(2 * index.get_max_elements())
+        self._by_label.append(None)
+        return label
+
+    def delete(self, ident: bytes) -> bool:
+        """Remove a fact (live or expired); its label is free for the next new fact."""
+        fact = self.facts.pop(ident, None)
+        if fact is None:
+            return False
+        label = fact.label
+        self._unindex_kind(fact)
+        self._by_label[label] = None
+        if self._sorted is not None:
+            i = bisect.bisect_left(self._sorted, ident)
+            del self._sorted[i]
+        self._ticks.pop(ident, None)
+        if not self.facts:
+            self._reset()  # release the index (and its fixed lock tables)
+        else:
+            assert self._index is not None
+            self._index.mark_deleted(label)
+            self._free.append(label)
+        return True
+
+    def _unindex_kind(self, fact: Fact) -> None:
+        labels = self._kinds.get(fact.kind)
+        if labels is not None:
+            labels.discard(fact.label)
+            if not labels:
+                del self._kinds[fact.kind]
+                del self._kind_names[fact.kind]
+
+    def _reset(self) -> None:
+        self.facts.clear()
+        self._index = None
+        self._by_label = []
+        self._free = []
+        self._kinds = {}
+        self._kind_names = {}
+        self._sorted = None
+        self._expiry = []
+        if self._lowconf is not None:
+            self._drop_lowconf()
+
+    def purge_expired(self, now_ms: int, limit: int | None = None) -> int:
+        heap = self._expiry
+        facts = self.facts
+        removed = 0
+        while heap and heap[0][0] <= now_ms and (limit is None or removed < limit):
+            deadline, ident = heapq.heappop(heap)
+            fact = facts.get(ident)
+            if fact is not None and fact.expires == deadline:
+                self.delete(ident)
+                removed += 1
+                heap = self._expiry  # delete() may have reset the namespace
+        return removed
+
+    def has_expiring(self) -> bool:
+        return bool(self._expiry)
+
+    def _rebuild_expiry(self) -> None:
+        self._expiry = [(f.expires, f.id) for f in self.facts.values() if f.expires is not None]
+        heapq.heapify(self._expiry)
+
+    # --- snapshot -----------------------------------------------------------------
+    def snapshot(self) -> dict[str, Any]:
+        index_state: dict[str, Any] | None = None
+        if self._index is not None:
+            params = self._index.__getstate__()[0]
+            index_state = {
+                key: value.tobytes() if isinstance(value, np.ndarray) else value
+                for key, value in params.items()
+            }
+        return {
+            "settings": self.settings(),
+            "index": index_state,
+            "labels": len(self._by_label),
+            "free": list(self._free),
+            "facts": [fact.row() for fact in self.facts.values()],
+        }
+
+    @classmethod
+    def from_snapshot(cls, name: bytes, state: dict[str, Any]) -> Namespace:
+        ns = cls(name, *state["settings"])
+        index_state = state["index"]
+        if index_state is not None:
+            params = {
+                key: np.frombuffer(value, dtype=_INDEX_ARRAYS[key]) if key in _INDEX_ARRAYS
+                else value
+                for key, value in index_state.items()
+            }
+            ns._index = hnswlib.Index(params)
+            ns._index.set_num_threads(1)
+            ns._index.set_ef(ns.ef)
+        ns._by_label = [None] * state["labels"]
+        ns._free = list(state["free"])
+        for row in state["facts"]:
+            fact = Fact(*row)
+            fact.kind = ns._kind_name(fact.kind)
+            ns.facts[fact.id] = fact
+            ns._by_label[fact.label] = fact
+            ns._kinds[fact.kind].add(fact.label)
+        ns._rebuild_expiry()
+        return ns
+
+    def index_count(self) -> int:
+        """Elements hnswlib holds, deleted ones included (for tests and INFO amem)."""
+        return 0 if self._index is None else self._index.get_current_count()
+
+    def index_capacity(self) -> int:
+        return 0 if self._index is None else self._index.get_max_elements()
+
+
+class SemanticStore(Store):
+    """Every semantic namespace, by name."""
+
+    name = "sem"
+
+    def __init__(self) -> None:
+        self.namespaces: dict[bytes, Namespace] = {}
+        self._expiring: set[bytes] = set()  # namespaces that hold facts with a TTL
+        self._ops: dict[str, Callable[[Effect], Any]] = {
+            "sem.create": self._apply_create,
+            "sem.update": self._apply_update,
+            "sem.store": self._apply_store,
+            "sem.del": self._apply_del,
+            "sem.drop": self._apply_drop,
+        }
+
+    # --- reads for the handlers ------------------------------------------------------
+    def get(self, name: bytes) -> Namespace | None:
+        return self.namespaces.get(name)
+
+    # --- effects ------------------------------------------------------------------
+    def apply(self, effect: Effect) -> Any:
+        handler = self._ops.get(effect[0])
+        if handler is None:
+            raise EffectError(f"unknown effect op {effect[0]!r}")
+        return handler(effect)
+
+    def _ns(self, name: bytes) -> Namespace:
+        ns = self.namespaces.get(name)
+        if ns is None:
+            raise EffectError(f"no semantic namespace {name!r}")
+        return ns
+
+    def _apply_create(self, effect: Effect) -> None:
+        _, name, dim, metric, m, ef_construction, ef, capacity, evict = effect
+        self.namespaces[name] = Namespace(name, dim, metric, m, ef_construction, ef,
+                                          capacity, evict)
+
+    def _apply_update(self, effect: Effect) -> int:
+        _, name, changes, evicted = effect
+        ns = self._ns(name)
+        removed = sum(ns.delete(ident) for ident in evicted)
+        ns.change(changes)
+        return removed
+
+    def _apply_store(self, effect: Effect) -> bool:
+        (_, name, ident, text, vector, kind, confidence, source, description, meta,
+         created, updated, expires, evicted) = effect
+        ns = self._ns(name)
+        for victim in evicted:
+            ns.delete(victim)
+        created_new = ns.put(ident, text, vector, kind, float(confidence), source,
+                             description, meta, created, updated, expires)
+        if expires is not None:
+            self._expiring.add(name)
+        return created_new
+
+    def _apply_del(self, effect: Effect) -> int:
+        _, name, ids = effect
+        ns = self.namespaces.get(name)
+        if ns is None:
+            return 0
+        return sum(ns.delete(ident) for ident in ids)
+
+    def _apply_drop(self, effect: Effect) -> bool:
+        self._expiring.discard(effect[1])
+        return self.namespaces.pop(effect[1], None) is not None
+
+    # --- the Store contract ------------------------------------------------------------
+    def purge_expired(self, now_ms: int, limit: int) -> int:
+        removed = 0
+        for name in list(self._expiring):
+            ns = self.namespaces.get(name)
+            if ns is not None:
+                removed += ns.purge_expired(now_ms, limit - removed)
+            if ns is None or not ns.has_expiring():
+                self._expiring.discard(name)
+            if removed >= limit:
+                break
+        return removed
+
+    def ids(self, now_ms: int) -> Iterator[bytes]:
+        return iter(list(self.namespaces))
+
+    def exists(self, ident: bytes, now_ms: int) -> bool:
+        return ident in self.namespaces
+
+    def clear(self) -> None:
+        self.namespaces.clear()
+        self._expiring.clear()
+
+    def snapshot(self) -> dict[bytes, Any]:
+        return {name: ns.snapshot() for name, ns in self.namespaces.items()}
+
+    def restore(self, state: Any) -> None:
+        self.clear()
+        for name, ns_state in state.items():
+            ns = Namespace.from_snapshot(name, ns_state)
+            self.namespaces[name] = ns
+            if ns.has_expiring():
+                self._expiring.add(name)
+
+    def stats(self, now_ms: int) -> dict[str, int]:
+        vectors = 0
+        vector_bytes = 0
+        for ns in self.namespaces.values():
+            count = ns.live_count(now_ms)
+            vectors += count
+            vector_bytes += count * ns.dim * 4
+        return {
+            "objects": len(self.namespaces),
+            "entries": vectors,
+            "vectors": vectors,
+            "bytes": vector_bytes,
+        }

@@ -1,0 +1,560 @@
+"""SemanticStore as a data structure: effects in, facts and k-NN hits out."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgpack
+import numpy as np
+import pytest
+
+from hotkv.stores.base import EffectError
+from hotkv.stores.sem import INITIAL_ELEMENTS, SemanticStore, search_breadth
+
+T0 = 1_700_000_000_000
+
+
+def fp32(values: Any) -> bytes:
+    return np.asarray(values, dtype="<f4").tobytes()
+
+
+def make(
+    dim: int = 3,
+    metric: str = "COSINE",
+    capacity: int = 0,
+    evict: str = "LOWCONF",
+    ns: bytes = b"kb",
+) -> SemanticStore:
+    store = SemanticStore()
+    store.apply(["sem.create", ns, dim, metric, 16, 200, 64, capacity, evict])
+    return store
+
+
+def put(
+    store: SemanticStore,
+    ident: bytes,
+    vector: Any,
+    *,
+    ns: bytes = b"kb",
+    text: bytes = b"",
+    kind: bytes = b"fact",
+    confidence: float = 1.0,
+    source: bytes | None = None,
+    description: bytes | None = None,
+    meta: bytes | None = None,
+    now: int = T0,
+    expires: int | None = None,
+    evicted: list[bytes] | None = None,
+) -> bool:
+    namespace = store.namespaces[ns]
+    old = namespace.get(ident, now)
+    created = old.created if old is not None else now
+    result: bool = store.apply(
+        ["sem.store", ns, ident, text or ident, fp32(vector), kind, confidence, source,
+         description, meta, created, now, expires, evicted or []]
+    )
+    return result
+
+
+def ids(hits: list[Any]) -> list[bytes]:
+    return [fact.id for fact, _ in hits]
+
+
+# --- basic storage -------------------------------------------------------------------
+
+
+def test_store_get_and_record_in_contract_order() -> None:
+    store = make()
+    assert put(store, b"vat-policy", [0.1, 0.2, 0.3], text=b"VAT within 30 days",
+               source=b"wiki", meta=b'{"a":1}', now=T0) is True
+    fact = store.namespaces[b"kb"].get(b"vat-policy", T0)
+    assert fact is not None
+    rec = fact.record()
+    assert list(rec) == ["id", "text", "kind", "confidence", "source", "meta", "created",
+                         "updated"]
+    assert rec == {"id": b"vat-policy", "text": b"VAT within 30 days", "kind": b"fact",
+                   "confidence": 1.0, "source": b"wiki", "meta": b'{"a":1}',
+                   "created": T0, "updated": T0}
+    with_sim = fact.record(0.5)
+    assert list(with_sim)[:3] == ["id", "text", "similarity"]
+
+
+def test_replacing_keeps_created_label_and_moves_to_newest() -> None:
+    store = make()
+    ns = store.namespaces[b"kb"]
+    put(store, b"a", [1, 0, 0], kind=b"goal", now=T0)
+    put(store, b"b", [0, 1, 0], now=T0 + 1)
+    label = ns.facts[b"a"].label
+    assert put(store, b"a", [0, 0, 1], text=b"new", kind=b"habit", confidence=0.5,
+               now=T0 + 5) is False
+    fact = ns.get(b"a", T0 + 5)
+    assert fact is not None
+    assert (fact.text, fact.kind, fact.confidence, fact.created, fact.updated) == (
+        b"new", b"habit", 0.5, T0, T0 + 5)
+    assert fact.label == label
+    assert list(ns.facts) == [b"b", b"a"]  # least recently updated first
+    assert ns.index_count() == 2
+    # the vector was replaced in the index too
+    assert ids(ns.recall(fp32([0, 0, 1]), 1, T0 + 5)) == [b"a"]
+    assert ids(ns.recall(fp32([1, 0, 0]), 2, T0 + 5, kind=b"goal")) == []
+    assert ids(ns.recall(fp32([1, 0, 0]), 2, T0 + 5, kind=b"habit")) == [b"a"]
+
+
+def test_vector_comes_back_as_fp32_and_unit_length_under_cosine() -> None:
+    store = make(metric="COSINE")
+    put(store, b"a", [3, 0, 4])
+    ns = store.namespaces[b"kb"]
+    fact = ns.facts[b"a"]
+    assert np.allclose(np.frombuffer(ns.vector(fact), "<f4"), [0.6, 0, 0.8])
+    l2 = make(metric="L2")
+    put(l2, b"a", [3, 0, 4])
+    ns2 = l2.namespaces[b"kb"]
+    assert np.frombuffer(ns2.vector(ns2.facts[b"a"]), "<f4").tolist() == [3, 0, 4]
+
+
+def test_store_with_wrong_dim_is_an_effect_error() -> None:
+    store = make(dim=3)
+    with pytest.raises(EffectError):
+        put(store, b"a", [1, 2])
+    with pytest.raises(EffectError):
+        store.apply(["sem.nope", b"kb"])
+    with pytest.raises(EffectError):
+        store.apply(["sem.store", b"missing", b"a", b"t", fp32([1, 2, 3]), b"fact", 1.0,
+                     None, None, None, T0, T0, None, []])
+
+
+# --- similarity per metric -------------------------------------------------------------
+
+
+def expected_similarity(metric: str, query: list[float], vector: list[float]) -> float:
+    q, v = np.asarray(query, dtype=np.float64), np.asarray(vector, dtype=np.float64)
+    if metric == "COSINE":
+        return float(q @ v / np.linalg.norm(q) / np.linalg.norm(v))
+    if metric == "IP":
+        return float(q @ v)
+    return float(1 / (1 + np.linalg.norm(q - v)))
+
+
+@pytest.mark.parametrize("metric", ["COSINE", "IP", "L2"])
+def test_similarity_per_metric(metric: str) -> None:
+    store = make(metric=metric)
+    vectors = {b"same": [0.1, 0.2, 0.3], b"other": [-1.0, 0.5, 2.0], b"far": [3.0, -2.0, 0.0]}
+    for ident, vector in vectors.items():
+        put(store, ident, vector)
+    ns = store.namespaces[b"kb"]
+    query = [0.1, 0.2, 0.3]
+    expected = {ident: expected_similarity(metric, query, v) for ident, v in vectors.items()}
+    hits = ns.recall(fp32(query), 3, T0)
+    assert {fact.id: sim for fact, sim in hits} == pytest.approx(expected, abs=1e-5)
+    assert [sim for _, sim in hits] == pytest.approx(sorted(expected.values(), reverse=True),
+                                                     abs=1e-5)
+    # the exact path (a KIND filter with few candidates) agrees with hnswlib's distances
+    exact = ns.recall(fp32(query), 3, T0, kind=b"fact")
+    assert ids(exact) == ids(hits)
+    assert {fact.id: sim for fact, sim in exact} == pytest.approx(expected, abs=1e-5)
+    if metric == "COSINE":
+        assert hits[0][1] == pytest.approx(1.0, abs=1e-6)
+
+
+def test_minsim_cuts_off_results() -> None:
+    store = make()
+    put(store, b"x", [1, 0, 0])
+    put(store, b"xy", [1, 1, 0])
+    put(store, b"y", [0, 1, 0])
+    ns = store.namespaces[b"kb"]
+    hits = ns.recall(fp32([1, 0, 0]), 3, T0, minsim=0.5)
+    assert ids(hits) == [b"x", b"xy"]
+    assert ns.recall(fp32([1, 0, 0]), 3, T0, minsim=1.5) == []
+
+
+def test_k_larger_than_the_namespace_returns_everything() -> None:
+    store = make()
+    for i in range(5):
+        put(store, b"f%d" % i, [1, i, 0])
+    hits = store.namespaces[b"kb"].recall(fp32([1, 0, 0]), 1000, T0)
+    assert ids(hits) == [b"f0", b"f1", b"f2", b"f3", b"f4"]
+
+
+def test_search_breadth_is_at_least_ef_and_k() -> None:
+    assert search_breadth(64, 1) == 64
+    assert search_breadth(64, 10) == 320
+    assert search_breadth(2000, 10) == 2000
+    assert search_breadth(10, 1000) == 1024
+    assert search_breadth(2000, 1000) == 2000
+    assert search_breadth(10, 500) == 1024
+
+
+# --- recall quality (the required ones) ---------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def big() -> tuple[SemanticStore, np.ndarray]:
+    """10,000 random 128-d vectors at default settings; every 50th fact is kind "rare"."""
+    rng = np.random.default_rng(7)
+    data = rng.standard_normal((10_000, 128)).astype("<f4")
+    store = make(dim=128)
+    for i, row in enumerate(data):
+        store.apply(["sem.store", b"kb", b"f%05d" % i, b"t", row.tobytes(),
+                     b"rare" if i % 50 == 0 else b"fact", 0.9 if i % 50 == 0 else 0.5,
+                     None, None, None, T0, T0, None, []])
+    return store, data
+
+
+def exact_top(data: np.ndarray, query: np.ndarray, k: int, rows: np.ndarray | None = None) -> list[bytes]:
+    unit = data / np.linalg.norm(data, axis=1, keepdims=True)
+    sims = unit @ (query / np.linalg.norm(query))
+    order = np.argsort(-sims)
+    if rows is not None:
+        order = order[np.isin(order, rows)]
+    return [b"f%05d" % i for i in order[:k]]
+
+
+def test_recall_at_10_matches_brute_force_at_default_settings(big: tuple[SemanticStore, np.ndarray]) -> None:
+    store, data = big
+    ns = store.namespaces[b"kb"]
+    assert (ns.m, ns.ef_construction, ns.ef) == (16, 200, 64)
+    rng = np.random.default_rng(11)
+    queries = rng.standard_normal((200, 128)).astype("<f4")
+    found = 0
+    for query in queries:
+        hits = ns.recall(query.tobytes(), 10, T0)
+        assert len(hits) == 10
+        found += len(set(ids(hits)) & set(exact_top(data, query, 10)))
+    assert found / 2000 >= 0.95
+
+
+@pytest.mark.parametrize("how", ["kind", "minconf", "prefix"])
+def test_filtered_recall_returns_k_hits_when_2_percent_match(
+    big: tuple[SemanticStore, np.ndarray], how: str
+) -> None:
+    store, data = big
+    ns = store.namespaces[b"kb"]
+    rows = np.arange(0, 10_000, 50)  # the 2% that match
+    rng = np.random.default_rng(12)
+    found = 0
+    for query in rng.standard_normal((20, 128)).astype("<f4"):
+        if how == "kind":
+            hits = ns.recall(query.tobytes(), 10, T0, kind=b"rare")
+        elif how == "minconf":
+            hits = ns.recall(query.tobytes(), 10, T0, minconf=0.8)
+        else:  # PREFIX f00 keeps f00000..f00999: 10%, then KIND narrows to 20 facts
+            hits = ns.recall(query.tobytes(), 10, T0, prefix=b"f00", kind=b"rare")
+        assert len(hits) == 10
+        assert all(fact.kind == b"rare" and fact.confidence == 0.9 for fact, _ in hits)
+        want_rows = rows if how != "prefix" else rows[rows < 1000]
+        assert all(int(fact.id[1:]) in set(want_rows.tolist()) for fact, _ in hits)
+        found += len(set(ids(hits)) & set(exact_top(data, query, 10, want_rows)))
+        sims = [sim for _, sim in hits]
+        assert sims == sorted(sims, reverse=True)
+    assert found / 200 >= 0.95
+
+
+def test_prefix_filter_through_hnswlib_when_the_prefix_is_broad(
+    big: tuple[SemanticStore, np.ndarray],
+) -> None:
+    store, _ = big
+    ns = store.namespaces[b"kb"]
+    query = np.ones(128, dtype="<f4").tobytes()
+    hits = ns.recall(query, 10, T0, prefix=b"f0")  # 10,000 candidates: hnswlib walks
+    assert len(hits) == 10 and all(fact.id.startswith(b"f0") for fact, _ in hits)
+    hits = ns.recall(query, 10, T0, prefix=b"f09")  # 1,000 candidates
+    assert len(hits) == 10 and all(fact.id.startswith(b"f09") for fact, _ in hits)
+
+
+def test_a_broad_filter_goes_through_the_graph_walk(big: tuple[SemanticStore, np.ndarray]) -> None:
+    store, data = big
+    ns = store.namespaces[b"kb"]
+    rows = np.array([i for i in range(10_000) if i % 50])  # kind "fact": 98%
+    found = 0
+    for query in np.random.default_rng(13).standard_normal((20, 128)).astype("<f4"):
+        hits = ns.recall(query.tobytes(), 10, T0, kind=b"fact", minconf=0.5)
+        assert len(hits) == 10 and all(fact.kind == b"fact" for fact, _ in hits)
+        found += len(set(ids(hits)) & set(exact_top(data, query, 10, rows)))
+    assert found / 200 >= 0.95
+
+
+def test_a_misjudged_sample_still_returns_the_right_facts() -> None:
+    # the selectivity sample looks at every 16th label: make exactly those fail the filter
+    store = make(dim=8)
+    rng = np.random.default_rng(4)
+    data = rng.standard_normal((4096, 8))
+    for i, row in enumerate(data):
+        put(store, b"f%05d" % i, row, confidence=0.1 if i % 16 == 0 else 0.9)
+    ns = store.namespaces[b"kb"]
+    assert ns._estimated_matches(lambda f: f.confidence > 0.5) == 0
+    query = rng.standard_normal(8)
+    hits = ns.recall(fp32(query), 10, T0, minconf=0.5)
+    assert len(hits) == 10 and all(fact.confidence == 0.9 for fact, _ in hits)
+    exact = exact_top(data.astype("<f4"), query.astype("<f4"), 40)
+    want = [ident for ident in exact if int(ident[1:]) % 16][:10]
+    assert len(set(ids(hits)) & set(want)) >= 9
+
+
+def test_a_filter_matching_fewer_than_k_returns_all_matches() -> None:
+    store = make(dim=8)
+    rng = np.random.default_rng(3)
+    for i in range(300):
+        put(store, b"f%03d" % i, rng.standard_normal(8), confidence=0.9 if i in (5, 77, 200) else 0.1)
+    ns = store.namespaces[b"kb"]
+    hits = ns.recall(fp32(rng.standard_normal(8)), 10, T0, minconf=0.5)
+    assert sorted(ids(hits)) == [b"f005", b"f077", b"f200"]
+    assert ns.recall(fp32(rng.standard_normal(8)), 10, T0, kind=b"none") == []
+    assert ns.recall(fp32(rng.standard_normal(8)), 10, T0, prefix=b"zz") == []
+
+
+# --- eviction ----------------------------------------------------------------------------
+
+
+def test_lowconf_evicts_lowest_confidence_then_least_recently_updated() -> None:
+    store = make(capacity=3, evict="LOWCONF")
+    ns = store.namespaces[b"kb"]
+    put(store, b"a", [1, 0, 0], confidence=0.5, now=T0)
+    put(store, b"b", [0, 1, 0], confidence=0.2, now=T0 + 1)
+    put(store, b"c", [0, 0, 1], confidence=0.2, now=T0 + 2)
+    assert ns.evictions_for(b"a", T0 + 3) == []  # a replacement never evicts
+    assert ns.evictions_for(b"d", T0 + 3) == [b"b"]  # 0.2 twice: b is older
+    put(store, b"b", [0, 1, 0], confidence=0.2, now=T0 + 3)  # b is now newer than c
+    assert ns.evictions_for(b"d", T0 + 4) == [b"c"]
+    put(store, b"d", [1, 1, 0], confidence=0.9, now=T0 + 4, evicted=[b"c"])
+    assert sorted(ns.facts) == [b"a", b"b", b"d"]
+    assert ns.evictions_for(b"e", T0 + 5) == [b"b"]
+    put(store, b"b", [0, 1, 0], confidence=0.95, now=T0 + 5)  # raised: a is lowest now
+    assert ns.evictions_for(b"e", T0 + 6) == [b"a"]
+    store.apply(["sem.del", b"kb", [b"a"]])
+    assert ns.evictions_for(b"e", T0 + 6) == []
+
+
+def test_oldest_evicts_least_recently_updated() -> None:
+    store = make(capacity=2, evict="OLDEST")
+    ns = store.namespaces[b"kb"]
+    put(store, b"a", [1, 0, 0], confidence=0.1, now=T0)
+    put(store, b"b", [0, 1, 0], confidence=1.0, now=T0 + 1)
+    assert ns.evictions_for(b"c", T0 + 2) == [b"a"]
+    put(store, b"a", [1, 0, 0], now=T0 + 2)
+    assert ns.evictions_for(b"c", T0 + 3) == [b"b"]
+
+
+def test_evict_none_refuses_and_expired_facts_do_not_count() -> None:
+    store = make(capacity=2, evict="NONE")
+    ns = store.namespaces[b"kb"]
+    put(store, b"a", [1, 0, 0], now=T0, expires=T0 + 100)
+    put(store, b"b", [0, 1, 0], now=T0)
+    assert ns.evictions_for(b"c", T0 + 50) is None
+    assert ns.evictions_for(b"b", T0 + 50) == []
+    assert ns.evictions_for(b"c", T0 + 100) == []  # a expired: room again
+
+
+def test_lowered_capacity_evicts_several_at_once() -> None:
+    store = make()
+    ns = store.namespaces[b"kb"]
+    for i, conf in enumerate([0.5, 0.1, 0.5, 0.1, 0.9]):
+        put(store, b"f%d" % i, [1, i, 0], confidence=conf, now=T0 + i)
+    assert ns.victims(3, "LOWCONF") == [b"f1", b"f3", b"f0"]
+    assert ns.victims(3, "OLDEST") == [b"f0", b"f1", b"f2"]
+    assert ns.victims(1, "OLDEST") == [b"f0"]
+    assert ns.victims(1, "NONE") is None
+    assert ns.victims(0, "NONE") == []
+    assert store.apply(["sem.update", b"kb", {"capacity": 2, "evict": "OLDEST", "ef": 99},
+                        [b"f0", b"f1", b"f2"]]) == 3
+    assert (ns.capacity, ns.evict, ns.ef) == (2, "OLDEST", 99)
+    assert list(ns.facts) == [b"f3", b"f4"]
+    with pytest.raises(EffectError):
+        store.apply(["sem.update", b"kb", {"dim": 4}, []])
+
+
+def test_lowconf_heap_survives_many_replacements() -> None:
+    store = make(capacity=5)
+    ns = store.namespaces[b"kb"]
+    for i in range(5):
+        put(store, b"f%d" % i, [1, i, 0], confidence=0.5, now=T0)
+    assert ns.evictions_for(b"new", T0) == [b"f0"]
+    for round_ in range(100):  # stale heap entries pile up and get compacted
+        put(store, b"f%d" % (round_ % 5), [1, round_, 0], confidence=0.5 + round_ / 1000,
+            now=T0 + round_)
+    # confidences now: f0..f4 last set in rounds 95..99 -> f0 lowest
+    assert ns.evictions_for(b"new", T0 + 200) == [b"f0"]
+
+
+# --- labels, growth, deletion ----------------------------------------------------------------
+
+
+def test_delete_marks_deleted_and_frees_the_label_for_reuse() -> None:
+    store = make()
+    ns = store.namespaces[b"kb"]
+    for i in range(10):
+        put(store, b"f%d" % i, [1, i, 1])
+    labels = {ns.facts[b"f%d" % i].label for i in range(5)}
+    assert store.apply(["sem.del", b"kb", [b"f%d" % i for i in range(5)] + [b"nope"]]) == 5
+    assert ns.get(b"f0", T0) is None
+    hits = ns.recall(fp32([1, 0, 1]), 10, T0)
+    assert sorted(ids(hits)) == [b"f5", b"f6", b"f7", b"f8", b"f9"]
+    for i in range(10, 15):
+        put(store, b"f%d" % i, [1, i, 1])
+    assert {ns.facts[b"f%d" % i].label for i in range(10, 15)} == labels
+    assert ns.index_count() == 10  # no new hnswlib element: the slots were reused
+    hits = ns.recall(fp32([1, 12, 1]), 1, T0)
+    assert ids(hits) == [b"f12"]
+    assert len(ns.recall(fp32([1, 0, 1]), 100, T0)) == 10
+
+
+def test_eviction_churn_does_not_grow_the_index() -> None:
+    store = make(capacity=20, evict="OLDEST")
+    ns = store.namespaces[b"kb"]
+    rng = np.random.default_rng(5)
+    for i in range(500):
+        ident = b"f%d" % i
+        evicted = ns.evictions_for(ident, T0 + i)
+        assert evicted is not None
+        put(store, ident, rng.standard_normal(3), now=T0 + i, evicted=evicted)
+    assert len(ns.facts) == 20
+    assert ns.index_count() <= 21
+    assert list(ns.facts) == [b"f%d" % i for i in range(480, 500)]
+
+
+def test_index_starts_small_and_doubles() -> None:
+    store = make(dim=4)
+    ns = store.namespaces[b"kb"]
+    assert ns.index_capacity() == 0  # no index until the first fact
+    put(store, b"f0", [1, 0, 0, 0])
+    assert ns.index_capacity() == INITIAL_ELEMENTS
+    sizes = set()
+    for i in range(1, 100):
+        put(store, b"f%d" % i, [1, i, 0, 1])
+        sizes.add(ns.index_capacity())
+    assert sizes == {16, 32, 64, 128}
+    assert len(ns.recall(fp32([1, 50, 0, 1]), 100, T0)) == 100
+
+
+def test_an_emptied_namespace_releases_its_index() -> None:
+    store = make()
+    ns = store.namespaces[b"kb"]
+    put(store, b"a", [1, 0, 0])
+    store.apply(["sem.del", b"kb", [b"a"]])
+    assert ns.index_capacity() == 0
+    assert ns.recall(fp32([1, 0, 0]), 3, T0) == []
+    put(store, b"b", [0, 1, 0])
+    assert ids(ns.recall(fp32([1, 0, 0]), 3, T0)) == [b"b"]
+
+
+# --- expiry --------------------------------------------------------------------------------
+
+
+def test_expired_facts_are_absent_to_every_read() -> None:
+    store = make()
+    ns = store.namespaces[b"kb"]
+    put(store, b"a", [1, 0, 0], now=T0, expires=T0 + 100)
+    put(store, b"b", [0.9, 0.1, 0], now=T0)
+    assert ns.get(b"a", T0 + 99) is not None
+    assert ns.live_count(T0 + 99) == 2
+    assert ns.get(b"a", T0 + 100) is None
+    assert ns.live_count(T0 + 100) == 1
+    assert ns.list_facts(T0 + 100)[1] == [ns.facts[b"b"]]
+    assert ids(ns.recall(fp32([1, 0, 0]), 5, T0 + 100)) == [b"b"]
+    assert b"a" not in ns.facts  # recall purged it on the way
+    assert store.stats(T0 + 100)["entries"] == 1
+
+
+def test_purge_expired_respects_the_limit_and_skips_stale_deadlines() -> None:
+    store = make()
+    ns = store.namespaces[b"kb"]
+    for i in range(10):
+        put(store, b"f%d" % i, [1, i, 0], now=T0, expires=T0 + 10 + i)
+    put(store, b"f0", [1, 0, 0], now=T0 + 1)  # re-stored without TTL: its deadline is stale
+    assert store.purge_expired(T0 + 1000, 4) == 4
+    assert store.purge_expired(T0 + 1000, 100) == 5
+    assert sorted(ns.facts) == [b"f0"]
+    assert store.purge_expired(T0 + 1000, 100) == 0
+    assert ns.get(b"f0", T0 + 10**9) is not None
+
+
+# --- listing ---------------------------------------------------------------------------------
+
+
+def test_list_walks_in_id_order_with_prefix_kind_and_resume() -> None:
+    store = make()
+    ns = store.namespaces[b"kb"]
+    for ident in [b"/prefs/b.md", b"/prefs/a.md", b"/notes/x", b"/prefs/c.md", b"zz"]:
+        put(store, ident, [1, 1, 1], kind=b"preference" if ident.startswith(b"/prefs") else b"fact")
+    after, page = ns.list_facts(T0, count=2)
+    assert [f.id for f in page] == [b"/notes/x", b"/prefs/a.md"] and after == b"/prefs/a.md"
+    after, page = ns.list_facts(T0, after=after, count=2)
+    assert [f.id for f in page] == [b"/prefs/b.md", b"/prefs/c.md"] and after == b"/prefs/c.md"
+    after, page = ns.list_facts(T0, after=after, count=2)
+    assert [f.id for f in page] == [b"zz"] and after is None
+    after, page = ns.list_facts(T0, prefix=b"/prefs/", count=3)
+    assert [f.id for f in page] == [b"/prefs/a.md", b"/prefs/b.md", b"/prefs/c.md"]
+    assert after is None  # exactly count left: no empty last page
+    put(store, b"/prefs/aa.md", [1, 0, 0])  # inserted into the kept id order
+    store.apply(["sem.del", b"kb", [b"/prefs/b.md"]])
+    _, page = ns.list_facts(T0, prefix=b"/prefs/", kind=b"preference")
+    assert [f.id for f in page] == [b"/prefs/a.md", b"/prefs/c.md"]
+    _, page = ns.list_facts(T0, kind=b"fact")
+    assert [f.id for f in page] == [b"/notes/x", b"/prefs/aa.md", b"zz"]
+
+
+def test_prefix_of_high_bytes() -> None:
+    store = make()
+    ns = store.namespaces[b"kb"]
+    for ident in [b"\xff\xff", b"\xff\xfe", b"\xff", b"a"]:
+        put(store, ident, [1, 0, 0])
+    assert [f.id for f in ns.list_facts(T0, prefix=b"\xff")[1]] == [b"\xff", b"\xff\xfe", b"\xff\xff"]
+    assert [f.id for f in ns.list_facts(T0, prefix=b"\xff\xff")[1]] == [b"\xff\xff"]
+
+
+# --- the store contract -----------------------------------------------------------------------
+
+
+def test_namespaces_ids_exists_drop_clear_stats() -> None:
+    store = make(dim=3)
+    store.apply(["sem.create", b"other", 4, "L2", 8, 100, 10, 5, "NONE"])
+    put(store, b"a", [1, 0, 0])
+    assert sorted(store.ids(T0)) == [b"kb", b"other"]
+    assert store.exists(b"other", T0) and not store.exists(b"nope", T0)
+    assert store.stats(T0) == {"objects": 2, "entries": 1, "vectors": 1, "bytes": 12}
+    assert store.namespaces[b"other"].settings() == [4, "L2", 8, 100, 10, 5, "NONE"]
+    assert store.apply(["sem.drop", b"other"]) is True
+    assert store.apply(["sem.drop", b"other"]) is False
+    assert store.apply(["sem.del", b"other", [b"a"]]) == 0
+    store.clear()
+    assert list(store.ids(T0)) == []
+
+
+def comparable(state: dict[str, Any]) -> dict[str, Any]:
+    """A namespace snapshot with hnswlib's label table (an unordered map) as a dict."""
+    index = dict(state["index"])
+    keys = np.frombuffer(index.pop("label_lookup_external"), np.uint64).tolist()
+    values = np.frombuffer(index.pop("label_lookup_internal"), np.uint32).tolist()
+    return {**state, "index": index, "lookup": dict(zip(keys, values, strict=True))}
+
+
+def test_snapshot_restore_round_trip_without_reinsert() -> None:
+    store = make(dim=16, capacity=100, evict="LOWCONF")
+    store.apply(["sem.create", b"empty", 2, "IP", 16, 200, 64, 0, "LOWCONF"])
+    rng = np.random.default_rng(9)
+    data = rng.standard_normal((60, 16))
+    for i, row in enumerate(data):
+        put(store, b"f%02d" % i, row, kind=b"k%d" % (i % 3), confidence=(i % 10) / 10,
+            source=b"s" if i % 2 else None, now=T0 + i, expires=T0 + 10_000 if i % 7 == 0 else None)
+    free_labels = {store.namespaces[b"kb"].facts[i].label for i in (b"f03", b"f04")}
+    store.apply(["sem.del", b"kb", [b"f03", b"f04"]])  # a free list and deleted elements
+    state = msgpack.unpackb(msgpack.packb(store.snapshot()), strict_map_key=False)
+
+    copy = SemanticStore()
+    copy.restore(state)
+    assert sorted(copy.namespaces) == [b"empty", b"kb"]
+    ns, orig = copy.namespaces[b"kb"], store.namespaces[b"kb"]
+    assert ns.settings() == orig.settings()
+    assert [f.row() for f in ns.facts.values()] == [f.row() for f in orig.facts.values()]
+    # the graph itself came back byte for byte: nothing was re-inserted
+    assert comparable(ns.snapshot()) == comparable(orig.snapshot())
+    for row in rng.standard_normal((10, 16)):
+        assert [(f.id, sim) for f, sim in ns.recall(fp32(row), 5, T0)] == [
+            (f.id, sim) for f, sim in orig.recall(fp32(row), 5, T0)
+        ]
+    # the restored namespace keeps working: labels reused, expiry and eviction order kept
+    put(copy, b"new", data[0])
+    assert ns.facts[b"new"].label in free_labels
+    assert ns.index_count() == orig.index_count()
+    assert ns.evictions_for(b"x", T0) == orig.evictions_for(b"x", T0)
+    assert copy.purge_expired(T0 + 10_000, 100) == store.purge_expired(T0 + 10_000, 100)
+    assert ns.get(b"f07", T0 + 10_000) is None
