@@ -1,0 +1,40 @@
+# hotkv-server in a container: slim Python, non-root, data in the /data volume.
+#
+#   docker build -t hotkv .
+#   docker run -p 6379:6379 -v hotkv-data:/data hotkv
+#   docker run -e HOTKV_REQUIREPASS=secret -e HOTKV_APPENDFSYNC=always hotkv --maxmemory 1gb
+#
+# Configuration: HOTKV_<DIRECTIVE> environment variables and --directive flags (flags
+# win); see src/hotkv/clients/entrypoint.py. The health check PINGs the server on
+# HOTKV_PORT with HOTKV_REQUIREPASS, so set the port and password through the environment.
+
+# --- build: wheels for the package and its dependencies (hnswlib compiles from source)
+FROM python:3.11-slim AS build
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends build-essential \
+    && rm -rf /var/lib/apt/lists/*
+WORKDIR /src
+COPY pyproject.toml README.md ./
+COPY src ./src
+RUN pip wheel --no-cache-dir --wheel-dir /wheels .
+
+# --- run
+FROM python:3.11-slim
+ENV PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    HOTKV_PORT=6379 \
+    HOTKV_DIR=/data
+COPY --from=build /wheels /wheels
+RUN pip install --no-cache-dir --no-index --find-links=/wheels hotkv \
+    && rm -rf /wheels \
+    && useradd --system --uid 10001 --user-group --home-dir /data --shell /usr/sbin/nologin hotkv \
+    && mkdir -p /data \
+    && chown hotkv:hotkv /data
+USER hotkv
+WORKDIR /data
+VOLUME ["/data"]
+EXPOSE 6379
+HEALTHCHECK --interval=10s --timeout=3s --start-period=15s --retries=3 \
+    CMD ["python", "-m", "hotkv.clients.healthcheck"]
+ENTRYPOINT ["python", "-m", "hotkv.clients.entrypoint"]
+CMD []
