@@ -117,6 +117,7 @@ class ClientProtocol(asyncio.Protocol):
         self.partial_bytes = 0
         self.paused_writing = False
         self.closed = False
+        self.soft_since = 0
 
     # --- lifecycle ----------------------------------------------------------------
     def connection_made(self, base: asyncio.BaseTransport) -> None:
@@ -282,9 +283,29 @@ class ClientProtocol(asyncio.Protocol):
             core.stats.total_net_output_bytes += len(payload)
             if not self.closed:
                 transport.write(payload)
+                pending = transport.get_write_buffer_size()
+                if pending:
+                    self._check_output_limit(ctx, pending)
         if ctx.close_after_reply and not self.closed:
             self.closed = True
             transport.close()
+
+    def _check_output_limit(self, ctx: Context, pending: int) -> None:
+        """Enforce ``client-output-buffer-limit normal <hard> <soft> <seconds>``."""
+        hard, soft, seconds = output_limits(self.core.config.values["client-output-buffer-limit"],
+                                            "replica" if "S" in ctx.flags else "normal")
+        now = ctx.now_ms
+        over_soft = soft > 0 and pending > soft
+        if not over_soft:
+            self.soft_since = 0
+        elif not self.soft_since:
+            self.soft_since = now
+        if (hard > 0 and pending > hard) or (over_soft and now - self.soft_since >= seconds * 1000):
+            log.warning("closing client %s: output buffer of %d bytes over the limit", ctx.addr, pending)
+            ctx.close_after_reply = True
+            if self.transport is not None:
+                self.closed = True
+                self.transport.abort()
 
     def _check_header(self, data: bytes) -> None:
         """Validate the counts at the start of a request before hiredis allocates for them."""
@@ -384,6 +405,27 @@ class ClientProtocol(asyncio.Protocol):
         """Send one reply outside a request (used by subsystems such as replication)."""
         if self.ctx is not None:
             self._write_out_of_band(encode(value, self.ctx.proto))
+
+
+_LIMITS_CACHE: dict[str, dict[str, tuple[int, int, int]]] = {}
+
+
+def output_limits(text: str, klass: str) -> tuple[int, int, int]:
+    """(hard, soft, soft-seconds) of one client class from the directive's text."""
+    table = _LIMITS_CACHE.get(text)
+    if table is None:
+        from hotkv.server.config import parse_memory
+
+        table = {}
+        words = text.split()
+        for i in range(0, len(words) - 3, 4):
+            name = {"slave": "replica"}.get(words[i].lower(), words[i].lower())
+            try:
+                table[name] = (parse_memory(words[i + 1]), parse_memory(words[i + 2]), int(words[i + 3]))
+            except ValueError:
+                continue
+        _LIMITS_CACHE[text] = table
+    return table.get(klass, (0, 0, 0))
 
 
 def _format_addr(info: Any) -> str:
