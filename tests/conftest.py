@@ -22,10 +22,7 @@ def server() -> Iterator[HotkvProcess]:
 @pytest.fixture(params=[2, 3], ids=["resp2", "resp3"])
 def r(request: pytest.FixtureRequest, server: HotkvProcess) -> Iterator[redis.Redis]:
     client = server.client(protocol=request.param)
-    try:
-        client.execute_command("FLUSHALL")
-    except redis.ResponseError:  # TODO(lead): drop once FLUSHALL has landed
-        pass
+    client.execute_command("FLUSHALL")
     try:
         yield client
     finally:

@@ -200,3 +200,15 @@ def test_protected_mode_refuses_non_loopback_without_password() -> None:
         assert proc.client().ping() is True  # loopback still served
     finally:
         proc.cleanup()
+
+
+def test_config_set_requirepass_changes_the_default_password() -> None:
+    proc = HotkvProcess().start()
+    try:
+        client = proc.client()
+        assert client.config_set("requirepass", "newpass") is True
+        assert raw_roundtrip(proc.port, b"PING\r\nAUTH newpass\r\nPING\r\n") == (
+            b"-NOAUTH Authentication required.\r\n+OK\r\n+PONG\r\n"
+        )
+    finally:
+        proc.cleanup()

@@ -454,6 +454,12 @@ def attach(server: Any) -> None:
         return PROTECTED_MODE_DENIED
 
     core.extras["connection_gate"] = gate
+
+    def on_config_set(name: str, value: Any) -> None:
+        if name == "requirepass":  # requirepass is the default user's password, as in Redis
+            table.set_requirepass(str(value))
+
+    core.extras.setdefault("config_listeners", []).append(on_config_set)
     return None
 
 

@@ -73,22 +73,22 @@ def dispatch(ctx: Context, argv: list[bytes]) -> Any:
     if not ctx.authenticated and not spec.no_auth:
         if spec.name == "exec":
             return _abort_exec(ctx, errors.NOAUTH)
-        return _reject(ctx, errors.NOAUTH, flag_multi=True)
+        return _reject_call(ctx, spec, errors.NOAUTH)
     if ctx.user is not None:
         denial = ctx.user.check(ctx, spec, argv)
         if denial is not None:
-            return _reject(ctx, denial, flag_multi=True)
+            return _reject_call(ctx, spec, denial)
     if core.loading and not spec.allowed_while_loading:
-        return _reject(ctx, errors.LOADING, flag_multi=True)
+        return _reject_call(ctx, spec, errors.LOADING)
     if spec.is_write:
         if core.role == "slave" and not ctx.is_master_link and core.config.values["replica-read-only"]:
-            return _reject(ctx, errors.READONLY, flag_multi=True)
+            return _reject_call(ctx, spec, errors.READONLY)
         if core.write_error is not None and not ctx.is_master_link:
-            return _reject(ctx, errors.MISCONF, flag_multi=True)
+            return _reject_call(ctx, spec, errors.MISCONF)
     if spec.is_denyoom and core.config.values["maxmemory"] and not ctx.is_master_link:
         oom = core.extras.get("oom_check")
         if oom is not None and oom():
-            return _reject(ctx, errors.OOM, flag_multi=True)
+            return _reject_call(ctx, spec, errors.OOM)
 
     if ctx.multi is not None and spec.name not in _NOT_QUEUED:
         if not spec.allowed_in_multi:
@@ -139,6 +139,11 @@ def execute(ctx: Context, spec: CommandSpec, argv: list[bytes]) -> Any:
     if threshold >= 0 and elapsed_us >= threshold and not spec.skip_slowlog:
         _slowlog_add(ctx, argv, elapsed_us)
     return reply
+
+
+def _reject_call(ctx: Context, spec: CommandSpec, message: str) -> ErrorReply:
+    spec.rejected_calls += 1
+    return _reject(ctx, message, flag_multi=True)
 
 
 def _abort_exec(ctx: Context, message: str) -> ErrorReply:
