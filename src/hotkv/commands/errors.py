@@ -113,3 +113,24 @@ def exclusive_options(*names: str) -> str:
     """``ERR syntax error: NX and XX cannot be used together``."""
     listed = ", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else names[0]
     return f"ERR syntax error: {listed} cannot be used together"
+
+
+# --- semantic memory (sem.py) ---------------------------------------------------------
+def sem_not_found(ns: bytes) -> str:
+    """``NOTFOUND no semantic namespace 'kb'; create it with AMEM.SEM.CREATE``."""
+    return f"NOTFOUND no semantic namespace '{_clip(ns)}'; create it with AMEM.SEM.CREATE"
+
+
+def sem_exists(ns: bytes) -> str:
+    return f"EXISTS semantic namespace '{_clip(ns)}' already exists; add UPDATE to change its settings"
+
+
+def sem_full(ns: bytes, capacity: int) -> str:
+    """``FULL semantic namespace 'kb' holds its CAPACITY of 3 facts and EVICT is NONE``."""
+    return (f"FULL semantic namespace '{_clip(ns)}' holds its CAPACITY of {capacity} facts "
+            "and EVICT is NONE")
+
+
+def dim_count(expected: int, got: int) -> str:
+    """``DIM expected 3 values, got 2``."""
+    return f"DIM expected {expected} values, got {got}"

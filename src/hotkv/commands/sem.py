@@ -1,0 +1,500 @@
+"""AMEM.SEM.*: semantic memory, facts with an embedding vector recalled by meaning.
+
+A namespace is created explicitly (CREATE) with its dimension and metric, which never
+change; CREATE ... UPDATE changes EF, CAPACITY and EVICT (a lowered CAPACITY evicts the
+excess at once, per EVICT; under EVICT NONE the facts stay and new ids are refused).
+
+A vector is either exactly ``dim`` decimal numbers or the token FP32 and one blob of
+``4*dim`` bytes (little-endian float32). After the fixed arguments, every argument that
+reads as a number belongs to the vector, so too many or too few are ``DIM expected 3
+values, got 4`` rather than a syntax error about the fourth number.
+
+LIST's cursor is ``0`` to start and at the end; in between it is the hex spelling of the
+last id returned, so a walk resumes after that id however the namespace changed.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import numpy as np
+
+from hotkv.commands import errors
+from hotkv.commands.args import Args, parse_float
+from hotkv.commands.context import Context
+from hotkv.commands.errors import CommandError
+from hotkv.commands.registry import command
+from hotkv.server.resp import OK
+from hotkv.stores.sem import (
+    DEFAULT_EF,
+    DEFAULT_EF_CONSTRUCTION,
+    DEFAULT_EVICT,
+    DEFAULT_KIND,
+    DEFAULT_M,
+    DEFAULT_METRIC,
+    EVICT_POLICIES,
+    MAX_DIM,
+    METRICS,
+    Fact,
+    Namespace,
+    SemanticStore,
+)
+
+MAX_K = 1000
+MAX_EF = 10_000
+MAX_M = 128
+MAX_CAPACITY = 1_000_000_000
+MAX_LIST_COUNT = 1000
+DEFAULT_LIST_COUNT = 100
+
+_METRIC_TOKENS = tuple(m.encode() for m in METRICS)
+_EVICT_TOKENS = tuple(p.encode() for p in EVICT_POLICIES)
+_KIND_RE = re.compile(rb"[a-z0-9_-]{1,32}")
+_HEX_RE = re.compile(rb"(?:[0-9a-f]{2})+")
+_NAN = frozenset((b"nan", b"+nan", b"-nan"))
+_VECTOR_DTYPE = np.dtype("<f4")
+
+_CREATE_OPTIONS = "METRIC, M, EF_CONSTRUCTION, EF, CAPACITY, EVICT or UPDATE"
+_STORE_OPTIONS = "NX, XX, TTL, PX, KIND, CONFIDENCE, SOURCE, DESCRIPTION or META"
+_RECALL_OPTIONS = "MINSIM, KIND, MINCONF, PREFIX, EF or WITHVECTORS"
+_LIST_OPTIONS = "PREFIX, KIND, CURSOR or COUNT"
+
+
+def _store(ctx: Context) -> SemanticStore:
+    store: SemanticStore = ctx.db.sem
+    return store
+
+
+def _namespace(ctx: Context, name: bytes) -> Namespace:
+    ns = _store(ctx).get(name)
+    if ns is None:
+        raise CommandError(errors.sem_not_found(name))
+    return ns
+
+
+# --- argument readers --------------------------------------------------------------
+
+
+def _vector_number(raw: bytes) -> float | None:
+    """A decimal number of a vector (NaN and infinities included, rejected later)."""
+    if raw.lower() in _NAN:
+        return float("nan")
+    if b"_" in raw:  # Python's float() takes 1_000; a vector value does not
+        return None
+    return parse_float(raw)
+
+
+def read_vector(args: Args, ns: Namespace) -> bytes:
+    """``FP32 blob`` or exactly ``dim`` numbers -> the vector as FP32 little-endian bytes."""
+    dim = ns.dim
+    first = args.peek()
+    if first is not None and first.upper() == b"FP32":
+        args.next("FP32")
+        blob = args.peek()
+        if blob is None:
+            raise CommandError(
+                f"DIM expected a blob of {4 * dim} bytes ({dim} FP32 values) after FP32, got none"
+            )
+        args.next("FP32")
+        if len(blob) != 4 * dim:
+            raise CommandError(
+                f"DIM expected a blob of {4 * dim} bytes ({dim} FP32 values), got {len(blob)} bytes"
+            )
+        vec = np.frombuffer(blob, dtype=_VECTOR_DTYPE)
+        if not np.isfinite(vec).all():
+            position = int(np.flatnonzero(~np.isfinite(vec))[0]) + 1
+            raise CommandError(
+                f"DIM invalid vector value {float(vec[position - 1])} at position {position}: "
+                "expected a finite number"
+            )
+    else:
+        values: list[float] = []
+        raws: list[bytes] = []
+        while (raw := args.peek()) is not None:
+            value = _vector_number(raw)
+            if value is None:
+                break
+            args.next("vector")
+            values.append(value)
+            raws.append(raw)
+        if len(values) != dim:
+            raise CommandError(errors.dim_count(dim, len(values)))
+        with np.errstate(over="ignore"):
+            vec = np.asarray(values, dtype=_VECTOR_DTYPE)
+        finite = np.isfinite(vec)
+        if not finite.all():
+            position = int(np.flatnonzero(~finite)[0]) + 1
+            raise CommandError(
+                f"DIM invalid vector value '{raws[position - 1].decode('utf-8', 'replace')}' "
+                f"at position {position}: expected a finite 32-bit float"
+            )
+        blob = vec.tobytes()
+    if ns.metric == "COSINE" and not vec.any():
+        raise CommandError("DIM zero vector: COSINE needs at least one non-zero value")
+    return blob
+
+
+def _kind(args: Args) -> bytes:
+    raw = args.next("KIND")
+    if _KIND_RE.fullmatch(raw) is None:
+        raise CommandError(errors.bad_argument("KIND", "1..32 characters of a-z 0-9 _ -", raw))
+    return raw
+
+
+def _cursor(args: Args) -> bytes | None:
+    raw = args.next("CURSOR")
+    if raw == b"0":
+        return None
+    if _HEX_RE.fullmatch(raw) is None:
+        raise CommandError(
+            errors.bad_argument("CURSOR", "0 or a cursor returned by AMEM.SEM.LIST", raw)
+        )
+    return bytes.fromhex(raw.decode())
+
+
+def _fact_record(ns: Namespace, fact: Fact, similarity: float | None, vector: bool) -> Any:
+    rec = fact.record(similarity)
+    if vector:
+        rec["vector"] = ns.vector(fact)
+    return rec
+
+
+# --- commands ------------------------------------------------------------------------
+
+
+@command(
+    "amem.sem.create",
+    arity=-3,
+    flags="write denyoom",
+    keys=(1, 1, 1),
+    group="sem",
+    summary="Creates a semantic namespace (or with UPDATE changes its EF, CAPACITY and EVICT).",
+    syntax="ns dim [METRIC COSINE|IP|L2] [M m] [EF_CONSTRUCTION n] [EF n] "
+    "[CAPACITY n [EVICT LOWCONF|OLDEST|NONE]] [UPDATE]",
+    complexity="O(1), O(N log N) when UPDATE lowers the capacity below the N facts held",
+)
+def sem_create(ctx: Context, argv: list[bytes]) -> Any:
+    """ns dim [METRIC COSINE|IP|L2] [M m] [EF_CONSTRUCTION n] [EF n] [CAPACITY n [EVICT LOWCONF|OLDEST|NONE]] [UPDATE]"""
+    args = Args(argv, 1)
+    name = args.ident("ns")
+    dim = args.int("dim", 1, MAX_DIM)
+    metric: str | None = None
+    m: int | None = None
+    ef_construction: int | None = None
+    ef: int | None = None
+    capacity: int | None = None
+    evict: str | None = None
+    update = False
+    while args:
+        raw = args.next("option")
+        opt = raw.upper()
+        if opt == b"METRIC":
+            metric = args.choice("METRIC", _METRIC_TOKENS).decode()
+        elif opt == b"M":
+            m = args.int("M", 2, MAX_M)
+        elif opt == b"EF_CONSTRUCTION":
+            ef_construction = args.int("EF_CONSTRUCTION", 1, MAX_EF)
+        elif opt == b"EF":
+            ef = args.int("EF", 1, MAX_EF)
+        elif opt == b"CAPACITY":
+            capacity = args.int("CAPACITY", 0, MAX_CAPACITY)
+        elif opt == b"EVICT":
+            if capacity is None:
+                raise CommandError("ERR syntax error: EVICT must follow CAPACITY n")
+            evict = args.choice("EVICT", _EVICT_TOKENS).decode()
+        elif opt == b"UPDATE":
+            update = True
+        else:
+            raise CommandError(errors.bad_argument("option", _CREATE_OPTIONS, raw))
+
+    store = _store(ctx)
+    ns = store.get(name)
+    if not update:
+        if ns is not None:
+            raise CommandError(errors.sem_exists(name))
+        ctx.emit([
+            "sem.create", name, dim,
+            metric or DEFAULT_METRIC,
+            m or DEFAULT_M,
+            ef_construction or DEFAULT_EF_CONSTRUCTION,
+            ef or DEFAULT_EF,
+            capacity or 0,
+            evict or DEFAULT_EVICT,
+        ])
+        return OK
+
+    if ns is None:
+        raise CommandError(errors.sem_not_found(name))
+    fixed = (("dim", dim, ns.dim), ("METRIC", metric, ns.metric), ("M", m, ns.m),
+             ("EF_CONSTRUCTION", ef_construction, ns.ef_construction))
+    for label, wanted, held in fixed:
+        if wanted is not None and wanted != held:
+            raise CommandError(
+                f"ERR invalid {label} '{wanted}': namespace '{name.decode('utf-8', 'replace')}' "
+                f"has {label} {held}, which never changes after creation"
+            )
+    changes: dict[str, Any] = {}
+    if ef is not None and ef != ns.ef:
+        changes["ef"] = ef
+    if capacity is not None and capacity != ns.capacity:
+        changes["capacity"] = capacity
+    if evict is not None and evict != ns.evict:
+        changes["evict"] = evict
+    evicted: list[bytes] = []
+    new_capacity = ns.capacity if capacity is None else capacity
+    if new_capacity:
+        ns.purge_expired(ctx.now_ms)  # expired facts do not count against the capacity
+        evicted = ns.victims(len(ns.facts) - new_capacity, evict or ns.evict) or []
+    if changes or evicted:
+        ctx.emit(["sem.update", name, changes, evicted])
+    return OK
+
+
+@command(
+    "amem.sem.store",
+    arity=-5,
+    flags="write denyoom",
+    keys=(1, 1, 1),
+    group="sem",
+    summary="Stores (or replaces) a fact with its vector; 1 created, 0 replaced, null if NX/XX blocked it.",
+    syntax="ns id text (FP32 blob | v1 ... vdim) [NX|XX] [TTL s|PX ms] [KIND kind] "
+    "[CONFIDENCE c] [SOURCE s] [DESCRIPTION d] [META json-object]",
+    complexity="O(log N) index insertion",
+)
+def sem_store(ctx: Context, argv: list[bytes]) -> Any:
+    """ns id text (FP32 blob | v1 ... vdim) [NX|XX] [TTL s|PX ms] [KIND kind] [CONFIDENCE c] [SOURCE s] [DESCRIPTION d] [META json-object]"""
+    args = Args(argv, 1)
+    name = args.ident("ns")
+    ns = _namespace(ctx, name)
+    ident = args.ident("id")
+    text = args.text("text")
+    vector = read_vector(args, ns)
+    condition: bytes | None = None
+    ttl_option: bytes | None = None
+    ttl_ms: int | None = None
+    kind = DEFAULT_KIND
+    confidence = 1.0
+    source: bytes | None = None
+    description: bytes | None = None
+    meta: bytes | None = None
+    while args:
+        raw = args.next("option")
+        opt = raw.upper()
+        if opt in (b"NX", b"XX"):
+            if condition is not None and condition != opt:
+                raise CommandError(errors.exclusive_options("NX", "XX"))
+            condition = opt
+        elif opt in (b"TTL", b"PX"):
+            if ttl_option is not None and ttl_option != opt:
+                raise CommandError(errors.exclusive_options("TTL", "PX"))
+            ttl_option = opt
+            ttl_ms = args.duration_ms(opt)
+        elif opt == b"KIND":
+            kind = _kind(args)
+        elif opt == b"CONFIDENCE":
+            confidence = args.float("CONFIDENCE", 0.0, 1.0)
+        elif opt == b"SOURCE":
+            source = args.text("SOURCE")
+        elif opt == b"DESCRIPTION":
+            description = args.text("DESCRIPTION")
+        elif opt == b"META":
+            meta = args.json_object("META")
+        else:
+            raise CommandError(errors.bad_argument("option", _STORE_OPTIONS, raw))
+
+    now = ctx.now_ms
+    existing = ns.get(ident, now)
+    if (condition == b"NX" and existing is not None) or (condition == b"XX" and existing is None):
+        return None
+    evicted = ns.evictions_for(ident, now)
+    if evicted is None:
+        raise CommandError(errors.sem_full(name, ns.capacity))
+    created = now if existing is None else existing.created
+    expires = None if ttl_ms is None else now + ttl_ms
+    ctx.emit(["sem.store", name, ident, text, vector, kind, confidence, source, description,
+              meta, created, now, expires, evicted])
+    return 1 if existing is None else 0
+
+
+@command(
+    "amem.sem.recall",
+    arity=-4,
+    flags="readonly",
+    keys=(1, 1, 1),
+    group="sem",
+    summary="Returns up to k facts nearest to a vector, best first, filtered inside the search.",
+    syntax="ns k (FP32 blob | v1 ... vdim) [MINSIM x] [KIND kind] [MINCONF c] [PREFIX p] "
+    "[EF n] [WITHVECTORS]",
+    complexity="O(log N) for the HNSW search",
+)
+def sem_recall(ctx: Context, argv: list[bytes]) -> list[Any]:
+    """ns k (FP32 blob | v1 ... vdim) [MINSIM x] [KIND kind] [MINCONF c] [PREFIX p] [EF n] [WITHVECTORS]"""
+    args = Args(argv, 1)
+    ns = _namespace(ctx, args.ident("ns"))
+    k = args.int("k", 1, MAX_K)
+    vector = read_vector(args, ns)
+    minsim: float | None = None
+    kind: bytes | None = None
+    minconf: float | None = None
+    prefix: bytes | None = None
+    ef: int | None = None
+    withvectors = False
+    while args:
+        raw = args.next("option")
+        opt = raw.upper()
+        if opt == b"MINSIM":
+            minsim = args.float("MINSIM")
+        elif opt == b"KIND":
+            kind = _kind(args)
+        elif opt == b"MINCONF":
+            minconf = args.float("MINCONF", 0.0, 1.0)
+        elif opt == b"PREFIX":
+            prefix = args.text("PREFIX")
+        elif opt == b"EF":
+            ef = args.int("EF", 1, MAX_EF)
+        elif opt == b"WITHVECTORS":
+            withvectors = True
+        else:
+            raise CommandError(errors.bad_argument("option", _RECALL_OPTIONS, raw))
+    hits = ns.recall(vector, k, ctx.now_ms, minsim=minsim, kind=kind, minconf=minconf,
+                     prefix=prefix, ef=ef)
+    return [_fact_record(ns, fact, similarity, withvectors) for fact, similarity in hits]
+
+
+@command(
+    "amem.sem.get",
+    arity=-3,
+    flags="readonly fast",
+    keys=(1, 1, 1),
+    group="sem",
+    summary="Returns one fact (without similarity), or null.",
+    syntax="ns id [WITHVECTOR]",
+)
+def sem_get(ctx: Context, argv: list[bytes]) -> Any:
+    """ns id [WITHVECTOR]"""
+    args = Args(argv, 1)
+    name = args.ident("ns")
+    ident = args.ident("id")
+    withvector = False
+    while args:
+        raw = args.next("option")
+        if raw.upper() != b"WITHVECTOR":
+            raise CommandError(errors.bad_argument("option", "WITHVECTOR", raw))
+        withvector = True
+    ns = _store(ctx).get(name)
+    fact = None if ns is None else ns.get(ident, ctx.now_ms)
+    if ns is None or fact is None:
+        return None
+    return _fact_record(ns, fact, None, withvector)
+
+
+@command(
+    "amem.sem.del",
+    arity=-3,
+    flags="write",
+    keys=(1, 1, 1),
+    group="sem",
+    summary="Deletes facts and returns how many existed.",
+    syntax="ns id [id ...]",
+    complexity="O(N) with N the ids named",
+)
+def sem_del(ctx: Context, argv: list[bytes]) -> int:
+    """ns id [id ...]"""
+    args = Args(argv, 1)
+    name = args.ident("ns")
+    wanted = [args.ident("id")]
+    while args:
+        wanted.append(args.ident("id"))
+    ns = _store(ctx).get(name)
+    if ns is None:
+        return 0
+    now = ctx.now_ms
+    held = [ident for ident in dict.fromkeys(wanted) if ns.get(ident, now) is not None]
+    if held:
+        ctx.emit(["sem.del", name, held])
+    return len(held)
+
+
+@command(
+    "amem.sem.list",
+    arity=-2,
+    flags="readonly",
+    keys=(1, 1, 1),
+    group="sem",
+    summary="Lists facts in id order, a page at a time: [next-cursor, [facts]].",
+    syntax="ns [PREFIX p] [KIND kind] [CURSOR c] [COUNT n]",
+    complexity="O(log N + M) with M the facts looked at",
+)
+def sem_list(ctx: Context, argv: list[bytes]) -> list[Any]:
+    """ns [PREFIX p] [KIND kind] [CURSOR c] [COUNT n]"""
+    args = Args(argv, 1)
+    name = args.ident("ns")
+    prefix: bytes | None = None
+    kind: bytes | None = None
+    after: bytes | None = None
+    count = DEFAULT_LIST_COUNT
+    while args:
+        raw = args.next("option")
+        opt = raw.upper()
+        if opt == b"PREFIX":
+            prefix = args.text("PREFIX")
+        elif opt == b"KIND":
+            kind = _kind(args)
+        elif opt == b"CURSOR":
+            after = _cursor(args)
+        elif opt == b"COUNT":
+            count = args.int("COUNT", 1, MAX_LIST_COUNT)
+        else:
+            raise CommandError(errors.bad_argument("option", _LIST_OPTIONS, raw))
+    ns = _store(ctx).get(name)
+    if ns is None:
+        return [b"0", []]
+    resume, facts = ns.list_facts(ctx.now_ms, after=after, prefix=prefix, kind=kind, count=count)
+    cursor = b"0" if resume is None else resume.hex().encode()
+    return [cursor, [fact.record() for fact in facts]]
+
+
+@command(
+    "amem.sem.info",
+    arity=2,
+    flags="readonly fast",
+    keys=(1, 1, 1),
+    group="sem",
+    summary="Returns a namespace's dim, metric, count, capacity, evict, m, ef_construction and ef.",
+    syntax="ns",
+)
+def sem_info(ctx: Context, argv: list[bytes]) -> dict[str, Any] | None:
+    """ns"""
+    ns = _store(ctx).get(Args(argv, 1).ident("ns"))
+    if ns is None:
+        return None
+    return {
+        "dim": ns.dim,
+        "metric": ns.metric,
+        "count": ns.live_count(ctx.now_ms),
+        "capacity": ns.capacity,
+        "evict": ns.evict,
+        "m": ns.m,
+        "ef_construction": ns.ef_construction,
+        "ef": ns.ef,
+    }
+
+
+@command(
+    "amem.sem.drop",
+    arity=2,
+    flags="write",
+    keys=(1, 1, 1),
+    group="sem",
+    summary="Drops a namespace and all its facts; 1 if it existed, else 0.",
+    syntax="ns",
+    complexity="O(N) with N the facts held",
+)
+def sem_drop(ctx: Context, argv: list[bytes]) -> int:
+    """ns"""
+    name = Args(argv, 1).ident("ns")
+    if _store(ctx).get(name) is None:
+        return 0
+    ctx.emit(["sem.drop", name])
+    return 1
