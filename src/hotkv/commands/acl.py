@@ -109,6 +109,8 @@ class User:
     command_rules: list[str] = field(default_factory=list)
     allchannels: bool = False
     base_all: bool = False  # the command rules start from +@all (else from -@all)
+    #: False when every key and every command is allowed: the dispatch point skips check()
+    restricted: bool = True
 
     # --- rules ----------------------------------------------------------------------
     def apply_rules(self, rules: list[str]) -> None:
@@ -116,6 +118,7 @@ class User:
         staged = self.copy()
         for rule in rules:
             staged._apply(rule)
+        staged.restricted = not (staged.allkeys and set(all_command_names()) <= staged.allowed)
         self.__dict__.update(staged.__dict__)
 
     def copy(self) -> User:

@@ -60,22 +60,29 @@ def resolve(ctx: Context, argv: list[bytes]) -> CommandSpec | str:
     return spec
 
 
+def _arity_ok(arity: int, n: int) -> bool:
+    return n == arity if arity > 0 else n >= -arity
+
+
 def dispatch(ctx: Context, argv: list[bytes]) -> Any:
     """Run one command from a client and return its reply value."""
-    found = resolve(ctx, argv)
-    if type(found) is str:
-        if argv[0].lower() == b"exec" and not found.startswith("ERR unknown command"):
-            return _abort_exec(ctx, found)
-        return _reject(ctx, found, flag_multi=True)
-    spec: CommandSpec = found  # type: ignore[assignment]
+    spec = LOOKUP.get(argv[0])
+    if spec is None or spec.subcommands or not _arity_ok(spec.arity, len(argv)):
+        found = resolve(ctx, argv)
+        if type(found) is str:
+            if argv[0].lower() == b"exec" and not found.startswith("ERR unknown command"):
+                return _abort_exec(ctx, found)
+            return _reject(ctx, found, flag_multi=True)
+        spec = found  # type: ignore[assignment]
     core = ctx.core
 
     if not ctx.authenticated and not spec.no_auth:
         if spec.name == "exec":
             return _abort_exec(ctx, errors.NOAUTH)
         return _reject_call(ctx, spec, errors.NOAUTH)
-    if ctx.user is not None:
-        denial = ctx.user.check(ctx, spec, argv)
+    user = ctx.user
+    if user is not None and user.restricted:
+        denial = user.check(ctx, spec, argv)
         if denial is not None:
             return _reject_call(ctx, spec, denial)
     if core.loading and not spec.allowed_while_loading:
@@ -135,7 +142,7 @@ def execute(ctx: Context, spec: CommandSpec, argv: list[bytes]) -> Any:
         core.flush_effects()
     if core.monitors and not spec.skip_monitor:
         feed_monitors(ctx, argv)
-    threshold = core.config.values["slowlog-log-slower-than"]
+    threshold = core.slowlog_threshold
     if threshold >= 0 and elapsed_us >= threshold and not spec.skip_slowlog:
         _slowlog_add(ctx, argv, elapsed_us)
     return reply

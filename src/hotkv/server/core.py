@@ -93,6 +93,13 @@ class Core:
         self.tcp_port = 0
         self.users: Any = None  # hotkv.commands.acl.UserTable, set by the ACL module
         self.extras: dict[str, Any] = {}  # room for subsystems (persistence, replication)
+        #: slowlog-log-slower-than, kept here so the dispatch point reads one attribute
+        self.slowlog_threshold: int = self.config.values["slowlog-log-slower-than"]
+        self.extras["config_listeners"] = [self._config_changed]
+
+    def _config_changed(self, name: str, value: Any) -> None:
+        if name == "slowlog-log-slower-than":
+            self.slowlog_threshold = int(value)
 
     # --- clients ------------------------------------------------------------------
     def new_client_id(self) -> int:
@@ -113,8 +120,10 @@ class Core:
         pending = self.pending_effects
         if not pending:
             return
-        record = pending[0] if len(pending) == 1 else ["tx", pending]
         self.pending_effects = []
+        if not self.sinks:
+            return
+        record = pending[0] if len(pending) == 1 else ["tx", pending]
         for sink in self.sinks:
             sink(record)
 
