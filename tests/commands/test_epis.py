@@ -313,3 +313,42 @@ def test_command_docs_argument_tree(server: HotkvProcess) -> None:
     query_args = docs[b"amem.epis.query"][b"arguments"]
     assert [a.get(b"token") for a in query_args] == [None, b"TYPE", b"FROM", b"TO", b"LIMIT", b"REV"]
     assert all(a.get(b"flags") == [b"optional"] for a in query_args[1:])
+
+
+@pytest.mark.parametrize("restart", ["aof-replay", "after-bgrewriteaof"])
+def test_log_trim_and_summary_survive_a_restart(restart: str) -> None:
+    proc = HotkvProcess("--appendonly", "yes", "--appendfsync", "always").start()
+    try:
+        r = proc.client(protocol=3)
+        ids = log_many(r, b"kept", [(b"obs", b"e%d" % i) for i in range(6)])
+        cmd(r, "AMEM.EPIS.LOG", "kept", "act", "with fields", "SOURCE", "s", "META", '{"a":1}')
+        assert cmd(r, "AMEM.EPIS.TRIM", "kept", "BEFORE", ids[2]) == 2
+        emptied = log_many(r, b"emptied", [(b"obs", b"x"), (b"obs", b"y")])
+        assert cmd(r, "AMEM.EPIS.TRIM", "emptied", "MAXLEN", 0) == 2
+        log_many(r, b"gone", [(b"obs", b"x")])
+        assert cmd(r, "AMEM.EPIS.DEL", "gone") == 1
+        cmd(r, "AMEM.SUMMARY.SET", "kept", "base", "UPTO", ids[-1])
+        cmd(r, "AMEM.SUMMARY.APPEND", "kept", "more")
+        before = cmd(r, "AMEM.EPIS.QUERY", "kept")
+        if restart == "after-bgrewriteaof":
+            cmd(r, "BGREWRITEAOF")
+            for _ in range(500):  # the rewrite swaps files in the background
+                if r.info("persistence")["aof_rewrite_in_progress"] == 0:
+                    break
+                time.sleep(0.02)
+        r.close()
+        proc.restart()
+        r = proc.client(protocol=3)
+        assert cmd(r, "AMEM.EPIS.QUERY", "kept") == before
+        assert cmd(r, "AMEM.EPIS.LEN", "emptied") == 0
+        assert cmd(r, "AMEM.EPIS.LEN", "gone") == 0
+        assert sorted(cmd(r, "AMEM.SCAN", 0, "TYPE", "epis")[1]) == [b"emptied", b"kept"]
+        # ids keep increasing after the restart, also for the log trimmed to nothing
+        assert parse_id(cmd(r, "AMEM.EPIS.LOG", "emptied", "obs", "z")) > parse_id(emptied[-1])
+        assert cmd(r, "AMEM.SUMMARY.GET", "kept") == {
+            b"text": b"base\nmore", b"version": 2,
+            b"updated": cmd(r, "AMEM.SUMMARY.GET", "kept")[b"updated"], b"upto": ids[-1]}
+        assert cmd(r, "AMEM.SUMMARY.APPEND", "kept", "after", "IFVERSION", 2) == 3
+        r.close()
+    finally:
+        proc.cleanup()
