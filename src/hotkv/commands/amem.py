@@ -92,6 +92,10 @@ def amem_scan(ctx: Context, argv: list[bytes]) -> list[Any]:
     if pattern is not None:
         matches = compile_glob(pattern)
         batch = [ident for ident in batch if matches(ident)]
+    user = ctx.user
+    if user is not None and user.restricted and not user.allkeys:
+        # a tenant confined by ACL key patterns sees only the ids it may read
+        batch = [ident for ident in batch if user.key_allowed(ident, read=True, write=False)]
     return [cursor, batch]
 
 
