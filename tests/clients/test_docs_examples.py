@@ -1,0 +1,123 @@
+"""The Python examples of docs/quickstart.md, docs/agent-turn.md and docs/retention.md run
+as written against a real server (the model, the embedding and the prompt are stubs)."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import hotkv
+from helpers import ROOT, HotkvProcess
+from hotkv.clients.embedding import hashed_embedding
+
+DOCS = ROOT / "docs"
+BLOCK = re.compile(r"^( *)```python\n(.*?)^\1```", re.S | re.M)
+
+
+def python_blocks(doc: Path) -> list[str]:
+    return [textwrap.dedent(body) for _, body in BLOCK.findall(doc.read_text())]
+
+
+def stubs(url: str) -> dict[str, Any]:
+    def embed(text: str) -> np.ndarray:
+        return hashed_embedding(text, 64)
+
+    def build_prompt(**parts: Any) -> str:
+        return repr(parts)
+
+    def call_model(prompt: str) -> tuple[str, list[str]]:
+        return f"answer to {len(prompt)} characters", ["search"]
+
+    def summarise(previous: str, lines: list[str]) -> str:
+        return "\n".join([previous, *lines]).strip()
+
+    return {"embed": embed, "build_prompt": build_prompt, "call_model": call_model,
+            "summarise": summarise, "__name__": "docs_example"}
+
+
+def run(block: str, scope: dict[str, Any], url: str) -> None:
+    """exec a doc example, pointed at the test server instead of localhost:6379."""
+    assert "hotkv://localhost:6379" in block or "from_url" not in block
+    exec(block.replace("hotkv://localhost:6379", url), scope)
+
+
+@pytest.fixture
+def url(server: HotkvProcess) -> str:
+    client = server.client()
+    client.flushall()
+    client.close()
+    return f"hotkv://127.0.0.1:{server.port}"
+
+
+def test_agent_turn_and_retention(url: str) -> None:
+    scope = stubs(url)
+    setup = hotkv.from_url(url)
+    setup.amem_sem_create("support-kb", 64)
+    setup.amem_sem_store("support-kb", "/refunds", "refunds take five days",
+                         hashed_embedding("refunds take five days", 64))
+    blocks = python_blocks(DOCS / "agent-turn.md")
+    assert len(blocks) == 3
+    run(blocks[0], scope, url)  # start() and turn()
+    scope["start"]("session-1")
+    scope["start"]("session-1")  # a second start is harmless
+    answer = scope["turn"]("session-1", "how long do refunds take")
+    assert answer.startswith("answer to")
+    scope["turn"]("session-1", "and for the team plan?")
+    scope["session"] = "session-1"
+    run(blocks[1], scope, url)  # learning a fact
+    run(blocks[2], scope, url)  # refresh_summary()
+    scope["refresh_summary"]()
+
+    assert setup.amem_conv_len("session-1") == 4
+    turns = setup.amem_conv_window("session-1")
+    assert turns[1]["meta"] == {"tools": ["search"]}
+    assert setup.amem_work_get("session-1", "turns") == "2"
+    summary = setup.amem_summary_get("agent-support")
+    events = setup.amem_epis_query("agent-support")
+    assert summary is not None and summary["upto"] == events[-1]["id"] and summary["version"] == 1
+    scope["refresh_summary"]()  # nothing new: unchanged
+    assert setup.amem_summary_get("agent-support")["version"] == 1  # type: ignore[index]
+    assert setup.amem_sem_get("support-kb", "/customers/c-17/plan") is not None
+
+    (trim,) = python_blocks(DOCS / "retention.md")
+    scope.update(r=setup, agent="agent-support")
+    run(trim, scope, url)
+    assert [e["id"] for e in setup.amem_epis_query("agent-support")] == [events[-1]["id"]]
+    setup.close()
+
+
+def test_quickstart_client_examples(url: str) -> None:
+    scope = stubs(url)
+    setup = hotkv.from_url(url)
+    setup.amem_sem_create("support-kb", 64)
+    setup.amem_sem_store("support-kb", "a", "Why was I charged twice?",
+                         hashed_embedding("Why was I charged twice?", 64))
+    scope.update(session="s-1", question="Why was I charged twice?", agent="agent-support",
+                 answer="A duplicate authorisation; it disappears in 3 days.")
+    blocks = python_blocks(DOCS / "quickstart.md")
+    (plain,) = [b for b in blocks if "execute_command" in b]
+    port = url.rsplit(":", 1)[1]
+    exec(plain.replace('host="localhost", port=6379', f'host="127.0.0.1", port={port}'), scope)
+    assert scope["turns"][0][b"content"] == b"Why was I charged twice?"
+    assert isinstance(scope["hits"], list)
+    setup.amem_conv_del("session-42")
+    client_blocks = [b for b in blocks if "amem_" in b]
+    snippet, pipeline, asyncio_block = client_blocks
+    run(snippet, scope, url)
+    assert [f["id"] for f in scope["facts"]] == ["a"]
+    assert scope["turns"][0]["content"] == "Why was I charged twice?"
+    run(pipeline, scope, url)
+    assert scope["seq"] == 2 and scope["turns_so_far"] == "1"
+    body = "async def _example():\n" + textwrap.indent(asyncio_block, "    ") + \
+        "\n    return turns, length, notes\n"
+    run(body, scope, url)
+    turns, length, notes = asyncio.run(scope["_example"]())
+    assert length == 2 and notes == {"last_step": "answered", "turns": "1"}
+    assert [t["seq"] for t in turns] == [1, 2]
+    setup.close()
