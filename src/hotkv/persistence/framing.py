@@ -57,10 +57,15 @@ def unpack(payload: bytes | memoryview) -> Any:
     return msgpack.unpackb(payload, raw=False, strict_map_key=False)
 
 
+def header(payload: bytes) -> bytes:
+    """The 16-byte header of a frame around ``payload``."""
+    prefix = _PREFIX.pack(len(payload), _crc32(payload))
+    return prefix + _HCRC.pack(_crc32(prefix))
+
+
 def frame(payload: bytes) -> bytes:
     """The header and the payload, ready to append."""
-    prefix = _PREFIX.pack(len(payload), _crc32(payload))
-    return prefix + _HCRC.pack(_crc32(prefix)) + payload
+    return header(payload) + payload
 
 
 def frame_value(value: Any) -> bytes:

@@ -744,7 +744,7 @@ class Persistence:
         return fields
 
 
-class AofUnavailable(RuntimeError):
+class AofUnavailable(OSError):
     """Raised before replies that would acknowledge writes the AOF could not keep."""
 
 

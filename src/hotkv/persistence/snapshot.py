@@ -4,10 +4,12 @@ Frames (each a msgpack value in the framing of framing.py)::
 
     ["hotkv-base", 1, created_ms, [store names]]     header
     ["chunk", store, [item, ...]]                     part of a store whose snapshot is a list
+    ["entry", store, key, value]                      one item of a store whose snapshot is a dict
     ["store", store, value]                           a store whose snapshot is anything else
     ["end", frames written before this one]           trailer: a base without it is damaged
 
-Splitting list snapshots into chunks of a few MB keeps the memory needed to write and to
+Splitting list snapshots into chunks of a few MB (and dict snapshots into one frame per
+key: a semantic namespace with its index is one) keeps the memory needed to write and to
 read a base close to the size of one chunk, and lets loading yield to the event loop
 between chunks (clients get ``-LOADING`` instead of silence). Whatever a store returns
 from ``snapshot()`` (the semantic store includes its HNSW index in hnswlib's own
@@ -20,7 +22,7 @@ import struct
 from collections.abc import Iterator
 from typing import Any, BinaryIO
 
-from hotkv.persistence.framing import FrameError, frame, iter_frames, pack
+from hotkv.persistence.framing import FrameError, frame, header, iter_frames, pack
 
 FORMAT = "hotkv-base"
 VERSION = 1
@@ -46,13 +48,21 @@ def _array_header(n: int) -> bytes:
 
 
 def encode_base(state: dict[str, Any], created_ms: int) -> Iterator[bytes]:
-    """The frames of a base file for ``state`` (``Database.snapshot()``), one at a time."""
+    """The bytes of a base file for ``state`` (``Database.snapshot()``), piece by piece."""
     names = list(state)
     yield frame(pack([FORMAT, VERSION, created_ms, names]))
     count = 1
     chunk_tag = pack("chunk")
     for name in names:
         value = state[name]
+        if isinstance(value, dict) and value:
+            for key, item in value.items():
+                payload = pack(["entry", name, key, item])
+                # header and payload apart: no copy of a payload that may be hundreds of MB
+                yield header(payload)
+                yield payload
+                count += 1
+            continue
         if not isinstance(value, list):
             yield frame(pack(["store", name, value]))
             count += 1
@@ -116,6 +126,11 @@ def decode_base(data: Any, state: dict[str, Any]) -> Iterator[int]:
                 if not isinstance(existing, list):
                     raise BaseFormatError(f"store '{value[1]}' appears twice", fr.offset)
                 existing.extend(value[2])
+            elif tag == "entry" and len(value) == 4:
+                existing = state.setdefault(value[1], {})
+                if not isinstance(existing, dict) or value[2] in existing:
+                    raise BaseFormatError(f"store '{value[1]}' has key {value[2]!r} twice", fr.offset)
+                existing[value[2]] = value[3]
             elif tag == "store" and len(value) == 3:
                 if value[1] in state:
                     raise BaseFormatError(f"store '{value[1]}' appears twice", fr.offset)

@@ -1,0 +1,213 @@
+"""Test data for the persistence tests: a mixed workload over every store, and full dumps.
+
+``populate`` writes through the commands (conversation, semantic, working, episodic,
+summary memory and the string cache, with TTLs, overwrites, deletes, a MULTI/EXEC).
+``dump`` reads the whole state back through the commands, in RESP2 or RESP3, as plain
+Python values; relative TTLs become absolute deadlines estimated with the server's TIME,
+so two dumps taken at different moments compare with ``assert_same_state``.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from typing import Any
+
+import numpy as np
+import redis
+
+from helpers import record, records
+
+#: relative TTLs become absolute deadlines with this much uncertainty (ms)
+DEADLINE_SLACK_MS = 500
+DIM = 8
+
+
+def fp32(values: Any) -> bytes:
+    return np.asarray(values, dtype="<f4").tobytes()
+
+
+def vector(rnd: random.Random) -> list[float]:
+    return [rnd.uniform(-1.0, 1.0) for _ in range(DIM)]
+
+
+def populate(r: redis.Redis, seed: int = 7, rounds: int = 60) -> None:
+    """A deterministic mixed workload over every store (about 20 writes a round)."""
+    rnd = random.Random(seed)
+    ex = r.execute_command
+    if ex("AMEM.SEM.INFO", "kb") is None:
+        ex("AMEM.SEM.CREATE", "kb", DIM, "CAPACITY", 40, "EVICT", "OLDEST")
+        ex("AMEM.SEM.CREATE", "kb-l2", DIM, "METRIC", "L2")
+    for i in range(rounds):
+        p = r.pipeline(transaction=False)
+        p.set(f"key:{i}", f"value-{i}-{rnd.random()}")
+        p.set(f"ttl:{i}", b"\x00binary\xff" + bytes([i % 256]), ex=3600)
+        p.incrby("counter", rnd.randint(1, 9))
+        if i % 7 == 3:
+            p.delete(f"key:{i - 2}")
+        if i % 5 == 0:
+            p.execute_command("AMEM.CONV.CREATE", f"sess:{seed}:{i}", "WINDOW", 4, "TTL", 3600)
+        p.execute_command("AMEM.CONV.APPEND", f"sess:{seed}:{i - i % 5}", rnd.choice(["user", "assistant"]),
+                          f"turn {i}", "META", f'{{"i": {i}}}')
+        p.execute_command("AMEM.WORK.SET", f"pad:{i % 6}", f"k{i % 9}", f"v{i}")
+        p.execute_command("AMEM.WORK.SET", f"pad:{i % 6}", "total", str(i), "MERGE", "INCR")
+        p.execute_command("AMEM.WORK.SET", f"pad:{i % 6}", "log", f'"e{i}"', "MERGE", "APPEND")
+        p.execute_command("AMEM.WORK.SET", f"pad:{i % 6}", f"t{i % 4}", "x", "TTL", 3600)
+        p.execute_command("AMEM.SEM.STORE", "kb", f"fact:{i % 50}", f"fact text {i}", "FP32",
+                          fp32(vector(rnd)), "CONFIDENCE", round(rnd.random(), 3),
+                          "KIND", rnd.choice(["fact", "preference"]), "META", f'{{"n": {i}}}',
+                          *(["TTL", 3600] if i % 3 == 0 else []))
+        if i % 4 == 0:
+            p.execute_command("AMEM.SEM.STORE", "kb-l2", f"/notes/{i}.md", f"note {i}",
+                              *[str(v) for v in vector(rnd)], "SOURCE", "test")
+        p.execute_command("AMEM.EPIS.LOG", f"agent:{i % 3}", rnd.choice(["action", "observation"]),
+                          f"event {i}", "META", '{"ok": true}', "SOURCE", "unit")
+        p.execute_command("AMEM.SUMMARY.APPEND", f"agent:{i % 3}", f"line {i}")
+        p.execute_command("AMEM.SUMMARY.SET", f"agent:x{i % 2}", f"summary {i}")
+        if i % 11 == 5:
+            p.execute_command("AMEM.WORK.DEL", f"pad:{i % 6}", f"k{(i + 1) % 9}")
+            p.execute_command("AMEM.SEM.DEL", "kb", f"fact:{(i * 7) % 50}")
+            p.execute_command("AMEM.EPIS.TRIM", f"agent:{i % 3}", "MAXLEN", 5)
+        p.execute()
+        if i % 13 == 6:  # a transaction across the stores
+            t = r.pipeline(transaction=True)
+            t.set("tx:last", str(i))
+            t.execute_command("AMEM.CONV.APPEND", f"sess:{seed}:{i - i % 5}", "tool", f"tx {i}")
+            t.execute_command("AMEM.EPIS.LOG", "agent:tx", "decision", f"tx {i}")
+            t.execute_command("AMEM.SUMMARY.APPEND", "agent:tx", f"tx {i}")
+            t.execute()
+    ex("AMEM.WORK.EXPIRE", "pad:1", 3600)
+    ex("AMEM.CONV.DEL", f"sess:{seed}:10")
+    ex("AMEM.SEM.DROP", "nothing-here")
+
+
+def _scan_ids(r: redis.Redis, kind: str) -> list[bytes]:
+    ids: list[bytes] = []
+    cursor = b"0"
+    while True:
+        cursor, batch = r.execute_command("AMEM.SCAN", cursor, "TYPE", kind, "COUNT", 1000)
+        ids.extend(batch)
+        if cursor in (b"0", 0, "0"):
+            return sorted(ids)
+
+
+def _server_ms(r: redis.Redis) -> int:
+    seconds, micros = r.time()
+    return int(seconds) * 1000 + int(micros) // 1000
+
+
+def _deadline(r: redis.Redis, ttl_ms: int) -> Any:
+    if ttl_ms < 0:
+        return ttl_ms  # -1 none, -2 missing
+    return ("at", _server_ms(r) + ttl_ms)
+
+
+def _num(value: Any) -> Any:
+    return float(value) if isinstance(value, bytes) else value
+
+
+def _fact(rec: dict[Any, Any]) -> dict[Any, Any]:
+    out = dict(rec)
+    for field in (b"confidence", b"similarity"):
+        if field in out:
+            out[field] = round(float(_num(out[field])), 5)
+    return out
+
+
+def dump(r: redis.Redis) -> dict[str, Any]:
+    """The whole state through the commands, in plain values (either protocol)."""
+    ex = r.execute_command
+    state: dict[str, Any] = {}
+    kv = {}
+    for key in sorted(r.keys("*")):
+        kv[key] = (r.get(key), _deadline(r, r.pttl(key)))
+    state["kv"] = kv
+    conv = {}
+    for sess in _scan_ids(r, "conv"):
+        info = record(ex("AMEM.CONV.INFO", sess))
+        ttl = info.pop(b"ttl")
+        info[b"ttl"] = _deadline(r, ttl)
+        conv[sess] = (info, records(ex("AMEM.CONV.WINDOW", sess)))
+    state["conv"] = conv
+    work = {}
+    for sess in _scan_ids(r, "work"):
+        values = record(ex("AMEM.WORK.GETALL", sess))
+        work[sess] = {k: (v, _deadline(r, ex("AMEM.WORK.TTL", sess, k))) for k, v in values.items()}
+    state["work"] = work
+    sem = {}
+    rnd = random.Random(99)
+    for ns in _scan_ids(r, "sem"):
+        info = record(ex("AMEM.SEM.INFO", ns))
+        facts = []
+        cursor = b"0"
+        while True:
+            cursor, batch = ex("AMEM.SEM.LIST", ns, "CURSOR", cursor, "COUNT", 1000)
+            facts.extend(_fact(rec) for rec in records(batch))
+            if cursor in (b"0", 0, "0"):
+                break
+        recalls = []
+        if info[b"count"]:
+            for _ in range(3):
+                hits = records(ex("AMEM.SEM.RECALL", ns, 5, "FP32", fp32(vector(rnd)),
+                                  "WITHVECTORS"))
+                recalls.append([_fact(h) for h in hits])
+        sem[ns] = (info, facts, recalls)
+    state["sem"] = sem
+    state["epis"] = {
+        agent: records(ex("AMEM.EPIS.QUERY", agent, "LIMIT", 10000))
+        for agent in _scan_ids(r, "epis")
+    }
+    state["summary"] = {agent: record(ex("AMEM.SUMMARY.GET", agent)) for agent in _scan_ids(r, "summary")}
+    state["dbsize"] = r.dbsize()
+    return state
+
+
+def assert_same_state(before: dict[str, Any], after: dict[str, Any]) -> None:
+    """Equal dumps, deadlines compared within DEADLINE_SLACK_MS."""
+    assert before.keys() == after.keys()
+    for store in before:
+        _compare(before[store], after[store], [store])
+
+
+def _compare(a: Any, b: Any, path: list[Any]) -> None:
+    if isinstance(a, tuple) and len(a) == 2 and a[0] == "at":
+        assert isinstance(b, tuple) and b[0] == "at", (path, a, b)
+        assert abs(a[1] - b[1]) <= DEADLINE_SLACK_MS, (path, a, b)
+        return
+    if isinstance(a, dict):
+        assert isinstance(b, dict) and list(a) == list(b), (path, a, b)
+        for key in a:
+            _compare(a[key], b[key], [*path, key])
+        return
+    if isinstance(a, list | tuple):
+        assert isinstance(b, list | tuple) and len(a) == len(b), (path, a, b)
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):
+            _compare(x, y, [*path, i])
+        return
+    assert a == b, (path, a, b)
+
+
+def wait_until(predicate: Any, timeout: float = 10.0, interval: float = 0.02) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(interval)
+    raise AssertionError(f"condition not met within {timeout}s")
+
+
+def persistence_info(r: redis.Redis) -> dict[str, Any]:
+    info = r.info("persistence")
+    return {k if isinstance(k, str) else k.decode(): v for k, v in info.items()}
+
+
+def wait_rewrite_done(r: redis.Redis, timeout: float = 20.0) -> dict[str, Any]:
+    """Wait until no rewrite runs; return INFO persistence."""
+    box: dict[str, Any] = {}
+
+    def done() -> bool:
+        box.update(persistence_info(r))
+        return int(box["aof_rewrite_in_progress"]) == 0
+
+    wait_until(done, timeout)
+    return box

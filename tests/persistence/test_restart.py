@@ -1,0 +1,194 @@
+"""Restart tests: every store and the string cache come back exactly, under each fsync policy.
+
+Each test starts a real hotkv-server with ``--appendonly yes``, writes a mixed workload
+through the commands, dumps the whole state through the commands, restarts the server
+(clean SIGTERM, SIGKILL, after a rewrite, after SAVE) and compares full dumps.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import pytest
+
+from helpers import HotkvProcess
+from persistence.pdata import assert_same_state, dump, persistence_info, populate, wait_rewrite_done
+
+
+@pytest.fixture
+def data_dir(tmp_path: os.PathLike[str]) -> str:
+    return str(tmp_path)
+
+
+def server(data_dir: str, *args: str) -> HotkvProcess:
+    return HotkvProcess("--appendonly", "yes", *args, dir=data_dir)
+
+
+@pytest.fixture
+def procs() -> Iterator[list[HotkvProcess]]:
+    started: list[HotkvProcess] = []
+    yield started
+    for proc in started:
+        proc.kill()
+
+
+@pytest.mark.parametrize(("policy", "protocol"), [("always", 3), ("everysec", 2), ("no", 3),
+                                                  ("always", 2)])
+def test_restart_keeps_every_store(policy: str, protocol: int, data_dir: str,
+                                   procs: list[HotkvProcess]) -> None:
+    proc = server(data_dir, "--appendfsync", policy)
+    procs.append(proc)
+    proc.start()
+    r = proc.client(protocol=protocol)
+    populate(r)
+    before = dump(r)
+    assert before["kv"] and before["conv"] and before["work"] and before["sem"]
+    assert before["epis"] and before["summary"]
+
+    proc.restart()  # SIGTERM: flush and fsync
+    after = dump(proc.client(protocol=protocol))
+    assert_same_state(before, after)
+
+    # a killed process loses nothing either: every record was written before its reply
+    proc.client().set("after-restart", "1")
+    before = dump(proc.client(protocol=protocol))
+    proc.kill()
+    proc.start()
+    assert_same_state(before, dump(proc.client(protocol=protocol)))
+
+
+@pytest.mark.parametrize("policy", ["always", "everysec", "no"])
+def test_restart_after_rewrite_and_save(policy: str, data_dir: str,
+                                        procs: list[HotkvProcess]) -> None:
+    proc = server(data_dir, "--appendfsync", policy)
+    procs.append(proc)
+    proc.start()
+    r = proc.client()
+    populate(r, seed=1, rounds=30)
+    assert r.bgrewriteaof() in (b"Background append only file rewriting started",
+                                "Background append only file rewriting started")
+    populate(r, seed=2, rounds=20)  # lands in the new incremental file while the child writes
+    info = wait_rewrite_done(r)
+    assert info["aof_last_bgrewrite_status"] == "ok" and int(info["aof_rewrites"]) == 1
+    assert int(info["aof_base_size"]) > 0
+    before = dump(r)
+    proc.kill()
+    proc.start()
+    r = proc.client()
+    assert_same_state(before, dump(r))
+
+    r.set("before-save", "x")
+    assert r.save() is True
+    r.set("after-save", "y")
+    before = dump(r)
+    proc.kill()
+    proc.start()
+    assert_same_state(before, dump(proc.client()))
+    files = sorted(os.listdir(os.path.join(data_dir, "appendonlydir")))
+    assert files == ["appendonly.aof.2.base.hkv", "appendonly.aof.3.incr.aof",
+                     "appendonly.aof.manifest"]
+
+
+def test_sem_index_is_restored_not_rebuilt(data_dir: str, procs: list[HotkvProcess]) -> None:
+    """After a rewrite the HNSW index comes from the base: recall results are identical."""
+    proc = server(data_dir)
+    procs.append(proc)
+    proc.start()
+    r = proc.client()
+    populate(r, seed=3, rounds=40)
+    r.bgrewriteaof()
+    wait_rewrite_done(r)
+    before = dump(r)
+    proc.restart()
+    after = dump(proc.client())
+    assert before["sem"] == after["sem"]
+    log = proc.log()
+    assert "0 records replayed after the base" in log.rsplit("DB loaded from", 1)[1]
+
+
+def test_appendonly_no_save_and_reload(data_dir: str, procs: list[HotkvProcess]) -> None:
+    """Without the AOF nothing survives a restart unless SAVE wrote a base."""
+    proc = HotkvProcess("--appendonly", "no", dir=data_dir)
+    procs.append(proc)
+    proc.start()
+    r = proc.client()
+    populate(r, seed=4, rounds=20)
+    before = dump(r)
+    assert r.save() is True
+    r.set("not-saved", "1")
+    proc.kill()
+    proc.start()
+    assert_same_state(before, dump(proc.client()))
+    assert sorted(os.listdir(os.path.join(data_dir, "appendonlydir"))) == [
+        "appendonly.aof.1.base.hkv", "appendonly.aof.manifest"]
+    # switching the AOF on at start keeps the saved base and adds an increment after it
+    proc.stop()
+    on = server(data_dir)
+    procs.append(on)
+    on.start()
+    r = on.client()
+    assert_same_state(before, dump(r))
+    r.set("with-aof", "1")
+    before = dump(r)
+    on.kill()
+    on.start()
+    assert_same_state(before, dump(on.client()))
+
+
+def test_config_set_appendonly_at_run_time(data_dir: str, procs: list[HotkvProcess]) -> None:
+    proc = HotkvProcess("--appendonly", "no", dir=data_dir)
+    procs.append(proc)
+    proc.start()
+    r = proc.client()
+    populate(r, seed=5, rounds=15)
+    assert r.config_set("appendonly", "yes")
+    r.set("during-first-rewrite", "1")
+    info = wait_rewrite_done(r)
+    assert info["aof_enabled"] == 1 and info["aof_last_bgrewrite_status"] == "ok"
+    r.set("after-first-rewrite", "2")
+    before = dump(r)
+    proc.kill()
+    on = server(data_dir)
+    procs.append(on)
+    on.start()
+    r = on.client()
+    assert_same_state(before, dump(r))
+    # and off again: nothing more is appended
+    assert r.config_set("appendonly", "no")
+    assert persistence_info(r)["aof_enabled"] == 0
+    size = sum(os.path.getsize(os.path.join(data_dir, "appendonlydir", n))
+               for n in os.listdir(os.path.join(data_dir, "appendonlydir")))
+    r.set("not-logged", "1")
+    on.stop()
+    assert size == sum(os.path.getsize(os.path.join(data_dir, "appendonlydir", n))
+                       for n in os.listdir(os.path.join(data_dir, "appendonlydir")))
+
+
+def test_shutdown_save_and_nosave(data_dir: str, procs: list[HotkvProcess]) -> None:
+    proc = server(data_dir)
+    procs.append(proc)
+    proc.start()
+    r = proc.client()
+    populate(r, seed=6, rounds=10)
+    before = dump(r)
+    try:
+        r.shutdown(save=True)
+    except Exception:
+        pass
+    assert proc.proc is not None and proc.proc.wait(10) == 0
+    proc.proc = None
+    names = os.listdir(os.path.join(data_dir, "appendonlydir"))
+    assert any(n.endswith(".base.hkv") for n in names)
+    proc.start()
+    r = proc.client()
+    assert_same_state(before, dump(r))
+    r.set("nosave", "kept by the AOF")
+    try:
+        r.shutdown(nosave=True)
+    except Exception:
+        pass
+    assert proc.proc is not None and proc.proc.wait(10) == 0
+    proc.proc = None
+    proc.start()
+    assert proc.client().get("nosave") == b"kept by the AOF"
