@@ -18,10 +18,23 @@ Effects:
 * ``["kv.expire", key, at]`` - give an existing key a deadline (one already passed makes
   the key expired at once); returns 1 if the key existed, else 0.
 * ``["kv.persist", key]`` - drop a key's deadline; returns 1 if it had one, else 0.
+
+For ``maxmemory`` (``hotkv.server.memory``) the store also keeps, at little cost:
+
+* ``estimated_bytes()``: the bytes of keys and values plus a fixed per-key overhead
+  (measured on CPython 3.11), kept as a running sum so the eviction loop sees at once
+  what an eviction freed;
+* an access clock for approximate LRU, only while ``track_access(True)`` (an LRU policy
+  is in force): ``get`` stamps the key with a counter, writes stamp it too, and
+  ``idle_rank`` tells how long ago a key was used (in accesses, as Redis's LRU clock);
+* ``sample_keys``: keys drawn at random in O(1) each, from a key list rebuilt when keys
+  were added or removed in numbers (Python dicts have no random access);
+* ``keys_by_deadline``: keys in the order they expire, walked on the expiry heap.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from heapq import heapify, heappop, heappush
 from itertools import islice
 from typing import Any, ClassVar
@@ -32,6 +45,12 @@ from hotkv.stores.base import Effect, EffectError, Store
 
 #: the heap is rebuilt once it holds more than 2 * live deadlines + this many entries
 _HEAP_SLACK = 1024
+#: bytes a key costs beyond its key and value bytes (dict slot, two bytes objects), and
+#: what a deadline adds (its dict slot, int and heap tuple): measured with 200k keys
+ENTRY_OVERHEAD = 112
+DEADLINE_OVERHEAD = 200
+#: what a key's LRU access stamp adds (dict slot and int), while an LRU policy keeps them
+ACCESS_OVERHEAD = 84
 
 
 class KeyValueStore(Store):
@@ -40,13 +59,18 @@ class KeyValueStore(Store):
     name: ClassVar[str] = "kv"
 
     __slots__ = (
+        "_access",
         "_added",
+        "_data_bytes",
         "_expires",
         "_heap",
         "_heap_limit",
+        "_pool_all",
+        "_pool_volatile",
         "_scan_added",
         "_scan_cursors",
         "_scan_keys",
+        "_tick",
         "_values",
         "expired_count",
     )
@@ -65,10 +89,33 @@ class KeyValueStore(Store):
         self._scan_added = -1
         self._scan_cursors: np.ndarray[Any, np.dtype[np.uint64]] | None = None
         self._scan_keys: np.ndarray[Any, np.dtype[np.object_]] | None = None
+        #: sum of len(key) + len(value) over the keys held
+        self._data_bytes = 0
+        #: key -> access clock at its last use, only while an LRU policy asks for it
+        self._access: dict[bytes, int] | None = None
+        self._tick = 0
+        # key lists for random sampling (every key / keys with a deadline)
+        self._pool_all: list[bytes] = []
+        self._pool_volatile: list[bytes] = []
 
     # --- reads ----------------------------------------------------------------------
     def get(self, key: bytes, now_ms: int) -> bytes | None:
         """The value of a live key, else None (an expired key is removed on the way)."""
+        value = self._values.get(key)
+        if value is None:
+            return None
+        if self._expires:
+            at = self._expires.get(key)
+            if at is not None and at <= now_ms:
+                self._expire_key(key)
+                return None
+        if self._access is not None:
+            self._tick += 1
+            self._access[key] = self._tick
+        return value
+
+    def peek(self, key: bytes, now_ms: int) -> bytes | None:
+        """``get`` that does not count as a use for LRU (SCAN, EXISTS, as Redis's NOTOUCH)."""
         value = self._values.get(key)
         if value is None or not self._expires:
             return value
@@ -79,7 +126,7 @@ class KeyValueStore(Store):
         return value
 
     def exists(self, ident: bytes, now_ms: int) -> bool:
-        return self.get(ident, now_ms) is not None
+        return self.peek(ident, now_ms) is not None
 
     def expiry(self, key: bytes) -> int | None:
         """The deadline of a key already found live by ``get``/``exists``; None if it has none."""
@@ -133,7 +180,7 @@ class KeyValueStore(Store):
         end = min(start + max(count, 1), n)
         while 0 < end < n and cursors[end] == cursors[end - 1]:
             end += 1
-        found = [key for key in keys_in_order[start:end].tolist() if self.get(key, now_ms) is not None]
+        found = [key for key in keys_in_order[start:end].tolist() if self.peek(key, now_ms) is not None]
         if end < n:
             return int(cursors[end]), found
         # the walk is over: let go of the key list (a walk still running rebuilds it)
@@ -172,9 +219,16 @@ class KeyValueStore(Store):
 
     def _set(self, key: bytes, value: bytes, at: int | None) -> None:
         values = self._values
-        if key not in values:
+        old = values.get(key)
+        if old is None:
             self._added += 1
+            self._data_bytes += len(key) + len(value)
+        else:
+            self._data_bytes += len(value) - len(old)
         values[key] = value
+        if self._access is not None:
+            self._tick += 1
+            self._access[key] = self._tick
         if at is None:
             if self._expires:
                 self._expires.pop(key, None)
@@ -187,23 +241,39 @@ class KeyValueStore(Store):
             raise EffectError("kv.mset needs key, value pairs")
         values = self._values
         expires = self._expires
+        access = self._access
+        grown = 0
         for i in range(0, len(pairs), 2):
             key = pairs[i]
-            if key not in values:
+            value = pairs[i + 1]
+            old = values.get(key)
+            if old is None:
                 self._added += 1
-            values[key] = pairs[i + 1]
+                grown += len(key) + len(value)
+            else:
+                grown += len(value) - len(old)
+            values[key] = value
             if expires:
                 expires.pop(key, None)
+            if access is not None:
+                self._tick += 1
+                access[key] = self._tick
+        self._data_bytes += grown
 
     def _delete(self, keys: list[bytes]) -> int:
         values = self._values
         expires = self._expires
+        access = self._access
         removed = 0
         for key in keys:
-            if values.pop(key, None) is not None:
+            old = values.pop(key, None)
+            if old is not None:
                 removed += 1
+                self._data_bytes -= len(key) + len(old)
                 if expires:
                     expires.pop(key, None)
+                if access:
+                    access.pop(key, None)
         return removed
 
     def _set_deadline(self, key: bytes, at: int) -> int:
@@ -230,8 +300,11 @@ class KeyValueStore(Store):
         self._heap_limit = 2 * len(heap) + _HEAP_SLACK
 
     def _expire_key(self, key: bytes) -> None:
-        del self._values[key]
+        value = self._values.pop(key)
         del self._expires[key]
+        self._data_bytes -= len(key) + len(value)
+        if self._access:
+            self._access.pop(key, None)
         self.expired_count += 1
 
     # --- active expiry ----------------------------------------------------------------
@@ -246,6 +319,106 @@ class KeyValueStore(Store):
                 removed += 1
         return removed
 
+    # --- maxmemory ----------------------------------------------------------------------
+    def estimated_bytes(self) -> int:
+        """What the keys take in memory: their bytes plus the measured per-key overheads."""
+        size = (
+            self._data_bytes
+            + len(self._values) * ENTRY_OVERHEAD
+            + len(self._expires) * DEADLINE_OVERHEAD
+        )
+        return size + len(self._access) * ACCESS_OVERHEAD if self._access else size
+
+    def track_access(self, on: bool) -> None:
+        """Keep (or stop keeping) the LRU access clock; keys not used since count as oldest."""
+        if on and self._access is None:
+            self._access = {}
+        elif not on:
+            self._access = None
+
+    @property
+    def tracking_access(self) -> bool:
+        return self._access is not None
+
+    def last_access(self, key: bytes) -> int:
+        """The access clock at the key's last use; 0 when unused since tracking began."""
+        return self._access.get(key, 0) if self._access else 0
+
+    @property
+    def access_clock(self) -> int:
+        """The current access clock: ``access_clock - last_access(key)`` is the key's idle time."""
+        return self._tick
+
+    def sample_keys(self, count: int, rand: Callable[[int], int], *, volatile: bool = False) -> list[bytes]:
+        """Up to ``count`` keys drawn at random (with repeats), among all keys or, with
+        ``volatile``, among keys with a deadline; expired ones not yet purged may appear.
+
+        Draws index a list of the keys built when needed: it is rebuilt when the dict has
+        grown by a quarter since (new keys would never be drawn) or when most draws land on
+        keys removed since, so the O(n) rebuild is paid once per O(n) changes.
+        """
+        source: dict[bytes, Any] = self._expires if volatile else self._values
+        if not source or count <= 0:
+            return []
+        pool = self._pool_volatile if volatile else self._pool_all
+        if not pool or len(source) > len(pool) + len(pool) // 4 + 16:
+            pool = self._rebuild_pool(volatile)
+        out: list[bytes] = []
+        misses = 0
+        rebuilt = False
+        while len(out) < count:
+            key = pool[rand(len(pool))]
+            if key in source:
+                out.append(key)
+                continue
+            misses += 1
+            if misses > 2 * count + 8:
+                if rebuilt:
+                    break
+                pool = self._rebuild_pool(volatile)
+                rebuilt = True
+                misses = 0
+        return out
+
+    def _rebuild_pool(self, volatile: bool) -> list[bytes]:
+        if volatile:
+            self._pool_volatile = list(self._expires)
+            return self._pool_volatile
+        self._pool_all = list(self._values)
+        return self._pool_all
+
+    def keys_by_deadline(self) -> Iterator[bytes]:
+        """Keys with a deadline, the nearest deadline first, read from the heap in place.
+
+        The heap is walked as a tree (a small heap of positions, O(log k) per key), so
+        the first k keys cost O(k log k) whatever the size; stale entries are passed over.
+        Do not change the store while iterating.
+        """
+        heap = self._heap
+        expires = self._expires
+        frontier: list[tuple[int, int]] = [(heap[0][0], 0)] if heap else []
+        n = len(heap)
+        while frontier:
+            _, i = heappop(frontier)
+            at, key = heap[i]
+            if expires.get(key) == at:
+                yield key
+            for child in (2 * i + 1, 2 * i + 2):
+                if child < n:
+                    heappush(frontier, (heap[child][0], child))
+
+    def entry_bytes(self, key: bytes) -> int:
+        """What removing this key would take off ``estimated_bytes()`` (0 when missing)."""
+        value = self._values.get(key)
+        if value is None:
+            return 0
+        size = len(key) + len(value) + ENTRY_OVERHEAD
+        if key in self._expires:
+            size += DEADLINE_OVERHEAD
+        if self._access and key in self._access:
+            size += ACCESS_OVERHEAD
+        return size
+
     # --- whole state ------------------------------------------------------------------
     def clear(self) -> None:
         self._values = {}
@@ -255,6 +428,11 @@ class KeyValueStore(Store):
         self._added += 1
         self._scan_cursors = None
         self._scan_keys = None
+        self._data_bytes = 0
+        if self._access is not None:
+            self._access = {}
+        self._pool_all = []
+        self._pool_volatile = []
 
     def snapshot(self) -> list[Any]:
         """A flat list ``[key, value, deadline | None, ...]``."""
@@ -270,12 +448,16 @@ class KeyValueStore(Store):
         self.clear()
         values = self._values
         expires = self._expires
+        size = 0
         for i in range(0, len(state), 3):
             key = state[i]
-            values[key] = state[i + 1]
+            value = state[i + 1]
+            values[key] = value
+            size += len(key) + len(value)
             at = state[i + 2]
             if at is not None:
                 expires[key] = at
+        self._data_bytes = size
         self._rebuild_heap()
 
     def stats(self, now_ms: int) -> dict[str, int]:
