@@ -75,7 +75,7 @@ class Server:
         """Persistence, replication, ACL ... each optional module attaches itself here."""
         import importlib
 
-        for module_name in ("hotkv.commands.acl", "hotkv.persistence", "hotkv.replication"):
+        for module_name in ("hotkv.commands.acl", "hotkv.persistence", "hotkv.replication", "hotkv.server.memory"):
             try:
                 module = importlib.import_module(module_name)
             except ModuleNotFoundError as exc:
