@@ -558,3 +558,7 @@ def test_snapshot_restore_round_trip_without_reinsert() -> None:
     assert ns.evictions_for(b"x", T0) == orig.evictions_for(b"x", T0)
     assert copy.purge_expired(T0 + 10_000, 100) == store.purge_expired(T0 + 10_000, 100)
     assert ns.get(b"f07", T0 + 10_000) is None
+    # restore() also takes the snapshot as it is, before any msgpack round trip
+    direct = SemanticStore()
+    direct.restore(store.snapshot())
+    assert comparable(direct.namespaces[b"kb"].snapshot()) == comparable(orig.snapshot())

@@ -4,8 +4,8 @@ A namespace holds one hnswlib HNSW index (space ``cosine``, ``ip`` or ``l2``) an
 it, each fact's metadata. Vectors live only inside hnswlib (read back with ``get_items``
 for WITHVECTORS); the Python side keeps one small slotted :class:`Fact` per id.
 
-Labels (hnswlib's integer ids) are process-local: they never appear in effects or
-snapshots of facts other than as a hint for the saved index. A deleted fact is
+Labels (hnswlib's integer ids) are process-local: they never appear in effects (a
+snapshot keeps them only because the saved index is keyed by them). A deleted fact is
 ``mark_deleted`` and its label goes to a free list; the next new fact takes it back and
 hnswlib updates the element in place (``add_items`` on a deleted label un-marks it), so a
 namespace under eviction churn never grows past its high-water mark. The index starts at
@@ -27,11 +27,12 @@ vectors) that gives a poor recall@10 at EF 64 (about 0.65 for 10,000 random 128-
 vectors), so the breadth is also raised to :data:`BREADTH_PER_HIT` per requested hit (up
 to :data:`AUTO_BREADTH_MAX`). EF therefore only ever widens a search.
 
-Filters (KIND, MINCONF, PREFIX, not expired) run inside the search: when KIND or PREFIX
-narrows the namespace to a small candidate set the search is exact over just those facts
-(numpy), otherwise hnswlib's ``filter=`` callable keeps non-matching facts out of the
-result while the graph walk continues, and if hnswlib still finds fewer than ``k`` the
-search falls back to an exact scan of every matching fact.
+Filters (KIND, MINCONF, PREFIX, not expired) run inside the search. Expired facts are
+purged before a search. When few facts match (counted for KIND and PREFIX, judged from a
+sample otherwise) the search is exact (numpy) over just those, because hnswlib would have
+to walk most of the graph to find them; otherwise hnswlib's ``filter=`` callable keeps
+non-matching facts out of the result while the graph walk goes on, and if it still finds
+fewer than ``k`` the search falls back to an exact scan of every matching fact.
 """
 
 from __future__ import annotations
@@ -206,8 +207,8 @@ class Namespace:
         self._index: hnswlib.Index | None = None
         self._by_label: list[Fact | None] = []
         self._free: list[int] = []
-        self._kinds: dict[bytes, set[int]] = {}  # kind -> labels, for KIND filters
-        self._kind_names: dict[bytes, bytes] = {}
+        self._kind_counts: dict[bytes, int] = {}  # facts per kind, to judge KIND filters
+        self._kind_names: dict[bytes, bytes] = {}  # one shared bytes object per kind
         self._sorted: list[bytes] | None = None  # ids in order, built on first need
         self._expiry: list[tuple[int, bytes]] = []  # (deadline, id), stale entries skipped
         # LOWCONF eviction order, built on first need: (confidence, tick, id) + id -> tick
@@ -340,13 +341,16 @@ class Namespace:
         breadth = search_breadth(self.ef if ef is None else ef, k)
         hits: list[tuple[Fact, float]] | None = None
         if check is not None:
-            candidates = self._candidates(kind, prefix)
-            if candidates is not None and self._exact_is_cheaper(candidates[0], breadth):
-                hits = self._exact(query, [f for f in candidates[1]() if check(f)], k)
-            elif self._estimated_matches(check) < breadth:
-                # so few match that hnswlib would walk the whole graph to find them
-                pool = self.facts.values() if candidates is None else candidates[1]()
-                matches = self._matching(pool, check, 4 * breadth)
+            pool_size, pool = self._pool(prefix)
+            bound = pool_size if kind is None else min(pool_size, self._kind_counts.get(kind, 0))
+            counted = minconf is None and (kind is None or not prefix)  # bound is exact
+            estimate = bound if counted else min(bound, self._estimated_matches(check))
+            if bound == 0:
+                hits = []
+            elif self._exact_is_cheaper(estimate, breadth):
+                # few match: hnswlib would walk much of the graph to find them
+                limit = bound if counted else max(4 * breadth, 2 * int(estimate))
+                matches = self._matching(pool(), check, limit)
                 if matches is not None:
                     hits = self._exact(query, matches, k)
         if hits is None:
@@ -370,33 +374,21 @@ class Namespace:
 
         return check
 
-    def _candidates(
-        self, kind: bytes | None, prefix: bytes | None
-    ) -> tuple[int, Callable[[], list[Fact]]] | None:
-        """The size of the smaller of the KIND and PREFIX sets (a superset of the matches)
-        and a function listing it, or None when neither filter is given."""
-        best: tuple[int, Callable[[], list[Fact]]] | None = None
-        if kind is not None:
-            labels = self._kinds.get(kind, set())
-            by_label = self._by_label
+    def _pool(self, prefix: bytes | None) -> tuple[int, Callable[[], Iterable[Fact]]]:
+        """The facts a filter with ``prefix`` looks at: how many, and a function listing them."""
+        if not prefix:
+            facts = self.facts
+            return len(facts), facts.values
+        ids = self.sorted_ids()
+        lo = bisect.bisect_left(ids, prefix)
+        bound = prefix_end(prefix)
+        hi = len(ids) if bound is None else bisect.bisect_left(ids, bound, lo)
+        by_id = self.facts
 
-            def of_kind() -> list[Fact]:
-                return [by_label[label] for label in labels]  # type: ignore[misc]
+        def in_range() -> Iterable[Fact]:
+            return [by_id[ident] for ident in ids[lo:hi]]
 
-            best = (len(labels), of_kind)
-        if prefix:
-            ids = self.sorted_ids()
-            lo = bisect.bisect_left(ids, prefix)
-            bound = prefix_end(prefix)
-            hi = len(ids) if bound is None else bisect.bisect_left(ids, bound, lo)
-            if best is None or hi - lo < best[0]:
-                facts = self.facts
-
-                def of_prefix() -> list[Fact]:
-                    return [facts[ident] for ident in ids[lo:hi]]
-
-                best = (hi - lo, of_prefix)
-        return best
+        return hi - lo, in_range
 
     def _estimated_matches(self, check: Callable[[Fact], bool]) -> float:
         """How many facts pass ``check``, judged from up to SAMPLE evenly spaced ones."""
@@ -424,10 +416,11 @@ class Namespace:
                     return None
         return out
 
-    def _exact_is_cheaper(self, candidates: int, breadth: int) -> bool:
-        # Fewer candidates than the breadth make hnswlib walk the whole graph; beyond
-        # that, reading a vector back (get_items) costs about 30 graph steps.
-        return candidates <= breadth or candidates * candidates <= breadth * len(self.facts) // 32
+    def _exact_is_cheaper(self, matches: float, breadth: int) -> bool:
+        # Fewer matches than the breadth make hnswlib walk the whole graph; beyond that,
+        # reading a vector back (get_items) costs about 30 graph steps, and the walk
+        # visits about breadth * n / matches facts before it has enough.
+        return matches <= breadth or matches * matches <= breadth * len(self.facts) / 32
 
     def _search(
         self, query: np.ndarray, k: int, breadth: int, check: Callable[[Fact], bool] | None
@@ -560,10 +553,10 @@ class Namespace:
         self._index.add_items(vec.reshape(1, -1), [label])
         fact = Fact(ident, label, text, self._kind_name(kind),
                     _ONE if confidence == 1.0 else confidence, source, description, meta,
-                    created, updated, expires)
+                    created, created if updated == created else updated, expires)
         self.facts[ident] = fact
         self._by_label[label] = fact
-        self._kinds[fact.kind].add(label)
+        self._kind_counts[fact.kind] += 1
         if expires is not None:
             heapq.heappush(self._expiry, (expires, ident))
             if len(self._expiry) > 2 * len(self.facts) + 64:
@@ -581,7 +574,7 @@ class Namespace:
         name = self._kind_names.get(kind)
         if name is None:
             self._kind_names[kind] = name = kind
-            self._kinds[kind] = set()
+            self._kind_counts[kind] = 0
         return name
 
     def _new_label(self) -> int:
@@ -623,19 +616,19 @@ class Namespace:
         return True
 
     def _unindex_kind(self, fact: Fact) -> None:
-        labels = self._kinds.get(fact.kind)
-        if labels is not None:
-            labels.discard(fact.label)
-            if not labels:
-                del self._kinds[fact.kind]
-                del self._kind_names[fact.kind]
+        left = self._kind_counts[fact.kind] - 1
+        if left:
+            self._kind_counts[fact.kind] = left
+        else:
+            del self._kind_counts[fact.kind]
+            del self._kind_names[fact.kind]
 
     def _reset(self) -> None:
         self.facts.clear()
         self._index = None
         self._by_label = []
         self._free = []
-        self._kinds = {}
+        self._kind_counts = {}
         self._kind_names = {}
         self._sorted = None
         self._expiry = []
@@ -666,9 +659,11 @@ class Namespace:
     def snapshot(self) -> dict[str, Any]:
         index_state: dict[str, Any] | None = None
         if self._index is not None:
-            params = self._index.__getstate__()[0]
+            params = self._index.__getstate__()[0]  # already a copy of the index
+            # views, not .tobytes(): msgpack writes buffers as bin, and a 100k x 768 index
+            # is 300+ MB that need not be copied once more
             index_state = {
-                key: value.tobytes() if isinstance(value, np.ndarray) else value
+                key: memoryview(value) if isinstance(value, np.ndarray) else value
                 for key, value in params.items()
             }
         return {
@@ -699,7 +694,7 @@ class Namespace:
             fact.kind = ns._kind_name(fact.kind)
             ns.facts[fact.id] = fact
             ns._by_label[fact.label] = fact
-            ns._kinds[fact.kind].add(fact.label)
+            ns._kind_counts[fact.kind] += 1
         ns._rebuild_expiry()
         return ns
 
