@@ -40,7 +40,7 @@ class ErrorReply(str):
     __slots__ = ()
 
 
-class Push(list):  # type: ignore[type-arg]
+class Push(list[Any]):
     """An out-of-band push message (MONITOR lines are plain simple strings instead)."""
 
 
@@ -76,6 +76,14 @@ _OK_BYTES = b"+OK\r\n"
 _NULL2 = b"$-1\r\n"
 _NULL3 = b"_\r\n"
 _INT_CACHE = [b":%d\r\n" % i for i in range(0, 1024)]
+#: encoded str map keys (record field names); bounded, since a map's keys may be data
+_FIELD_NAMES: dict[str, bytes] = {}
+_FIELD_NAMES_MAX = 4096
+
+
+def _bulk_str(text: str) -> bytes:
+    data = text.encode()
+    return b"$%d\r\n%b\r\n" % (len(data), data)
 
 
 def encode_double(value: float) -> bytes:
@@ -91,9 +99,20 @@ def encode_double(value: float) -> bytes:
 
 def encode(value: Any, proto: int) -> bytes:
     """Encode one reply for protocol 2 or 3."""
+    # Fast paths for the replies of the hot commands (GET, SET, INCR, PING, a miss): one
+    # reply is encoded per command, so skipping the list and the join here is measurable.
+    t = type(value)
+    if t is bytes:
+        return b"$%d\r\n%b\r\n" % (len(value), value)
+    if t is Simple:
+        return _OK_BYTES if value is OK else b"+%b\r\n" % value.encode()
+    if t is int:
+        return _INT_CACHE[value] if 0 <= value < 1024 else b":%d\r\n" % value
+    if value is None:
+        return _NULL3 if proto == 3 else _NULL2
     out: list[bytes] = []
     _encode_into(value, proto, out)
-    return b"".join(out)
+    return out[0] if len(out) == 1 else b"".join(out)
 
 
 def _encode_into(value: Any, proto: int, out: list[bytes]) -> None:
@@ -111,16 +130,35 @@ def _encode_into(value: Any, proto: int, out: list[bytes]) -> None:
         out.append(b"$%d\r\n%b\r\n" % (len(data), data))
     elif t is list or t is tuple:
         out.append(b"*%d\r\n" % len(value))
+        append = out.append
         for item in value:
-            _encode_into(item, proto, out)
+            if type(item) is bytes:  # the common element, without the recursive call
+                append(b"$%d\r\n%b\r\n" % (len(item), item))
+            else:
+                _encode_into(item, proto, out)
     elif t is dict:
         if proto == 3:
             out.append(b"%%%d\r\n" % len(value))
         else:
             out.append(b"*%d\r\n" % (2 * len(value)))
+        append = out.append
         for key, item in value.items():
-            _encode_into(key, proto, out)
-            _encode_into(item, proto, out)
+            if type(key) is str:  # a record's field name: a handful of names, encoded once
+                field_bytes = _FIELD_NAMES.get(key)
+                if field_bytes is None:
+                    field_bytes = _bulk_str(key)
+                    if len(_FIELD_NAMES) < _FIELD_NAMES_MAX:
+                        _FIELD_NAMES[key] = field_bytes
+                append(field_bytes)
+            else:
+                _encode_into(key, proto, out)
+            kind = type(item)
+            if kind is bytes:
+                append(b"$%d\r\n%b\r\n" % (len(item), item))
+            elif kind is int:
+                append(_INT_CACHE[item] if 0 <= item < 1024 else b":%d\r\n" % item)
+            else:
+                _encode_into(item, proto, out)
     elif t is float:
         text = encode_double(value)
         if proto == 3:
