@@ -36,7 +36,14 @@ class LoadError(Exception):
 
 
 def repair_hint(layout: Layout) -> str:
+    """What to do about a damaged record (truncation repairs it)."""
     return f"make a backup of {layout.aof_dir}, then run 'hotkv-check-aof --fix {layout.data_dir}'"
+
+
+def manifest_hint(layout: Layout) -> str:
+    """What to do about a manifest that does not match the files (no automatic repair)."""
+    return (f"'hotkv-check-aof {layout.data_dir}' lists the files; restore the manifest from a "
+            "backup or correct it by hand (see docs/persistence.md)")
 
 
 @dataclass
@@ -199,5 +206,5 @@ def read_checked_manifest(layout: Layout) -> Manifest | None:
         if manifest is not None:
             layout.check_files_exist(manifest)
     except ManifestError as exc:
-        raise LoadError(f"{exc}; {repair_hint(layout)}") from None
+        raise LoadError(f"{exc}; {manifest_hint(layout)}") from None
     return manifest

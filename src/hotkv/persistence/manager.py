@@ -43,8 +43,8 @@ from hotkv.persistence.loader import (
     Loader,
     LoadError,
     LoadStats,
+    manifest_hint,
     read_checked_manifest,
-    repair_hint,
 )
 from hotkv.persistence.manifest import Entry, Layout, Manifest, ManifestError
 from hotkv.persistence.snapshot import write_base
@@ -142,8 +142,11 @@ class Persistence:
     def _recover_directory(self) -> Manifest | None:
         """Finish or undo what a crash interrupted, and refuse what only damage explains."""
         layout = self.layout
-        hint = repair_hint(layout)
-        manifest = layout.read_manifest()
+        hint = manifest_hint(layout)
+        try:
+            manifest = layout.read_manifest()
+        except ManifestError as exc:
+            raise LoadError(f"{exc}; {hint}") from None
         for entry in manifest.entries() if manifest else []:
             path = layout.path(entry.name)
             temp = layout.path(layout.temp_name(entry.name))
