@@ -11,12 +11,14 @@ first crossing. The estimate here is
 * ``kv.estimated_bytes()`` is a running sum kept by the string cache (key and value bytes
   plus a measured per-key overhead): an eviction shows in it at once.
 * ``other`` is everything else (interpreter, AMEM stores, client buffers). It starts as
-  RSS minus the cache, and follows RSS sampled at most every 100 ms: RSS growth that the
-  cache's own growth does not explain is added to it. Memory the cache gave up (a *free
-  pool*) is assumed reused first; once RSS grows again the pool is taken as used up by
-  someone, so the limit holds in RSS terms even when another store ate the freed room.
-  When the cache grows without RSS growing beyond the pool, ``other`` shrinks: the estimate
-  corrects itself in both directions.
+  RSS minus the cache and follows RSS, sampled at most every 100 ms: RSS growth that the
+  cache's own growth does not explain is added to it. Memory the cache gave up (by
+  eviction, DEL, expiry) goes to a *free pool* that later writes are taken to reuse
+  before RSS grows; what the other stores write is taken from that pool too (a sink
+  counts their effects' bytes), so room made for an AMEM write is not counted twice.
+  When the cache grows without RSS growing, into memory counted as someone else's,
+  ``other`` shrinks: the estimate corrects itself in both directions, and
+  ``other + cache + pool`` always equals the last RSS sample.
 
 The consequence worth knowing: memory freed by deleting AMEM data (never evicted) only
 counts once the process reuses it or returns it to the OS.
@@ -71,12 +73,16 @@ class UsedMemory:
 
     Between two RSS samples it is told what the cache released by eviction (``released``)
     and roughly how many bytes the other stores were given (``note_effect``); at a sample
-    it replays the interval in causal order (writes, then the evictions they caused):
+    it replays the interval. Evictions run just before the write that needs the room
+    (dispatch's OOM gate), so what they released is free for that interval's writes:
 
-    1. the cache's additions, then the other stores' writes, take from the free pool;
-    2. RSS growth beyond what the cache's additions needed goes to ``other`` (and the
-       cache growing without RSS growth, on memory someone else gave up, takes from it);
-    3. what the cache released joins the free pool.
+    1. the evicted bytes join the free pool;
+    2. the cache's additions, then the other stores' writes, take from the pool;
+    3. RSS growth beyond what the cache's additions needed goes to ``other``, plus what the
+       other stores took from the pool (and the cache growing without RSS growth, into
+       memory the estimate had counted as someone else's, takes from ``other``).
+
+    ``other + cache + pool`` stays equal to the last RSS sample.
     """
 
     def __init__(
@@ -121,7 +127,7 @@ class UsedMemory:
         rss = self.measure()
         kv_now = self._kv().estimated_bytes()
         growth = rss - self.rss
-        pool = self.free_pool
+        pool = self.free_pool + self.released
         added = kv_now - self.kv_bytes + self.released  # net of DEL and expiry
         if added < 0:  # DEL, expiry or FLUSHALL gave memory back
             pool -= added
@@ -133,8 +139,12 @@ class UsedMemory:
         pool -= reused
         # RSS growth the cache does not explain belongs to the others (negative when the
         # cache grew into memory the estimate had counted as theirs)
-        self.other = max(0, self.other + reused + growth - fresh)
-        self.free_pool = pool + self.released
+        other = self.other + reused + growth - fresh
+        if other < 0:  # the pool held memory that was not there: keep the sum equal to RSS
+            pool += other
+            other = 0
+        self.other = other
+        self.free_pool = max(0, pool)
         self.released = 0
         self.other_written = 0
         self.rss = rss
@@ -307,9 +317,15 @@ class MemoryGuard:
                 pool.pop()
 
 
-def install(core: Core, measure: Callable[[], int] | None = None) -> MemoryGuard:
-    """Wire the guard into a Core: the OOM gate, INFO's used_memory, CONFIG SET."""
-    guard = MemoryGuard(core, measure or core.used_memory_fn or current_rss)
+def install(
+    core: Core,
+    measure: Callable[[], int] | None = None,
+    clock: Callable[[], float] = time.monotonic,
+    rng: random.Random | None = None,
+) -> MemoryGuard:
+    """Wire the guard into a Core: the OOM gate, INFO's used_memory, CONFIG SET, and a
+    sink counting writes to the other stores. ``measure`` reads the process size (RSS)."""
+    guard = MemoryGuard(core, measure or core.used_memory_fn or current_rss, clock, rng)
     core.extras["oom_check"] = guard.oom_check
     core.extras["memory"] = guard
     core.used_memory_fn = guard.used
