@@ -119,8 +119,20 @@ def dump(r: redis.Redis) -> dict[str, Any]:
     ex = r.execute_command
     state: dict[str, Any] = {}
     kv = {}
-    for key in sorted(r.keys("*")):
-        kv[key] = (r.get(key), _deadline(r, r.pttl(key)))
+    keys = sorted(r.keys("*"))
+    for start in range(0, len(keys), 2000):
+        chunk = keys[start : start + 2000]
+        p = r.pipeline(transaction=False)
+        p.time()
+        for key in chunk:
+            p.get(key)
+            p.pttl(key)
+        replies = p.execute()
+        seconds, micros = replies[0]
+        now = int(seconds) * 1000 + int(micros) // 1000
+        for i, key in enumerate(chunk):
+            ttl = replies[2 + 2 * i]
+            kv[key] = (replies[1 + 2 * i], ("at", now + ttl) if ttl >= 0 else ttl)
     state["kv"] = kv
     conv = {}
     for sess in _scan_ids(r, "conv"):
