@@ -580,6 +580,8 @@ class Persistence:
         if new is not None:
             if old is not None:
                 self.worker.close(old.fd, fsync_first=False)  # replaced by the base: history
+                if self._is_temp(old):
+                    _unlink(old.path)  # the increment of an unfinished fresh rewrite
             self.aof = new
             self.rewrite_base_size = self.aof_current_size()
         self.lastsave = time.time()
@@ -619,6 +621,20 @@ class Persistence:
             self._start_background(kind, why)
         except StartFailed as exc:
             raise CommandError(f"ERR Can't start the background {'save' if kind == 'bgsave' else 'rewrite'}: {exc}") from None
+
+    def dataset_replaced(self) -> None:
+        """The whole dataset was replaced without effects (a replica's full resync).
+
+        The files on disk no longer lead to the memory, so a fresh rewrite starts (retried
+        from the cron if it cannot start now); until it finishes, what is on disk is the
+        state before the replacement.
+        """
+        if not self.aof_on:
+            return
+        self._kill_job()
+        self.need_fresh = True
+        self.retry_at = 0.0
+        self._try_start("rewrite", "Dataset replaced: writing a new base", fresh=True)
 
     # --- CONFIG SET appendonly ---------------------------------------------------------------
     def _config_changed(self, name: str, value: Any) -> None:
