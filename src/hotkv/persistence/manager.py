@@ -313,15 +313,11 @@ class Persistence:
             self._failed(error, fresh=True)
         aof = self.aof
         if aof is not None:
-            if self.need_fresh:
-                if self.job is None and now >= self.retry_at:
-                    self._try_start("rewrite", "rebuilding the AOF", fresh=True)
-            elif self.write_failing:
-                if now >= self.retry_at:
-                    self.retry_at = now + 1.0
-                    if self._flush(aof, strict=False):
-                        self._recovered()
-            else:
+            if self.write_failing and not self.need_fresh and now >= self.retry_at:
+                self.retry_at = now + 1.0
+                if self._flush(aof, strict=False):
+                    self._recovered()
+            if not self.write_failing:
                 if aof.buf:
                     self._flush(aof, strict=False)
                 policy = self.core.config.values["appendfsync"]
@@ -330,6 +326,10 @@ class Persistence:
                     self.worker.fsync(aof.fd)
                     aof.unsynced = False
                     self.last_fsync_request = now
+            if self.need_fresh:
+                if self.job is None and now >= self.retry_at:
+                    self._try_start("rewrite", "Rebuilding the AOF from memory", fresh=True)
+            elif not self.write_failing:
                 self._maybe_auto_rewrite(now)
         self._maybe_save_point(now)
 

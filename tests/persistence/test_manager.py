@@ -1,0 +1,187 @@
+"""The persistence subsystem driven in-process on a real Core: failure and recovery paths.
+
+The disk failures are real failing system calls: the AOF's descriptor is pointed (dup2)
+at a read-only file (write fails with EBADF) or at a pipe (write works, fdatasync fails
+with EINVAL), then pointed back.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from collections.abc import Iterator
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from hotkv.persistence.loader import Loader, read_checked_manifest
+from hotkv.persistence.manager import AofUnavailable, Persistence
+from hotkv.server.config import load_config
+from hotkv.server.core import Core
+from hotkv.stores.database import default_database
+
+
+@pytest.fixture
+def make(tmp_path: Any) -> Iterator[Any]:
+    made: list[Persistence] = []
+
+    def build(*args: str) -> Persistence:
+        config = load_config(["--dir", str(tmp_path), "--appendonly", "yes", *args])
+        p = Persistence(SimpleNamespace(core=Core(config)))  # type: ignore[arg-type]
+        p.prepare()
+        asyncio.run(p.started())
+        made.append(p)
+        return p
+
+    yield build
+    for p in made:
+        p.close(False)
+
+
+def write(p: Persistence, *effects: Any) -> None:
+    """What dispatch and the connection do for one command and its reply."""
+    for effect in effects:
+        p.core.emit(effect)
+    p.core.flush_effects()
+    for hook in p.core.before_reply:
+        hook()
+
+
+def kv(key: bytes, value: bytes) -> list[Any]:
+    return ["kv.set", key, value, None]
+
+
+def reload(p: Persistence) -> list[bytes]:
+    db = default_database()
+    Loader(p.layout, read_checked_manifest(p.layout), db, truncate_torn_tail=False,
+           now_ms=lambda: 0).load_all()
+    return sorted(db.kv.ids(0))
+
+
+def tick_until(p: Persistence, predicate: Any, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        p.tick()
+        if predicate():
+            return
+        time.sleep(0.01)
+    raise AssertionError("condition not met")
+
+
+class Swap:
+    """Point an fd at something else for a while (a failing disk, by real syscalls)."""
+
+    def __init__(self, fd: int, replacement: int) -> None:
+        self.fd = fd
+        self.saved = os.dup(fd)
+        os.dup2(replacement, fd)
+
+    def restore(self) -> None:
+        os.dup2(self.saved, self.fd)
+        os.close(self.saved)
+
+
+def test_a_failed_write_under_always_raises_before_the_reply_then_recovers(make: Any) -> None:
+    p = make("--appendfsync", "always")
+    write(p, kv(b"a", b"1"))
+    assert p.aof is not None
+    readonly = os.open(os.devnull, os.O_RDONLY)
+    swap = Swap(p.aof.fd, readonly)
+    with pytest.raises(AofUnavailable):
+        write(p, kv(b"b", b"2"))
+    assert p.core.write_error and "Error writing to the AOF file" in p.core.write_error
+    assert dict(p.info())["aof_last_write_status"] == "err"
+    write(p, kv(b"c", b"3"))  # (dispatch refuses writes now; a replica link still sends them)
+    p.tick()  # a retry within the second is not due yet
+    assert p.core.write_error is not None
+    swap.restore()
+    os.close(readonly)
+    p.retry_at = 0.0
+    p.tick()
+    assert p.core.write_error is None and dict(p.info())["aof_last_write_status"] == "ok"
+    assert reload(p) == [b"a", b"b", b"c"]
+
+
+def test_a_failed_fsync_needs_a_new_base(make: Any) -> None:
+    p = make("--appendfsync", "always")
+    write(p, kv(b"a", b"1"))
+    assert p.aof is not None
+    r, w = os.pipe()
+    swap = Swap(p.aof.fd, w)
+    with pytest.raises(AofUnavailable):
+        write(p, kv(b"b", b"2"))  # written into the pipe, then fdatasync fails
+    assert "fsync of the AOF file" in (p.core.write_error or "")
+    assert p.need_fresh
+    swap.restore()
+    os.close(w)
+    os.close(r)
+    p.retry_at = 0.0
+    tick_until(p, lambda: p.core.write_error is None and p.job is None)
+    assert p.rewrites == 1 and not p.need_fresh
+    # the new base holds what only memory knew ("b" never reached the file)
+    assert reload(p) == [b"a", b"b"]
+    write(p, kv(b"c", b"3"))
+    assert reload(p) == [b"a", b"b", b"c"]
+
+
+def test_everysec_fsyncs_from_the_worker_and_failures_stop_writes(make: Any) -> None:
+    p = make("--appendfsync", "everysec")
+    write(p, kv(b"a", b"1"))
+    assert p.aof is not None and p.aof.unsynced
+    p.last_fsync_request = 0.0
+    p.tick()
+    assert not p.aof.unsynced
+    tick_until(p, lambda: p.worker.pending == 0)
+    r, w = os.pipe()
+    swap = Swap(p.aof.fd, w)
+    write(p, kv(b"b", b"2"))  # everysec: the reply goes, the fsync comes later
+    p.last_fsync_request = 0.0
+    p.tick()
+    tick_until(p, lambda: p.core.write_error is not None)
+    swap.restore()
+    os.close(w)
+    os.close(r)
+    p.retry_at = 0.0
+    tick_until(p, lambda: p.core.write_error is None and p.job is None)
+    assert reload(p) == [b"a", b"b"]
+
+
+def test_dataset_replaced_writes_a_fresh_base(make: Any) -> None:
+    p = make()
+    write(p, kv(b"old", b"1"))
+    other = default_database()
+    other.apply(kv(b"new", b"2"))
+    p.core.db.restore(other.snapshot())  # as a replica's full resync does
+    p.dataset_replaced()
+    assert p.job is not None and p.job.fresh
+    write(p, kv(b"after", b"3"))
+    assert reload(p) == [b"old"]  # until the base exists, the disk has the old data
+    tick_until(p, lambda: p.job is None)
+    assert reload(p) == [b"after", b"new"]
+
+
+def test_switching_the_aof_off_and_on(make: Any) -> None:
+    p = make()
+    write(p, kv(b"a", b"1"))
+    p._config_changed("appendonly", False)
+    assert p.aof is None and not p.aof_on
+    write(p, kv(b"b", b"2"))
+    assert reload(p) == [b"a"]
+    p._config_changed("appendonly", True)
+    assert p.job is not None and p.job.fresh
+    write(p, kv(b"c", b"3"))
+    tick_until(p, lambda: p.job is None)
+    assert reload(p) == [b"a", b"b", b"c"]
+    assert not [n for n in os.listdir(p.layout.aof_dir) if n.startswith("temp-")]
+
+
+def test_close_saves_when_a_fresh_rewrite_did_not_finish(make: Any) -> None:
+    p = make()
+    p._config_changed("appendonly", False)
+    write(p, kv(b"x", b"1"))
+    p._config_changed("appendonly", True)
+    p.close(None)  # kills the child; the data is saved in the foreground instead
+    assert reload(p) == [b"x"]
+    assert not [n for n in os.listdir(p.layout.aof_dir) if n.startswith("temp-")]
