@@ -290,16 +290,9 @@ class Namespace:
         """Up to ``count`` live facts in id order after ``after``; the id to resume after
         (None when the walk is complete)."""
         ids = self.sorted_ids()
-        start = 0
-        if prefix:
-            start = bisect.bisect_left(ids, prefix)
+        start, end = self._prefix_range(prefix)
         if after is not None:
             start = max(start, bisect.bisect_right(ids, after))
-        end = len(ids)
-        if prefix:
-            bound = prefix_end(prefix)
-            if bound is not None:
-                end = bisect.bisect_left(ids, bound, start)
         facts = self.facts
         out: list[Fact] = []
         for i in range(start, end):
@@ -311,10 +304,22 @@ class Namespace:
             out.append(fact)
         return None, out
 
+    def _prefix_range(self, prefix: bytes | None) -> tuple[int, int]:
+        """Where the ids starting with ``prefix`` are in :meth:`sorted_ids`."""
+        ids = self.sorted_ids()
+        if not prefix:
+            return 0, len(ids)
+        lo = bisect.bisect_left(ids, prefix)
+        bound = prefix_end(prefix)
+        return lo, len(ids) if bound is None else bisect.bisect_left(ids, bound, lo)
+
     # --- recall -------------------------------------------------------------------
-    def query_vector(self, vector: bytes) -> np.ndarray:
+    def _as_indexed(self, vector: bytes) -> np.ndarray:
+        """FP32 bytes -> the vector as the index holds it (unit length under COSINE)."""
         vec = np.frombuffer(vector, dtype=_VECTOR_DTYPE)
-        if self.metric == "COSINE":
+        if vec.shape[0] != self.dim:
+            raise EffectError(f"vector of {vec.shape[0]} values in a namespace of dim {self.dim}")
+        if self.metric == "COSINE":  # normalised in float64 so huge values cannot overflow
             wide = vec.astype(np.float64)
             vec = (wide / np.linalg.norm(wide)).astype(np.float32)
         return vec
@@ -336,7 +341,7 @@ class Namespace:
         index = self._index
         if index is None or not self.facts:
             return []
-        query = self.query_vector(vector)
+        query = self._as_indexed(vector)
         check = self._filter(kind, minconf, prefix)
         breadth = search_breadth(self.ef if ef is None else ef, k)
         hits: list[tuple[Fact, float]] | None = None
@@ -380,9 +385,7 @@ class Namespace:
             facts = self.facts
             return len(facts), facts.values
         ids = self.sorted_ids()
-        lo = bisect.bisect_left(ids, prefix)
-        bound = prefix_end(prefix)
-        hi = len(ids) if bound is None else bisect.bisect_left(ids, bound, lo)
+        lo, hi = self._prefix_range(prefix)
         by_id = self.facts
 
         def in_range() -> Iterable[Fact]:
@@ -535,9 +538,7 @@ class Namespace:
         expires: int | None,
     ) -> bool:
         """Store or replace the fact under ``ident``; True when the id was not held."""
-        vec = np.frombuffer(vector, dtype=_VECTOR_DTYPE)
-        if vec.shape[0] != self.dim:
-            raise EffectError(f"vector of {vec.shape[0]} values in a namespace of dim {self.dim}")
+        vec = self._as_indexed(vector)
         old = self.facts.pop(ident, None)
         if old is not None:
             label = old.label
@@ -546,9 +547,6 @@ class Namespace:
             label = self._new_label()
             if self._sorted is not None:
                 bisect.insort(self._sorted, ident)
-        if self.metric == "COSINE":  # normalise in float64 so huge values cannot overflow
-            wide = vec.astype(np.float64)
-            vec = (wide / np.linalg.norm(wide)).astype(np.float32)
         assert self._index is not None
         self._index.add_items(vec.reshape(1, -1), [label])
         fact = Fact(ident, label, text, self._kind_name(kind),
@@ -663,7 +661,7 @@ class Namespace:
             # views, not .tobytes(): msgpack writes buffers as bin, and a 100k x 768 index
             # is 300+ MB that need not be copied once more
             index_state = {
-                key: memoryview(value) if isinstance(value, np.ndarray) else value
+                key: value.data if isinstance(value, np.ndarray) else value
                 for key, value in params.items()
             }
         return {
