@@ -48,9 +48,16 @@ class FrameError(Exception):
         self.torn = torn
 
 
+_packer = msgpack.Packer(use_bin_type=True)
+
+
 def pack(value: Any) -> bytes:
-    """msgpack with bytes and str kept apart (ids are bytes, ops are str)."""
-    return msgpack.packb(value, use_bin_type=True)
+    """msgpack with bytes and str kept apart (ids are bytes, ops are str).
+
+    One Packer is reused (it is not thread-safe: only the event loop thread, or a forked
+    child, packs).
+    """
+    return _packer.pack(value)
 
 
 def unpack(payload: bytes | memoryview) -> Any:

@@ -245,7 +245,11 @@ class Persistence:
     def _sink(self, record: Any) -> None:
         aof = self.aof
         if aof is not None:
-            aof.buf += frame(pack(record))
+            try:
+                aof.buf += frame(pack(record))
+            except Exception as exc:  # a store bug: an effect msgpack cannot encode
+                log.exception("Can't encode an effect for the AOF: %r", record[:2])
+                self._failed(f"an effect could not be encoded for the AOF ({exc})", fresh=True)
 
     def _before_reply(self) -> None:
         aof = self.aof
