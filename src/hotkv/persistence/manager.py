@@ -250,6 +250,8 @@ class Persistence:
             except Exception as exc:  # a store bug: an effect msgpack cannot encode
                 log.exception("Can't encode an effect for the AOF: %r", record[:2])
                 self._failed(f"an effect could not be encoded for the AOF ({exc})", fresh=True)
+                if self.core.config.values["appendfsync"] == "always":
+                    raise AofUnavailable("an effect could not be encoded") from None
 
     def _before_reply(self) -> None:
         aof = self.aof
