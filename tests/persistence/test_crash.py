@@ -177,6 +177,6 @@ def test_kill_9_loses_no_acknowledged_write(proc: HotkvProcess) -> None:
     assert total > ROUNDS * 20, "the writers hardly wrote anything"
     log = proc.log()
     # the rewrites that were killed left temp files that the next start removed
-    assert log.count("left by an interrupted rewrite") >= ROUNDS // 5
+    assert log.count("left by an interrupted rewrite") >= 2
     assert "Background AOF rewrite finished successfully" in log
     assert time.monotonic() - started < 60, "keep the crash test CI-friendly"
