@@ -91,12 +91,11 @@ def read_vector(args: Args, ns: Namespace) -> bytes:
     first = args.peek()
     if first is not None and first.upper() == b"FP32":
         args.next("FP32")
-        blob = args.peek()
-        if blob is None:
+        if not args:
             raise CommandError(
                 f"DIM expected a blob of {4 * dim} bytes ({dim} FP32 values) after FP32, got none"
             )
-        args.next("FP32")
+        blob = args.next("FP32")
         if len(blob) != 4 * dim:
             raise CommandError(
                 f"DIM expected a blob of {4 * dim} bytes ({dim} FP32 values), got {len(blob)} bytes"
