@@ -173,10 +173,9 @@ class Persistence:
                 continue
             path = layout.path(entry.name)
             if file_size(path) > 0:
-                what = "no manifest" if manifest is None else layout.manifest_path
-                raise LoadError(
-                    f"{path} holds data but {what} lists it: a manifest entry is missing; {hint}"
-                )
+                what = ("no manifest lists it" if manifest is None
+                        else f"{layout.manifest_path} does not list it")
+                raise LoadError(f"{path} holds data but {what}: a manifest entry is missing; {hint}")
             log.warning("Removing %s: an empty file no manifest lists", path)
             os.unlink(path)
         for entry in files + (manifest.entries() if manifest else []):
