@@ -150,7 +150,7 @@ def dump(r: redis.Redis) -> dict[str, Any]:
     rnd = random.Random(99)
     for ns in _scan_ids(r, "sem"):
         info = record(ex("AMEM.SEM.INFO", ns))
-        facts = []
+        facts: list[dict[Any, Any]] = []
         cursor = b"0"
         while True:
             cursor, batch = ex("AMEM.SEM.LIST", ns, "CURSOR", cursor, "COUNT", 1000)

@@ -117,8 +117,8 @@ def verify(r: redis.Redis, ledgers: list[Ledger]) -> None:
         for seq, content in led.turns.items():
             assert turns.get(seq) == content, f"writer {w}: lost turn {seq}"
         pad = record(r.execute_command("AMEM.WORK.GETALL", f"pad:{w}"))
-        for key, value in led.pad.items():
-            assert pad.get(key) == value, f"writer {w}: lost work key {key!r}"
+        for pkey, pvalue in led.pad.items():
+            assert pad.get(pkey) == pvalue, f"writer {w}: lost work key {pkey!r}"
         p = r.pipeline(transaction=False)
         for fid in led.facts:
             p.execute_command("AMEM.SEM.GET", f"kb:{w}", fid)
