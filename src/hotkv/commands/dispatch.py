@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from typing import Any
 
 from hotkv.commands import errors
@@ -34,6 +35,34 @@ class NoReply:
 
 
 NO_REPLY = NoReply()
+
+
+class Deferred:
+    """A reply that is not known yet, returned by a handler that must wait (WAIT).
+
+    The handler cannot await: it returns a Deferred and whoever holds it later calls
+    ``resolve(value)``. The connection sends nothing for it until then and runs none of
+    the client's later (pipelined) commands before it, so replies keep their order. A
+    Deferred resolved before the handler returns is answered at once. Resolving twice is
+    ignored (a timeout racing an acknowledgement).
+    """
+
+    __slots__ = ("callback", "done", "value")
+
+    def __init__(self) -> None:
+        self.done = False
+        self.value: Any = None
+        #: set by the connection that waits for the reply
+        self.callback: Callable[[Deferred], None] | None = None
+
+    def resolve(self, value: Any) -> None:
+        if self.done:
+            return
+        self.done = True
+        self.value = value
+        callback, self.callback = self.callback, None
+        if callback is not None:
+            callback(self)
 
 
 def resolve(ctx: Context, argv: list[bytes]) -> CommandSpec | str:

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections import deque
 from typing import TYPE_CHECKING, Any
 
 import hiredis
 
 from hotkv.commands.context import Context
-from hotkv.commands.dispatch import NO_REPLY, dispatch
+from hotkv.commands.dispatch import NO_REPLY, Deferred, dispatch
 from hotkv.server.resp import encode, encode_error
 
 if TYPE_CHECKING:
@@ -118,6 +119,10 @@ class ClientProtocol(asyncio.Protocol):
         self.paused_writing = False
         self.closed = False
         self.soft_since = 0
+        #: a reply not known yet (WAIT): until it resolves, reading pauses and the requests
+        #: already read wait in ``held`` (argv lists; bytes = a protocol error to answer last)
+        self.deferred: Deferred | None = None
+        self.held: deque[list[bytes] | bytes] = deque()
 
     # --- lifecycle ----------------------------------------------------------------
     def connection_made(self, base: asyncio.BaseTransport) -> None:
@@ -174,7 +179,7 @@ class ClientProtocol(asyncio.Protocol):
 
     def resume_writing(self) -> None:
         self.paused_writing = False
-        if self.transport is not None and not self.closed:
+        if self.transport is not None and not self.closed and self.deferred is None:
             self.transport.resume_reading()
 
     # --- input --------------------------------------------------------------------
@@ -183,15 +188,15 @@ class ClientProtocol(asyncio.Protocol):
         if ctx is None or self.closed:
             return
         self.core.stats.total_net_input_bytes += len(data)
+        if self.held and type(self.held[-1]) is bytes:
+            return  # a protocol error waits behind a deferred reply: the rest is never read
         out: list[bytes] = []
         try:
             self._process(ctx, data, out)
         except hiredis.ProtocolError as exc:
-            out.append(encode_error(f"ERR Protocol error: {_translate(str(exc))}"))
-            ctx.close_after_reply = True
+            self._protocol_error(ctx, out, f"ERR Protocol error: {_translate(str(exc))}")
         except ProtocolViolation as exc:
-            out.append(encode_error(f"ERR Protocol error: {exc}"))
-            ctx.close_after_reply = True
+            self._protocol_error(ctx, out, f"ERR Protocol error: {exc}")
         ctx.last_interaction_ms = ctx.now_ms
         self._send(out)
 
@@ -228,8 +233,16 @@ class ClientProtocol(asyncio.Protocol):
                     if type(arg) is not bytes:
                         raise ProtocolViolation(_element_error(arg))
                 got = argv
+                if self.deferred is not None:  # behind a deferred reply: run it afterwards
+                    self.held.append(argv)
+                    continue
                 reply = dispatch(ctx, argv)
                 if reply is not NO_REPLY:
+                    if type(reply) is Deferred:
+                        if not reply.done:
+                            self._park(reply)
+                            continue
+                        reply = reply.value
                     if ctx.proto != proto:
                         proto = ctx.proto
                     out.append(encode(reply, proto))
@@ -382,13 +395,66 @@ class ClientProtocol(asyncio.Protocol):
             argv = split_inline(line)
             if not argv:
                 continue
-            reply = dispatch(ctx, argv)
+            reply = self._run(ctx, argv)
             if reply is not NO_REPLY:
                 out.append(encode(reply, ctx.proto))
             if ctx.close_after_reply:
                 return b""
         self.fresh = True
         return b""
+
+    # --- deferred replies (WAIT) ---------------------------------------------------------
+    def _run(self, ctx: Context, argv: list[bytes]) -> Any:
+        """Dispatch one request, or hold it while an earlier reply is deferred."""
+        if self.deferred is not None:
+            self.held.append(argv)
+            return NO_REPLY
+        reply = dispatch(ctx, argv)
+        if type(reply) is Deferred:
+            if reply.done:
+                return reply.value
+            self._park(reply)
+            return NO_REPLY
+        return reply
+
+    def _park(self, deferred: Deferred) -> None:
+        """Wait for ``deferred``; stop reading so at most one read's requests are held."""
+        self.deferred = deferred
+        deferred.callback = self._deferred_resolved
+        if self.transport is not None and not self.closed:
+            self.transport.pause_reading()
+
+    def _deferred_resolved(self, deferred: Deferred) -> None:
+        """Send the late reply, then run the held requests (which may park again)."""
+        self.deferred = None
+        ctx = self.ctx
+        if ctx is None or self.closed:
+            return
+        out: list[bytes] = []
+        if deferred.value is not NO_REPLY:
+            out.append(encode(deferred.value, ctx.proto))
+        held = self.held
+        while held and self.deferred is None and not ctx.close_after_reply:
+            item = held.popleft()
+            if type(item) is bytes:  # the protocol error that came after the parked request
+                out.append(item)
+                ctx.close_after_reply = True
+                break
+            reply = self._run(ctx, item)  # type: ignore[arg-type]
+            if reply is not NO_REPLY:
+                out.append(encode(reply, ctx.proto))
+        ctx.last_interaction_ms = ctx.now_ms
+        self._send(out)
+        if self.deferred is None and not self.closed and not self.paused_writing and self.transport:
+            self.transport.resume_reading()
+
+    def _protocol_error(self, ctx: Context, out: list[bytes], message: str) -> None:
+        """Answer a malformed request and close, after any deferred reply still owed."""
+        if self.deferred is not None:
+            self.held.append(encode_error(message))
+            return
+        out.append(encode_error(message))
+        ctx.close_after_reply = True
 
     # --- out of band ----------------------------------------------------------------
     def _write_out_of_band(self, payload: bytes) -> None:
