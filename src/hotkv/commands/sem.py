@@ -11,10 +11,18 @@ values, got 4`` rather than a syntax error about the fourth number.
 
 LIST's cursor is ``0`` to start and at the end; in between it is the hex spelling of the
 last id returned, so a walk resumes after that id however the namespace changed.
+
+SEARCH ranks by BM25 over each fact's text and description (``hotkv.stores.text``) and,
+with a VECTOR, fuses that ranking with the HNSW one (docs/hybrid-search.md). RECALL EXACT
+scans every matching fact with numpy instead of searching the graph, so the two can be
+compared on one's own data; INFO's ``recall_*`` fields come from a periodic self-check of
+each namespace (:class:`RecallSelfCheck`), run on the event loop in short slices between
+commands.
 """
 
 from __future__ import annotations
 
+import asyncio
 import re
 from typing import Any
 
@@ -27,17 +35,22 @@ from hotkv.commands.errors import CommandError
 from hotkv.commands.registry import command
 from hotkv.server.resp import OK
 from hotkv.stores.sem import (
+    DEFAULT_ALPHA,
     DEFAULT_EF,
     DEFAULT_EF_CONSTRUCTION,
     DEFAULT_EVICT,
+    DEFAULT_FUSION,
     DEFAULT_KIND,
     DEFAULT_M,
     DEFAULT_METRIC,
     EVICT_POLICIES,
+    FUSIONS,
     MAX_DIM,
     METRICS,
     Fact,
     Namespace,
+    RecallCheck,
+    SearchHit,
     SemanticStore,
 )
 
@@ -50,6 +63,7 @@ DEFAULT_LIST_COUNT = 100
 
 _METRIC_TOKENS = tuple(m.encode() for m in METRICS)
 _EVICT_TOKENS = tuple(p.encode() for p in EVICT_POLICIES)
+_FUSION_TOKENS = tuple(f.encode() for f in FUSIONS)
 _KIND_RE = re.compile(rb"[a-z0-9_-]{1,32}")
 _HEX_RE = re.compile(rb"(?:[0-9a-f]{2})+")
 _NAN = frozenset((b"nan", b"+nan", b"-nan"))
@@ -57,7 +71,15 @@ _VECTOR_DTYPE = np.dtype("<f4")
 
 _CREATE_OPTIONS = "METRIC, M, EF_CONSTRUCTION, EF, CAPACITY, EVICT or UPDATE"
 _STORE_OPTIONS = "NX, XX, TTL, PX, KIND, CONFIDENCE, SOURCE, DESCRIPTION or META"
-_RECALL_OPTIONS = "MINSIM, KIND, MINCONF, PREFIX, EF or WITHVECTORS"
+_RECALL_OPTIONS = "MINSIM, KIND, MINCONF, PREFIX, EF, EXACT or WITHVECTORS"
+_SEARCH_OPTIONS = "TEXT, VECTOR, FUSION, ALPHA, MINSCORE, KIND, MINCONF or PREFIX"
+
+#: the recall self-check: how often it runs a slice, how much a slice scans (vector
+#: values, facts x dim: a few ms of numpy), and how long a checked namespace waits
+#: before it is checked again (only if it changed meanwhile)
+SELF_CHECK_PERIOD_S = 0.1
+SELF_CHECK_BUDGET = 400_000
+SELF_CHECK_INTERVAL_MS = 30_000
 _LIST_OPTIONS = "PREFIX, KIND, CURSOR or COUNT"
 
 
@@ -71,6 +93,86 @@ def _namespace(ctx: Context, name: bytes) -> Namespace:
     if ns is None:
         raise CommandError(errors.sem_not_found(name))
     return ns
+
+
+# --- the recall self-check -------------------------------------------------------------
+
+
+class RecallSelfCheck:
+    """Measures each namespace's HNSW recall in the background (INFO's ``recall_*``).
+
+    Every SELF_CHECK_PERIOD_S it scans one slice of SELF_CHECK_BUDGET vector values of the
+    namespace under check (:class:`hotkv.stores.sem.RecallCheck`), on the event loop
+    between commands, as the active expiry does; hnswlib and numpy do the work. A
+    namespace is due when it changed since its last check and that check is at least
+    SELF_CHECK_INTERVAL_MS old (a namespace never checked is due at once). The result is
+    per process and not persisted: a restarted server or a replica measures its own.
+    """
+
+    def __init__(self, core: Any) -> None:
+        self.core = core
+        self.current: RecallCheck | None = None
+        self.current_name = b""
+        self._handle: asyncio.TimerHandle | None = None
+
+    def start(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._handle = loop.call_later(SELF_CHECK_PERIOD_S, self._run, loop)
+
+    def stop(self) -> None:
+        if self._handle is not None:
+            self._handle.cancel()
+            self._handle = None
+
+    def _run(self, loop: asyncio.AbstractEventLoop) -> None:
+        try:
+            self.tick()
+        finally:
+            if self._handle is not None and not loop.is_closed():
+                self._handle = loop.call_later(SELF_CHECK_PERIOD_S, self._run, loop)
+
+    def tick(self, budget: int = SELF_CHECK_BUDGET) -> None:
+        """One bounded slice of work."""
+        core = self.core
+        if getattr(core, "loading", False):
+            return
+        store: SemanticStore = core.db.sem
+        now = core.clock.now_ms()
+        check = self.current
+        if check is not None and store.get(self.current_name) is not check.ns:
+            check = self.current = None  # dropped, flushed or replaced meanwhile
+        if check is None:
+            for name, ns in store.namespaces.items():
+                if self.due(ns, now):
+                    check = self.current = RecallCheck(ns)
+                    self.current_name = name
+                    break
+            else:
+                return
+        if check.step(budget):
+            self.current = None
+            if not check.ns.record_recall_check(check, now):
+                # nothing to measure (emptied): remember the version so it is not retried
+                check.ns.recall_version = check.version
+
+    @staticmethod
+    def due(ns: Namespace, now_ms: int) -> bool:
+        if len(ns.facts) < 2 or ns.version == ns.recall_version:
+            return False
+        return not ns.recall_checked or now_ms - ns.recall_checked >= SELF_CHECK_INTERVAL_MS
+
+
+def _ensure_self_check(ctx: Context) -> None:
+    """Start the recall self-check on this server's event loop on first use."""
+    extras = ctx.core.extras
+    if "sem_self_check" in extras:
+        return
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:  # driven without an event loop (in-process tests): nothing to run on
+        return
+    checker = RecallSelfCheck(ctx.core)
+    extras["sem_self_check"] = checker
+    checker.start(loop)
 
 
 # --- argument readers --------------------------------------------------------------
@@ -263,6 +365,7 @@ def sem_create(ctx: Context, argv: list[bytes]) -> Any:
 )
 def sem_store(ctx: Context, argv: list[bytes]) -> Any:
     """ns id text (FP32 blob | v1 ... vdim) [NX|XX] [TTL s|PX ms] [KIND kind] [CONFIDENCE c] [SOURCE s] [DESCRIPTION d] [META json-object]"""
+    _ensure_self_check(ctx)
     args = Args(argv, 1)
     name = args.ident("ns")
     ns = _namespace(ctx, name)
@@ -324,11 +427,12 @@ def sem_store(ctx: Context, argv: list[bytes]) -> Any:
     group="sem",
     summary="Returns up to k facts nearest to a vector, best first, filtered inside the search.",
     syntax="ns k (FP32 blob | v1 ... vdim) [MINSIM x] [KIND kind] [MINCONF c] [PREFIX p] "
-    "[EF n] [WITHVECTORS]",
-    complexity="O(log N) for the HNSW search",
+    "[EF n] [EXACT] [WITHVECTORS]",
+    complexity="O(log N) for the HNSW search, O(N) with EXACT",
 )
 def sem_recall(ctx: Context, argv: list[bytes]) -> list[Any]:
-    """ns k (FP32 blob | v1 ... vdim) [MINSIM x] [KIND kind] [MINCONF c] [PREFIX p] [EF n] [WITHVECTORS]"""
+    """ns k (FP32 blob | v1 ... vdim) [MINSIM x] [KIND kind] [MINCONF c] [PREFIX p] [EF n] [EXACT] [WITHVECTORS]"""
+    _ensure_self_check(ctx)
     args = Args(argv, 1)
     ns = _namespace(ctx, args.ident("ns"))
     k = args.int("k", 1, MAX_K)
@@ -338,6 +442,7 @@ def sem_recall(ctx: Context, argv: list[bytes]) -> list[Any]:
     minconf: float | None = None
     prefix: bytes | None = None
     ef: int | None = None
+    exact = False
     withvectors = False
     while args:
         raw = args.next("option")
@@ -352,13 +457,79 @@ def sem_recall(ctx: Context, argv: list[bytes]) -> list[Any]:
             prefix = args.text("PREFIX")
         elif opt == b"EF":
             ef = args.int("EF", 1, MAX_EF)
+        elif opt == b"EXACT":
+            exact = True
         elif opt == b"WITHVECTORS":
             withvectors = True
         else:
             raise CommandError(errors.bad_argument("option", _RECALL_OPTIONS, raw))
     hits = ns.recall(vector, k, ctx.now_ms, minsim=minsim, kind=kind, minconf=minconf,
-                     prefix=prefix, ef=ef)
+                     prefix=prefix, ef=ef, exact=exact)
     return [_fact_record(ns, fact, similarity, withvectors) for fact, similarity in hits]
+
+
+@command(
+    "amem.sem.search",
+    arity=-5,
+    flags="readonly",
+    keys=(1, 1, 1),
+    group="sem",
+    summary="Returns up to k facts by BM25 text search, or hybrid: BM25 fused with a vector "
+    "search (RRF or LINEAR), best first.",
+    syntax="ns k TEXT query [VECTOR (FP32 blob | v1 ... vdim)] [FUSION RRF|LINEAR] [ALPHA a] "
+    "[MINSCORE x] [KIND kind] [MINCONF c] [PREFIX p]",
+    complexity="O(P) with P the postings of the query's terms, plus O(log N) for the HNSW "
+    "search with VECTOR",
+)
+def sem_search(ctx: Context, argv: list[bytes]) -> list[Any]:
+    """ns k TEXT query [VECTOR (FP32 blob | v1 ... vdim)] [FUSION RRF|LINEAR] [ALPHA a] [MINSCORE x] [KIND kind] [MINCONF c] [PREFIX p]"""
+    _ensure_self_check(ctx)
+    args = Args(argv, 1)
+    ns = _namespace(ctx, args.ident("ns"))
+    k = args.int("k", 1, MAX_K)
+    text: bytes | None = None
+    vector: bytes | None = None
+    fusion: str | None = None
+    alpha: float | None = None
+    minscore: float | None = None
+    kind: bytes | None = None
+    minconf: float | None = None
+    prefix: bytes | None = None
+    while args:
+        raw = args.next("option")
+        opt = raw.upper()
+        if opt == b"TEXT":
+            text = args.next("TEXT")
+        elif opt == b"VECTOR":
+            vector = read_vector(args, ns)
+        elif opt == b"FUSION":
+            fusion = args.choice("FUSION", _FUSION_TOKENS).decode()
+        elif opt == b"ALPHA":
+            alpha = args.float("ALPHA", 0.0, 1.0)
+        elif opt == b"MINSCORE":
+            minscore = args.float("MINSCORE")
+        elif opt == b"KIND":
+            kind = _kind(args)
+        elif opt == b"MINCONF":
+            minconf = args.float("MINCONF", 0.0, 1.0)
+        elif opt == b"PREFIX":
+            prefix = args.text("PREFIX")
+        else:
+            raise CommandError(errors.bad_argument("option", _SEARCH_OPTIONS, raw))
+    if text is None:
+        raise CommandError("ERR syntax error: AMEM.SEM.SEARCH needs TEXT query")
+    if vector is None and (fusion is not None or alpha is not None):
+        raise CommandError("ERR syntax error: FUSION and ALPHA need VECTOR (nothing to fuse)")
+    if alpha is not None and fusion != "LINEAR":
+        raise CommandError("ERR syntax error: ALPHA applies to FUSION LINEAR only")
+    hits = ns.search(text, k, ctx.now_ms, vector=vector, fusion=fusion or DEFAULT_FUSION,
+                     alpha=DEFAULT_ALPHA if alpha is None else alpha, minscore=minscore,
+                     kind=kind, minconf=minconf, prefix=prefix)
+    return [_search_record(hit) for hit in hits]
+
+
+def _search_record(hit: SearchHit) -> Any:
+    return hit.fact.record(hit.similarity, score=hit.score, text_score=hit.text_score)
 
 
 @command(
@@ -460,15 +631,17 @@ def sem_list(ctx: Context, argv: list[bytes]) -> list[Any]:
     flags="readonly fast",
     keys=(1, 1, 1),
     group="sem",
-    summary="Returns a namespace's dim, metric, count, capacity, evict, m, ef_construction and ef.",
+    summary="Returns a namespace's dim, metric, count, capacity, evict, m, ef_construction, "
+    "ef and its last recall self-check.",
     syntax="ns",
 )
 def sem_info(ctx: Context, argv: list[bytes]) -> dict[str, Any] | None:
     """ns"""
+    _ensure_self_check(ctx)
     ns = _store(ctx).get(Args(argv, 1).ident("ns"))
     if ns is None:
         return None
-    return {
+    info: dict[str, Any] = {
         "dim": ns.dim,
         "metric": ns.metric,
         "count": ns.live_count(ctx.now_ms),
@@ -478,6 +651,11 @@ def sem_info(ctx: Context, argv: list[bytes]) -> dict[str, Any] | None:
         "ef_construction": ns.ef_construction,
         "ef": ns.ef,
     }
+    if ns.recall_estimate is not None:  # left out until a self-check has run
+        info["recall_estimate"] = ns.recall_estimate
+        info["recall_sample"] = ns.recall_sample
+        info["recall_checked"] = ns.recall_checked
+    return info
 
 
 @command(

@@ -40,13 +40,15 @@ from __future__ import annotations
 import bisect
 import heapq
 import math
+import random
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any
+from typing import Any, NamedTuple
 
 import hnswlib
 import numpy as np
 
 from hotkv.stores.base import Effect, EffectError, Store
+from hotkv.stores.text import TextIndex, doc_terms
 
 METRICS: tuple[str, ...] = ("COSINE", "IP", "L2")
 EVICT_POLICIES: tuple[str, ...] = ("LOWCONF", "OLDEST", "NONE")
@@ -67,6 +69,21 @@ BREADTH_PER_HIT = 32
 AUTO_BREADTH_MAX = 1024
 #: facts looked at to judge how selective a MINCONF-style filter is
 _SAMPLE = 256
+#: vectors read back from hnswlib at once by an exact search (bounds its memory)
+EXACT_CHUNK = 8192
+
+#: AMEM.SEM.SEARCH: the fusions, RRF's rank constant and LINEAR's default vector weight
+FUSIONS: tuple[str, ...] = ("RRF", "LINEAR")
+DEFAULT_FUSION = "RRF"
+RRF_K = 60
+DEFAULT_ALPHA = 0.7
+#: hits taken from each side of a hybrid search before fusing: max(HYBRID_DEPTH, 2k)
+HYBRID_DEPTH = 20
+HYBRID_DEPTH_MAX = 2000
+
+#: the recall self-check: hits compared per query, and queries per check
+RECALL_K = 10
+RECALL_SAMPLE = 32
 
 _VECTOR_DTYPE = np.dtype("<f4")
 _ONE = 1.0  # the default confidence, shared by every fact that has it
@@ -127,9 +144,22 @@ class Fact:
         expires = self.expires
         return expires is None or expires > now_ms
 
-    def record(self, similarity: float | None = None) -> dict[str, Any]:
-        """The reply record in contract order; absent optional fields are left out."""
+    def record(
+        self,
+        similarity: float | None = None,
+        *,
+        score: float | None = None,
+        text_score: float | None = None,
+    ) -> dict[str, Any]:
+        """The reply record in contract order; absent optional fields are left out.
+
+        A SEARCH hit has ``score`` (fused) and ``text_score`` (BM25) after ``text`` and
+        before ``similarity``."""
         rec: dict[str, Any] = {"id": self.id, "text": self.text}
+        if score is not None:
+            rec["score"] = score
+        if text_score is not None:
+            rec["text_score"] = text_score
         if similarity is not None:
             rec["similarity"] = similarity
         rec["kind"] = self.kind
@@ -163,6 +193,22 @@ class Fact:
         ]
 
 
+def fact_terms(fact: Fact) -> list[str]:
+    """The BM25 terms of a fact: its text and description."""
+    if fact.description is None:
+        return doc_terms(fact.text)
+    return doc_terms(fact.text + b"\n" + fact.description)
+
+
+class SearchHit(NamedTuple):
+    """One AMEM.SEM.SEARCH hit: the fact, the fused score, BM25, similarity (hybrid only)."""
+
+    fact: Fact
+    score: float
+    text_score: float
+    similarity: float | None
+
+
 def search_breadth(ef: int, k: int) -> int:
     """hnswlib's ``ef`` for a search of ``k`` hits with EF ``ef`` (see the module notes)."""
     return max(ef, k, min(BREADTH_PER_HIT * k, AUTO_BREADTH_MAX))
@@ -174,6 +220,15 @@ def prefix_end(prefix: bytes) -> bytes | None:
     if not stripped:
         return None
     return stripped[:-1] + bytes([stripped[-1] + 1])
+
+
+def _min_max(values: dict[bytes, float]) -> dict[bytes, float]:
+    """Scores scaled to 0..1 over the candidates (all equal: 1, or 0 when all are <= 0)."""
+    lo = min(values.values())
+    hi = max(values.values())
+    if hi > lo:
+        return {key: (value - lo) / (hi - lo) for key, value in values.items()}
+    return dict.fromkeys(values, 1.0 if hi > 0 else 0.0)
 
 
 class Namespace:
@@ -215,6 +270,15 @@ class Namespace:
         self._lowconf: list[tuple[float, int, bytes]] | None = None
         self._ticks: dict[bytes, int] = {}
         self._tick = 0
+        #: BM25 over each fact's text and description, documents keyed by label
+        self.text_index = TextIndex()
+        #: bumped by every change of the facts (tells the recall self-check what is new)
+        self.version = 0
+        # the last recall self-check (derived, per process: not in snapshots)
+        self.recall_estimate: float | None = None
+        self.recall_sample = 0
+        self.recall_checked = 0
+        self.recall_version = -1
 
     # --- settings -----------------------------------------------------------------
     def settings(self) -> list[Any]:
@@ -335,15 +399,37 @@ class Namespace:
         minconf: float | None = None,
         prefix: bytes | None = None,
         ef: int | None = None,
+        exact: bool = False,
     ) -> list[tuple[Fact, float]]:
-        """Up to ``k`` live facts passing the filters, most similar first, with similarity."""
+        """Up to ``k`` live facts passing the filters, most similar first, with similarity.
+
+        ``exact``: a brute-force (numpy) scan of every matching fact instead of HNSW."""
         self.purge_expired(now_ms)  # the search then never meets an expired fact
-        index = self._index
-        if index is None or not self.facts:
+        if self._index is None or not self.facts:
             return []
         query = self._as_indexed(vector)
+        if exact:
+            check = self._filter(kind, minconf, prefix)
+            facts: Iterable[Fact] = self.facts.values()
+            hits = self._exact(query, list(facts if check is None else filter(check, facts)), k)
+        else:
+            breadth = search_breadth(self.ef if ef is None else ef, k)
+            hits = self._nearest(query, k, breadth, kind, minconf, prefix)
+        if minsim is not None:
+            hits = [hit for hit in hits if hit[1] >= minsim]
+        return hits
+
+    def _nearest(
+        self,
+        query: np.ndarray,
+        k: int,
+        breadth: int,
+        kind: bytes | None,
+        minconf: float | None,
+        prefix: bytes | None,
+    ) -> list[tuple[Fact, float]]:
+        """The HNSW side of RECALL and SEARCH: up to ``k`` matching facts, nearest first."""
         check = self._filter(kind, minconf, prefix)
-        breadth = search_breadth(self.ef if ef is None else ef, k)
         hits: list[tuple[Fact, float]] | None = None
         if check is not None:
             pool_size, pool = self._pool(prefix)
@@ -360,8 +446,6 @@ class Namespace:
                     hits = self._exact(query, matches, k)
         if hits is None:
             hits = self._search(query, k, breadth, check)
-        if minsim is not None:
-            hits = [hit for hit in hits if hit[1] >= minsim]
         return hits
 
     def _filter(
@@ -462,21 +546,169 @@ class Namespace:
             return 1.0 / (1.0 + math.sqrt(max(dist, 0.0)))
         return 1.0 - dist  # cosine and ip distances are 1 - dot
 
+    def vectors(self, labels: list[int]) -> np.ndarray:
+        """The indexed vectors of ``labels`` as a (len, dim) float32 array."""
+        assert self._index is not None
+        if not labels:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return np.asarray(self._index.get_items(labels), dtype=np.float32).reshape(
+            len(labels), self.dim)
+
+    def similarities(self, vectors: np.ndarray, queries: np.ndarray) -> np.ndarray:
+        """Similarity of each row of ``vectors`` to a query (1-d) or to each query (2-d:
+        one column per query), as RECALL reports it."""
+        if self.metric != "L2":
+            return vectors @ queries.T
+        if queries.ndim == 1:
+            diff = vectors - queries
+            return 1.0 / (1.0 + np.sqrt(np.einsum("ij,ij->i", diff, diff)))
+        # |v - q|^2 = |v|^2 - 2 v.q + |q|^2, clipped at 0 against rounding
+        squared = (np.einsum("ij,ij->i", vectors, vectors)[:, None] - 2.0 * (vectors @ queries.T)
+                   + np.einsum("ij,ij->i", queries, queries)[None, :])
+        return 1.0 / (1.0 + np.sqrt(np.maximum(squared, 0.0)))
+
     def _exact(self, query: np.ndarray, facts: list[Fact], k: int) -> list[tuple[Fact, float]]:
-        """Exact top ``k`` of ``facts`` by similarity to ``query``."""
+        """Exact top ``k`` of ``facts`` by similarity to ``query`` (ties: earlier first),
+        reading at most EXACT_CHUNK vectors back at a time."""
         if not facts:
             return []
-        assert self._index is not None
-        vectors = np.asarray(
-            self._index.get_items([f.label for f in facts]), dtype=np.float32
-        ).reshape(len(facts), self.dim)
-        if self.metric == "L2":
-            diff = vectors - query
-            sims = 1.0 / (1.0 + np.sqrt(np.einsum("ij,ij->i", diff, diff)))
+        if len(facts) <= EXACT_CHUNK:
+            sims = self.similarities(self.vectors([f.label for f in facts]), query)
+            order = np.argsort(-sims, kind="stable")[:k]
+            return [(facts[i], float(sims[i])) for i in order.tolist()]
+        best_sims = np.zeros(0, dtype=np.float32)
+        best_pos = np.zeros(0, dtype=np.intp)
+        for start in range(0, len(facts), EXACT_CHUNK):
+            chunk = facts[start:start + EXACT_CHUNK]
+            sims = np.concatenate(
+                [best_sims, self.similarities(self.vectors([f.label for f in chunk]), query)])
+            pos = np.concatenate([best_pos, np.arange(start, start + len(chunk))])
+            if len(sims) > k:
+                keep = np.argpartition(-sims, k - 1)[:k]
+                sims, pos = sims[keep], pos[keep]
+            best_sims, best_pos = sims, pos
+        order = np.lexsort((best_pos, -best_sims))
+        return [(facts[int(best_pos[i])], float(best_sims[i])) for i in order.tolist()]
+
+    # --- text search and hybrid search --------------------------------------------------
+    def search(
+        self,
+        text: bytes,
+        k: int,
+        now_ms: int,
+        *,
+        vector: bytes | None = None,
+        fusion: str = DEFAULT_FUSION,
+        alpha: float = DEFAULT_ALPHA,
+        minscore: float | None = None,
+        kind: bytes | None = None,
+        minconf: float | None = None,
+        prefix: bytes | None = None,
+    ) -> list[SearchHit]:
+        """Up to ``k`` live facts passing the filters, best first. Without ``vector`` by
+        BM25 alone (only facts sharing a term with ``text``); with it, the BM25 and the
+        HNSW rankings (each ``max(HYBRID_DEPTH, 2k)`` deep, filtered inside) fused by RRF
+        (sum of ``1 / (RRF_K + rank)``) or LINEAR (``alpha * vector + (1 - alpha) * text``,
+        each min-max normalised over the candidates). Ties: higher BM25, then higher
+        similarity, then id."""
+        if fusion not in FUSIONS:
+            raise EffectError(f"unknown fusion {fusion!r}")
+        self.purge_expired(now_ms)
+        if not self.facts:
+            return []
+        check = self._filter(kind, minconf, prefix)
+        terms = self.text_index.query(text)
+        if vector is None:
+            hits = [SearchHit(fact, score, score, None)
+                    for fact, score in self._text_ranked(terms, k, check)]
         else:
-            sims = vectors @ query
-        order = np.argsort(-sims, kind="stable")[:k]
-        return [(facts[i], float(sims[i])) for i in order.tolist()]
+            query = self._as_indexed(vector)
+            depth = min(HYBRID_DEPTH_MAX, max(HYBRID_DEPTH, 2 * k))
+            by_text = self._text_ranked(terms, depth, check)
+            breadth = max(search_breadth(self.ef, k), depth)
+            by_vector = self._nearest(query, depth, breadth, kind, minconf, prefix)
+            hits = self._fuse(terms, query, by_text, by_vector, fusion, alpha)
+        if minscore is not None:
+            hits = [hit for hit in hits if hit.score >= minscore]
+        return hits[:k]
+
+    def _text_ranked(
+        self, terms: list[str], want: int, check: Callable[[Fact], bool] | None
+    ) -> list[tuple[Fact, float]]:
+        """Up to ``want`` facts passing ``check`` by BM25, best first (ties: id order)."""
+        docs, scores = self.text_index.scores(terms)
+        if not len(docs):
+            return []
+        by_label = self._by_label
+        # Rank a generous top slice first; everything only when the filter rejects most of it.
+        # All candidates tied with the slice's lowest score are in the slice, so the tie
+        # order below is exact.
+        slice_size = 4 * want
+        if len(docs) > slice_size:
+            threshold = scores[np.argpartition(-scores, slice_size - 1)[slice_size - 1]]
+            first = np.flatnonzero(scores >= threshold)
+        else:
+            first = np.arange(len(docs))
+        out: list[tuple[Fact, float]] = []
+        for candidates in (first, None):
+            if candidates is None:
+                if len(out) >= want or len(first) == len(docs):
+                    break
+                rest = np.ones(len(docs), dtype=bool)
+                rest[first] = False
+                candidates = np.flatnonzero(rest)
+            order = candidates[np.argsort(-scores[candidates], kind="stable")]
+            for i in order.tolist():
+                score = float(scores[i])
+                if len(out) >= want and score < out[-1][1]:
+                    break
+                fact = by_label[int(docs[i])]
+                if fact is None or (check is not None and not check(fact)):
+                    continue
+                out.append((fact, score))
+        out.sort(key=lambda hit: (-hit[1], hit[0].id))
+        return out[:want]
+
+    def _fuse(
+        self,
+        terms: list[str],
+        query: np.ndarray,
+        by_text: list[tuple[Fact, float]],
+        by_vector: list[tuple[Fact, float]],
+        fusion: str,
+        alpha: float,
+    ) -> list[SearchHit]:
+        facts: dict[bytes, Fact] = {}
+        text_scores: dict[bytes, float] = {}
+        sims: dict[bytes, float] = {}
+        for fact, score in by_text:
+            facts[fact.id] = fact
+            text_scores[fact.id] = score
+        for fact, sim in by_vector:
+            facts[fact.id] = fact
+            sims[fact.id] = sim
+        # every hit reports both scores: fill in what the other side did not rank
+        for ident, fact in facts.items():
+            if ident not in text_scores:
+                text_scores[ident] = self.text_index.score(terms, fact_terms(fact))
+        unranked = [fact for ident, fact in facts.items() if ident not in sims]
+        if unranked:
+            values = self.similarities(self.vectors([f.label for f in unranked]), query)
+            for fact, sim in zip(unranked, values.tolist(), strict=True):
+                sims[fact.id] = float(sim)
+        fused: dict[bytes, float]
+        if fusion == "RRF":
+            fused = dict.fromkeys(facts, 0.0)
+            for ranking in (by_text, by_vector):
+                for rank, (fact, _) in enumerate(ranking, start=1):
+                    fused[fact.id] += 1.0 / (RRF_K + rank)
+        else:
+            text_norm = _min_max(text_scores)
+            vector_norm = _min_max(sims)
+            fused = {ident: alpha * vector_norm[ident] + (1.0 - alpha) * text_norm[ident]
+                     for ident in facts}
+        order = sorted(facts, key=lambda i: (-fused[i], -text_scores[i], -sims[i], i))
+        return [SearchHit(facts[i], fused[i], text_scores[i], sims[i]) for i in order]
 
     # --- eviction -----------------------------------------------------------------
     def evictions_for(self, ident: bytes, now_ms: int) -> list[bytes] | None:
@@ -543,6 +775,7 @@ class Namespace:
         if old is not None:
             label = old.label
             self._unindex_kind(old)
+            self.text_index.remove(label, fact_terms(old))
         else:
             label = self._new_label()
             if self._sorted is not None:
@@ -555,6 +788,8 @@ class Namespace:
         self.facts[ident] = fact
         self._by_label[label] = fact
         self._kind_counts[fact.kind] += 1
+        self.text_index.add(label, fact_terms(fact))
+        self.version += 1
         if expires is not None:
             heapq.heappush(self._expiry, (expires, ident))
             if len(self._expiry) > 2 * len(self.facts) + 64:
@@ -601,6 +836,7 @@ class Namespace:
         label = fact.label
         self._unindex_kind(fact)
         self._by_label[label] = None
+        self.version += 1
         if self._sorted is not None:
             i = bisect.bisect_left(self._sorted, ident)
             del self._sorted[i]
@@ -611,6 +847,7 @@ class Namespace:
             assert self._index is not None
             self._index.mark_deleted(label)
             self._free.append(label)
+            self.text_index.remove(label, fact_terms(fact))
         return True
 
     def _unindex_kind(self, fact: Fact) -> None:
@@ -630,6 +867,7 @@ class Namespace:
         self._kind_names = {}
         self._sorted = None
         self._expiry = []
+        self.text_index = TextIndex()
         if self._lowconf is not None:
             self._drop_lowconf()
 
@@ -694,7 +932,21 @@ class Namespace:
             ns._by_label[fact.label] = fact
             ns._kind_counts[fact.kind] += 1
         ns._rebuild_expiry()
+        # the text index is derived data: rebuilt from the facts, not kept in snapshots
+        ns.text_index = TextIndex.build(
+            (fact.label, fact_terms(fact)) for fact in ns.facts.values())
         return ns
+
+    def record_recall_check(self, check: RecallCheck, now_ms: int) -> bool:
+        """Keep the result of a finished self-check (INFO's recall fields); False when the
+        check was abandoned."""
+        result = check.result()
+        if result is None:
+            return False
+        self.recall_estimate, self.recall_sample = result
+        self.recall_checked = now_ms
+        self.recall_version = check.version
+        return True
 
     def index_count(self) -> int:
         """Elements hnswlib holds, deleted ones included (for tests and INFO amem)."""
@@ -702,6 +954,128 @@ class Namespace:
 
     def index_capacity(self) -> int:
         return 0 if self._index is None else self._index.get_max_elements()
+
+
+class RecallCheck:
+    """One self-check of a namespace's HNSW recall: ``sample`` of its own vectors are the
+    queries, and the HNSW top ``k`` of each (itself left out) is compared with the exact
+    top ``k``. The exact side is a scan of the whole index done a slice at a time by
+    :meth:`step`, so a caller can spread it over many short ticks between commands.
+
+    Writes may land between slices. A fact changed or removed after its slice was read is
+    dropped from the exact candidates (a few spare candidates per query cover for it) and
+    the HNSW hits are always scored exactly and added to them, so a hit never counts as a
+    miss; only a fact written during the scan *and* missed by HNSW goes unnoticed. The
+    result is an estimate of recall@k, as RECALL with the namespace's EF searches.
+    """
+
+    def __init__(
+        self,
+        ns: Namespace,
+        sample: int = RECALL_SAMPLE,
+        k: int = RECALL_K,
+        rng: random.Random | None = None,
+    ) -> None:
+        self.ns = ns
+        self.index = ns._index
+        self.version = ns.version
+        live = [fact for fact in ns._by_label if fact is not None]
+        self.k = min(k, len(live) - 1)
+        picks = (rng or random.Random()).sample(live, min(sample, len(live))) if self.k > 0 else []
+        self.query_labels = np.array([f.label for f in picks], dtype=np.int64)
+        self.queries = ns.vectors([f.label for f in picks])
+        self.cursor = 0
+        self.keep = 2 * self.k  # candidates kept per query (spares for facts changed later)
+        count = len(picks)
+        self.best_sims = np.zeros((count, 0), dtype=np.float32)
+        self.best_labels = np.zeros((count, 0), dtype=np.int64)
+        self.best_facts = np.empty((count, 0), dtype=object)
+        self.abandoned = self.index is None or not count
+
+    def step(self, budget: int) -> bool:
+        """Scan about ``budget`` vector values (facts x dim) more; True when the scan is
+        over (then :meth:`result`) or abandoned (the namespace was emptied meanwhile)."""
+        ns = self.ns
+        if self.abandoned or ns._index is not self.index:
+            self.abandoned = True
+            return True
+        by_label = ns._by_label
+        end = min(len(by_label), self.cursor + max(1, budget // ns.dim))
+        facts = [f for f in by_label[self.cursor:end] if f is not None]
+        self.cursor = end
+        if facts:
+            labels = np.array([f.label for f in facts], dtype=np.int64)
+            sims = ns.similarities(ns.vectors(labels.tolist()), self.queries).T.astype(np.float32)
+            sims[self.query_labels[:, None] == labels[None, :]] = -np.inf  # not itself
+            rows = len(self.queries)
+            all_sims = np.concatenate([self.best_sims, sims], axis=1)
+            all_labels = np.concatenate(
+                [self.best_labels, np.broadcast_to(labels, (rows, len(facts)))], axis=1)
+            fact_row = np.empty(len(facts), dtype=object)
+            fact_row[:] = facts
+            all_facts = np.concatenate(
+                [self.best_facts, np.broadcast_to(fact_row, (rows, len(facts)))], axis=1)
+            if all_sims.shape[1] > self.keep:
+                top = np.argpartition(-all_sims, self.keep - 1, axis=1)[:, :self.keep]
+                all_sims = np.take_along_axis(all_sims, top, axis=1)
+                all_labels = np.take_along_axis(all_labels, top, axis=1)
+                all_facts = np.take_along_axis(all_facts, top, axis=1)
+            self.best_sims, self.best_labels, self.best_facts = all_sims, all_labels, all_facts
+        return self.cursor >= len(by_label)
+
+    def result(self) -> tuple[float, int] | None:
+        """``(mean recall@k, queries)`` once the scan is over; None if abandoned."""
+        ns = self.ns
+        if self.abandoned or ns._index is not self.index or not ns.facts:
+            return None
+        k = min(self.k, len(ns.facts) - 1)
+        if k <= 0:
+            return None
+        by_label = ns._by_label
+        found = self._hnsw(k + 1)
+        total = 0.0
+        for row, query in enumerate(self.queries):
+            own = int(self.query_labels[row])
+            hnsw = [label for label in found[row] if label != own and label >= 0][:k]
+            hnsw_sims = ns.similarities(ns.vectors(hnsw), query) if hnsw else np.zeros(0)
+            exact = {
+                int(label): float(sim)
+                for label, sim, fact in zip(self.best_labels[row], self.best_sims[row],
+                                            self.best_facts[row], strict=True)
+                if np.isfinite(sim) and by_label[int(label)] is fact
+            }
+            exact.update(zip(hnsw, hnsw_sims.tolist(), strict=True))
+            ranked = sorted(exact.values(), reverse=True)
+            if not ranked:
+                continue
+            kth = ranked[min(k, len(ranked)) - 1]
+            total += sum(1 for sim in hnsw_sims.tolist() if sim >= kth - 1e-6) / k
+        return total / len(self.queries), len(self.queries)
+
+    def _hnsw(self, k: int) -> list[list[int]]:
+        """The labels RECALL's HNSW search (no filter) finds for each query, best first."""
+        index = self.index
+        assert index is not None
+        index.set_ef(search_breadth(self.ns.ef, k))
+        try:
+            try:
+                labels, _ = index.knn_query(self.queries, k=k)
+                return [[int(x) for x in row] for row in labels.tolist()]
+            except RuntimeError:  # fewer than k reachable for some query: one at a time
+                out: list[list[int]] = []
+                for query in self.queries:
+                    for width in range(k, 0, -1):
+                        try:
+                            labels, _ = index.knn_query(query, k=width)
+                        except RuntimeError:
+                            continue
+                        out.append([int(x) for x in labels[0].tolist()])
+                        break
+                    else:
+                        out.append([])
+                return out
+        finally:
+            index.set_ef(self.ns.ef)
 
 
 class SemanticStore(Store):

@@ -1,0 +1,273 @@
+"""A small incremental BM25 index: the text side of a semantic namespace's hybrid recall.
+
+Batch BM25 libraries build once and score a fixed corpus; a namespace changes on every
+STORE, DEL, expiry and eviction, so this index is updated one document at a time (add and
+remove are O(terms of the document)) and scores straight from its postings with numpy.
+
+Documents are integers (a namespace uses each fact's index label). The index keeps no
+copy of a document's terms: the caller removes a document by handing back the terms it
+was added with (it re-tokenizes the fact, which the tokenizer makes deterministic).
+
+Tokenization (the same for facts and queries, apart from compounds, see below):
+
+* text is UTF-8 (undecodable bytes become separators), normalised to NFKC (full-width
+  letters and digits, ligatures) and case-folded (``str.casefold``: ``Straße`` = ``STRASSE``);
+* a *word* is a run of Unicode letters and digits (``[^\\W_]+``); Han ideographs and
+  Hiragana, which are written without spaces, are one word per character;
+* words joined by one of ``- _ . , : / @ & '`` with no space (``INV-2024-0042``,
+  ``1,250.00``, ``bob@acme.com``, ``2024-03-15``) form a *compound*. A fact is indexed
+  under the whole compound **and** under each of its words, so ``0042`` finds it too. A
+  query looks a compound up whole when some fact holds it whole (an exact id or amount
+  then matches only the facts that contain it), and by its words otherwise;
+* a small stop-word list (:data:`STOP_WORDS`, Lucene's English list without ``no`` and
+  ``not``, which change a fact's meaning) is left out of plain words and compound parts;
+* plain ASCII words longer than three letters lose an English plural ending (the
+  "S-stemmer": ``invoices`` -> ``invoice``, ``companies`` -> ``company``); other scripts
+  are left as they are. There is no other stemming.
+
+Scoring is BM25 "Okapi" with Lucene's IDF, which is never negative::
+
+    idf(t)      = ln(1 + (N - df(t) + 0.5) / (df(t) + 0.5))
+    score(D, Q) = sum over distinct terms t of Q present in D of
+                  idf(t) * tf(t, D) * (k1 + 1) / (tf(t, D) + k1 * (1 - b + b * |D| / avgdl))
+
+with ``k1 = 1.2``, ``b = 0.75``, ``N`` the documents indexed (facts with no words
+included), ``|D|`` the terms indexed for D (compounds and their parts both count) and
+``avgdl`` the mean of ``|D|``. A query term repeated counts once.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import unicodedata
+from array import array
+from collections import Counter
+from collections.abc import Callable, Iterable
+
+import numpy as np
+
+K1 = 1.2
+B = 0.75
+
+#: left out of plain words and compound parts (Lucene's English stop set minus no / not)
+STOP_WORDS: frozenset[str] = frozenset({
+    "a", "an", "and", "are", "as", "at", "be", "but", "by", "for", "if", "in", "into", "is",
+    "it", "of", "on", "or", "such", "that", "the", "their", "then", "there", "these", "they",
+    "this", "to", "was", "will", "with",
+})
+
+# Han ideographs (with extensions and compatibility forms) and Hiragana: one token each
+_SINGLE_CHARS = re.compile(
+    "([\u3040-\u309f\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f])"
+)
+_WORD = r"[^\W_]+"
+_JOINERS = "-_.,:/@&'\u2019"
+_COMPOUND = re.compile(rf"{_WORD}(?:[{re.escape(_JOINERS)}]{_WORD})*")
+_PARTS = re.compile(_WORD)
+
+
+def _normalise(text: bytes | str) -> str:
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", "replace")
+    text = unicodedata.normalize("NFKC", text).casefold()
+    if not text.isascii():
+        text = _SINGLE_CHARS.sub(r" \1 ", text)
+    return text
+
+
+def _stem(word: str) -> str:
+    """English plural folding (Harman's S-stemmer) for plain ASCII words of 4+ letters."""
+    if len(word) <= 3 or word[-1] != "s" or not (word.isascii() and word.isalpha()):
+        return word
+    if word.endswith("ies") and word[-4] not in "ae":
+        return word[:-3] + "y"
+    if word.endswith("es") and word[-3] not in "aeo":
+        return word[:-1]
+    if word[-2] in "us":
+        return word
+    return word[:-1]
+
+
+def _word_term(word: str) -> str | None:
+    return None if word in STOP_WORDS else _stem(word)
+
+
+def doc_terms(text: bytes | str) -> list[str]:
+    """The terms a document is indexed under (repeats kept: they are its term counts)."""
+    terms: list[str] = []
+    for compound in _COMPOUND.findall(_normalise(text)):
+        parts = _PARTS.findall(compound)
+        if len(parts) > 1:
+            terms.append(compound)
+        for part in parts:
+            term = _word_term(part)
+            if term is not None:
+                terms.append(term)
+    return terms
+
+
+def query_terms(text: bytes | str, known: Callable[[str], bool] | None = None) -> list[str]:
+    """The distinct terms of a query. A compound is looked up whole when ``known`` says an
+    indexed document holds it, else by its words (always whole without ``known``)."""
+    terms: dict[str, None] = {}
+    for compound in _COMPOUND.findall(_normalise(text)):
+        parts = _PARTS.findall(compound)
+        if len(parts) > 1 and (known is None or known(compound)):
+            terms[compound] = None
+            continue
+        for part in parts:
+            term = _word_term(part)
+            if term is not None:
+                terms[term] = None
+    return list(terms)
+
+
+def idf(docs: int, df: int) -> float:
+    """Lucene's BM25 IDF (never negative)."""
+    return math.log(1.0 + (docs - df + 0.5) / (df + 0.5))
+
+
+class _Postings:
+    """The documents holding one term and the term's count in each (unordered)."""
+
+    __slots__ = ("docs", "tfs")
+
+    def __init__(self) -> None:
+        self.docs = array("I")
+        self.tfs = array("I")
+
+
+class TextIndex:
+    """BM25 over integer documents, updated one document at a time."""
+
+    def __init__(self, k1: float = K1, b: float = B) -> None:
+        self.k1 = k1
+        self.b = b
+        self._postings: dict[str, _Postings] = {}
+        self._lengths = array("I")  # terms per document, by document number
+        self.docs = 0
+        self.total_terms = 0
+
+    # --- updates ----------------------------------------------------------------------
+    def add(self, doc: int, terms: Iterable[str]) -> None:
+        """Index ``doc`` (which must not be indexed) under ``terms`` (see :func:`doc_terms`)."""
+        counts = Counter(terms)
+        postings = self._postings
+        for term, tf in counts.items():
+            p = postings.get(term)
+            if p is None:
+                postings[term] = p = _Postings()
+            p.docs.append(doc)
+            p.tfs.append(tf)
+        lengths = self._lengths
+        if doc >= len(lengths):  # grow by doubling: labels mostly arrive one by one
+            grow = max(doc + 1, 2 * len(lengths)) - len(lengths)
+            lengths.extend(array("I", bytes(lengths.itemsize * grow)))
+        length = sum(counts.values())
+        lengths[doc] = length
+        self.docs += 1
+        self.total_terms += length
+
+    def remove(self, doc: int, terms: Iterable[str]) -> None:
+        """Forget ``doc``, given the ``terms`` it was added with."""
+        postings = self._postings
+        for term in set(terms):
+            p = postings[term]
+            i = p.docs.index(doc)
+            last = len(p.docs) - 1
+            if i != last:  # order does not matter: move the last entry into the hole
+                p.docs[i] = p.docs[last]
+                p.tfs[i] = p.tfs[last]
+            p.docs.pop()
+            p.tfs.pop()
+            if not p.docs:
+                del postings[term]
+        length = self._lengths[doc]
+        self._lengths[doc] = 0
+        self.docs -= 1
+        self.total_terms -= length
+
+    # --- reads ------------------------------------------------------------------------
+    def __contains__(self, term: str) -> bool:
+        return term in self._postings
+
+    def df(self, term: str) -> int:
+        p = self._postings.get(term)
+        return 0 if p is None else len(p.docs)
+
+    def terms(self) -> int:
+        """Distinct terms held."""
+        return len(self._postings)
+
+    def query(self, text: bytes | str) -> list[str]:
+        """The terms of a query against this index (compounds resolved, see module notes)."""
+        return query_terms(text, self._postings.__contains__)
+
+    def scores(self, terms: Iterable[str]) -> tuple[np.ndarray, np.ndarray]:
+        """``(docs, scores)`` of every document matching at least one term (unordered)."""
+        if not self.docs or not self.total_terms:
+            return np.zeros(0, dtype=np.intp), np.zeros(0)
+        n = self.docs
+        k1, b = self.k1, self.b
+        avgdl = self.total_terms / n
+        # copies, not views: a live view would stop the arrays from growing
+        all_lengths = np.array(self._lengths, dtype=np.float64)
+        acc = np.zeros(len(all_lengths))
+        for term in dict.fromkeys(terms):
+            p = self._postings.get(term)
+            if p is None:
+                continue
+            docs = np.array(p.docs, dtype=np.intp)
+            tf = np.array(p.tfs, dtype=np.float64)
+            lengths = all_lengths[docs]
+            weight = idf(n, len(docs))
+            acc[docs] += weight * tf * (k1 + 1.0) / (tf + k1 * (1.0 - b + b * lengths / avgdl))
+        hit = np.flatnonzero(acc)
+        return hit, acc[hit]
+
+    def score(self, terms: Iterable[str], doc_terms_: Iterable[str]) -> float:
+        """The score of one indexed document, given the terms it was added with."""
+        counts = Counter(doc_terms_)
+        if not self.docs or not self.total_terms:
+            return 0.0
+        length = sum(counts.values())
+        avgdl = self.total_terms / self.docs
+        k1, b = self.k1, self.b
+        total = 0.0
+        for term in dict.fromkeys(terms):
+            tf = counts.get(term, 0)
+            if tf:
+                total += (idf(self.docs, self.df(term)) * tf * (k1 + 1.0)
+                          / (tf + k1 * (1.0 - b + b * length / avgdl)))
+        return total
+
+    # --- bulk -------------------------------------------------------------------------
+    @classmethod
+    def build(cls, documents: Iterable[tuple[int, list[str]]]) -> TextIndex:
+        """An index of many documents at once (a namespace loaded from a snapshot)."""
+        index = cls()
+        grouped: dict[str, tuple[list[int], list[int]]] = {}
+        lengths: dict[int, int] = {}
+        for doc, terms in documents:
+            counts = Counter(terms)
+            for term, tf in counts.items():
+                entry = grouped.get(term)
+                if entry is None:
+                    grouped[term] = entry = ([], [])
+                entry[0].append(doc)
+                entry[1].append(tf)
+            lengths[doc] = len(terms)
+        for term, (docs, tfs) in grouped.items():
+            p = _Postings()
+            p.docs = array("I", docs)
+            p.tfs = array("I", tfs)
+            index._postings[term] = p
+        if lengths:
+            table = [0] * (max(lengths) + 1)
+            for doc, length in lengths.items():
+                table[doc] = length
+            index._lengths = array("I", table)
+        index.docs = len(lengths)
+        index.total_terms = sum(lengths.values())
+        return index
