@@ -16,6 +16,7 @@ from hotkv.clients.commands import (
     BoundT,
     DurationT,
     EvictT,
+    FusionT,
     IdT,
     MergeT,
     MetaT,
@@ -179,6 +180,7 @@ class AsyncAmemCommands(Protocol):
         minconf: float | None = None,
         prefix: TextT | None = None,
         ef: int | None = None,
+        exact: bool = False,
         withvectors: bool = False,
     ) -> Awaitable[list[Record]]: ...
 
@@ -187,6 +189,14 @@ class AsyncAmemCommands(Protocol):
         ns: IdT,
         k: int,
         query: TextT,
+        *,
+        vector: VectorT | None = None,
+        fusion: FusionT | None = None,
+        alpha: float | None = None,
+        minscore: float | None = None,
+        kind: str | None = None,
+        minconf: float | None = None,
+        prefix: TextT | None = None,
     ) -> Awaitable[list[Record]]: ...
 
     def amem_sem_store(

@@ -36,6 +36,7 @@ MetaT: TypeAlias = Mapping[str, Any] | str | bytes
 RoleT: TypeAlias = Literal["system", "user", "assistant", "tool"] | str
 MetricT: TypeAlias = Literal["COSINE", "IP", "L2", "cosine", "ip", "l2"]
 EvictT: TypeAlias = Literal["LOWCONF", "OLDEST", "NONE", "lowconf", "oldest", "none"]
+FusionT: TypeAlias = Literal["RRF", "LINEAR", "rrf", "linear"]
 MergeT: TypeAlias = Literal[
     "REPLACE", "APPEND", "INCR", "MAX", "MIN", "replace", "append", "incr", "max", "min"
 ]
@@ -203,23 +204,50 @@ class AmemCommands:
         minconf: float | None = None,
         prefix: TextT | None = None,
         ef: int | None = None,
+        exact: bool = False,
         withvectors: bool = False,
     ) -> list[Record]:
         """Up to ``k`` facts nearest to ``vector``, best first, each a dict with
-        ``similarity`` (float) and the fact's fields."""
+        ``similarity`` (float) and the fact's fields. ``exact=True`` scans every fact
+        (brute force) instead of searching the HNSW graph: the true nearest, to compare."""
         args: list[Any] = ["AMEM.SEM.RECALL", ns, k, "FP32", to_fp32(vector)]
         for token, value in (("MINSIM", minsim), ("KIND", kind), ("MINCONF", minconf),
                              ("PREFIX", prefix), ("EF", ef)):
             if value is not None:
                 args += [token, value]
+        if exact:
+            args.append("EXACT")
         if withvectors:
             args.append("WITHVECTORS")
         return self._amem(*args)
 
-    def amem_sem_search(self, ns: IdT, k: int, query: TextT) -> list[Record]:
-        """Up to ``k`` facts matching ``query`` by text (``AMEM.SEM.SEARCH ns k TEXT query``;
-        a server without it answers "unknown command", a plain ``ResponseError``)."""
-        return self._amem("AMEM.SEM.SEARCH", ns, k, "TEXT", query)
+    def amem_sem_search(
+        self,
+        ns: IdT,
+        k: int,
+        query: TextT,
+        *,
+        vector: VectorT | None = None,
+        fusion: FusionT | None = None,
+        alpha: float | None = None,
+        minscore: float | None = None,
+        kind: str | None = None,
+        minconf: float | None = None,
+        prefix: TextT | None = None,
+    ) -> list[Record]:
+        """Up to ``k`` facts matching ``query`` by text (BM25), best first; with ``vector``
+        the text and vector rankings fused (``fusion`` "RRF", the default, or "LINEAR" with
+        ``alpha`` the vector's weight). Each hit has ``score`` (fused), ``text_score``
+        (BM25), ``similarity`` (with a vector) and the fact's fields. A server without
+        AMEM.SEM.SEARCH answers "unknown command", a plain ``ResponseError``."""
+        args: list[Any] = ["AMEM.SEM.SEARCH", ns, k, "TEXT", query]
+        if vector is not None:
+            args += ["VECTOR", "FP32", to_fp32(vector)]
+        for token, value in (("FUSION", fusion), ("ALPHA", alpha), ("MINSCORE", minscore),
+                             ("KIND", kind), ("MINCONF", minconf), ("PREFIX", prefix)):
+            if value is not None:
+                args += [token, value]
+        return self._amem(*args)
 
     def amem_sem_get(self, ns: IdT, id: IdT, *, withvector: bool = False) -> Record | None:
         """The fact ``id`` (no ``similarity``), or None."""
@@ -254,7 +282,9 @@ class AmemCommands:
 
     def amem_sem_info(self, ns: IdT) -> Record | None:
         """``dim``, ``metric``, ``count``, ``capacity``, ``evict``, ``m``,
-        ``ef_construction``, ``ef``; None when missing."""
+        ``ef_construction``, ``ef``, and once the server's recall self-check has run
+        ``recall_estimate`` (float), ``recall_sample``, ``recall_checked`` (ms); None when
+        missing."""
         return self._amem("AMEM.SEM.INFO", ns)
 
     def amem_sem_drop(self, ns: IdT) -> bool:

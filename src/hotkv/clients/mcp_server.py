@@ -245,7 +245,8 @@ def build_server(config: McpConfig, client: Hotkv | None = None) -> MCPServer:
                            embedding: list[float] | None = None, kind: str | None = None,
                            min_similarity: float | None = None) -> dict[str, Any]:
         """Facts of a namespace closest to ``query`` (or to ``embedding`` when given),
-        best first, each with its similarity. ``matched_by`` says how they were found."""
+        best first: by embedding each with its similarity (``min_similarity`` applies),
+        by text each with its BM25 ``text_score``. ``matched_by`` says how they were found."""
         ns = config.scoped(namespace, "namespace")
         facts: list[Record]
         if embedding is not None:
@@ -253,9 +254,8 @@ def build_server(config: McpConfig, client: Hotkv | None = None) -> MCPServer:
             matched_by = "embedding"
         else:
             try:
-                facts = await db.amem_sem_search(ns, k, query)
+                facts = await db.amem_sem_search(ns, k, query, kind=kind)
                 matched_by = "text-search"
-                facts = [f for f in facts if kind is None or f.get("kind") == kind]
             except ResponseError as exc:
                 if not _is_unknown_command(exc):
                     raise

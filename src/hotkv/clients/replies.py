@@ -6,8 +6,9 @@ the same in RESP2 and RESP3:
 
 * a record (RESP3 map or RESP2 flat array) becomes a ``dict`` with ``str`` keys, fields
   in the server's order;
-* counters, sequence numbers, timestamps, versions and sizes are ``int``; ``similarity``
-  and ``confidence`` are ``float`` (RESP3 double or RESP2 bulk string alike);
+* counters, sequence numbers, timestamps, versions and sizes are ``int``; ``similarity``,
+  ``confidence``, ``score``, ``text_score`` and ``recall_estimate`` are ``float`` (RESP3
+  double or RESP2 bulk string alike);
 * ``meta`` is parsed from its JSON text into a Python object;
 * ``vector`` stays ``bytes`` (the FP32 blob; :func:`hotkv.clients.vectors.from_fp32`
   turns it into a list);
@@ -31,9 +32,10 @@ _INT_FIELDS = frozenset(
     {
         "seq", "ts", "window", "ttl", "turns", "appended", "created", "updated", "expires",
         "dim", "count", "capacity", "m", "ef_construction", "ef", "version",
+        "recall_sample", "recall_checked",
     }
 )
-_FLOAT_FIELDS = frozenset({"similarity", "confidence"})
+_FLOAT_FIELDS = frozenset({"similarity", "confidence", "score", "text_score", "recall_estimate"})
 
 
 def text(value: Any) -> str:
