@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from hotkv.stores.base import EffectError
-from hotkv.stores.sem import INITIAL_ELEMENTS, SemanticStore, search_breadth
+from hotkv.stores.sem import INITIAL_ELEMENTS, SemanticStore, fact_terms, search_breadth
 
 T0 = 1_700_000_000_000
 
@@ -562,3 +562,281 @@ def test_snapshot_restore_round_trip_without_reinsert() -> None:
     direct = SemanticStore()
     direct.restore(store.snapshot())
     assert comparable(direct.namespaces[b"kb"].snapshot()) == comparable(orig.snapshot())
+
+
+# --- text search, hybrid search, EXACT and the recall self-check -----------------------------
+
+CUSTOMERS = [b"Acme", b"Globex", b"Initech", b"Umbrella", b"Hooli", b"Stark"]
+
+
+def invoices(n: int = 300, dim: int = 32) -> tuple[SemanticStore, np.ndarray]:
+    """``n`` invoice facts with random vectors; every 30th is kind "note"."""
+    rng = np.random.default_rng(5)
+    data = rng.standard_normal((n, dim)).astype("<f4")
+    store = make(dim=dim)
+    for i, row in enumerate(data):
+        text = b"Invoice INV-%05d for %s totals %d.%02d EUR" % (
+            i, CUSTOMERS[i % len(CUSTOMERS)], 100 + 7 * i, i % 100)
+        put(store, b"inv/%05d" % i, row, text=text, kind=b"note" if i % 30 == 0 else b"fact",
+            confidence=0.5 if i % 2 else 0.9)
+    return store, data
+
+
+def search_ids(hits: list[Any]) -> list[bytes]:
+    return [hit.fact.id for hit in hits]
+
+
+def test_text_search_ranks_by_bm25_and_finds_an_exact_id() -> None:
+    store, _ = invoices()
+    ns = store.namespaces[b"kb"]
+    hits = ns.search(b"INV-00042", 5, T0)
+    assert search_ids(hits) == [b"inv/00042"]  # the whole id is in one fact only
+    hit = hits[0]
+    assert hit.score == hit.text_score > 0 and hit.similarity is None
+    assert hit.text_score == pytest.approx(
+        ns.text_index.score(ns.text_index.query(b"INV-00042"), fact_terms(hit.fact)), rel=1e-12)
+    # an amount, and a part of an id that no fact holds whole
+    assert search_ids(ns.search(b"394.42", 5, T0)) == [b"inv/00042"]
+    assert search_ids(ns.search(b"invoice 00042", 1, T0)) == [b"inv/00042"]
+    # best first, ties in id order; words no fact has find nothing
+    acme = ns.search(b"acme", 10, T0)
+    assert len(acme) == 10 and all(b"Acme" in h.fact.text for h in acme)
+    assert [h.text_score for h in acme] == sorted((h.text_score for h in acme), reverse=True)
+    assert search_ids(acme) == sorted(search_ids(acme))  # equal scores: id order
+    assert ns.search(b"nothing like it", 5, T0) == []
+    assert ns.search(b"the of", 5, T0) == []  # stop words only
+
+
+def test_record_of_a_search_hit_in_contract_order() -> None:
+    store, _ = invoices(10)
+    fact = store.namespaces[b"kb"].facts[b"inv/00001"]
+    rec = fact.record(0.5, score=0.1, text_score=2.0)
+    assert list(rec)[:6] == ["id", "text", "score", "text_score", "similarity", "kind"]
+    assert list(fact.record(score=0.1, text_score=0.1))[:4] == ["id", "text", "score",
+                                                                 "text_score"]
+
+
+def test_text_index_follows_store_replace_delete_expiry_and_eviction() -> None:
+    store = make(dim=2, capacity=3, evict="OLDEST")
+    ns = store.namespaces[b"kb"]
+    put(store, b"a", [1, 0], text=b"alpha invoice", now=T0)
+    put(store, b"b", [0, 1], text=b"beta", description=b"billing alpha", now=T0 + 1)
+    assert search_ids(ns.search(b"alpha", 5, T0 + 2)) == [b"a", b"b"]
+    assert search_ids(ns.search(b"billing", 5, T0 + 2)) == [b"b"]  # the description counts
+    # a replacement drops the old words at once
+    put(store, b"a", [1, 0], text=b"gamma", now=T0 + 3)
+    assert search_ids(ns.search(b"alpha", 5, T0 + 4)) == [b"b"]
+    assert search_ids(ns.search(b"gamma", 5, T0 + 4)) == [b"a"]
+    # DEL
+    store.apply(["sem.del", b"kb", [b"b"]])
+    assert ns.search(b"alpha", 5, T0 + 5) == [] and ns.text_index.docs == 1
+    # expiry: absent once due, and gone from the index when purged
+    put(store, b"c", [1, 1], text=b"delta", now=T0 + 6, expires=T0 + 100)
+    assert search_ids(ns.search(b"delta", 5, T0 + 99)) == [b"c"]
+    assert ns.search(b"delta", 5, T0 + 100) == [] and "delta" not in ns.text_index
+    # eviction (the store's evicted ids ride in the effect)
+    put(store, b"d", [1, 0], text=b"epsilon", now=T0 + 7)
+    put(store, b"e", [1, 0], text=b"zeta", now=T0 + 8)
+    put(store, b"f", [1, 0], text=b"eta", now=T0 + 9, evicted=[b"a"])
+    assert ns.search(b"gamma", 5, T0 + 10) == [] and ns.text_index.docs == 3
+    # an emptied namespace starts a new index
+    store.apply(["sem.del", b"kb", [b"d", b"e", b"f"]])
+    assert ns.text_index.docs == 0 and ns.text_index.terms() == 0
+    put(store, b"g", [1, 0], text=b"eta", now=T0 + 11)
+    assert search_ids(ns.search(b"eta", 5, T0 + 12)) == [b"g"]
+
+
+def test_hybrid_finds_the_exact_id_a_noisy_embedding_misses() -> None:
+    store, data = invoices()
+    ns = store.namespaces[b"kb"]
+    target, decoy = 42, 7
+    unit = data / np.linalg.norm(data, axis=1, keepdims=True)
+    # the agent's embedding of "what does INV-00042 total?" lands nearer another invoice
+    noisy = unit[decoy] + 0.9 * unit[target]
+    by_vector = ns.recall(fp32(noisy), 3, T0)
+    assert ids(by_vector)[0] == b"inv/00007"
+    assert ids(ns.recall(fp32(noisy), 1, T0)) == [b"inv/00007"]  # missed
+    assert search_ids(ns.search(b"INV-00042", 1, T0)) == [b"inv/00042"]
+    for fusion in ("RRF", "LINEAR"):
+        hits = ns.search(b"INV-00042", 5, T0, vector=fp32(noisy), fusion=fusion)
+        assert search_ids(hits)[0] == b"inv/00042", fusion
+        assert b"inv/00007" in search_ids(hits)
+        assert all(h.similarity is not None for h in hits)
+        # every hit carries both scores, computed the same way as either search alone
+        decoy_hit = next(h for h in hits if h.fact.id == b"inv/00007")
+        assert decoy_hit.text_score == 0.0
+        assert decoy_hit.similarity == pytest.approx(by_vector[0][1], abs=1e-6)
+    # even when the vector side has never seen it (RRF tie of two rank-1 hits), text wins
+    far = -unit[target]
+    hits = ns.search(b"INV-00042", 3, T0, vector=fp32(far))
+    assert search_ids(hits)[0] == b"inv/00042"
+
+
+def test_rrf_and_linear_scores() -> None:
+    store = make(dim=2)
+    ns = store.namespaces[b"kb"]
+    put(store, b"a", [1, 0], text=b"apple pie")
+    put(store, b"b", [0.8, 0.6], text=b"apple")
+    put(store, b"c", [0, 1], text=b"cherry")
+    hits = ns.search(b"apple", 3, T0, vector=fp32([1, 0]))
+    by_id = {h.fact.id: h for h in hits}
+    # text ranks b (shorter) then a; the vector ranks a, b, c
+    assert by_id[b"a"].score == pytest.approx(1 / 62 + 1 / 61)
+    assert by_id[b"b"].score == pytest.approx(1 / 61 + 1 / 62)
+    assert by_id[b"c"].score == pytest.approx(1 / 63)
+    assert search_ids(hits) == [b"b", b"a", b"c"]  # tie on the fused score: higher BM25 first
+    linear = ns.search(b"apple", 3, T0, vector=fp32([1, 0]), fusion="LINEAR", alpha=0.5)
+    by_id = {h.fact.id: h for h in linear}
+    tb, ta = by_id[b"b"].text_score, by_id[b"a"].text_score
+    assert by_id[b"a"].score == pytest.approx(0.5 * 1.0 + 0.5 * ta / tb)
+    assert by_id[b"b"].score == pytest.approx(0.5 * 0.8 + 0.5 * 1.0)
+    assert by_id[b"c"].score == pytest.approx(0.0)
+    only_vector = ns.search(b"apple", 3, T0, vector=fp32([1, 0]), fusion="LINEAR", alpha=1.0)
+    assert search_ids(only_vector) == [b"a", b"b", b"c"]
+    assert search_ids(ns.search(b"apple", 3, T0, vector=fp32([1, 0]), minscore=0.03)) == [
+        b"b", b"a"]
+    assert ns.search(b"apple", 3, T0, minscore=100.0) == []
+
+
+@pytest.mark.parametrize("with_vector", [False, True])
+@pytest.mark.parametrize("how", ["kind", "minconf", "prefix"])
+def test_search_filters_return_k_hits_when_they_exist(how: str, with_vector: bool) -> None:
+    store, data = invoices()
+    ns = store.namespaces[b"kb"]
+    choices: dict[str, dict[str, Any]] = {
+        "kind": {"kind": b"note"},  # 10 of 300 facts
+        "minconf": {"minconf": 0.8},  # half
+        "prefix": {"prefix": b"inv/0029"},  # 10
+    }
+    options = choices[how]
+
+    def passes(fact: Any) -> bool:
+        if how == "kind":
+            return bool(fact.kind == b"note")
+        if how == "minconf":
+            return bool(fact.confidence >= 0.8)
+        return bool(fact.id.startswith(b"inv/0029"))
+
+    vector = fp32(data[1]) if with_vector else None
+    hits = ns.search(b"invoice acme", 8, T0, vector=vector, **options)
+    assert len(hits) == 8 and all(passes(hit.fact) for hit in hits)
+    if not with_vector:
+        # the filtered hits are the best matching ones, in order
+        every = ns.search(b"invoice acme", 300, T0)
+        assert search_ids(hits) == [h.fact.id for h in every if passes(h.fact)][:8]
+
+
+def test_search_of_an_empty_or_expired_namespace_and_bad_fusion() -> None:
+    store = make(dim=2)
+    ns = store.namespaces[b"kb"]
+    assert ns.search(b"x", 3, T0) == []
+    put(store, b"a", [1, 0], text=b"x", expires=T0 + 5)
+    assert ns.search(b"x", 3, T0 + 5, vector=fp32([1, 0])) == []
+    with pytest.raises(EffectError):
+        ns.search(b"x", 3, T0, fusion="NOPE")
+
+
+def test_snapshot_restore_rebuilds_the_text_index() -> None:
+    store, data = invoices(120)
+    store.apply(["sem.del", b"kb", [b"inv/00003"]])
+    put(store, b"inv/00004", data[4], text=b"corrected: INV-00004 totals 1.00 EUR",
+        description=b"credit note")
+    state = msgpack.unpackb(msgpack.packb(store.snapshot()), strict_map_key=False)
+    copy = SemanticStore()
+    copy.restore(state)
+    ns, orig = copy.namespaces[b"kb"], store.namespaces[b"kb"]
+    assert ns.text_index.docs == orig.text_index.docs == 119
+    assert ns.text_index.total_terms == orig.text_index.total_terms
+    for query in (b"acme invoice", b"INV-00004", b"credit", b"INV-00003", b"totals EUR 100"):
+        assert [(h.fact.id, h.score) for h in ns.search(query, 10, T0)] == [
+            (h.fact.id, h.score) for h in orig.search(query, 10, T0)]
+    put(copy, b"new", data[0], text=b"brand new words")
+    assert search_ids(ns.search(b"brand", 3, T0)) == [b"new"]
+
+
+@pytest.mark.parametrize("chunk", [8192, 7])
+def test_exact_recall_is_brute_force(monkeypatch: pytest.MonkeyPatch, chunk: int) -> None:
+    import hotkv.stores.sem as sem
+
+    monkeypatch.setattr(sem, "EXACT_CHUNK", chunk)
+    store, data = invoices()
+    ns = store.namespaces[b"kb"]
+    rng = np.random.default_rng(3)
+    for query in rng.standard_normal((5, 32)).astype("<f4"):
+        exact = ns.recall(fp32(query), 10, T0, exact=True)
+        assert ids(exact) == [b"inv/" + name[1:] for name in exact_top(data, query, 10)]
+        sims = [s for _, s in exact]
+        assert sims == sorted(sims, reverse=True)
+        filtered = ns.recall(fp32(query), 4, T0, exact=True, kind=b"note", minsim=-1.0)
+        assert ids(filtered) == [b"inv/" + name[1:] for name in
+                                 exact_top(data, query, 4, rows=np.arange(0, 300, 30))]
+
+
+def true_recall(ns: Any, labels: list[int], k: int) -> float:
+    """Recall@k of RECALL against EXACT for the facts at ``labels`` as queries (self excluded)."""
+    total = 0.0
+    for label in labels:
+        fact = ns._by_label[label]
+        query = ns.vector(fact)
+        hnsw = [f.id for f, _ in ns.recall(query, k + 1, T0) if f is not fact][:k]
+        exact = [f.id for f, _ in ns.recall(query, k + 1, T0, exact=True) if f is not fact][:k]
+        total += len(set(hnsw) & set(exact)) / k
+    return total / len(labels)
+
+
+def test_recall_self_check_equals_the_recall_measured_by_hand(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import random
+
+    import hotkv.stores.sem as sem
+
+    # a deliberately poor index (tiny M and breadth) so that recall is well below 1
+    monkeypatch.setattr(sem, "BREADTH_PER_HIT", 0)
+    rng = np.random.default_rng(2)
+    store = SemanticStore()
+    store.apply(["sem.create", b"kb", 24, "COSINE", 2, 4, 1, 0, "LOWCONF"])
+    for i, row in enumerate(rng.standard_normal((2000, 24)).astype("<f4")):
+        put(store, b"f%04d" % i, row, text=b"t")
+    ns = store.namespaces[b"kb"]
+    check = sem.RecallCheck(ns, sample=40, k=10, rng=random.Random(1))
+    steps = 1
+    while not check.step(24 * 150):  # 150 facts a slice
+        steps += 1
+    assert steps == 14
+    result = check.result()
+    assert result is not None
+    estimate, sample = result
+    assert sample == 40
+    want = true_recall(ns, check.query_labels.tolist(), 10)
+    assert want < 0.95
+    assert estimate == pytest.approx(want, abs=1e-9)
+    assert ns.record_recall_check(check, T0 + 5)
+    assert (ns.recall_estimate, ns.recall_sample, ns.recall_checked) == (estimate, 40, T0 + 5)
+    assert ns.recall_version == ns.version
+
+
+def test_recall_self_check_survives_writes_during_the_scan() -> None:
+    import random
+
+    from hotkv.stores.sem import RecallCheck
+
+    store, data = invoices(400)
+    ns = store.namespaces[b"kb"]
+    check = RecallCheck(ns, sample=20, k=5, rng=random.Random(4))
+    assert not check.step(32 * 100)
+    store.apply(["sem.del", b"kb", [b"inv/%05d" % i for i in range(0, 100, 3)]])
+    for i in range(20):
+        put(store, b"new/%02d" % i, data[i] + 0.01, text=b"new")
+    while not check.step(32 * 100):
+        pass
+    result = check.result()
+    assert result is not None and 0.8 <= result[0] <= 1.0 and result[1] == 20
+    # an emptied namespace abandons the check
+    other = RecallCheck(ns, sample=5, k=3)
+    store.apply(["sem.del", b"kb", list(ns.facts)])
+    assert other.step(1000) is True and other.result() is None
+    assert not ns.record_recall_check(other, T0)
+    # too small to measure: one fact has no neighbour
+    put(store, b"only", data[0])
+    assert RecallCheck(ns).result() is None
