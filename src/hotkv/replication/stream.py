@@ -1,0 +1,133 @@
+"""The replication stream on the wire: RESP commands, one effect record per command.
+
+After ``+FULLRESYNC <replid> <offset>`` and the snapshot, or after ``+CONTINUE <replid>``,
+a primary sends its replicas nothing but RESP multibulk commands in canonical form
+(``*<n>\\r\\n`` then ``$<len>\\r\\n<bytes>\\r\\n`` per argument)::
+
+    HOTKV.EFFECT <msgpack record>    one applied write (an effect, or ["tx", [...]])
+    PING                             keep-alive every 10 s (replicas time out after 60 s)
+    REPLCONF GETACK *                "send REPLCONF ACK now" (WAIT asked for it)
+
+As in Redis, every byte of this stream counts in the replication offset, a replica
+forwards the exact bytes to its own replicas (so chained replicas share the primary's
+replication id and offsets), and the backlog keeps the last ``repl-backlog-size`` bytes of
+it for partial resynchronisation.
+
+The snapshot of a full sync is ``$<len>\\r\\n`` followed by ``len`` bytes (no trailing CRLF),
+as Redis sends an RDB: ``msgpack(Database.snapshot())``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgpack
+
+EFFECT = b"HOTKV.EFFECT"
+_EFFECT_HEAD = b"*2\r\n$%d\r\n%b\r\n" % (len(EFFECT), EFFECT)
+
+
+class StreamError(Exception):
+    """Bytes from the primary that are not a canonical RESP command."""
+
+
+def pack(value: Any) -> bytes:
+    """msgpack with bytes and str kept apart, as the persistence files store records."""
+    return msgpack.packb(value, use_bin_type=True)
+
+
+def unpack(payload: bytes) -> Any:
+    return msgpack.unpackb(payload, raw=False, strict_map_key=False)
+
+
+def encode_command(*args: bytes) -> bytes:
+    parts = [b"*%d\r\n" % len(args)]
+    for arg in args:
+        parts.append(b"$%d\r\n%b\r\n" % (len(arg), arg))
+    return b"".join(parts)
+
+
+def effect_command(record: Any) -> bytes:
+    """The stream bytes of one effect record."""
+    payload = pack(record)
+    return b"%b$%d\r\n%b\r\n" % (_EFFECT_HEAD, len(payload), payload)
+
+
+PING = encode_command(b"PING")
+GETACK = encode_command(b"REPLCONF", b"GETACK", b"*")
+
+
+class CommandParser:
+    """Cuts canonical RESP commands out of the bytes read from the primary.
+
+    Unlike hiredis it reports how many bytes each command took, which is what the
+    replication offset counts and what is forwarded to sub-replicas.
+    """
+
+    def __init__(self) -> None:
+        self.buf = bytearray()
+        self.pos = 0
+
+    def feed(self, data: bytes) -> None:
+        if self.pos and self.pos >= len(self.buf) // 2:
+            del self.buf[: self.pos]
+            self.pos = 0
+        self.buf += data
+
+    def pending(self) -> int:
+        """Bytes read but not yet part of a whole command."""
+        return len(self.buf) - self.pos
+
+    def take_rest(self) -> bytes:
+        """Everything not consumed yet (the bytes after a snapshot, say)."""
+        rest = bytes(self.buf[self.pos :])
+        self.buf.clear()
+        self.pos = 0
+        return rest
+
+    def next(self) -> tuple[list[bytes], bytes] | None:
+        """The next whole command and its raw bytes, or None until more bytes arrive."""
+        buf = self.buf
+        start = pos = self.pos
+        end = len(buf)
+        if pos >= end:
+            return None
+        if buf[pos] != 0x2A:  # '*'
+            raise StreamError(f"expected '*' at the start of a command, got {bytes(buf[pos:pos + 1])!r}")
+        nl = buf.find(b"\r\n", pos)
+        if nl < 0:
+            if end - pos > 32:
+                raise StreamError("command header too long")
+            return None
+        count = _number(buf, pos + 1, nl)
+        pos = nl + 2
+        argv: list[bytes] = []
+        for _ in range(count):
+            if pos >= end:
+                return None
+            if buf[pos] != 0x24:  # '$'
+                raise StreamError(f"expected '$' in a command, got {bytes(buf[pos:pos + 1])!r}")
+            nl = buf.find(b"\r\n", pos)
+            if nl < 0:
+                if end - pos > 32:
+                    raise StreamError("bulk header too long")
+                return None
+            size = _number(buf, pos + 1, nl)
+            first = nl + 2
+            last = first + size
+            if last + 2 > end:
+                return None
+            argv.append(bytes(buf[first:last]))
+            pos = last + 2
+        self.pos = pos
+        return argv, bytes(buf[start:pos])
+
+
+def _number(buf: bytearray, start: int, end: int) -> int:
+    try:
+        value = int(buf[start:end])
+    except ValueError:
+        raise StreamError(f"bad length {bytes(buf[start:end])!r}") from None
+    if value < 0:
+        raise StreamError(f"negative length {value}")
+    return value
