@@ -519,3 +519,166 @@ def test_command_table_knows_the_key_position(r: redis.Redis) -> None:
     assert keys("AMEM.SEM.STORE", "kb", "a", "t", 1, 0) == [b"kb"]
     assert keys("AMEM.SEM.RECALL", "kb", 3, 1, 0) == [b"kb"]
     assert keys("AMEM.SEM.DEL", "kb", "a", "b") == [b"kb"]
+
+
+# --- SEARCH (text and hybrid), RECALL EXACT, INFO's recall self-check ---------------------------
+
+
+def load_invoices(r: redis.Redis, n: int = 60) -> np.ndarray:
+    """``n`` invoices in namespace kb (dim 16, random vectors); every 10th is kind "note"."""
+    rng = np.random.default_rng(1)
+    data = rng.standard_normal((n, 16)).astype("<f4")
+    cmd(r, "AMEM.SEM.CREATE", "kb", 16)
+    pipe = r.pipeline(transaction=False)
+    for i, row in enumerate(data):
+        pipe.execute_command(
+            "AMEM.SEM.STORE", "kb", f"inv/{i:03d}",
+            f"Invoice INV-{i:05d} for {['Acme', 'Globex', 'Initech'][i % 3]} totals {100 + i}.50 EUR",
+            "FP32", row.tobytes(), "KIND", "note" if i % 10 == 0 else "fact",
+            "CONFIDENCE", 0.9 if i % 2 else 0.4)
+    pipe.execute()
+    return data
+
+
+def test_search_by_text_reply(r: redis.Redis) -> None:
+    load_invoices(r)
+    cmd(r, "AMEM.SEM.STORE", "kb", "extra", "see the other one", *([0.5] * 16),
+        "DESCRIPTION", "about INV-00007", "SOURCE", "mail", "META", '{"a":1}', "PX", 60_000)
+    hits = records(cmd(r, "AMEM.SEM.SEARCH", "kb", 5, "TEXT", "INV-00007"))
+    # the description is searched too; the shorter fact ranks first (BM25 length norm)
+    assert [h[b"id"] for h in hits] == [b"extra", b"inv/007"]
+    hit = hits[1]
+    assert list(hit) == [b"id", b"text", b"score", b"text_score", b"kind", b"confidence",
+                         b"created", b"updated"]
+    assert hit[b"text"] == b"Invoice INV-00007 for Globex totals 107.50 EUR"
+    assert as_float(hit[b"score"]) == as_float(hit[b"text_score"]) > 0
+    assert list(hits[0]) == [b"id", b"text", b"score", b"text_score", b"kind", b"confidence",
+                             b"source", b"description", b"meta", b"created", b"updated",
+                             b"expires"]
+    assert as_float(hits[0][b"score"]) > as_float(hits[1][b"score"])
+    # an amount; lower-case option names; k caps the hits; no match is an empty array
+    assert [h[b"id"] for h in records(cmd(r, "amem.sem.search", "kb", 5, "text", "112.50"))] == [
+        b"inv/012"]
+    assert len(cmd(r, "AMEM.SEM.SEARCH", "kb", 3, "TEXT", "acme invoice")) == 3
+    assert cmd(r, "AMEM.SEM.SEARCH", "kb", 3, "TEXT", "zebra") == []
+    assert cmd(r, "AMEM.SEM.SEARCH", "kb", 3, "TEXT", "") == []
+
+
+def test_search_hybrid_reply_and_fusions(r: redis.Redis) -> None:
+    data = load_invoices(r)
+    unit = data / np.linalg.norm(data, axis=1, keepdims=True)
+    noisy = unit[3] + 0.9 * unit[42]  # an embedding nearer invoice 3 than invoice 42
+    assert hit_ids(cmd(r, "AMEM.SEM.RECALL", "kb", 1, "FP32", fp32(noisy))) == [b"inv/003"]
+    for fusion in ([], ["FUSION", "RRF"], ["FUSION", "LINEAR"], ["FUSION", "linear", "ALPHA", 0.5]):
+        hits = records(cmd(r, "AMEM.SEM.SEARCH", "kb", 4, "TEXT", "INV-00042",
+                           "VECTOR", "FP32", fp32(noisy), *fusion))
+        assert hits[0][b"id"] == b"inv/042", fusion
+        assert b"inv/003" in [h[b"id"] for h in hits]
+        assert list(hits[0])[:6] == [b"id", b"text", b"score", b"text_score", b"similarity",
+                                     b"kind"]
+        scores = [as_float(h[b"score"]) for h in hits]
+        assert scores == sorted(scores, reverse=True)
+    rrf = records(cmd(r, "AMEM.SEM.SEARCH", "kb", 2, "TEXT", "INV-00042",
+                      "VECTOR", "FP32", fp32(noisy)))
+    # INV-00042: first by text and second by vector; invoice 3: first by vector only
+    assert as_float(rrf[0][b"score"]) == pytest.approx(1 / 61 + 1 / 62)
+    assert as_float(rrf[1][b"score"]) == pytest.approx(1 / 61)
+    assert as_float(rrf[1][b"text_score"]) == 0.0
+    # a decimal vector works as in RECALL
+    decimal = records(cmd(r, "AMEM.SEM.SEARCH", "kb", 2, "TEXT", "INV-00042",
+                          "VECTOR", *[float(x) for x in noisy]))
+    assert [h[b"id"] for h in decimal] == [h[b"id"] for h in rrf]
+
+
+def test_search_filters_and_minscore(r: redis.Redis) -> None:
+    load_invoices(r)
+    notes = records(cmd(r, "AMEM.SEM.SEARCH", "kb", 4, "TEXT", "acme invoice", "KIND", "note"))
+    assert len(notes) == 4 and all(h[b"kind"] == b"note" for h in notes)
+    confident = records(cmd(r, "AMEM.SEM.SEARCH", "kb", 5, "TEXT", "acme", "MINCONF", 0.8,
+                            "VECTOR", *([1.0] * 16)))
+    assert len(confident) == 5 and all(as_float(h[b"confidence"]) >= 0.8 for h in confident)
+    prefixed = records(cmd(r, "AMEM.SEM.SEARCH", "kb", 5, "TEXT", "invoice", "PREFIX", "inv/05"))
+    assert [h[b"id"] for h in prefixed] == [b"inv/050", b"inv/051", b"inv/052", b"inv/053",
+                                            b"inv/054"]
+    best = as_float(records(cmd(r, "AMEM.SEM.SEARCH", "kb", 1, "TEXT", "INV-00009 acme"))[0][b"score"])
+    assert hit_ids(cmd(r, "AMEM.SEM.SEARCH", "kb", 5, "TEXT", "INV-00009 acme",
+                       "MINSCORE", best)) == [b"inv/009"]
+
+
+def test_search_sees_every_write_at_once(r: redis.Redis) -> None:
+    cmd(r, "AMEM.SEM.CREATE", "kb", 2)
+    cmd(r, "AMEM.SEM.STORE", "kb", "a", "the refund window is 30 days", 1, 0)
+    assert hit_ids(cmd(r, "AMEM.SEM.SEARCH", "kb", 3, "TEXT", "refund")) == [b"a"]
+    cmd(r, "AMEM.SEM.STORE", "kb", "a", "the return window is 14 days", 1, 0)
+    assert cmd(r, "AMEM.SEM.SEARCH", "kb", 3, "TEXT", "refund") == []
+    assert hit_ids(cmd(r, "AMEM.SEM.SEARCH", "kb", 3, "TEXT", "return")) == [b"a"]
+    cmd(r, "AMEM.SEM.STORE", "kb", "b", "a return needs a receipt", 0, 1, "PX", 150)
+    assert hit_ids(cmd(r, "AMEM.SEM.SEARCH", "kb", 3, "TEXT", "returns")) == [b"b", b"a"]
+    time.sleep(0.2)
+    assert hit_ids(cmd(r, "AMEM.SEM.SEARCH", "kb", 3, "TEXT", "return")) == [b"a"]
+    assert cmd(r, "AMEM.SEM.DEL", "kb", "a") == 1
+    assert cmd(r, "AMEM.SEM.SEARCH", "kb", 3, "TEXT", "return") == []
+    cmd(r, "AMEM.SEM.CREATE", "kb", 2, "CAPACITY", 1, "EVICT", "OLDEST", "UPDATE")
+    cmd(r, "AMEM.SEM.STORE", "kb", "c", "first", 1, 0)
+    cmd(r, "AMEM.SEM.STORE", "kb", "d", "second", 1, 0)  # evicts c
+    assert cmd(r, "AMEM.SEM.SEARCH", "kb", 3, "TEXT", "first") == []
+    assert hit_ids(cmd(r, "AMEM.SEM.SEARCH", "kb", 3, "TEXT", "second")) == [b"d"]
+
+
+def test_search_errors(r: redis.Redis) -> None:
+    cmd(r, "AMEM.SEM.CREATE", "kb", 2)
+    assert error(r, "AMEM.SEM.SEARCH", "nope", 3, "TEXT", "x").startswith("NOTFOUND")
+    assert "AMEM.SEM.SEARCH needs TEXT query" in error(r, "AMEM.SEM.SEARCH", "kb", 3, "VECTOR", 1, 0)
+    assert "FUSION and ALPHA need VECTOR" in error(r, "AMEM.SEM.SEARCH", "kb", 3, "TEXT", "x",
+                                                   "FUSION", "RRF")
+    assert "ALPHA applies to FUSION LINEAR only" in error(
+        r, "AMEM.SEM.SEARCH", "kb", 3, "TEXT", "x", "VECTOR", 1, 0, "ALPHA", 0.5)
+    assert "FUSION" in error(r, "AMEM.SEM.SEARCH", "kb", 3, "TEXT", "x", "VECTOR", 1, 0,
+                             "FUSION", "MAX")
+    assert "ALPHA" in error(r, "AMEM.SEM.SEARCH", "kb", 3, "TEXT", "x", "VECTOR", 1, 0,
+                            "FUSION", "LINEAR", "ALPHA", 1.5)
+    assert error(r, "AMEM.SEM.SEARCH", "kb", 3, "TEXT", "x", "VECTOR", 1, 0, 0).startswith(
+        "DIM expected 2 values, got 3")
+    assert error(r, "AMEM.SEM.SEARCH", "kb", 3, "TEXT", "x", "VECTOR", "FP32", b"\0" * 4
+                 ).startswith("DIM")
+    assert "option" in error(r, "AMEM.SEM.SEARCH", "kb", 3, "TEXT", "x", "WITHVECTORS")
+    assert "k" in error(r, "AMEM.SEM.SEARCH", "kb", 0, "TEXT", "x")
+    assert "TEXT" in error(r, "AMEM.SEM.SEARCH", "kb", 3, "MINSCORE", 1, "TEXT")
+    assert "wrong number of arguments" in error(r, "AMEM.SEM.SEARCH", "kb", 3, "TEXT")
+
+
+def test_recall_exact_has_the_same_reply(r: redis.Redis) -> None:
+    data = load_invoices(r)
+    rng = np.random.default_rng(4)
+    for query in rng.standard_normal((3, 16)).astype("<f4"):
+        unit = data / np.linalg.norm(data, axis=1, keepdims=True)
+        want = [f"inv/{i:03d}".encode() for i in np.argsort(-(unit @ query))[:5]]
+        exact = records(cmd(r, "AMEM.SEM.RECALL", "kb", 5, "FP32", fp32(query), "EXACT"))
+        assert [h[b"id"] for h in exact] == want
+        hnsw = records(cmd(r, "AMEM.SEM.RECALL", "kb", 5, "FP32", fp32(query)))
+        assert [list(h) for h in exact] == [list(h) for h in hnsw]
+    notes = hit_ids(cmd(r, "AMEM.SEM.RECALL", "kb", 3, "FP32", fp32(data[0]), "KIND", "note",
+                        "exact", "WITHVECTORS"))
+    assert notes[0] == b"inv/000" and len(notes) == 3
+
+
+def test_info_reports_the_recall_self_check(r: redis.Redis) -> None:
+    load_invoices(r)
+    deadline = time.time() + 10
+    while b"recall_estimate" not in (fields := info(r, "kb")) and time.time() < deadline:
+        time.sleep(0.05)
+    assert list(fields) == [b"dim", b"metric", b"count", b"capacity", b"evict", b"m",
+                            b"ef_construction", b"ef", b"recall_estimate", b"recall_sample",
+                            b"recall_checked"]
+    assert as_float(fields[b"recall_estimate"]) == pytest.approx(1.0)  # 60 facts: exact
+    assert fields[b"recall_sample"] == 32
+    assert abs(fields[b"recall_checked"] - time.time() * 1000) < 60_000
+
+
+def test_search_command_table_entry(r: redis.Redis) -> None:
+    entry = cmd(r, "COMMAND", "INFO", "AMEM.SEM.SEARCH")["amem.sem.search"]  # parsed by redis-py
+    assert (entry["arity"], entry["first_key_pos"], entry["last_key_pos"],
+            entry["step_count"]) == (-5, 1, 1, 1)
+    assert [f.decode() if isinstance(f, bytes) else f for f in entry["flags"]] == ["readonly"]
+    assert [k.encode() if isinstance(k, str) else k
+            for k in r.command_getkeys("AMEM.SEM.SEARCH", "kb", 3, "TEXT", "x")] == [b"kb"]
