@@ -172,3 +172,25 @@ def test_empty_documents_count_in_n_but_never_match() -> None:
     index.add(5, ["x"])
     assert scores_of(index, ["x"]) == pytest.approx(
         {5: math.log(1 + 1.5 / 1.5) * 2.2 / (1 + 1.2 * (0.25 + 0.75 * 1 / 0.5))})
+
+
+def test_long_postings_and_term_counts_survive_removals() -> None:
+    """Terms held by hundreds of documents (the numpy lookup) and by one (a bare integer)."""
+    rnd = random.Random(3)
+    index = TextIndex()
+    corpus: dict[int, list[str]] = {}
+    for doc in range(500):
+        corpus[doc] = ["common"] * (1 + doc % 4) + [f"id-{doc}", "half" if doc % 2 else "other"]
+        index.add(doc, corpus[doc])
+    for doc in rnd.sample(range(500), 300):
+        index.remove(doc, corpus.pop(doc))
+    assert index.df("common") == 200
+    assert index.df("half") == sum(1 for d in corpus if d % 2)
+    assert index.terms() == len({t for terms in corpus.values() for t in terms})
+    for query in (["common"], ["half", "id-7"], ["other", "common"]):
+        got = scores_of(index, query)
+        want = reference_bm25(corpus, query)
+        assert got.keys() == want.keys()
+        for doc, score in want.items():
+            assert got[doc] == pytest.approx(score, rel=1e-12)
+    assert {index.df(f"id-{doc}") for doc in range(500)} == {0, 1}

@@ -222,6 +222,33 @@ def prefix_end(prefix: bytes) -> bytes | None:
     return stripped[:-1] + bytes([stripped[-1] + 1])
 
 
+def _fact_id(fact: Fact) -> bytes:
+    return fact.id
+
+
+def _score_groups(
+    docs: np.ndarray, scores: np.ndarray, first: int
+) -> Iterator[tuple[np.ndarray, float]]:
+    """``(docs, score)`` groups of equal score, best first. Only the top ``first`` (and
+    whatever ties with them) are sorted up front; the rest only if the caller goes on."""
+    if not len(docs):
+        return
+    if len(docs) > first > 0:
+        threshold = scores[np.argpartition(-scores, first - 1)[first - 1]]
+        top = scores >= threshold
+        slices = [np.flatnonzero(top), np.flatnonzero(~top)]
+    else:
+        slices = [np.arange(len(docs))]
+    for part in slices:
+        if not len(part):
+            continue
+        order = part[np.argsort(-scores[part], kind="stable")]
+        ordered = scores[order]
+        cuts = np.flatnonzero(ordered[1:] != ordered[:-1]) + 1
+        for group in np.split(order, cuts):
+            yield docs[group], float(scores[group[0]])
+
+
 def _min_max(values: dict[bytes, float]) -> dict[bytes, float]:
     """Scores scaled to 0..1 over the candidates (all equal: 1, or 0 when all are <= 0)."""
     lo = min(values.values())
@@ -637,37 +664,20 @@ class Namespace:
     ) -> list[tuple[Fact, float]]:
         """Up to ``want`` facts passing ``check`` by BM25, best first (ties: id order)."""
         docs, scores = self.text_index.scores(terms)
-        if not len(docs):
-            return []
         by_label = self._by_label
-        # Rank a generous top slice first; everything only when the filter rejects most of it.
-        # All candidates tied with the slice's lowest score are in the slice, so the tie
-        # order below is exact.
-        slice_size = 4 * want
-        if len(docs) > slice_size:
-            threshold = scores[np.argpartition(-scores, slice_size - 1)[slice_size - 1]]
-            first = np.flatnonzero(scores >= threshold)
-        else:
-            first = np.arange(len(docs))
         out: list[tuple[Fact, float]] = []
-        for candidates in (first, None):
-            if candidates is None:
-                if len(out) >= want or len(first) == len(docs):
-                    break
-                rest = np.ones(len(docs), dtype=bool)
-                rest[first] = False
-                candidates = np.flatnonzero(rest)
-            order = candidates[np.argsort(-scores[candidates], kind="stable")]
-            for i in order.tolist():
-                score = float(scores[i])
-                if len(out) >= want and score < out[-1][1]:
-                    break
-                fact = by_label[int(docs[i])]
-                if fact is None or (check is not None and not check(fact)):
-                    continue
-                out.append((fact, score))
-        out.sort(key=lambda hit: (-hit[1], hit[0].id))
-        return out[:want]
+        for group_docs, score in _score_groups(docs, scores, 4 * want):
+            facts = [by_label[doc] for doc in group_docs.tolist()]
+            passing = [f for f in facts if f is not None and (check is None or check(f))]
+            room = want - len(out)
+            if len(passing) > room:  # a tie across the cut: the lowest ids go in
+                passing = heapq.nsmallest(room, passing, key=_fact_id)
+            else:
+                passing.sort(key=_fact_id)
+            out.extend((fact, score) for fact in passing)
+            if len(out) >= want:
+                break
+        return out
 
     def _fuse(
         self,

@@ -89,21 +89,40 @@ def _stem(word: str) -> str:
     return word[:-1]
 
 
+#: word -> its term (None for a stop word): words repeat, so each is worked out once
+_WORD_TERMS: dict[str, str | None] = {}
+_WORD_TERMS_MAX = 200_000
+
+
 def _word_term(word: str) -> str | None:
-    return None if word in STOP_WORDS else _stem(word)
+    term = _WORD_TERMS.get(word, word)
+    if term is not word:
+        return term
+    term = None if word in STOP_WORDS else _stem(word)
+    if len(_WORD_TERMS) >= _WORD_TERMS_MAX:
+        _WORD_TERMS.clear()  # unbounded vocabularies (ids, amounts) must not grow it forever
+    _WORD_TERMS[word] = term
+    return term
 
 
 def doc_terms(text: bytes | str) -> list[str]:
     """The terms a document is indexed under (repeats kept: they are its term counts)."""
     terms: list[str] = []
+    add = terms.append
+    word_term = _word_term
     for compound in _COMPOUND.findall(_normalise(text)):
+        if compound.isalnum():  # one word (the common case)
+            term = word_term(compound)
+            if term is not None:
+                add(term)
+            continue
         parts = _PARTS.findall(compound)
         if len(parts) > 1:
-            terms.append(compound)
+            add(compound)
         for part in parts:
-            term = _word_term(part)
+            term = word_term(part)
             if term is not None:
-                terms.append(term)
+                add(term)
     return terms
 
 
@@ -128,14 +147,19 @@ def idf(docs: int, df: int) -> float:
     return math.log(1.0 + (docs - df + 0.5) / (df + 0.5))
 
 
-class _Postings:
-    """The documents holding one term and the term's count in each (unordered)."""
+# A posting is one integer, ``tf << 32 | doc``. A term held by one document (most ids,
+# amounts and dates) keeps that integer as it is; a term of several keeps an array of them
+# (unordered). That is about 130 bytes per distinct term instead of some 300.
+_DOC_MASK = 0xFFFFFFFF
+_TF_MAX = 0xFFFFFFFF
+Postings = int | array
 
-    __slots__ = ("docs", "tfs")
 
-    def __init__(self) -> None:
-        self.docs = array("I")
-        self.tfs = array("I")
+def _entries(postings: Postings) -> np.ndarray:
+    """The postings as a uint64 array (a copy: a live view would stop the array growing)."""
+    if isinstance(postings, int):
+        return np.array([postings], dtype=np.uint64)
+    return np.array(postings, dtype=np.uint64)
 
 
 class TextIndex:
@@ -144,7 +168,7 @@ class TextIndex:
     def __init__(self, k1: float = K1, b: float = B) -> None:
         self.k1 = k1
         self.b = b
-        self._postings: dict[str, _Postings] = {}
+        self._postings: dict[str, Postings] = {}
         self._lengths = array("I")  # terms per document, by document number
         self.docs = 0
         self.total_terms = 0
@@ -155,11 +179,14 @@ class TextIndex:
         counts = Counter(terms)
         postings = self._postings
         for term, tf in counts.items():
-            p = postings.get(term)
-            if p is None:
-                postings[term] = p = _Postings()
-            p.docs.append(doc)
-            p.tfs.append(tf)
+            entry = min(tf, _TF_MAX) << 32 | doc
+            held = postings.get(term)
+            if held is None:
+                postings[term] = entry
+            elif isinstance(held, int):
+                postings[term] = array("Q", (held, entry))
+            else:
+                held.append(entry)
         lengths = self._lengths
         if doc >= len(lengths):  # grow by doubling: labels mostly arrive one by one
             grow = max(doc + 1, 2 * len(lengths)) - len(lengths)
@@ -173,16 +200,17 @@ class TextIndex:
         """Forget ``doc``, given the ``terms`` it was added with."""
         postings = self._postings
         for term in set(terms):
-            p = postings[term]
-            i = p.docs.index(doc)
-            last = len(p.docs) - 1
-            if i != last:  # order does not matter: move the last entry into the hole
-                p.docs[i] = p.docs[last]
-                p.tfs[i] = p.tfs[last]
-            p.docs.pop()
-            p.tfs.pop()
-            if not p.docs:
+            held = postings[term]
+            if isinstance(held, int):
                 del postings[term]
+                continue
+            i = _position(held, doc)
+            last = len(held) - 1
+            if i != last:  # order does not matter: move the last entry into the hole
+                held[i] = held[last]
+            held.pop()
+            if len(held) == 1:
+                postings[term] = held[0]
         length = self._lengths[doc]
         self._lengths[doc] = 0
         self.docs -= 1
@@ -193,8 +221,10 @@ class TextIndex:
         return term in self._postings
 
     def df(self, term: str) -> int:
-        p = self._postings.get(term)
-        return 0 if p is None else len(p.docs)
+        held = self._postings.get(term)
+        if held is None:
+            return 0
+        return 1 if isinstance(held, int) else len(held)
 
     def terms(self) -> int:
         """Distinct terms held."""
@@ -211,18 +241,18 @@ class TextIndex:
         n = self.docs
         k1, b = self.k1, self.b
         avgdl = self.total_terms / n
-        # copies, not views: a live view would stop the arrays from growing
-        all_lengths = np.array(self._lengths, dtype=np.float64)
-        acc = np.zeros(len(all_lengths))
+        lengths = np.array(self._lengths, dtype=np.float64)
+        acc = np.zeros(len(lengths))
         for term in dict.fromkeys(terms):
-            p = self._postings.get(term)
-            if p is None:
+            held = self._postings.get(term)
+            if held is None:
                 continue
-            docs = np.array(p.docs, dtype=np.intp)
-            tf = np.array(p.tfs, dtype=np.float64)
-            lengths = all_lengths[docs]
+            entries = _entries(held)
+            docs = (entries & _DOC_MASK).astype(np.intp)
+            tf = (entries >> 32).astype(np.float64)
             weight = idf(n, len(docs))
-            acc[docs] += weight * tf * (k1 + 1.0) / (tf + k1 * (1.0 - b + b * lengths / avgdl))
+            acc[docs] += weight * tf * (k1 + 1.0) / (
+                tf + k1 * (1.0 - b + b * lengths[docs] / avgdl))
         hit = np.flatnonzero(acc)
         return hit, acc[hit]
 
@@ -247,27 +277,37 @@ class TextIndex:
     def build(cls, documents: Iterable[tuple[int, list[str]]]) -> TextIndex:
         """An index of many documents at once (a namespace loaded from a snapshot)."""
         index = cls()
-        grouped: dict[str, tuple[list[int], list[int]]] = {}
+        postings = index._postings
         lengths: dict[int, int] = {}
+        total = 0
         for doc, terms in documents:
-            counts = Counter(terms)
-            for term, tf in counts.items():
-                entry = grouped.get(term)
-                if entry is None:
-                    grouped[term] = entry = ([], [])
-                entry[0].append(doc)
-                entry[1].append(tf)
+            for term, tf in Counter(terms).items():
+                entry = min(tf, _TF_MAX) << 32 | doc
+                held = postings.get(term)
+                if held is None:
+                    postings[term] = entry
+                elif isinstance(held, int):
+                    postings[term] = array("Q", (held, entry))
+                else:
+                    held.append(entry)
             lengths[doc] = len(terms)
-        for term, (docs, tfs) in grouped.items():
-            p = _Postings()
-            p.docs = array("I", docs)
-            p.tfs = array("I", tfs)
-            index._postings[term] = p
+            total += len(terms)
         if lengths:
             table = [0] * (max(lengths) + 1)
             for doc, length in lengths.items():
                 table[doc] = length
             index._lengths = array("I", table)
         index.docs = len(lengths)
-        index.total_terms = sum(lengths.values())
+        index.total_terms = total
         return index
+
+
+def _position(held: array, doc: int) -> int:
+    """Where ``doc``'s entry is in a postings array."""
+    if len(held) < 64:
+        for i, entry in enumerate(held):
+            if entry & _DOC_MASK == doc:
+                return i
+        raise KeyError(doc)
+    # the temporary view is released before the caller changes the array
+    return int(np.flatnonzero((np.frombuffer(held, dtype=np.uint64) & _DOC_MASK) == doc)[0])
