@@ -179,7 +179,7 @@ def test_replicaof_answers(clean: Trio) -> None:
     rc = a.client()
     assert rc.execute_command("REPLICAOF", "127.0.0.1", primary.port) == b"OK Already connected to specified master"
     for port in ("abc", "70000", "-1"):
-        with pytest.raises(redis.ResponseError, match="^Invalid master port$"):
+        with pytest.raises(redis.ResponseError, match=r"^Invalid master port$"):
             rc.execute_command("REPLICAOF", "127.0.0.1", port)
     with pytest.raises(redis.ResponseError, match="WAIT cannot be used with replica instances"):
         rc.execute_command("WAIT", 1, 0)
@@ -189,12 +189,12 @@ def test_replicaof_answers(clean: Trio) -> None:
     pc = primary.client()
     assert pc.execute_command("REPLICAOF", "NO", "ONE") == b"OK"  # already a primary: nothing changes
     assert pc.execute_command("ROLE")[0] == b"master"
-    with pytest.raises(redis.ResponseError, match="^Unrecognized REPLCONF option: foo$"):
+    with pytest.raises(redis.ResponseError, match=r"^Unrecognized REPLCONF option: foo$"):
         pc.execute_command("REPLCONF", "foo", "bar")
-    with pytest.raises(redis.ResponseError, match="^syntax error$"):
+    with pytest.raises(redis.ResponseError, match=r"^syntax error$"):
         pc.execute_command("REPLCONF", "foo")
     assert pc.execute_command("REPLCONF", "listening-port", "1234", "capa", "psync2") == b"OK"
-    with pytest.raises(redis.ResponseError, match="^value is not an integer or out of range$"):
+    with pytest.raises(redis.ResponseError, match=r"^value is not an integer or out of range$"):
         pc.execute_command("REPLCONF", "listening-port", "x")
 
 
