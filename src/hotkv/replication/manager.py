@@ -152,7 +152,8 @@ class Replication:
                 self.feed(PING)
                 self.flush()
             for peer in list(self.peers.values()):
-                if now - peer.ack_time > REPL_TIMEOUT_S:
+                # as Redis, only an online replica must acknowledge (a snapshot may take long)
+                if peer.state == "online" and now - peer.ack_time > REPL_TIMEOUT_S:
                     self.drop_peer(peer, f"timeout: no acknowledgement for {REPL_TIMEOUT_S:.0f} seconds")
                 else:
                     self.check_output_limit(peer, now)
@@ -193,7 +194,15 @@ class Replication:
             return  # a replica forwards its primary's bytes instead (apply_from_primary)
         if self.backlog is None and not self.peers:
             return  # as Redis: no history is kept before the first replica comes
-        self.feed(effect_command(record))
+        try:
+            data = effect_command(record)
+        except Exception:  # a store bug: the replicas can't follow this history any more
+            log.exception("Can't encode an effect for the replicas: they will resync fully")
+            self.drop_all_peers("an effect could not be encoded")
+            self.backlog = None
+            self.replid = new_replid()
+            return
+        self.feed(data)
 
     def feed(self, data: bytes) -> None:
         """Append stream bytes: offset, backlog, and the replicas' output (written soon)."""

@@ -47,10 +47,13 @@ def encode_command(*args: bytes) -> bytes:
     return b"".join(parts)
 
 
+_packer = msgpack.Packer(use_bin_type=True)  # one Packer: packb would build one per call
+
+
 def effect_command(record: Any) -> bytes:
-    """The stream bytes of one effect record."""
-    payload = pack(record)
-    return b"%b$%d\r\n%b\r\n" % (_EFFECT_HEAD, len(payload), payload)
+    """The stream bytes of one effect record (on every write: kept cheap)."""
+    payload: bytes = _packer.pack(record)
+    return _EFFECT_HEAD + b"$%d\r\n" % len(payload) + payload + b"\r\n"
 
 
 PING = encode_command(b"PING")
