@@ -840,3 +840,27 @@ def test_recall_self_check_survives_writes_during_the_scan() -> None:
     # too small to measure: one fact has no neighbour
     put(store, b"only", data[0])
     assert RecallCheck(ns).result() is None
+
+
+@pytest.mark.parametrize("metric", ["COSINE", "L2"])
+def test_bulk_vector_reads_equal_hnswlib_get_items(monkeypatch: pytest.MonkeyPatch,
+                                                   metric: str) -> None:
+    import hotkv.stores.sem as sem
+
+    monkeypatch.setattr(sem, "BULK_READ_MIN", 1)
+    store = make(dim=8, metric=metric)
+    rng = np.random.default_rng(8)
+    data = rng.standard_normal((200, 8)).astype("<f4")
+    for i, row in enumerate(data):
+        put(store, b"f%03d" % i, row)
+    store.apply(["sem.del", b"kb", [b"f%03d" % i for i in range(0, 200, 3)]])
+    for i in range(5):  # reused labels, replaced vectors
+        put(store, b"n%d" % i, data[i] * 2 + 1)
+    put(store, b"f001", data[7])
+    ns = store.namespaces[b"kb"]
+    labels = [f.label for f in ns.facts.values()][::-1]
+    bulk = ns.vectors(labels)
+    one_by_one = ns.vectors(labels, bulk=False)
+    assert bulk.shape == (len(labels), 8) and bulk.dtype == np.float32
+    assert np.array_equal(bulk, one_by_one)
+    assert ids(ns.recall(fp32(data[7]), 5, T0, exact=True))[0] in (b"f001", b"f007")

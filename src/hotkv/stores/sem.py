@@ -71,6 +71,9 @@ AUTO_BREADTH_MAX = 1024
 _SAMPLE = 256
 #: vectors read back from hnswlib at once by an exact search (bounds its memory)
 EXACT_CHUNK = 8192
+#: from this many vectors (and an eighth of the index) on, read them from one copy of the
+#: whole index instead of one by one (see Namespace.vectors)
+BULK_READ_MIN = 512
 
 #: AMEM.SEM.SEARCH: the fusions, RRF's rank constant and LINEAR's default vector weight
 FUSIONS: tuple[str, ...] = ("RRF", "LINEAR")
@@ -573,12 +576,36 @@ class Namespace:
             return 1.0 / (1.0 + math.sqrt(max(dist, 0.0)))
         return 1.0 - dist  # cosine and ip distances are 1 - dot
 
-    def vectors(self, labels: list[int]) -> np.ndarray:
-        """The indexed vectors of ``labels`` as a (len, dim) float32 array."""
-        assert self._index is not None
+    def vectors(self, labels: list[int], *, bulk: bool = True) -> np.ndarray:
+        """The indexed vectors of ``labels`` as a (len, dim) float32 array.
+
+        hnswlib's ``get_items`` hands each value back as a Python float (some 60 ns a
+        value); for more than BULK_READ_MIN vectors and a good share of the index, one copy
+        of the whole index (``__getstate__``, a memory copy) is much faster. ``bulk=False``
+        never copies the index (the self-check reads small slices between commands)."""
+        index = self._index
+        assert index is not None
         if not labels:
             return np.zeros((0, self.dim), dtype=np.float32)
-        return np.asarray(self._index.get_items(labels), dtype=np.float32).reshape(
+        if bulk and len(labels) >= BULK_READ_MIN and 8 * len(labels) >= index.get_current_count():
+            return self._bulk_vectors(labels)
+        return np.asarray(index.get_items(labels), dtype=np.float32).reshape(
+            len(labels), self.dim)
+
+    def _bulk_vectors(self, labels: list[int]) -> np.ndarray:
+        """``labels``' vectors read out of one copy of hnswlib's level-0 memory, whose
+        elements are ``[links][vector][label]`` (the layout its own pickling uses)."""
+        assert self._index is not None
+        state = self._index.__getstate__()[0]
+        size = state["size_data_per_element"]
+        count = state["cur_element_count"]
+        raw = np.asarray(state["data_level0"]).view(np.uint8)[: count * size].reshape(count, size)
+        start, at = state["offset_data"], state["label_offset"]
+        element_labels = np.ascontiguousarray(raw[:, at:at + 8]).view("<u8").reshape(count)
+        row_of = np.full(len(self._by_label), -1, dtype=np.int64)
+        row_of[element_labels.astype(np.int64)] = np.arange(count)
+        rows = row_of[np.asarray(labels, dtype=np.int64)]
+        return np.ascontiguousarray(raw[rows, start:start + 4 * self.dim]).view("<f4").reshape(
             len(labels), self.dim)
 
     def similarities(self, vectors: np.ndarray, queries: np.ndarray) -> np.ndarray:
@@ -599,7 +626,10 @@ class Namespace:
         reading at most EXACT_CHUNK vectors back at a time."""
         if not facts:
             return []
-        if len(facts) <= EXACT_CHUNK:
+        index = self._index
+        assert index is not None
+        if len(facts) <= EXACT_CHUNK or 8 * len(facts) >= index.get_current_count():
+            # one read: few vectors, or enough of the index for one bulk copy of it
             sims = self.similarities(self.vectors([f.label for f in facts]), query)
             order = np.argsort(-sims, kind="stable")[:k]
             return [(facts[i], float(sims[i])) for i in order.tolist()]
@@ -1015,7 +1045,8 @@ class RecallCheck:
         self.cursor = end
         if facts:
             labels = np.array([f.label for f in facts], dtype=np.int64)
-            sims = ns.similarities(ns.vectors(labels.tolist()), self.queries).T.astype(np.float32)
+            vectors = ns.vectors(labels.tolist(), bulk=False)
+            sims = ns.similarities(vectors, self.queries).T.astype(np.float32)
             sims[self.query_labels[:, None] == labels[None, :]] = -np.inf  # not itself
             rows = len(self.queries)
             all_sims = np.concatenate([self.best_sims, sims], axis=1)
