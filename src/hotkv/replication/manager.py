@@ -442,7 +442,12 @@ class Replication:
 
     def _finish_wait(self, waiter: Waiter, value: Any) -> None:
         self._forget_wait(waiter)
-        waiter.deferred.resolve(value)
+        if self.loop is not None:
+            # not from inside the REPLCONF ACK handler: the waiting client then runs its
+            # held requests, which must not nest inside another client's command
+            self.loop.call_soon(waiter.deferred.resolve, value)
+        else:
+            waiter.deferred.resolve(value)
 
     def _forget_wait(self, waiter: Waiter) -> None:
         if waiter in self.waiters:
