@@ -112,6 +112,8 @@ class Replication:
         self.diverged = False  # our copy can't be trusted: the next sync must be a full one
         #: whether our data is a known point of ``replid``'s history (else PSYNC ? -1)
         self.known_history = False
+        #: a full sync replaced the data but no new base could be written: the AOF is stale
+        self.files_stale = False
         self.sync_full = 0
         self.sync_partial_ok = 0
         self.sync_partial_err = 0
@@ -180,7 +182,7 @@ class Replication:
     def _data_survives(self, save: bool | None) -> bool:
         """Will the data files hold exactly the current data once persistence has closed?"""
         persistence = self.core.extras.get("persistence")
-        if persistence is None or self.diverged:
+        if persistence is None or self.diverged or self.files_stale:
             return False
         values = self.core.config.values
         if getattr(persistence, "aof_on", values["appendonly"]):
@@ -542,6 +544,7 @@ class Replication:
         if persistence is None or not getattr(persistence, "aof_on", False):
             return
         replaced = getattr(persistence, "dataset_replaced", None)
+        self.files_stale = True
         try:
             if replaced is not None:
                 replaced()
@@ -551,6 +554,8 @@ class Replication:
             log.warning("Can't write a new base after the full sync: %s", exc.message)
         except OSError as exc:
             log.warning("Can't write a new base after the full sync: %s", exc)
+        else:
+            self.files_stale = False
 
     def continue_from_primary(self, new_replid: str | None) -> None:
         """``+CONTINUE [replid]``: keep our data; switch history if the primary's changed."""
