@@ -29,8 +29,10 @@ def free_port() -> int:
 class HotkvProcess:
     """A ``python -m hotkv`` child process; ``start()`` waits until it accepts connections."""
 
-    def __init__(self, *args: str, dir: str | None = None, port: int = 0) -> None:
+    def __init__(self, *args: str, dir: str | None = None, port: int = 0,
+                 config_file: str | None = None) -> None:
         self.args = list(args)
+        self.config_file = config_file
         self._tmp = None if dir else tempfile.TemporaryDirectory(prefix="hotkv-test-")
         self.dir = dir or self._tmp.name  # type: ignore[union-attr]
         self.port = port
@@ -40,7 +42,10 @@ class HotkvProcess:
 
     def command_line(self) -> list[str]:
         has = set(self.args)
-        cmd = [sys.executable, "-m", "hotkv", "--port", str(self.port), "--dir", self.dir,
+        cmd = [sys.executable, "-m", "hotkv"]
+        if self.config_file:
+            cmd.append(self.config_file)
+        cmd += ["--port", str(self.port), "--dir", self.dir,
                "--logfile", self.logfile, "--bind", "127.0.0.1"]
         if "--appendonly" not in has:
             cmd += ["--appendonly", "no"]

@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import asyncio
+import errno
 import logging
 import os
 import signal
@@ -95,8 +96,8 @@ class Server:
         port = self.config.values["port"]
         binds = self.config.values["bind"]
         errors: list[str] = []
-        for host in binds:
-            host = host.lstrip("-")
+        for entry in binds:
+            host = entry.lstrip("-")
             try:
                 server = await loop.create_server(
                     lambda: ClientProtocol(self.core),
@@ -106,11 +107,14 @@ class Server:
                     backlog=511,
                 )
             except OSError as exc:
-                errors.append(f"Could not create server TCP listening socket {host}:{port}: {exc.strerror}")
-                if exc.errno == 98 or host not in ("::1", "::"):  # address in use is fatal
-                    if exc.errno == 98 or not self.listeners:
-                        self._close_listeners()
-                        raise StartupError(errors[-1]) from None
+                message = f"Could not create server TCP listening socket {host}:{port}: {exc.strerror}"
+                errors.append(message)
+                # as Redis: "-addr" may be missing, and so may IPv6 on a host without it;
+                # an address in use, or any other address that fails, stops the start
+                optional = entry.startswith("-") or host in ("::1", "::")
+                if exc.errno == errno.EADDRINUSE or not optional:
+                    self._close_listeners()
+                    raise StartupError(message) from None
                 continue
             self.listeners.append(server)
             for sock in server.sockets:
@@ -166,7 +170,7 @@ class Server:
                     backlog=511,
                 )
             except OSError as exc:
-                if host in ("::1", "::") and exc.errno != 98:
+                if host in ("::1", "::") and exc.errno != errno.EADDRINUSE:
                     log.warning("no TLS listener on %s:%s: %s", host, port, exc.strerror)
                     continue
                 self._close_listeners()

@@ -13,6 +13,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from hotkv.server.words import split_args
+
 
 class ConfigError(ValueError):
     """A bad directive name or value; the message says where and what was expected."""
@@ -260,60 +262,8 @@ def quote_if_needed(text: str) -> str:
 
 def split_line(line: str) -> list[str]:
     """Split a config line into words as Redis's sdssplitargs does (quotes, escapes)."""
-    words: list[str] = []
-    i, n = 0, len(line)
-    while True:
-        while i < n and line[i].isspace():
-            i += 1
-        if i >= n:
-            return words
-        current: list[str] = []
-        quote: str | None = None
-        while i < n:
-            c = line[i]
-            if quote == '"':
-                if c == "\\" and i + 1 < n:
-                    nxt = line[i + 1]
-                    if nxt == "x" and i + 3 < n:
-                        try:
-                            current.append(chr(int(line[i + 2 : i + 4], 16)))
-                            i += 4
-                            continue
-                        except ValueError:
-                            pass
-                    current.append({"n": "\n", "r": "\r", "t": "\t", "b": "\b", "a": "\a"}.get(nxt, nxt))
-                    i += 2
-                    continue
-                if c == '"':
-                    if i + 1 < n and not line[i + 1].isspace():
-                        raise ValueError("closing quote must be followed by a space")
-                    quote = None
-                    i += 1
-                    break
-                current.append(c)
-            elif quote == "'":
-                if c == "\\" and i + 1 < n and line[i + 1] == "'":
-                    current.append("'")
-                    i += 2
-                    continue
-                if c == "'":
-                    if i + 1 < n and not line[i + 1].isspace():
-                        raise ValueError("closing quote must be followed by a space")
-                    quote = None
-                    i += 1
-                    break
-                current.append(c)
-            else:
-                if c.isspace():
-                    break
-                if c in "\"'" and not current:
-                    quote = c
-                else:
-                    current.append(c)
-            i += 1
-        if quote is not None:
-            raise ValueError("unbalanced quotes")
-        words.append("".join(current))
+    raw = line.encode("utf-8", "surrogateescape")
+    return [word.decode("utf-8", "surrogateescape") for word in split_args(raw)]
 
 
 def load_config(argv: list[str]) -> Config:

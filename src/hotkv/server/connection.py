@@ -18,6 +18,7 @@ import hiredis
 from hotkv.commands.context import Context
 from hotkv.commands.dispatch import NO_REPLY, Deferred, dispatch
 from hotkv.server.resp import encode, encode_error
+from hotkv.server.words import UnbalancedQuotes, split_args
 
 if TYPE_CHECKING:
     from hotkv.server.core import Core
@@ -37,63 +38,11 @@ class ProtocolViolation(Exception):
 
 
 def split_inline(line: bytes) -> list[bytes]:
-    """Split an inline request into words as Redis's sdssplitargs does (quotes, escapes)."""
-    words: list[bytes] = []
-    i, n = 0, len(line)
-    while True:
-        while i < n and line[i] in b" \t\r\n\v\f":
-            i += 1
-        if i >= n:
-            return words
-        current = bytearray()
-        quote = 0
-        closed = False
-        while i < n:
-            c = line[i]
-            if quote == 0x22:  # "
-                if c == 0x5C and i + 1 < n:  # backslash
-                    nxt = line[i + 1]
-                    if nxt == 0x78 and i + 3 < n and _is_hex(line[i + 2]) and _is_hex(line[i + 3]):
-                        current.append(int(line[i + 2 : i + 4], 16))
-                        i += 4
-                        continue
-                    current.append({0x6E: 10, 0x72: 13, 0x74: 9, 0x62: 8, 0x61: 7}.get(nxt, nxt))
-                    i += 2
-                    continue
-                if c == 0x22:
-                    if i + 1 < n and line[i + 1] not in b" \t\r\n\v\f":
-                        raise ProtocolViolation("unbalanced quotes in request")
-                    closed = True
-                    i += 1
-                    break
-                current.append(c)
-            elif quote == 0x27:  # '
-                if c == 0x5C and i + 1 < n and line[i + 1] == 0x27:
-                    current.append(0x27)
-                    i += 2
-                    continue
-                if c == 0x27:
-                    if i + 1 < n and line[i + 1] not in b" \t\r\n\v\f":
-                        raise ProtocolViolation("unbalanced quotes in request")
-                    closed = True
-                    i += 1
-                    break
-                current.append(c)
-            else:
-                if c in b" \t\r\n\v\f":
-                    break
-                if c in b"\"'" and not current:
-                    quote = c
-                else:
-                    current.append(c)
-            i += 1
-        if quote and not closed:
-            raise ProtocolViolation("unbalanced quotes in request")
-        words.append(bytes(current))
-
-
-def _is_hex(c: int) -> bool:
-    return c in b"0123456789abcdefABCDEF"
+    """Split an inline request into words (see ``hotkv.server.words.split_args``)."""
+    try:
+        return split_args(line)
+    except UnbalancedQuotes:
+        raise ProtocolViolation("unbalanced quotes in request") from None
 
 
 def _canonical_size_tail(argv: list[bytes]) -> bytes:
