@@ -21,6 +21,7 @@ from helpers import record, records
 #: relative TTLs become absolute deadlines with this much uncertainty (ms)
 DEADLINE_SLACK_MS = 500
 DIM = 8
+SEM_INFO_FIELDS = (b"dim", b"metric", b"count", b"capacity", b"evict", b"m", b"ef_construction", b"ef")
 
 
 def fp32(values: Any) -> bytes:
@@ -149,7 +150,8 @@ def dump(r: redis.Redis) -> dict[str, Any]:
     sem = {}
     rnd = random.Random(99)
     for ns in _scan_ids(r, "sem"):
-        info = record(ex("AMEM.SEM.INFO", ns))
+        # the contract's fields (later additions such as a recall self-check are runtime facts)
+        info = {k: v for k, v in record(ex("AMEM.SEM.INFO", ns)).items() if k in SEM_INFO_FIELDS}
         facts: list[dict[Any, Any]] = []
         cursor = b"0"
         while True:
