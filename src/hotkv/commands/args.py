@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import builtins
 import json
 import math
 from typing import Any
@@ -118,7 +119,7 @@ class Args:
             raise CommandError(errors.bad_argument(name, f"one of {allowed}", raw))
         return upper
 
-    def duration_ms(self, option: bytes) -> int:
+    def duration_ms(self, option: bytes) -> builtins.int:
         """After a ``TTL`` or ``PX`` token: the duration in ms (positive)."""
         if option == b"TTL" or option == b"EX":
             secs = self.int(option.decode(), 1, 2**47)

@@ -95,14 +95,15 @@ def _arity_ok(arity: int, n: int) -> bool:
 
 def dispatch(ctx: Context, argv: list[bytes]) -> Any:
     """Run one command from a client and return its reply value."""
-    spec = LOOKUP.get(argv[0])
-    if spec is None or spec.subcommands or not _arity_ok(spec.arity, len(argv)):
+    looked_up = LOOKUP.get(argv[0])
+    if looked_up is None or looked_up.subcommands or not _arity_ok(looked_up.arity, len(argv)):
         found = resolve(ctx, argv)
-        if type(found) is str:
+        if isinstance(found, str):
             if argv[0].lower() == b"exec" and not found.startswith("ERR unknown command"):
                 return _abort_exec(ctx, found)
             return _reject(ctx, found, flag_multi=True)
-        spec = found  # type: ignore[assignment]
+        looked_up = found
+    spec: CommandSpec = looked_up
     core = ctx.core
 
     if not ctx.authenticated and not spec.no_auth:

@@ -10,6 +10,7 @@ parsed once into the argument tree that ``COMMAND DOCS`` reports.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -395,14 +396,4 @@ def _alt_name(alternatives: list[Arg]) -> str:
 
 
 def _replace(arg: Arg, **changes: Any) -> Arg:
-    fields = {
-        "name": arg.name,
-        "type": arg.type,
-        "token": arg.token,
-        "optional": arg.optional,
-        "multiple": arg.multiple,
-        "children": arg.children,
-        "key_spec_index": arg.key_spec_index,
-    }
-    fields.update(changes)
-    return Arg(**fields)
+    return dataclasses.replace(arg, **changes)

@@ -48,6 +48,7 @@ from hotkv.persistence.loader import (
 )
 from hotkv.persistence.manifest import Entry, Layout, Manifest, ManifestError
 from hotkv.persistence.snapshot import write_base
+from hotkv.server.core import RepliesWithheld
 
 if TYPE_CHECKING:
     from hotkv.server.app import Server
@@ -768,7 +769,7 @@ class Persistence:
         return fields
 
 
-class AofUnavailable(OSError):
+class AofUnavailable(RepliesWithheld, OSError):
     """Raised before replies that would acknowledge writes the AOF could not keep."""
 
 

@@ -17,6 +17,7 @@ import hiredis
 
 from hotkv.commands.context import Context
 from hotkv.commands.dispatch import NO_REPLY, Deferred, dispatch
+from hotkv.server.core import RepliesWithheld
 from hotkv.server.resp import encode, encode_error
 from hotkv.server.words import UnbalancedQuotes, split_args
 
@@ -236,10 +237,16 @@ class ClientProtocol(asyncio.Protocol):
     def _send(self, out: list[bytes]) -> None:
         ctx = self.ctx
         core = self.core
-        for hook in core.before_reply:
-            hook()
         transport = self.transport
         assert transport is not None and ctx is not None
+        try:
+            for hook in core.before_reply:
+                hook()
+        except RepliesWithheld as exc:
+            log.warning("closing client %s without replies: %s", ctx.addr, exc)
+            self.closed = True
+            transport.abort()
+            return
         if out:
             payload = out[0] if len(out) == 1 else b"".join(out)
             core.stats.total_net_output_bytes += len(payload)

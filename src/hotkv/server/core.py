@@ -25,6 +25,15 @@ if TYPE_CHECKING:
 EffectSink = Callable[[Effect], None]
 
 
+class RepliesWithheld(Exception):
+    """Raised by a ``before_reply`` hook: this batch's replies must not leave.
+
+    They would acknowledge writes that could not be made durable (a failed AOF write under
+    ``appendfsync always``); the connection is closed without answering, so the client
+    sees an error instead of a false acknowledgement.
+    """
+
+
 @dataclass
 class Stats:
     """Counters behind INFO stats (Redis field names where Redis has them)."""
