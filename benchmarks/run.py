@@ -601,7 +601,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                         if server.proc.poll() is not None:
                             raise RuntimeError(f"{server.name} died during {row.title}:\n"
                                                f"{server.log_tail()}")
-        except RuntimeError as exc:
+        except (RuntimeError, OSError) as exc:  # a server that would not start or went away
             print(f"error: {exc}", file=sys.stderr)
             return 1
     env["load_after"] = _load()
