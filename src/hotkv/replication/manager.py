@@ -181,6 +181,8 @@ class Replication:
 
     def _data_survives(self, save: bool | None) -> bool:
         """Will the data files hold exactly the current data once persistence has closed?"""
+        if self.backlog is None and self.primary is None:
+            return False  # replication never used: nothing worth a file
         persistence = self.core.extras.get("persistence")
         if persistence is None or self.diverged or self.files_stale:
             return False
