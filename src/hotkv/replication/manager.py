@@ -31,6 +31,7 @@ from hotkv.replication import state
 from hotkv.replication.backlog import Backlog
 from hotkv.replication.link import REPL_TIMEOUT_S, PrimaryLink
 from hotkv.replication.stream import EFFECT, GETACK, PING, effect_command, pack, unpack
+from hotkv.server.core import RepliesWithheld
 from hotkv.server.resp import OK, ErrorReply
 
 if TYPE_CHECKING:
@@ -602,7 +603,12 @@ class Replication:
     def after_primary_batch(self) -> None:
         """After a read from the primary: our AOF write (and fsync) and our replicas' copy."""
         for hook in self.core.before_reply:
-            hook()
+            try:
+                hook()
+            except RepliesWithheld as exc:
+                # the AOF could not take the writes (persistence now answers MISCONF); as in
+                # Redis, ACK still means "processed", not "on disk"
+                log.warning("Writes from the primary are not durable: %s", exc)
         self.flush()
 
     # --- views -----------------------------------------------------------------------------
