@@ -142,7 +142,7 @@ def execute(ctx: Context, spec: CommandSpec, argv: list[bytes]) -> Any:
     core = ctx.core
     ctx.last_cmd = spec.name
     started = _perf_ns()
-    effects_before = len(core.pending_effects)
+    effects_before = len(core.pending_effects) if spec.is_write else 0
     try:
         reply = spec.handler(ctx, argv)  # type: ignore[misc]
         failed = False

@@ -64,6 +64,8 @@ class ClientProtocol(asyncio.Protocol):
         self.ctx: Context | None = None
         self.reader = hiredis.Reader()
         self.fresh = True  # the next byte read starts a new request
+        #: (last read, last request in it) when that read may have ended on a boundary
+        self.tail: tuple[bytes, list[bytes]] | None = None
         self.inline_buf = b""
         self.partial_bytes = 0
         self.paused_writing = False
@@ -152,12 +154,13 @@ class ClientProtocol(asyncio.Protocol):
 
     def _process(self, ctx: Context, data: bytes, out: list[bytes]) -> None:
         while data:
-            if self.inline_buf or (self.fresh and data[0] != 42):  # 42 == '*'
+            if self.inline_buf or (data[0] != 42 and self._is_fresh()):  # 42 == '*'
                 data = self._inline(data, out)
                 if not data or ctx.close_after_reply:
                     return
-            if self.fresh:
+            elif self._header_needs_check(ctx, data) and self._is_fresh():
                 self._check_header(data)
+            self.tail = None  # what it said is about the boundary this data starts at
             chunk = data
             reader = self.reader
             reader.feed(data)
@@ -200,19 +203,41 @@ class ClientProtocol(asyncio.Protocol):
                     return
             if data:  # an inline request follows the multibulk ones in the same read
                 continue
-            if got is not None:
+            self.fresh = False
+            if got is not None and not reader.has_data():
+                # whether this read ended exactly on a request boundary is decided only if
+                # the next read needs to know (see _is_fresh): most reads never ask
+                self.tail = (chunk, got)
                 self.partial_bytes = 0
-                self.fresh = (
-                    not reader.has_data()
-                    and chunk.endswith(b"\r\n")
-                    and chunk.endswith(_canonical_size_tail(got))
-                )
-                if not self.fresh:
-                    self.partial_bytes = len(chunk)
             else:
-                self.fresh = False
-                self.partial_bytes += len(chunk)
+                self.tail = None
+                self.partial_bytes = len(chunk) if got is not None else self.partial_bytes + len(chunk)
                 self._check_partial(ctx)
+
+    def _is_fresh(self) -> bool:
+        """Whether the next byte starts a new request (inline detection, header checks)."""
+        tail = self.tail
+        if tail is not None:
+            self.tail = None
+            chunk, got = tail
+            self.fresh = chunk.endswith(b"\r\n") and chunk.endswith(_canonical_size_tail(got))
+        return self.fresh
+
+    def _header_needs_check(self, ctx: Context, data: bytes) -> bool:
+        """False for the common short header of an authenticated client: nothing to check.
+
+        A count of up to 6 digits is always allowed; a first bulk length with fewer digits
+        than proto-max-bulk-len cannot exceed it. Anything else gets the full check.
+        """
+        if not ctx.authenticated:
+            return True
+        end = data.find(b"\r\n", 1, 8)
+        if end < 0:
+            return True
+        start = end + 2
+        if data[start : start + 1] != b"$":
+            return start < len(data)
+        return data.find(b"\r\n", start + 1, start + 1 + self.core.bulk_len_digits + 1) < 0
 
     def _inline_after(self, data: bytes, got: list[bytes] | None) -> bytes | None:
         """After a multibulk request, the rest of the read is an inline request: find it.

@@ -104,11 +104,15 @@ class Core:
         self.extras: dict[str, Any] = {}  # room for subsystems (persistence, replication)
         #: slowlog-log-slower-than, kept here so the dispatch point reads one attribute
         self.slowlog_threshold: int = self.config.values["slowlog-log-slower-than"]
+        #: digits of proto-max-bulk-len minus one: a shorter length is always within it
+        self.bulk_len_digits = len(str(self.config.values["proto-max-bulk-len"])) - 1
         self.extras["config_listeners"] = [self._config_changed]
 
     def _config_changed(self, name: str, value: Any) -> None:
         if name == "slowlog-log-slower-than":
             self.slowlog_threshold = int(value)
+        elif name == "proto-max-bulk-len":
+            self.bulk_len_digits = len(str(int(value))) - 1
 
     # --- clients ------------------------------------------------------------------
     def new_client_id(self) -> int:
