@@ -604,3 +604,14 @@ def test_evictions_reach_the_aof_and_a_restart_keeps_them_evicted() -> None:
         client.close()
     finally:
         proc.cleanup()
+
+
+def test_random_eviction_can_empty_most_of_the_cache_in_one_pass() -> None:
+    rig = Rig("allkeys-random", 10**9)
+    for i in range(300):
+        rig.run("SET", f"k{i:03d}", "x" * 100)
+    target = BASE + 5 * entry(b"k000", 100)
+    assert rig.run("CONFIG", "SET", "maxmemory", str(target)) == "OK"
+    assert 1 <= len(rig.kv) <= 5
+    assert rig.core.used_memory() <= target
+    assert rig.core.stats.evicted_keys == 300 - len(rig.kv)

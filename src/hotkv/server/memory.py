@@ -231,34 +231,49 @@ class MemoryGuard:
 
     # --- eviction -----------------------------------------------------------------
     def evict(self, need: int) -> tuple[int, bool]:
-        """Remove about ``need`` bytes of cache keys; ``(keys evicted, ran out of keys)``."""
+        """Remove about ``need`` bytes of cache keys; ``(keys evicted, ran out of keys)``.
+
+        Victims are picked in batches, each removed by one ``kv.del`` effect; a new batch
+        starts when the picker can find no key outside the current one (random draws that
+        keep landing on chosen keys), so a pass only gives up when the store has none left.
+        """
         core = self.core
         kv = core.db.kv
-        pick = self._picker(kv)
-        chosen: dict[bytes, None] = {}
         freed = 0
-        exhausted = False
+        evicted = 0
         deadline = time.perf_counter() + EVICTION_BUDGET_S
         while freed < need:
-            key = pick(chosen)
-            if key is None:
-                exhausted = True
+            pick = self._picker(kv)  # afresh: the heap walk must not outlive a change
+            batch: dict[bytes, None] = {}
+            batch_bytes = 0
+            out_of_time = False
+            while freed + batch_bytes < need:
+                key = pick(batch)
+                if key is None:
+                    break
+                batch[key] = None
+                batch_bytes += kv.entry_bytes(key)
+                if len(batch) % 64 == 0 and time.perf_counter() > deadline:
+                    out_of_time = True
+                    break
+            if not batch:
+                return evicted, True
+            self._remove(list(batch), batch_bytes)
+            freed += batch_bytes
+            evicted += len(batch)
+            if out_of_time or time.perf_counter() > deadline:
                 break
-            chosen[key] = None
-            freed += kv.entry_bytes(key)
-            if len(chosen) % 64 == 0 and time.perf_counter() > deadline:
-                break
-        if not chosen:
-            return 0, exhausted
-        keys = list(chosen)
-        self.used.released += freed
+        return evicted, False
+
+    def _remove(self, keys: list[bytes], size: int) -> None:
+        core = self.core
+        self.used.released += size
         core.emit(["kv.del", keys])
         if not core.in_exec:
             core.flush_effects()
         core.stats.evicted_keys += len(keys)
         if core.watchers:
             core.touch(keys)  # an evicted key breaks a WATCH, as in Redis
-        return len(keys), exhausted
 
     def _picker(self, kv: KeyValueStore) -> Callable[[dict[bytes, None]], bytes | None]:
         policy = self.policy
