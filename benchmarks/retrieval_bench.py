@@ -33,7 +33,8 @@ AMEM.SEM.STORE, then for every query times, one request at a time over one conne
 * ``vector exact``: the same with EXACT (brute force: the best the embedding can do)
 * ``text``: AMEM.SEM.SEARCH ns 5 TEXT <query>
 * ``hybrid rrf``: AMEM.SEM.SEARCH ns 5 TEXT <query> VECTOR <embedding>
-* ``hybrid linear``: the same with FUSION LINEAR (ALPHA 0.7)
+* ``hybrid linear``: the same with FUSION LINEAR (ALPHA 0.7, the default)
+* ``hybrid linear 0.3``: FUSION LINEAR ALPHA 0.3 (the text side weighs more)
 
 and prints recall@5 (the share of queries whose answer is among the 5 hits) overall and per
 query kind, with latency percentiles in ms, as a Markdown table; ``--json`` saves it all.
@@ -360,6 +361,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "hybrid rrf": lambda q, v: ["AMEM.SEM.SEARCH", NS, K, "TEXT", q.text, "VECTOR", "FP32", v],
             "hybrid linear": lambda q, v: ["AMEM.SEM.SEARCH", NS, K, "TEXT", q.text, "VECTOR", "FP32",
                                            v, "FUSION", "LINEAR"],
+            "hybrid linear 0.3": lambda q, v: ["AMEM.SEM.SEARCH", NS, K, "TEXT", q.text, "VECTOR",
+                                               "FP32", v, "FUSION", "LINEAR", "ALPHA", 0.3],
         }
         results = {name: MethodResult(name, {}, []) for name in methods}
         for query, vector in zip(queries, query_vectors, strict=True):  # warm-up pass
