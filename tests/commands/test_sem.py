@@ -682,3 +682,40 @@ def test_search_command_table_entry(r: redis.Redis) -> None:
     assert [f.decode() if isinstance(f, bytes) else f for f in entry["flags"]] == ["readonly"]
     assert [k.encode() if isinstance(k, str) else k
             for k in r.command_getkeys("AMEM.SEM.SEARCH", "kb", 3, "TEXT", "x")] == [b"kb"]
+
+
+def test_hotkv_client_search_recall_exact_and_info(r: redis.Redis) -> None:
+    """The hotkv client's methods for these commands, with every option, decode the same
+    way in RESP2 and RESP3 (floats are floats)."""
+    import hotkv
+
+    data = load_invoices(r, 1100)  # large enough for the EXACT scan to read the index in bulk
+    kwargs = r.connection_pool.connection_kwargs
+    hk = hotkv.from_url(f"hotkv://127.0.0.1:{kwargs['port']}", protocol=kwargs["protocol"])
+    try:
+        hits = hk.amem_sem_search("kb", 3, "INV-00042")
+        assert [h["id"] for h in hits] == ["inv/042"]
+        assert isinstance(hits[0]["score"], float) and hits[0]["score"] == hits[0]["text_score"]
+        hybrid = hk.amem_sem_search("kb", 4, "acme invoice", vector=data[5], fusion="linear",
+                                    alpha=0.5, minscore=0.1, kind="fact", minconf=0.8,
+                                    prefix="inv/0")
+        assert 0 < len(hybrid) <= 4
+        for hit in hybrid:
+            assert isinstance(hit["similarity"], float) and hit["score"] >= 0.1
+            assert hit["kind"] == "fact" and hit["confidence"] >= 0.8
+            assert hit["id"].startswith("inv/0")
+        rrf = hk.amem_sem_search("kb", 2, "INV-00005", vector=data[5])
+        assert rrf[0]["id"] == "inv/005" and rrf[0]["score"] == pytest.approx(2 / 61)
+        exact = hk.amem_sem_recall("kb", 5, data[7], exact=True)
+        unit = data / np.linalg.norm(data, axis=1, keepdims=True)
+        want = [f"inv/{i:03d}" for i in np.argsort(-(unit @ (data[7] / np.linalg.norm(data[7]))))[:5]]
+        assert [h["id"] for h in exact] == want
+        assert exact[0]["similarity"] == pytest.approx(1.0, abs=1e-5)
+        deadline = time.time() + 15
+        while "recall_estimate" not in (info_ := hk.amem_sem_info("kb") or {}):
+            assert time.time() < deadline, info_
+            time.sleep(0.05)
+        assert isinstance(info_["recall_estimate"], float) and 0.0 <= info_["recall_estimate"] <= 1.0
+        assert isinstance(info_["recall_sample"], int) and isinstance(info_["recall_checked"], int)
+    finally:
+        hk.close()
