@@ -719,3 +719,63 @@ def test_hotkv_client_search_recall_exact_and_info(r: redis.Redis) -> None:
         assert isinstance(info_["recall_sample"], int) and isinstance(info_["recall_checked"], int)
     finally:
         hk.close()
+
+
+def test_self_check_scheduling_in_process() -> None:
+    """RecallSelfCheck driven tick by tick on a Core with a manual clock (no event loop)."""
+    from hotkv.commands.sem import SELF_CHECK_INTERVAL_MS, RecallSelfCheck
+    from hotkv.server.clock import ManualClock
+    from hotkv.server.core import Core
+
+    clock = ManualClock()
+    core = Core(clock=clock)
+    db = core.db
+    rng = np.random.default_rng(6)
+
+    def store(ns: bytes, n: int, start: int = 0) -> None:
+        for i in range(start, start + n):
+            db.apply(["sem.store", ns, b"f%d" % i, b"t", fp32(rng.standard_normal(8)), b"fact",
+                      1.0, None, None, None, clock.now_ms(), clock.now_ms(), None, []])
+
+    for ns in (b"a", b"b", b"tiny"):
+        db.apply(["sem.create", ns, 8, "COSINE", 16, 200, 64, 0, "LOWCONF"])
+    store(b"a", 300)
+    store(b"b", 300)
+    store(b"tiny", 1)  # one fact has no neighbour: never due
+    checker = RecallSelfCheck(core)
+    sem = db.sem
+    ticks = 0
+    while sem.get(b"b").recall_estimate is None:
+        checker.tick(budget=8 * 100)  # 100 facts a tick
+        ticks += 1
+        assert ticks < 20
+    assert ticks == 6  # a: 3 slices, then b: 3 slices
+    assert sem.get(b"a").recall_estimate == 1.0 and sem.get(b"a").recall_sample == 32
+    assert sem.get(b"a").recall_checked == clock.now_ms()
+    assert sem.get(b"tiny").recall_estimate is None
+    checked = clock.now_ms()
+    # unchanged: never due again; changed: due once the interval has passed
+    for _ in range(5):
+        checker.tick()
+    assert sem.get(b"a").recall_checked == checked and checker.current is None
+    store(b"b", 10, start=300)
+    clock.advance(SELF_CHECK_INTERVAL_MS - 1)
+    checker.tick()
+    assert checker.current is None
+    clock.advance(1)
+    checker.tick()
+    assert sem.get(b"b").recall_checked == clock.now_ms() and sem.get(b"a").recall_checked == checked
+    # a namespace dropped in the middle of its check is let go
+    store(b"a", 10, start=300)
+    clock.advance(SELF_CHECK_INTERVAL_MS)
+    checker.tick(budget=8 * 10)
+    assert checker.current is not None and checker.current_name == b"a"
+    db.apply(["sem.drop", b"a"])
+    checker.tick(budget=8 * 10)
+    assert checker.current is None
+    # while loading, nothing runs
+    core.loading = True
+    store(b"b", 10, start=400)
+    clock.advance(SELF_CHECK_INTERVAL_MS)
+    checker.tick()
+    assert checker.current is None

@@ -141,7 +141,12 @@ class RecallSelfCheck:
         if check is not None and store.get(self.current_name) is not check.ns:
             check = self.current = None  # dropped, flushed or replaced meanwhile
         if check is None:
-            for name, ns in store.namespaces.items():
+            # round robin from the namespace checked last, so a large namespace that is due
+            # again by the time its check ends does not starve the others
+            names = list(store.namespaces)
+            start = names.index(self.current_name) + 1 if self.current_name in names else 0
+            for name in names[start:] + names[:start]:
+                ns = store.namespaces[name]
                 if self.due(ns, now):
                     check = self.current = RecallCheck(ns)
                     self.current_name = name
