@@ -297,9 +297,7 @@ def check_alive(world: World) -> None:
 
 
 #: commands with a known crash, listed for their owner (each has a regression test below)
-KNOWN_CRASHES = {
-    "client|kill": "lead: commands/connection.py client_kill decodes options as UTF-8",
-}
+KNOWN_CRASHES: dict[str, str] = {}
 
 
 def _param(spec: CommandSpec) -> Any:
@@ -341,7 +339,6 @@ def test_fuzz_command(spec: CommandSpec) -> None:
 # --- regressions: each crash the fuzzer found, as a fixed call ---------------------------
 
 
-@pytest.mark.xfail(strict=True, reason=KNOWN_CRASHES["client|kill"])
 def test_client_kill_with_a_non_utf8_option_is_an_error() -> None:
     world = World()
     reply = dispatch(world.client(), [b"CLIENT", b"KILL", b"\x80", b"\x80"])

@@ -18,7 +18,6 @@ Bounded for the suite (about 6 seconds); ``HOTKV_FUZZ_SECONDS`` scales it
 from __future__ import annotations
 
 import os
-import re
 import socket
 import time
 import uuid
@@ -133,11 +132,6 @@ def raw_random() -> st.SearchStrategy[bytes]:
     )
 
 
-#: a bug found by this fuzzer and not fixed yet (see the regression test at the end): a
-#: protocol error naming a CR or LF byte puts it raw into the error line
-KNOWN_MALFORMED = re.compile(rb"-ERR Protocol error: expected '\$', got '[\r\n]'")
-
-
 class Session:
     """The server under fuzz and the checks run between cases."""
 
@@ -193,9 +187,6 @@ class Session:
             try:
                 reply = reader.gets()
             except hiredis.ProtocolError as exc:
-                if KNOWN_MALFORMED.search(answer):
-                    self.known += 1  # listed below as a regression test for its owner
-                    return
                 raise AssertionError(f"server sent malformed RESP: {answer[:300]!r}") from exc
             if reply is False:
                 break
@@ -273,9 +264,6 @@ def test_mutated_requests(session: Session) -> None:
 # --- regressions: each failure the fuzzer found, as a fixed case ---------------------------
 
 
-@pytest.mark.xfail(strict=True, reason="lead: server/connection.py _check_header puts the "
-                   "offending byte raw into 'expected $, got ...'; a CR or LF there breaks the "
-                   "reply stream (Redis writes a space). Drop KNOWN_MALFORMED with the fix.")
 def test_protocol_error_naming_a_newline_stays_one_line(session: Session) -> None:
     answer = session.send_case(b"*1\r\n\r\nxx", [], 0.0)
     assert answer == b"-ERR Protocol error: expected '$', got ' '\r\n"

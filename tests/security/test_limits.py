@@ -120,9 +120,7 @@ PROTOCOL_CASES: list[Any] = [
     # (name, payload, authenticated first)
     ("unauth-multibulk-count", b"*11\r\n$4\r\nPING\r\n", False),
     ("unauth-bulk-length", b"*2\r\n$16385\r\n", False),
-    pytest.param("unauth-huge-count", b"*1048577\r\n", False, id="unauth-huge-count", marks=pytest.mark.xfail(
-        strict=True, reason="lead: connection.py checks its 1M element cap before the "
-        "unauthenticated cap of 10, so the unauthenticated client hears 'invalid multibulk length'")),
+    ("unauth-huge-count", b"*1048577\r\n", False),
     ("unauth-inline-too-big", b"x" * 70000, False),
     ("unauth-small-is-noauth", b"*2\r\n$3\r\nGET\r\n$1\r\nk\r\n", False),
     ("unauth-biggest-bulk-is-noauth", b"*2\r\n$3\r\nGET\r\n$16384\r\n" + b"k" * 16384 + b"\r\n", False),
@@ -134,13 +132,9 @@ PROTOCOL_CASES: list[Any] = [
     ("expected-dollar", b"*1\r\nfoo\r\n", True),
     ("inline-too-big", b"x" * 70000, True),
     ("unbalanced-quotes", b'SET a "b\r\n', True),
-    pytest.param("null-array-is-skipped", b"*-1\r\nPING\r\n", True, id="null-array", marks=pytest.mark.xfail(
-        strict=True, reason="lead: connection.py answers '*-1' with a protocol error; Redis "
-        "skips a multibulk count <= 0")),
+    ("null-array", b"*-1\r\nPING\r\n", True),
     ("empty-array-is-skipped", b"*0\r\n*1\r\n$4\r\nPING\r\n", True),
-    pytest.param("empty-array-then-inline", b"*0\r\nPING\r\n", True, id="empty-array-then-inline",
-                 marks=pytest.mark.xfail(strict=True, reason="lead: connection.py does not find "
-                                         "an inline request after an empty multibulk '*0'")),
+    ("empty-array-then-inline", b"*0\r\nPING\r\n", True),
     ("max-bulk-accepted", b"*3\r\n$3\r\nSET\r\n$3\r\nbig\r\n$%d\r\n" % (BIG - 1) + b"v" * (BIG - 1)
      + b"\r\n*2\r\n$6\r\nSTRLEN\r\n$3\r\nbig\r\n", True),
 ]
@@ -180,8 +174,6 @@ def test_huge_multibulk_count_is_refused_and_a_big_one_allocates_nothing(limited
             sock.close()
 
 
-@pytest.mark.xfail(strict=True, reason="lead: connection.py checks only the first bulk header "
-                   "of a request against proto-max-bulk-len and the unauthenticated bulk limit")
 def test_every_bulk_of_a_request_is_held_to_the_limits(limited: HotkvProcess) -> None:
     over = b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$%d\r\n" % BIG + b"v" * BIG + b"\r\n"
     assert exchange(limited.port, over, password=PASSWORD, wait=1) == (
@@ -261,9 +253,6 @@ def test_client_over_the_output_hard_limit_is_disconnected(limited: HotkvProcess
         admin.close()
 
 
-@pytest.mark.xfail(strict=True, reason="lead: connection.py encodes every reply of a pipelined "
-                   "read before checking client-output-buffer-limit, so one read of N GETs "
-                   "allocates N replies first")
 def test_output_limit_also_bounds_the_memory_of_one_pipelined_read(limited: HotkvProcess) -> None:
     admin = limited.client(protocol=2, password=PASSWORD)
     admin.set("blob", b"b" * 100_000)

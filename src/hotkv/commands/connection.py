@@ -292,7 +292,7 @@ def client_kill(ctx: Context, argv: list[bytes]) -> Any:
     selected = clients
     while args:
         opt = args.token()
-        value = args.next(opt.decode())
+        value = args.next(opt.decode("utf-8", "replace"))
         if opt == b"ID":
             cid = parse_int(value)
             if cid is None or cid <= 0:

@@ -27,7 +27,9 @@ if TYPE_CHECKING:
 log = logging.getLogger("hotkv")
 
 MAX_INLINE = 64 * 1024
+#: Redis 7 accepts counts up to INT_MAX; hotkv refuses more than this many elements
 MAX_MULTIBULK = 1024 * 1024
+INT_MAX = 2**31 - 1
 UNAUTH_MAX_MULTIBULK = 10
 UNAUTH_MAX_BULK = 16384
 #: pause reading from a client once this much output waits in its transport
@@ -46,8 +48,15 @@ def split_inline(line: bytes) -> list[bytes]:
         raise ProtocolViolation("unbalanced quotes in request") from None
 
 
+#: stand-ins for the requests '*0' and '*-1' when telling where a read ended
+_EMPTY_REQUEST: list[bytes] = []
+_NULL_REQUEST: list[bytes] = []
+
+
 def _canonical_size_tail(argv: list[bytes]) -> bytes:
     """The canonical RESP encoding of a request (to tell whether a read ended on it)."""
+    if argv is _NULL_REQUEST:
+        return b"*-1\r\n"
     parts = [b"*%d\r\n" % len(argv)]
     for arg in argv:
         parts.append(b"$%d\r\n%b\r\n" % (len(arg), arg))
@@ -149,22 +158,31 @@ class ClientProtocol(asyncio.Protocol):
             self._protocol_error(ctx, out, f"ERR Protocol error: {_translate(str(exc))}")
         except ProtocolViolation as exc:
             self._protocol_error(ctx, out, f"ERR Protocol error: {exc}")
+        except Exception:  # a bug in the request layer: say so and close, never stay silent
+            log.exception("internal error reading from client %s", ctx.addr)
+            out.append(encode_error("ERR internal error while reading the request"))
+            ctx.close_after_reply = True
         ctx.last_interaction_ms = ctx.now_ms
         self._send(out)
 
     def _process(self, ctx: Context, data: bytes, out: list[bytes]) -> None:
         while data:
+            checked = False
             if self.inline_buf or (data[0] != 42 and self._is_fresh()):  # 42 == '*'
                 data = self._inline(data, out)
                 if not data or ctx.close_after_reply:
                     return
-            elif self._header_needs_check(ctx, data) and self._is_fresh():
+            if self._header_needs_check(ctx, data) and self._is_fresh():
                 self._check_header(data)
+                checked = True
+            start_tail, start_fresh = self.tail, self.fresh
             self.tail = None  # what it said is about the boundary this data starts at
             chunk = data
             reader = self.reader
             reader.feed(data)
             got = None
+            out_limit = self._hard_output_limit(ctx)
+            out_size = 0
             proto = ctx.proto
             while True:
                 try:
@@ -178,10 +196,11 @@ class ClientProtocol(asyncio.Protocol):
                 if argv is False:
                     data = b""
                     break
+                if argv is None or argv == []:  # '*-1' or '*0': Redis skips counts <= 0
+                    got = _EMPTY_REQUEST if argv == [] else _NULL_REQUEST
+                    continue
                 if type(argv) is not list:
                     raise ProtocolViolation(_type_error(argv))
-                if not argv:
-                    continue
                 for arg in argv:
                     if type(arg) is not bytes:
                         raise ProtocolViolation(_element_error(arg))
@@ -198,7 +217,12 @@ class ClientProtocol(asyncio.Protocol):
                         reply = reply.value
                     if ctx.proto != proto:
                         proto = ctx.proto
-                    out.append(encode(reply, proto))
+                    encoded = encode(reply, proto)
+                    out.append(encoded)
+                    if out_limit:
+                        out_size += len(encoded)
+                        if out_size > out_limit and self._over_output_limit(ctx, out, out_size):
+                            return
                 if ctx.close_after_reply:
                     return
             if data:  # an inline request follows the multibulk ones in the same read
@@ -211,6 +235,14 @@ class ClientProtocol(asyncio.Protocol):
                 self.partial_bytes = 0
             else:
                 self.tail = None
+                if got is None and not checked and chunk[0] == 42:
+                    # a read that starts a request and does not finish it (a big value):
+                    # hold every bulk header it holds to the limits now, as Redis would
+                    self.tail, self.fresh = start_tail, start_fresh
+                    fresh = self._is_fresh()
+                    self.tail, self.fresh = None, False
+                    if fresh:
+                        self._check_header(chunk)
                 self.partial_bytes = len(chunk) if got is not None else self.partial_bytes + len(chunk)
                 self._check_partial(ctx)
 
@@ -284,6 +316,24 @@ class ClientProtocol(asyncio.Protocol):
             self.closed = True
             transport.close()
 
+    def _hard_output_limit(self, ctx: Context) -> int:
+        return output_limits(self.core.config.values["client-output-buffer-limit"],
+                             "replica" if "S" in ctx.flags else "normal")[0]
+
+    def _over_output_limit(self, ctx: Context, out: list[bytes], size: int) -> bool:
+        """Replies of one read passed the hard limit before being written: drop the client
+        now rather than build them all (a read of many GETs of a big value)."""
+        assert self.transport is not None
+        pending = size + self.transport.get_write_buffer_size()
+        if pending <= self._hard_output_limit(ctx):
+            return False
+        log.warning("closing client %s: output buffer of %d bytes over the limit", ctx.addr, pending)
+        out.clear()
+        ctx.close_after_reply = True
+        self.closed = True
+        self.transport.abort()
+        return True
+
     def _check_output_limit(self, ctx: Context, pending: int) -> None:
         """Enforce ``client-output-buffer-limit normal <hard> <soft> <seconds>``."""
         hard, soft, seconds = output_limits(self.core.config.values["client-output-buffer-limit"],
@@ -302,7 +352,10 @@ class ClientProtocol(asyncio.Protocol):
                 self.transport.abort()
 
     def _check_header(self, data: bytes) -> None:
-        """Validate the counts at the start of a request before hiredis allocates for them."""
+        """Validate the counts of the request that starts ``data``, as Redis does, before
+        hiredis buffers for them: the element count, then every bulk length present in
+        ``data`` (a request spread over several reads has its later headers checked only
+        by the query-buffer limit)."""
         ctx = self.ctx
         assert ctx is not None
         end = data.find(b"\r\n", 0, 32)
@@ -314,26 +367,33 @@ class ClientProtocol(asyncio.Protocol):
             count = int(data[1:end])
         except ValueError:
             raise ProtocolViolation("invalid multibulk length") from None
-        if count > MAX_MULTIBULK:
+        if count > INT_MAX:
             raise ProtocolViolation("invalid multibulk length")
         if not ctx.authenticated and count > UNAUTH_MAX_MULTIBULK:
             raise ProtocolViolation("unauthenticated multibulk length")
-        start = end + 2
-        if count <= 0 or start >= len(data):
-            return
-        if data[start] != 36:  # '$'
-            raise ProtocolViolation(f"expected '$', got '{chr(data[start])}'")
-        end = data.find(b"\r\n", start, start + 32)
-        if end < 0:
-            return
-        try:
-            size = int(data[start + 1 : end])
-        except ValueError:
-            raise ProtocolViolation("invalid bulk length") from None
-        if size < 0 or size > self.core.config.values["proto-max-bulk-len"]:
-            raise ProtocolViolation("invalid bulk length")
-        if not ctx.authenticated and size > UNAUTH_MAX_BULK:
-            raise ProtocolViolation("unauthenticated bulk length")
+        if count > MAX_MULTIBULK:
+            raise ProtocolViolation("invalid multibulk length")
+        limit = self.core.config.values["proto-max-bulk-len"]
+        pos = end + 2
+        for _ in range(count):
+            if pos >= len(data):
+                return
+            if data[pos] != 36:  # '$'
+                raise ProtocolViolation(f"expected '$', got '{_printable(data[pos])}'")
+            end = data.find(b"\r\n", pos, pos + 32)
+            if end < 0:
+                if len(data) - pos >= 32:
+                    raise ProtocolViolation("too big bulk count string")
+                return
+            try:
+                size = int(data[pos + 1 : end])
+            except ValueError:
+                raise ProtocolViolation("invalid bulk length") from None
+            if size < 0 or size > limit:
+                raise ProtocolViolation("invalid bulk length")
+            if not ctx.authenticated and size > UNAUTH_MAX_BULK:
+                raise ProtocolViolation("unauthenticated bulk length")
+            pos = end + 2 + size + 2
 
     def _check_partial(self, ctx: Context) -> None:
         """An incomplete request that keeps growing: enforce the buffer limits."""
@@ -487,6 +547,11 @@ def _format_addr(info: Any) -> str:
 def _type_error(value: Any) -> str:
     kind = {int: ":", bytes: "+", str: "+", type(None): "$"}.get(type(value), "?")
     return f"expected '*', got '{kind}'"
+
+
+def _printable(byte: int) -> str:
+    """A byte to name in an error line: CR, LF and other controls become a space."""
+    return chr(byte) if 32 <= byte < 127 else " "
 
 
 def _element_error(value: Any) -> str:
