@@ -317,8 +317,10 @@ class ClientProtocol(asyncio.Protocol):
             transport.close()
 
     def _hard_output_limit(self, ctx: Context) -> int:
-        return output_limits(self.core.config.values["client-output-buffer-limit"],
-                             "replica" if "S" in ctx.flags else "normal")[0]
+        if ctx.flags:
+            return output_limits(self.core.config.values["client-output-buffer-limit"],
+                                 "replica" if "S" in ctx.flags else "normal")[0]
+        return self.core.normal_output_hard_limit
 
     def _over_output_limit(self, ctx: Context, out: list[bytes], size: int) -> bool:
         """Replies of one read passed the hard limit before being written: drop the client

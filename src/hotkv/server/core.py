@@ -107,10 +107,18 @@ class Core:
         #: digits of proto-max-bulk-len minus one: a shorter length is always within it
         self.bulk_len_digits = len(str(self.config.values["proto-max-bulk-len"])) - 1
         self.extras["config_listeners"] = [self._config_changed]
+        self.normal_output_hard_limit = self._normal_output_limit()
+
+    def _normal_output_limit(self) -> int:
+        from hotkv.server.connection import output_limits
+
+        return output_limits(self.config.values["client-output-buffer-limit"], "normal")[0]
 
     def _config_changed(self, name: str, value: Any) -> None:
         if name == "slowlog-log-slower-than":
             self.slowlog_threshold = int(value)
+        elif name == "client-output-buffer-limit":
+            self.normal_output_hard_limit = self._normal_output_limit()
         elif name == "proto-max-bulk-len":
             self.bulk_len_digits = len(str(int(value))) - 1
 
