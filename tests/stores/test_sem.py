@@ -864,3 +864,16 @@ def test_bulk_vector_reads_equal_hnswlib_get_items(monkeypatch: pytest.MonkeyPat
     assert bulk.shape == (len(labels), 8) and bulk.dtype == np.float32
     assert np.array_equal(bulk, one_by_one)
     assert ids(ns.recall(fp32(data[7]), 5, T0, exact=True))[0] in (b"f001", b"f007")
+
+
+def test_hybrid_search_when_no_fact_passes_the_filters() -> None:
+    store, data = invoices(50)
+    ns = store.namespaces[b"kb"]
+    for fusion in ("RRF", "LINEAR"):
+        assert ns.search(b"invoice", 5, T0, vector=fp32(data[0]), fusion=fusion,
+                         kind=b"missing") == []
+        assert ns.search(b"invoice", 5, T0, vector=fp32(data[0]), fusion=fusion,
+                         prefix=b"zzz") == []
+    # a query without a term: the vector side alone
+    hits = ns.search(b"", 3, T0, vector=fp32(data[4]))
+    assert search_ids(hits)[0] == b"inv/00004" and all(h.text_score == 0 for h in hits)

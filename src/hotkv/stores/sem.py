@@ -684,7 +684,7 @@ class Namespace:
             by_text = self._text_ranked(terms, depth, check)
             breadth = max(search_breadth(self.ef, k), depth)
             by_vector = self._nearest(query, depth, breadth, kind, minconf, prefix)
-            hits = self._fuse(terms, query, by_text, by_vector, fusion, alpha)
+            hits = self._fuse(terms, query, by_text, by_vector, fusion, alpha, k)
         if minscore is not None:
             hits = [hit for hit in hits if hit.score >= minscore]
         return hits[:k]
@@ -717,7 +717,10 @@ class Namespace:
         by_vector: list[tuple[Fact, float]],
         fusion: str,
         alpha: float,
+        k: int,
     ) -> list[SearchHit]:
+        """The candidates of both rankings, best first: at least the top ``k`` and all that
+        tie with the k-th."""
         facts: dict[bytes, Fact] = {}
         text_scores: dict[bytes, float] = {}
         sims: dict[bytes, float] = {}
@@ -727,6 +730,17 @@ class Namespace:
         for fact, sim in by_vector:
             facts[fact.id] = fact
             sims[fact.id] = sim
+        if not facts:
+            return []
+        fused: dict[bytes, float]
+        if fusion == "RRF":
+            fused = dict.fromkeys(facts, 0.0)
+            for ranking in (by_text, by_vector):
+                for rank, (fact, _) in enumerate(ranking, start=1):
+                    fused[fact.id] += 1.0 / (RRF_K + rank)
+            # ranks decide: only the hits that can make the reply need the other score
+            cutoff = sorted(fused.values(), reverse=True)[min(k, len(fused)) - 1]
+            facts = {ident: fact for ident, fact in facts.items() if fused[ident] >= cutoff}
         # every hit reports both scores: fill in what the other side did not rank
         for ident, fact in facts.items():
             if ident not in text_scores:
@@ -736,13 +750,7 @@ class Namespace:
             values = self.similarities(self.vectors([f.label for f in unranked]), query)
             for fact, sim in zip(unranked, values.tolist(), strict=True):
                 sims[fact.id] = float(sim)
-        fused: dict[bytes, float]
-        if fusion == "RRF":
-            fused = dict.fromkeys(facts, 0.0)
-            for ranking in (by_text, by_vector):
-                for rank, (fact, _) in enumerate(ranking, start=1):
-                    fused[fact.id] += 1.0 / (RRF_K + rank)
-        else:
+        if fusion != "RRF":
             text_norm = _min_max(text_scores)
             vector_norm = _min_max(sims)
             fused = {ident: alpha * vector_norm[ident] + (1.0 - alpha) * text_norm[ident]
