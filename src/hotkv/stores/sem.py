@@ -33,6 +33,14 @@ sample otherwise) the search is exact (numpy) over just those, because hnswlib w
 to walk most of the graph to find them; otherwise hnswlib's ``filter=`` callable keeps
 non-matching facts out of the result while the graph walk goes on, and if it still finds
 fewer than ``k`` the search falls back to an exact scan of every matching fact.
+
+Text: each namespace also keeps a BM25 index (:mod:`hotkv.stores.text`) over every fact's
+text and description, keyed by label and changed in the same places as the HNSW index
+(store, replace, delete, expiry, eviction), so live writes, AOF replay and replicas hold the
+same one. It is derived data: snapshots leave it out and :meth:`Namespace.from_snapshot`
+rebuilds it from the facts. :meth:`Namespace.search` ranks by it alone or fuses it with
+the HNSW ranking (RRF or LINEAR). :class:`RecallCheck` measures the HNSW search's recall
+against exact search, a slice at a time, for INFO (per process, never in snapshots).
 """
 
 from __future__ import annotations
