@@ -4,7 +4,8 @@ Each case opens a connection, sends its bytes (whole, or in pieces with pauses s
 parser sees partial requests), reads what comes back and closes. After every case a
 fresh connection must get PONG, whatever the server answered must be well-formed RESP,
 and the data written before the run must be intact at the end. The server's stderr
-must stay free of tracebacks (an exception in the protocol code lands there).
+and log must stay free of tracebacks and internal errors (an exception in the protocol code
+lands there).
 
 The default user may do anything but the commands that would end the run (FLUSHALL,
 SHUTDOWN, CONFIG, ACL, CLIENT, DEBUG, MONITOR ...): a mutation can turn bytes into any
@@ -139,7 +140,6 @@ class Session:
         self.proc = proc
         self.stderr = b""
         self.cases = 0
-        self.known = 0
         assert proc.proc is not None and proc.proc.stderr is not None
         os.set_blocking(proc.proc.stderr.fileno(), False)
 
@@ -197,6 +197,10 @@ class Session:
             assert sock.recv(64) == b"+PONG\r\n"
         assert self.proc.proc is not None and self.proc.proc.poll() is None
         assert b"Traceback" not in self.drain_stderr(), self.stderr.decode(errors="replace")
+        # a bug caught by the request layer is logged with its traceback and answered
+        # 'ERR internal error ...' before the connection closes
+        log = self.proc.log()
+        assert "Traceback" not in log and "internal error" not in log, log[-3000:]
 
     def check_data(self) -> None:
         client = self.proc.client(protocol=3)
