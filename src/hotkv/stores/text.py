@@ -199,12 +199,12 @@ class TextIndex:
     def remove(self, doc: int, terms: Iterable[str]) -> None:
         """Forget ``doc``, given the ``terms`` it was added with."""
         postings = self._postings
-        for term in set(terms):
+        for term, tf in Counter(terms).items():
             held = postings[term]
             if isinstance(held, int):
                 del postings[term]
                 continue
-            i = _position(held, doc)
+            i = _position(held, min(tf, _TF_MAX) << 32 | doc)
             last = len(held) - 1
             if i != last:  # order does not matter: move the last entry into the hole
                 held[i] = held[last]
@@ -302,12 +302,12 @@ class TextIndex:
         return index
 
 
-def _position(held: array, doc: int) -> int:
-    """Where ``doc``'s entry is in a postings array."""
+def _position(held: array, entry: int) -> int:
+    """Where ``entry`` (a document's posting, known exactly) is in a postings array."""
     if len(held) < 64:
-        for i, entry in enumerate(held):
-            if entry & _DOC_MASK == doc:
-                return i
-        raise KeyError(doc)
+        return held.index(entry)
     # the temporary view is released before the caller changes the array
-    return int(np.flatnonzero((np.frombuffer(held, dtype=np.uint64) & _DOC_MASK) == doc)[0])
+    i = int(np.argmax(np.frombuffer(held, dtype=np.uint64) == entry))
+    if held[i] != entry:
+        raise KeyError(entry)
+    return i
