@@ -34,8 +34,9 @@ and from the server's cron, when ``used > maxmemory``, string-cache keys are rem
 * ``volatile-ttl``: the nearest deadline first (exact, from the expiry heap);
 * ``noeviction``: nothing; denyoom commands get the OOM error.
 
-Evicted keys leave as one ``["kv.del", [keys]]`` effect (AOF and replicas follow) and count
-in ``evicted_keys``. When nothing evictable is left and the estimate is still over the
+Evicted keys leave as ``["kv.del", [keys]]`` effects, one per batch of victims (AOF and
+replicas follow), and count in ``evicted_keys``; a pass stops after 10 ms and the next
+command or the cron goes on, as Redis bounds its eviction loop. When nothing evictable is left and the estimate is still over the
 limit, the command is refused with ``-OOM``. AMEM stores are never evicted. Replicas do
 not evict (their master's deletions arrive through the link), as Redis's
 ``replica-ignore-maxmemory yes``.
