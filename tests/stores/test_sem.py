@@ -877,3 +877,67 @@ def test_hybrid_search_when_no_fact_passes_the_filters() -> None:
     # a query without a term: the vector side alone
     hits = ns.search(b"", 3, T0, vector=fp32(data[4]))
     assert search_ids(hits)[0] == b"inv/00004" and all(h.text_score == 0 for h in hits)
+
+
+# --- searches on another thread (PendingSearch, quiesce) ---------------------------------------
+
+
+def test_a_pending_search_skips_facts_deleted_or_replaced_before_it_finishes() -> None:
+    import concurrent.futures
+
+    from hotkv.stores.sem import PendingSearch
+
+    store = make(dim=8)
+    rng = np.random.default_rng(3)
+    data = rng.standard_normal((200, 8)).astype(np.float32)
+    for i, vec in enumerate(data):
+        put(store, b"f%d" % i, vec)
+    ns = store.namespaces[b"kb"]
+    pending = ns.recall_deferred(fp32(data[5]), 3, T0)
+    assert isinstance(pending, PendingSearch)
+    ns.begin_search(pending)
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        future = pool.submit(pending.run)
+        ns.track(future)
+        assert ns.searches_in_flight() == 1
+        # a write waits for the search in flight, then changes the index
+        store.apply(["sem.del", b"kb", [b"f5"]])
+        assert future.done()
+        assert ns.searches_in_flight() == 0
+        found_before = [fact.id for fact, _ in pending.found or []]
+        assert found_before[0] == b"f5"
+        second = found_before[1]
+        put(store, second, data[second_index := int(second[1:])] * -1)  # replaced: a new Fact
+        ns.untrack(future)  # the loop thread's bookkeeping, after the quiesce: harmless
+    hits = pending.finish(T0)
+    assert [fact.id for fact, _ in hits] == found_before[2:]
+    assert second_index != 5
+
+
+def test_drop_and_snapshot_wait_for_searches_in_flight() -> None:
+    import concurrent.futures
+
+    from hotkv.stores.sem import PendingSearch
+
+    store = make(dim=8)
+    for i in range(100):
+        put(store, b"f%d" % i, np.random.default_rng(i).standard_normal(8))
+    ns = store.namespaces[b"kb"]
+    with concurrent.futures.ThreadPoolExecutor(2) as pool:
+        futures = []
+        for i in range(4):
+            pending = ns.recall_deferred(fp32(np.ones(8) * (i + 1)), 5, T0)
+            assert isinstance(pending, PendingSearch)
+            ns.begin_search(pending)
+            futures.append(pool.submit(pending.run))
+            ns.track(futures[-1])
+        store.snapshot()
+        assert all(f.done() for f in futures) and ns.searches_in_flight() == 0
+        pending = ns.recall_deferred(fp32(np.ones(8)), 5, T0, ef=500)
+        assert isinstance(pending, PendingSearch)
+        ns.begin_search(pending)
+        futures = [pool.submit(pending.run)]
+        ns.track(futures[0])
+        assert store.apply(["sem.drop", b"kb"]) is True
+        assert futures[0].done()
+    assert len(pending.finish(T0)) == 5

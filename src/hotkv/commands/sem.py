@@ -18,12 +18,22 @@ scans every matching fact with numpy instead of searching the graph, so the two 
 compared on one's own data; INFO's ``recall_*`` fields come from a periodic self-check of
 each namespace (:class:`RecallSelfCheck`), run on the event loop in short slices between
 commands.
+
+RECALL off the event loop: an HNSW search (not EXACT, not inside MULTI/EXEC, not a
+command of a replica's master link, and only with a running event loop) is handed to a
+pool of SEARCH_THREADS threads and the handler returns a :class:`Deferred`: the client's
+later requests wait for it, so replies keep their order, while other clients are served
+and a second search runs on the other core (hnswlib releases the GIL). The reply is built
+on the loop thread when the search is over (``loop.call_soon_threadsafe``); writes to the
+namespace wait for its searches in flight first (``Namespace.quiesce``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import re
+import threading
 from typing import Any
 
 import numpy as np
@@ -31,9 +41,10 @@ import numpy as np
 from hotkv.commands import errors
 from hotkv.commands.args import Args, parse_float
 from hotkv.commands.context import Context
+from hotkv.commands.dispatch import Deferred
 from hotkv.commands.errors import CommandError
 from hotkv.commands.registry import command
-from hotkv.server.resp import OK
+from hotkv.server.resp import OK, ErrorReply
 from hotkv.stores.sem import (
     DEFAULT_ALPHA,
     DEFAULT_EF,
@@ -49,6 +60,7 @@ from hotkv.stores.sem import (
     METRICS,
     Fact,
     Namespace,
+    PendingSearch,
     RecallCheck,
     SearchHit,
     SemanticStore,
@@ -81,6 +93,20 @@ SELF_CHECK_PERIOD_S = 0.1
 SELF_CHECK_BUDGET = 32_000
 SELF_CHECK_INTERVAL_MS = 30_000
 _LIST_OPTIONS = "PREFIX, KIND, CURSOR or COUNT"
+
+#: threads running RECALL's hnswlib searches (the machine this is tuned for has 2 cores)
+SEARCH_THREADS = 2
+_pool: concurrent.futures.ThreadPoolExecutor | None = None
+_pool_lock = threading.Lock()
+
+
+def _search_pool() -> concurrent.futures.ThreadPoolExecutor:
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            _pool = concurrent.futures.ThreadPoolExecutor(
+                max_workers=SEARCH_THREADS, thread_name_prefix="hotkv-recall")
+        return _pool
 
 
 def _store(ctx: Context) -> SemanticStore:
@@ -435,7 +461,7 @@ def sem_store(ctx: Context, argv: list[bytes]) -> Any:
     "[EF n] [EXACT] [WITHVECTORS]",
     complexity="O(log N) for the HNSW search, O(N) with EXACT",
 )
-def sem_recall(ctx: Context, argv: list[bytes]) -> list[Any]:
+def sem_recall(ctx: Context, argv: list[bytes]) -> Any:
     """ns k (FP32 blob | v1 ... vdim) [MINSIM x] [KIND kind] [MINCONF c] [PREFIX p] [EF n] [EXACT] [WITHVECTORS]"""
     _ensure_self_check(ctx)
     args = Args(argv, 1)
@@ -468,9 +494,65 @@ def sem_recall(ctx: Context, argv: list[bytes]) -> list[Any]:
             withvectors = True
         else:
             raise CommandError(errors.bad_argument("option", _RECALL_OPTIONS, raw))
-    hits = ns.recall(vector, k, ctx.now_ms, minsim=minsim, kind=kind, minconf=minconf,
-                     prefix=prefix, ef=ef, exact=exact)
+    planned = ns.recall_deferred(vector, k, ctx.now_ms, minsim=minsim, kind=kind,
+                                 minconf=minconf, prefix=prefix, ef=ef, exact=exact)
+    if isinstance(planned, PendingSearch):
+        loop = _search_loop(ctx)
+        if loop is None:
+            ns.quiesce()
+            planned.run()
+            hits = planned.finish(ctx.now_ms)
+        else:
+            return _search_elsewhere(ctx, loop, ns, planned, withvectors)
+    else:
+        hits = planned
     return [_fact_record(ns, fact, similarity, withvectors) for fact, similarity in hits]
+
+
+def _search_loop(ctx: Context) -> asyncio.AbstractEventLoop | None:
+    """The event loop to come back to after a search on another thread, or None when the
+    search must run in place: inside MULTI/EXEC (the transaction's replies are built at
+    once), on a replica's link to its master, or without a running loop."""
+    if ctx.core.in_exec or ctx.is_master_link:
+        return None
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+
+
+def _search_elsewhere(ctx: Context, loop: asyncio.AbstractEventLoop, ns: Namespace,
+                      pending: PendingSearch, withvectors: bool) -> Deferred:
+    """Run ``pending`` on the search pool; the Deferred resolves on the loop thread."""
+    deferred = Deferred()
+    store = _store(ctx)
+    core = ctx.core
+    ns.begin_search(pending)
+    future = _search_pool().submit(pending.run)
+    ns.track(future)
+
+    def finish(done: concurrent.futures.Future[Any]) -> None:
+        ns.untrack(done)
+        error = done.exception()
+        if error is not None:
+            core.stats.unexpected_error_replies += 1
+            deferred.resolve(ErrorReply(
+                f"ERR internal error in 'amem.sem.recall': {type(error).__name__}"))
+            return
+        if store.get(ns.name) is not ns:  # dropped, flushed or replaced meanwhile
+            deferred.resolve([])
+            return
+        hits = pending.finish(core.clock.now_ms())
+        deferred.resolve([_fact_record(ns, fact, sim, withvectors) for fact, sim in hits])
+
+    def done_elsewhere(done: concurrent.futures.Future[Any]) -> None:
+        try:
+            loop.call_soon_threadsafe(finish, done)
+        except RuntimeError:  # the loop is closed: the server is shutting down
+            pass
+
+    future.add_done_callback(done_elsewhere)
+    return deferred
 
 
 @command(

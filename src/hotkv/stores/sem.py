@@ -41,13 +41,26 @@ same one. It is derived data: snapshots leave it out and :meth:`Namespace.from_s
 rebuilds it from the facts. :meth:`Namespace.search` ranks by it alone or fuses it with
 the HNSW ranking (RRF or LINEAR). :class:`RecallCheck` measures the HNSW search's recall
 against exact search, a slice at a time, for INFO (per process, never in snapshots).
+
+Searches off the event loop: :meth:`Namespace.recall_deferred` prepares a RECALL on the
+loop thread (expiry, filters, the exact-search shortcuts) and, when hnswlib must search,
+hands back a :class:`PendingSearch` whose :meth:`~PendingSearch.run` may run on another
+thread (hnswlib's ``knn_query`` releases the GIL) and whose :meth:`~PendingSearch.finish`
+builds the hits on the loop thread. hnswlib does not allow ``add_items``,
+``mark_deleted`` or ``resize_index`` while a search runs, and ``set_ef`` is shared by
+every search of an index, so the namespace keeps the futures of its searches in flight
+(:meth:`Namespace.track`) and every path that changes the index or its ef first waits for
+them (:meth:`Namespace.quiesce`: put, delete, snapshot, a synchronous search, the recall
+self-check, drop, flush, restore). Searches take milliseconds, so that wait is short.
 """
 
 from __future__ import annotations
 
 import bisect
+import concurrent.futures
 import heapq
 import math
+import os
 import random
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, NamedTuple
@@ -317,6 +330,50 @@ class Namespace:
         self.recall_sample = 0
         self.recall_checked = 0
         self.recall_version = -1
+        #: searches running on other threads (futures), all at hnswlib ef _inflight_ef
+        self._inflight: list[concurrent.futures.Future[Any]] = []
+        self._inflight_ef = 0
+        self._inflight_pid = 0
+
+    # --- searches on other threads ------------------------------------------------------
+    def quiesce(self) -> None:
+        """Wait for the searches in flight on other threads; then the index may change.
+
+        In a forked child (a rewrite writing the base) the threads do not exist: nothing to
+        wait for, the copy of the index is not being searched."""
+        if not self._inflight:
+            return
+        if self._inflight_pid == os.getpid():
+            concurrent.futures.wait(self._inflight)
+        self._inflight = []
+        if self._index is not None:
+            self._index.set_ef(self.ef)
+
+    def begin_search(self, pending: PendingSearch) -> None:
+        """Before ``pending`` runs on another thread: set hnswlib's ef for it (waiting first
+        for searches in flight at another ef, since ef is one value per index)."""
+        if self._inflight and self._inflight_ef != pending.breadth:
+            self.quiesce()
+        if not self._inflight and self._index is not None:
+            self._index.set_ef(pending.breadth)
+            self._inflight_ef = pending.breadth
+
+    def track(self, future: concurrent.futures.Future[Any]) -> None:
+        """``future`` runs a search of this namespace (after :meth:`begin_search`)."""
+        self._inflight.append(future)
+        self._inflight_pid = os.getpid()
+
+    def untrack(self, future: concurrent.futures.Future[Any]) -> None:
+        """The search of ``future`` is over (called on the loop thread)."""
+        try:
+            self._inflight.remove(future)
+        except ValueError:
+            return  # a quiesce already waited for it
+        if not self._inflight and self._index is not None:
+            self._index.set_ef(self.ef)
+
+    def searches_in_flight(self) -> int:
+        return len(self._inflight)
 
     # --- settings -----------------------------------------------------------------
     def settings(self) -> list[Any]:
@@ -442,6 +499,29 @@ class Namespace:
         """Up to ``k`` live facts passing the filters, most similar first, with similarity.
 
         ``exact``: a brute-force (numpy) scan of every matching fact instead of HNSW."""
+        planned = self.recall_deferred(vector, k, now_ms, minsim=minsim, kind=kind,
+                                       minconf=minconf, prefix=prefix, ef=ef, exact=exact)
+        if isinstance(planned, PendingSearch):
+            self.quiesce()  # in place: no search of this index may run elsewhere meanwhile
+            planned.run()
+            return planned.finish(now_ms)
+        return planned
+
+    def recall_deferred(
+        self,
+        vector: bytes,
+        k: int,
+        now_ms: int,
+        *,
+        minsim: float | None = None,
+        kind: bytes | None = None,
+        minconf: float | None = None,
+        prefix: bytes | None = None,
+        ef: int | None = None,
+        exact: bool = False,
+    ) -> list[tuple[Fact, float]] | PendingSearch:
+        """:meth:`recall`, except that when the answer needs an hnswlib search, that search
+        comes back unrun, as a :class:`PendingSearch` (see the module notes)."""
         self.purge_expired(now_ms)  # the search then never meets an expired fact
         if self._index is None or not self.facts:
             return []
@@ -452,7 +532,11 @@ class Namespace:
             hits = self._exact(query, list(facts if check is None else filter(check, facts)), k)
         else:
             breadth = search_breadth(self.ef if ef is None else ef, k)
-            hits = self._nearest(query, k, breadth, kind, minconf, prefix)
+            planned = self._plan_nearest(query, k, breadth, kind, minconf, prefix)
+            if planned is None:
+                return PendingSearch(self, query, k, breadth,
+                                     self._filter(kind, minconf, prefix), minsim)
+            hits = planned
         if minsim is not None:
             hits = [hit for hit in hits if hit[1] >= minsim]
         return hits
@@ -467,6 +551,22 @@ class Namespace:
         prefix: bytes | None,
     ) -> list[tuple[Fact, float]]:
         """The HNSW side of RECALL and SEARCH: up to ``k`` matching facts, nearest first."""
+        hits = self._plan_nearest(query, k, breadth, kind, minconf, prefix)
+        if hits is None:
+            hits = self._search(query, k, breadth, self._filter(kind, minconf, prefix))
+        return hits
+
+    def _plan_nearest(
+        self,
+        query: np.ndarray,
+        k: int,
+        breadth: int,
+        kind: bytes | None,
+        minconf: float | None,
+        prefix: bytes | None,
+    ) -> list[tuple[Fact, float]] | None:
+        """The hits when an exact search over few matching facts is the cheaper way, or
+        None when hnswlib must search the graph."""
         check = self._filter(kind, minconf, prefix)
         hits: list[tuple[Fact, float]] | None = None
         if check is not None:
@@ -482,8 +582,6 @@ class Namespace:
                 matches = self._matching(pool(), check, limit)
                 if matches is not None:
                     hits = self._exact(query, matches, k)
-        if hits is None:
-            hits = self._search(query, k, breadth, check)
         return hits
 
     def _filter(
@@ -550,6 +648,7 @@ class Namespace:
     def _search(
         self, query: np.ndarray, k: int, breadth: int, check: Callable[[Fact], bool] | None
     ) -> list[tuple[Fact, float]]:
+        self.quiesce()  # ef is shared with any search in flight
         index = self._index
         assert index is not None
         by_label = self._by_label
@@ -826,6 +925,7 @@ class Namespace:
         expires: int | None,
     ) -> bool:
         """Store or replace the fact under ``ident``; True when the id was not held."""
+        self.quiesce()  # add_items / resize_index must not run beside a search
         vec = self._as_indexed(vector)
         old = self.facts.pop(ident, None)
         if old is not None:
@@ -886,9 +986,10 @@ class Namespace:
 
     def delete(self, ident: bytes) -> bool:
         """Remove a fact (live or expired); its label is free for the next new fact."""
-        fact = self.facts.pop(ident, None)
-        if fact is None:
+        if ident not in self.facts:
             return False
+        self.quiesce()  # mark_deleted must not run beside a search
+        fact = self.facts.pop(ident)
         label = fact.label
         self._unindex_kind(fact)
         self._by_label[label] = None
@@ -949,6 +1050,7 @@ class Namespace:
 
     # --- snapshot -----------------------------------------------------------------
     def snapshot(self) -> dict[str, Any]:
+        self.quiesce()
         index_state: dict[str, Any] | None = None
         if self._index is not None:
             params = self._index.__getstate__()[0]  # already a copy of the index
@@ -1010,6 +1112,91 @@ class Namespace:
 
     def index_capacity(self) -> int:
         return 0 if self._index is None else self._index.get_max_elements()
+
+
+class PendingSearch:
+    """A RECALL's hnswlib search, prepared on the loop thread: :meth:`run` it anywhere
+    (once :meth:`Namespace.begin_search` set the index up), then :meth:`finish` it on the
+    loop thread.
+
+    :meth:`run` reads the facts of the labels found right after the search, before any
+    write can change the namespace (writes wait for it, see :meth:`Namespace.quiesce`);
+    :meth:`finish` leaves out facts deleted, replaced or expired since. The filter runs in
+    :meth:`run`'s thread, holding the GIL: it only reads.
+    """
+
+    __slots__ = ("breadth", "check", "found", "index", "k", "minsim", "ns", "query")
+
+    def __init__(
+        self,
+        ns: Namespace,
+        query: np.ndarray,
+        k: int,
+        breadth: int,
+        check: Callable[[Fact], bool] | None,
+        minsim: float | None,
+    ) -> None:
+        self.ns = ns
+        self.index = ns._index
+        self.query = query
+        self.k = min(k, len(ns.facts))
+        self.breadth = breadth
+        self.check = check
+        self.minsim = minsim
+        #: (fact, hnswlib distance) best first; None when hnswlib found fewer than k
+        self.found: list[tuple[Fact, float]] | None = None
+
+    def run(self) -> None:
+        """The search itself (any thread; ``knn_query`` releases the GIL)."""
+        index = self.index
+        assert index is not None
+        by_label = self.ns._by_label
+        check = self.check
+        synchronous = not self.ns._inflight
+        if synchronous:  # run in place (no other thread): set ef here
+            index.set_ef(self.breadth)
+        try:
+            if check is None:
+                labels, dists = index.knn_query(self.query, k=self.k)
+            else:
+
+                def allowed(label: int) -> bool:
+                    fact = by_label[label]
+                    return fact is not None and check(fact)
+
+                labels, dists = index.knn_query(self.query, k=self.k, filter=allowed)
+        except RuntimeError:
+            self.found = None  # fewer than k reachable: finish() scans exactly
+            return
+        finally:
+            if synchronous:
+                index.set_ef(self.ns.ef)
+        found: list[tuple[Fact, float]] = []
+        for label, dist in zip(labels[0].tolist(), dists[0].tolist(), strict=True):
+            fact = by_label[label]
+            if fact is not None:
+                found.append((fact, float(dist)))
+        self.found = found
+
+    def finish(self, now_ms: int) -> list[tuple[Fact, float]]:
+        """The hits (loop thread): facts still current and alive, with their similarity."""
+        ns = self.ns
+        if self.found is None:
+            if ns._index is None or not ns.facts:
+                return []
+            facts: Iterable[Fact] = ns.facts.values()
+            if self.check is not None:
+                facts = filter(self.check, facts)
+            hits = ns._exact(self.query, [f for f in facts if f.alive(now_ms)], self.k)
+        else:
+            current = ns.facts
+            to_similarity = ns._similarity_of_distance
+            hits = [(fact, to_similarity(dist)) for fact, dist in self.found
+                    if current.get(fact.id) is fact and fact.alive(now_ms)]
+        if self.minsim is not None:
+            minsim = self.minsim
+            hits = [hit for hit in hits if hit[1] >= minsim]
+        return hits
 
 
 class RecallCheck:
@@ -1113,6 +1300,7 @@ class RecallCheck:
         """The labels RECALL's HNSW search (no filter) finds for each query, best first."""
         index = self.index
         assert index is not None
+        self.ns.quiesce()  # ef is shared with any search in flight
         index.set_ef(search_breadth(self.ns.ef, k))
         try:
             try:
@@ -1201,7 +1389,11 @@ class SemanticStore(Store):
 
     def _apply_drop(self, effect: Effect) -> bool:
         self._expiring.discard(effect[1])
-        return self.namespaces.pop(effect[1], None) is not None
+        ns = self.namespaces.pop(effect[1], None)
+        if ns is None:
+            return False
+        ns.quiesce()
+        return True
 
     # --- the Store contract ------------------------------------------------------------
     def purge_expired(self, now_ms: int, limit: int) -> int:
@@ -1223,6 +1415,8 @@ class SemanticStore(Store):
         return ident in self.namespaces
 
     def clear(self) -> None:
+        for ns in self.namespaces.values():
+            ns.quiesce()
         self.namespaces.clear()
         self._expiring.clear()
 
