@@ -28,6 +28,19 @@ a second one would compete with the server for its core.
 The AMEM rows compare each AMEM command with the nearest plain Redis command
 (AMEM.WORK.SET ~ HSET, AMEM.WORK.GET ~ HGET, AMEM.CONV.APPEND ~ RPUSH). A row whose
 command hotkv does not know (yet) is skipped with a note instead of failing the run.
+
+Other row groups, each with its own reference:
+
+* ``aof``: SET, GET and the AMEM rows on a second hotkv with ``--appendonly yes
+  --appendfsync everysec`` against the hotkv without AOF (target >= 0.90);
+* ``fakeredis``: SET and GET on hotkv against fakeredis' TCP server (``TcpFakeServer``,
+  the other Python server, in its own process; target >= 20);
+* ``sem``: ``benchmarks/sem_bench.py`` (AMEM.SEM.RECALL against hnswlib in process,
+  recall@10, 8 clients vs 1, memory per fact, restart from the snapshot; ``--facts``,
+  ``--png`` for the recall-vs-queries/s curve).
+
+After the per-group tables comes one table of every row's ratio (min / median / max of
+the per-run ratios, runs paired in the order they ran) against its target.
 """
 
 from __future__ import annotations
@@ -90,6 +103,8 @@ class Row:
     probe: tuple[bytes, ...] | None = None
     target_plain: float = 0.80
     target_pipelined: float = 0.45
+    #: the row whose setup this one shares (prepare()), when its key differs
+    setup: str = ""
 
     def target(self, pipeline: int) -> float:
         return self.target_plain if pipeline <= 1 else self.target_pipelined
@@ -124,18 +139,43 @@ ROWS: tuple[Row, ...] = (
 )
 
 
+def _aof_row(row: Row) -> Row:
+    """The same workload on hotkv with an AOF (everysec) against hotkv without."""
+    title = row.title.split(" vs ")[0] + ", AOF everysec vs no AOF"
+    return Row("aof_" + row.key, "aof", title, row.hotkv_args, row.hotkv_args, row.probe,
+               0.90, 0.90, setup=row.key)
+
+
+def _fake_row(row: Row) -> Row:
+    return Row("fakeredis_" + row.key, "fakeredis", row.title + ", hotkv vs fakeredis",
+               row.redis_args, row.hotkv_args, row.probe, 20.0, 20.0, setup=row.key)
+
+
+ROWS = ROWS + tuple(_aof_row(r) for r in ROWS if r.group in ("string", "amem")) + tuple(
+    _fake_row(r) for r in ROWS if r.group == "string")
+#: groups that are not redis-benchmark rows (run by another script)
+OTHER_GROUPS = ("sem",)
+#: the reference each group's ratio is taken against (the "redis" column of its table)
+REFERENCE = {"aof": "hotkv without AOF", "fakeredis": "fakeredis"}
+SUBJECT = {"aof": "hotkv AOF everysec"}
+
+
 def select_rows(spec: str | None) -> list[Row]:
     """Rows named by ``--rows``: comma-separated keys (``get``), key prefixes (``ping``,
     ``work``) or groups (``string``, ``amem``); ``None`` or ``all`` means every row."""
     if not spec or spec == "all":
         return list(ROWS)
-    tokens = [t.strip().lower() for t in spec.split(",") if t.strip()]
+    tokens = [t.strip().lower() for t in spec.split(",")
+              if t.strip() and t.strip().lower() not in OTHER_GROUPS]
+    if not tokens and any(t.strip().lower() in OTHER_GROUPS for t in spec.split(",")):
+        return []
     chosen = [
         row for row in ROWS
         if any(t in (row.key, row.group) or row.key.startswith(t + "_") for t in tokens)
     ]
     if not chosen:
-        names = ", ".join(sorted({r.key for r in ROWS} | {r.group for r in ROWS}))
+        names = ", ".join(sorted({r.key for r in ROWS} | {r.group for r in ROWS}
+                                 | set(OTHER_GROUPS)))
         raise SystemExit(f"--rows {spec!r} matches no row; known: {names}")
     return chosen
 
@@ -206,10 +246,16 @@ def free_port() -> int:
 
 @dataclass
 class ServerProcess:
-    name: str  # redis | hotkv
+    name: str  # redis | hotkv | fakeredis: which arguments and setup it gets
     proc: subprocess.Popen[bytes]
     port: int
     logfile: Path
+    #: the Result list its rates go to ("redis" = the reference, "hotkv"); default: name
+    slot: str = ""
+
+    @property
+    def column(self) -> str:
+        return self.slot or self.name
 
     def stop(self) -> None:
         if self.proc.poll() is None:
@@ -301,22 +347,65 @@ def start_hotkv(workdir: Path, aof: str, cpu: int | None, python: str,
     raise RuntimeError("hotkv did not log 'ready to accept connections' in 20 s")
 
 
+FAKEREDIS_SERVER = """
+import sys
+from fakeredis import TcpFakeServer
+server = TcpFakeServer(("127.0.0.1", int(sys.argv[1])), server_type="redis")
+server.daemon_threads = True
+server.serve_forever()
+"""
+
+
+def start_fakeredis(cpu: int | None, python: str, logfile: Path) -> ServerProcess:
+    """fakeredis' TCP server (a socketserver.ThreadingTCPServer) in its own process."""
+    last_error = ""
+    for _ in range(5):
+        port = free_port()
+        with open(logfile, "wb") as log_out:
+            proc = subprocess.Popen([*_pin(cpu), python, "-c", FAKEREDIS_SERVER, str(port)],
+                                    stdout=log_out, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                last_error = logfile.read_text(errors="replace")[-2000:]
+                break
+            try:
+                client = RawClient(port)
+            except OSError:
+                time.sleep(0.05)
+                continue
+            try:
+                if client.call(b"PING") == b"PONG":
+                    return ServerProcess("fakeredis", proc, port, logfile, slot="redis")
+            except (OSError, ConnectionError):
+                pass
+            finally:
+                client.close()
+            time.sleep(0.05)
+        else:
+            proc.kill()
+            proc.wait()
+            last_error = "fakeredis did not answer PING in 20 s"
+    raise RuntimeError(f"cannot start fakeredis: {last_error}")
+
+
 # --- setup per row ----------------------------------------------------------------------------
 
 
 def prepare(server: ServerProcess, row: Row) -> str | None:
     """Put in place what the row reads; return why the row cannot run on this server, or None."""
     client = RawClient(server.port)
+    kind = row.setup or row.key
     try:
-        if row.key == "get":
+        if kind == "get":
             _fill(client, ((b"SET", key_name(i), VALUE) for i in range(STRING_KEYSPACE)))
-        elif row.key == "work_get" and server.name == "redis":
+        elif kind == "work_get" and server.name == "redis":
             _fill(client, ((b"HSET", SESSION, key_name(i), VALUE) for i in range(WORK_KEYSPACE)))
-        elif row.key == "conv_append" and server.name == "redis":
+        elif kind == "conv_append" and server.name == "redis":
             client.call(b"DEL", SESSION)  # the list would otherwise grow over repeated runs
         if server.name != "hotkv" or row.probe is None:
             return None
-        if row.key == "conv_append":
+        if kind == "conv_append":
             reply = client.call(b"AMEM.CONV.CREATE", SESSION, b"UPDATE")
             if isinstance(reply, hiredis.ReplyError) and "NOTFOUND" in str(reply):
                 reply = client.call(b"AMEM.CONV.CREATE", SESSION)
@@ -325,7 +414,7 @@ def prepare(server: ServerProcess, row: Row) -> str | None:
         reply = client.call(*row.probe)
         if isinstance(reply, hiredis.ReplyError):
             return _skip_reason(row.probe[0], reply)
-        if row.key == "work_get":
+        if kind == "work_get":
             _fill(client, ((b"AMEM.WORK.SET", SESSION, key_name(i), VALUE)
                            for i in range(WORK_KEYSPACE)))
         return None
@@ -429,12 +518,12 @@ def measure(row: Row, servers: Sequence[ServerProcess], settings: Settings) -> l
         try:
             requests: dict[str, int] = {}
             for server in servers:
-                args = row.redis_args if server.name == "redis" else row.hotkv_args
+                args = row.hotkv_args if server.name == "hotkv" else row.redis_args
                 first = redis_benchmark(settings.benchmark, server.port, args, pipeline,
                                         _calibration_requests(pipeline, settings.quick),
                                         settings.bench_cpu)
                 if settings.quick:  # the calibration run is the measurement
-                    getattr(result, server.name).append(first.rps)
+                    getattr(result, server.column).append(first.rps)
                     requests[server.name] = 0
                 else:
                     # the rate of a short run, times the wanted duration (rounded)
@@ -442,10 +531,10 @@ def measure(row: Row, servers: Sequence[ServerProcess], settings: Settings) -> l
                     requests[server.name] = max(10_000, round(wanted, -4))
             for rep in range(settings.repeat if not settings.quick else 0):
                 for server in servers:
-                    args = row.redis_args if server.name == "redis" else row.hotkv_args
+                    args = row.hotkv_args if server.name == "hotkv" else row.redis_args
                     sample = redis_benchmark(settings.benchmark, server.port, args, pipeline,
                                              requests[server.name], settings.bench_cpu)
-                    getattr(result, server.name).append(sample.rps)
+                    getattr(result, server.column).append(sample.rps)
                     settings.log(f"  {row.title} P{pipeline} {server.name} #{rep + 1}: "
                                  f"{sample.rps:,.0f} req/s ({sample.seconds:.1f} s)")
         except BenchmarkFailed as exc:
@@ -457,9 +546,9 @@ def measure(row: Row, servers: Sequence[ServerProcess], settings: Settings) -> l
 def _summary_line(result: Result) -> str:
     if result.ratio is None:
         return f"{result.title} P{result.pipeline}: {result.note}"
-    return (f"{result.title} P{result.pipeline}: redis {statistics.median(result.redis):,.0f}"
-            f" hotkv {statistics.median(result.hotkv):,.0f} ratio {result.ratio:.2f}"
-            f" (target {result.target:.2f})")
+    return (f"{result.title} P{result.pipeline}: reference "
+            f"{statistics.median(result.redis):,.0f} hotkv {statistics.median(result.hotkv):,.0f}"
+            f" ratio {result.ratio:.2f} (target {result.target:.2f})")
 
 
 # --- the table ----------------------------------------------------------------------------------
@@ -469,10 +558,12 @@ def _k(value: float) -> str:
     return f"{value:,.0f}"
 
 
-def format_table(results: Sequence[Result]) -> str:
+def format_table(results: Sequence[Result], reference: str = "redis",
+                 subject: str = "hotkv") -> str:
+    ratio = f"ratio {subject}/{reference}" if " " not in subject + reference else "ratio"
     lines = [
-        "| test | -P | redis req/s (median) | hotkv req/s min / median / max "
-        "| ratio hotkv/redis (median) | target | | ratio of best runs |",
+        f"| test | -P | {reference} req/s (median) | {subject} req/s min / median / max "
+        f"| {ratio} (median) | target | | ratio of best runs |",
         "|---|---:|---:|---:|---:|---:|---|---:|",
     ]
     for r in results:
@@ -485,6 +576,37 @@ def format_table(results: Sequence[Result]) -> str:
             f"| {r.title} | {r.pipeline} | {_k(statistics.median(r.redis))} | {hk} "
             f"| {r.ratio:.2f} | >= {r.target:.2f} | {verdict} | {r.best_ratio:.2f} |"
         )
+    return "\n".join(lines)
+
+
+def pair_ratios(result: Result) -> list[float]:
+    """hotkv / reference of each pair of runs (they ran one after the other)."""
+    return [h / r for h, r in zip(result.hotkv, result.redis, strict=False) if r > 0]
+
+
+def format_summary(results: Sequence[Result], groups: dict[str, str],
+                   sem_rows: Sequence[dict[str, Any]]) -> str:
+    """Every row's ratio, min / median / max over the runs, against its target."""
+    lines = ["| what | -P | reference | ratio min / median / max | target | |",
+             "|---|---:|---|---:|---:|---|"]
+    for r in results:
+        ratios = pair_ratios(r)
+        reference = REFERENCE.get(groups.get(r.row, ""), "redis-server")
+        if not ratios or r.ratio is None:
+            lines.append(f"| {r.title} | {r.pipeline} | {reference} | | >= {r.target:g} "
+                         f"| {r.note} |")
+            continue
+        verdict = "ok" if r.ratio >= r.target else "BELOW TARGET"
+        lines.append(f"| {r.title} | {r.pipeline} | {reference} | {min(ratios):.2f} / "
+                     f"{r.ratio:.2f} / {max(ratios):.2f} | >= {r.target:g} | {verdict} |")
+    for row in sem_rows:
+        rs = row["ratios"]
+        med = statistics.median(rs)
+        ok = {">=": med >= row["target"], ">": med > row["target"],
+              "<=": med <= row["target"]}[row["op"]]
+        lines.append(f"| {row['title']} | | {row.get('reference', '')} | {min(rs):.2f} / "
+                     f"{med:.2f} / {max(rs):.2f} | {row['op']} {row['target']:g} "
+                     f"| {'ok' if ok else 'BELOW TARGET'} |")
     return "\n".join(lines)
 
 
@@ -546,6 +668,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--hotkv-arg", action="append", default=[], metavar="ARG",
                         help="extra argument for hotkv (repeatable), e.g. --hotkv-arg=--hz "
                              "--hotkv-arg=10")
+    parser.add_argument("--facts", type=int, default=None,
+                        help="sem rows: facts of 768 dims (default 100000; 2000 with --quick)")
+    parser.add_argument("--sem-cache", type=Path, default=None,
+                        help="sem rows: where the built data set is kept (see sem_bench.py)")
+    parser.add_argument("--rebuild", action="store_true", help="sem rows: build it again")
+    parser.add_argument("--png", type=Path, default=ROOT / "benchmarks" / "recall_curve.png",
+                        help="sem rows: the recall-vs-queries/s picture")
     parser.add_argument("--redis-server", default="redis-server")
     parser.add_argument("--redis-benchmark", default="redis-benchmark")
     args = parser.parse_args(argv)
@@ -573,6 +702,52 @@ def running_servers(args: argparse.Namespace, workdir: Path,
             server.stop()
 
 
+@contextmanager
+def group_servers(group: str, base: list[ServerProcess], args: argparse.Namespace,
+                  workdir: Path, server_cpu: int | None) -> Iterator[list[ServerProcess]]:
+    """The two servers a row group compares: reference first."""
+    if group == "aof":
+        sub = workdir / "aof"
+        sub.mkdir(exist_ok=True)
+        reference = ServerProcess("hotkv", base[1].proc, base[1].port, base[1].logfile,
+                                  slot="redis")
+        aof = start_hotkv(sub, "everysec", server_cpu, args.python, args.hotkv_arg)
+        try:
+            yield [reference, aof]
+        finally:
+            aof.stop()
+    elif group == "fakeredis":
+        fake = start_fakeredis(server_cpu, args.python, workdir / "fakeredis.log")
+        try:
+            yield [fake, base[1]]
+        finally:
+            fake.stop()
+    else:
+        yield base
+
+
+def run_sem(args: argparse.Namespace, log: Callable[[str], None]) -> dict[str, Any]:
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import sem_bench
+
+    facts = args.facts or (2000 if args.quick else 100_000)
+    opts = sem_bench.Options(facts=facts, queries=100 if args.quick else 500,
+                             seconds=1.0 if args.quick else 4.0,
+                             repeat=1 if args.quick else args.repeat,
+                             restarts=1 if args.quick else 3, cache=args.sem_cache,
+                             rebuild=args.rebuild, python=args.python, png=args.png, log=log)
+    result: dict[str, Any] = sem_bench.run(opts)
+    result["rows"] = sem_bench.ratio_rows(result)
+    return result
+
+
+def format_sem(rows: Sequence[dict[str, Any]]) -> str:
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import sem_bench
+
+    return str(sem_bench.format_rows(rows))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     rows = select_rows(args.rows)
@@ -590,17 +765,28 @@ def main(argv: Sequence[str] | None = None) -> int:
                         args.pipeline_list, log)
     env = environment(args, pinned)
     results: list[Result] = []
+    groups = {row.key: row.group for row in rows}
+    tokens = {t.strip().lower() for t in (args.rows or "all").split(",")}
+    want_sem = bool(tokens & {"all", *OTHER_GROUPS})
+    sem: dict[str, Any] | None = None
     with tempfile.TemporaryDirectory(prefix="hotkv-bench-") as tmp:
         try:
-            with running_servers(args, Path(tmp), server_cpu) as servers:
-                log(f"redis-server on port {servers[0].port}, hotkv on port {servers[1].port}; "
-                    f"pinning: {env['pinning']}")
-                for row in rows:
-                    results.extend(measure(row, servers, settings))
-                    for server in servers:
-                        if server.proc.poll() is not None:
-                            raise RuntimeError(f"{server.name} died during {row.title}:\n"
-                                               f"{server.log_tail()}")
+            if rows:
+                with running_servers(args, Path(tmp), server_cpu) as servers:
+                    log(f"redis-server on port {servers[0].port}, hotkv on port "
+                        f"{servers[1].port}; pinning: {env['pinning']}")
+                    for group in dict.fromkeys(row.group for row in rows):
+                        with group_servers(group, servers, args, Path(tmp),
+                                           server_cpu) as pair:
+                            for row in (r for r in rows if r.group == group):
+                                results.extend(measure(row, pair, settings))
+                                for server in pair:
+                                    if server.proc.poll() is not None:
+                                        raise RuntimeError(
+                                            f"{server.name} died during {row.title}:\n"
+                                            f"{server.log_tail()}")
+            if want_sem:
+                sem = run_sem(args, log)
         except (RuntimeError, OSError) as exc:  # a server that would not start or went away
             print(f"error: {exc}", file=sys.stderr)
             return 1
@@ -612,11 +798,31 @@ def main(argv: Sequence[str] | None = None) -> int:
           f"{env['repeat']} timed run(s) per cell; load average {env['load_before']} before, "
           f"{env['load_after']} after")
     print()
-    print(format_table(results))
+    main_rows = [r for r in results if groups[r.row] not in REFERENCE]
+    if main_rows:
+        print(format_table(main_rows))
+    for group, reference in REFERENCE.items():
+        part = [r for r in results if groups[r.row] == group]
+        if part:
+            print()
+            print(format_table(part, reference, SUBJECT.get(group, "hotkv")))
+    sem_rows: list[dict[str, Any]] = []
+    if sem is not None:
+        sem_rows = sem["rows"]
+        print()
+        print(format_sem(sem_rows))
+    if len({groups[r.row] for r in results}) + bool(sem_rows) > 1:
+        print()
+        print("Every ratio (min / median / max over the paired runs):")
+        print()
+        print(format_summary(results, groups, sem_rows))
     if args.json:
         payload = {"environment": env,
-                   "results": [{**asdict(r), "ratio": r.ratio, "best_ratio": r.best_ratio}
+                   "results": [{**asdict(r), "ratio": r.ratio, "best_ratio": r.best_ratio,
+                                "group": groups[r.row], "ratios": pair_ratios(r)}
                                for r in results]}
+        if sem is not None:
+            payload["sem"] = sem
         Path(args.json).write_text(json.dumps(payload, indent=2) + "\n")
     return 0
 

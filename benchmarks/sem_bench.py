@@ -126,9 +126,10 @@ def recall_at(found: Sequence[Sequence[int]], truth: np.ndarray) -> float:
 class Server:
     """``python -m hotkv`` with an AOF (fsync left to the OS, no automatic rewrite)."""
 
-    def __init__(self, data_dir: Path, python: str) -> None:
+    def __init__(self, data_dir: Path, python: str, src: Path | None = None) -> None:
         self.dir = data_dir
         self.python = python
+        self.src = src or ROOT / "src"
         self.log = data_dir / "hotkv.log"
         self.proc: subprocess.Popen[bytes] | None = None
         self.port = 0
@@ -137,7 +138,7 @@ class Server:
         """Start; the seconds from spawning to the "ready" log line."""
         offset = self.log.stat().st_size if self.log.exists() else 0
         env = dict(os.environ)
-        env["PYTHONPATH"] = str(ROOT / "src") + os.pathsep + env.get("PYTHONPATH", "")
+        env["PYTHONPATH"] = str(self.src) + os.pathsep + env.get("PYTHONPATH", "")
         cmd = [self.python, "-m", "hotkv", "--port", "0", "--bind", "127.0.0.1",
                "--dir", str(self.dir), "--logfile", str(self.log), "--appendonly", "yes",
                "--appendfsync", "no", "--auto-aof-rewrite-percentage", "0"]
@@ -213,6 +214,8 @@ class Options:
     cache: Path | None = None
     rebuild: bool = False
     python: str = sys.executable
+    #: the hotkv source tree the server under test runs (an older checkout, for A/B)
+    src: Path | None = None
     png: Path | None = None
     log: Callable[[str], None] = field(default=lambda line: print(line, file=sys.stderr,
                                                                    flush=True))
@@ -365,7 +368,7 @@ def run(opts: Options) -> dict[str, Any]:
         data_dir = Path(tmp) / "hotkv"
         shutil.copytree(cache / "hotkv", data_dir)
         (data_dir / "hotkv.log").unlink(missing_ok=True)
-        server = Server(data_dir, opts.python)
+        server = Server(data_dir, opts.python, opts.src)
         restarts: list[float] = []
         rss_loaded: list[int] = []
         try:
@@ -473,16 +476,17 @@ def ratio_rows(result: dict[str, Any]) -> list[dict[str, Any]]:
     hn = result["curve_hnswlib"][str(breadth)]
     ratios = [s / h for s, h in zip(srv["qps"], hn["qps"], strict=True)]
     rows.append({"title": f"AMEM.SEM.RECALL k={K}, 1 client vs hnswlib knn_query ef {breadth}",
-                 "ratios": ratios, "target": 0.60, "op": ">=",
+                 "ratios": ratios, "target": 0.60, "op": ">=", "reference": "hnswlib in process",
                  "note": f"hotkv {statistics.median(srv['qps']):,.0f} q/s, hnswlib "
                          f"{statistics.median(hn['qps']):,.0f} q/s; recall@{K} hotkv "
                          f"{srv['recall']:.3f}, hnswlib {hn['recall']:.3f}"})
     rows.append({"title": f"recall@{K} of AMEM.SEM.RECALL (EF {DEFAULT_EF}, breadth {breadth})",
-                 "ratios": [srv["recall"]], "target": 0.95, "op": ">=", "note": "vs exact"})
+                 "ratios": [srv["recall"]], "target": 0.95, "op": ">=", "note": "vs exact",
+                 "reference": "exact (numpy)"})
     many = [m / o for m, o in zip(result["many_clients_qps"], result["one_client_qps"],
                                   strict=True)]
     rows.append({"title": f"AMEM.SEM.RECALL, {result['clients']} clients vs 1 client",
-                 "ratios": many, "target": 1.5, "op": ">",
+                 "ratios": many, "target": 1.5, "op": ">", "reference": "1 client",
                  "note": f"1 client {statistics.median(result['one_client_qps']):,.0f} q/s, "
                          f"{result['clients']} clients "
                          f"{statistics.median(result['many_clients_qps']):,.0f} q/s"})
@@ -491,12 +495,12 @@ def ratio_rows(result: dict[str, Any]) -> list[dict[str, Any]]:
     restarted = statistics.median(result["rss_after_restart"]) / b["facts"]
     raw = b["raw_bytes"] / b["facts"]
     rows.append({"title": "memory per fact / raw vector + text bytes", "ratios": [per_fact / raw],
-                 "target": 1.3, "op": "<=",
+                 "target": 1.3, "op": "<=", "reference": "raw bytes",
                  "note": f"RSS growth {per_fact:,.0f} B/fact while storing, raw {raw:,.0f} B; "
                          f"after a restart RSS {restarted:,.0f} B/fact (whole process)"})
     rows.append({"title": "restart from the base snapshot vs re-inserting (speed-up)",
                  "ratios": [b["insert_seconds"] / s for s in result["restart_seconds"]],
-                 "target": 10.0, "op": ">=",
+                 "target": 10.0, "op": ">=", "reference": "re-inserting",
                  "note": f"storing took {b['insert_seconds']:.0f} s (build of {b['built']}); "
                          f"restarts {', '.join(f'{s:.1f}' for s in result['restart_seconds'])} s"})
     return rows
@@ -528,10 +532,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--rebuild", action="store_true")
     parser.add_argument("--png", type=Path, default=None)
     parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument("--hotkv-src", type=Path, default=None,
+                        help="run the server under test from this source tree (A/B runs)")
     args = parser.parse_args(argv)
     opts = Options(facts=args.facts, dim=args.dim, queries=args.queries, clients=args.clients,
                    seconds=args.seconds, repeat=args.repeat, cache=args.cache,
-                   rebuild=args.rebuild, png=args.png)
+                   rebuild=args.rebuild, png=args.png, src=args.hotkv_src)
     result = run(opts)
     print(format_rows(ratio_rows(result)))
     if args.json:

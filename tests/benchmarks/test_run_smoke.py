@@ -91,3 +91,30 @@ def test_row_with_an_unknown_command_is_skipped_with_a_note(tmp_path: Path) -> N
     assert all(r.ratio is None and not r.hotkv for r in results)
     table = run.format_table(results)
     assert "| AMEM.NOPE vs HSET | 16 | | | | >= 0.45 | skipped: AMEM.NOPE is not implemented" in table
+
+
+def test_quick_aof_fakeredis_and_sem_rows(tmp_path: Path) -> None:
+    pytest.importorskip("fakeredis")
+    pytest.importorskip("matplotlib")
+    out_json = tmp_path / "bench.json"
+    png = tmp_path / "curve.png"
+    done = subprocess.run(
+        [sys.executable, str(RUN), "--quick", "--rows", "aof_get,fakeredis_set,sem",
+         "--pipelines", "1", "--facts", "300", "--sem-cache", str(tmp_path / "cache"),
+         "--png", str(png), "--json", str(out_json)],
+        capture_output=True, text=True, timeout=240, cwd=ROOT, check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    data = json.loads(out_json.read_text())
+    assert [(r["row"], r["group"]) for r in data["results"]] == [
+        ("aof_get", "aof"), ("fakeredis_set", "fakeredis")]
+    for result in data["results"]:
+        assert len(result["ratios"]) == 1 and result["ratios"][0] > 0
+    assert "| hotkv without AOF req/s (median) |" in done.stdout
+    assert "| fakeredis req/s (median) |" in done.stdout
+    titles = [row["title"] for row in data["sem"]["rows"]]
+    assert any("8 clients vs 1 client" in t for t in titles)
+    assert any("restart from the base snapshot" in t for t in titles)
+    assert data["sem"]["curve_hotkv"]["64"]["recall"] > 0.9
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "Every ratio (min / median / max" in done.stdout
