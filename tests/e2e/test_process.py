@@ -167,3 +167,10 @@ def test_python_m_hotkv_with_free_port() -> None:
         assert proc.client().ping() is True
     finally:
         proc.cleanup()
+
+
+def test_bad_acl_rule_in_user_directive_stops_the_start() -> None:
+    done = _run("--port", "0", "--appendonly", "no", "--user", "bob", "on", "+nosuchcommand")
+    assert done.returncode == 1
+    assert "cannot load ACL users" in done.stderr and "+nosuchcommand" in done.stderr
+    assert "Traceback" not in done.stderr

@@ -152,3 +152,54 @@ def test_many_clients_interleaved(server: HotkvProcess) -> None:
     finally:
         for sock in socks:
             sock.close()
+
+
+def _exchange_in_pieces(port: int, pieces: list[bytes]) -> bytes:
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
+        for piece in pieces:
+            sock.sendall(piece)
+            time.sleep(0.05)
+        sock.settimeout(1)
+        data = b""
+        while True:
+            try:
+                chunk = sock.recv(65536)
+            except TimeoutError:
+                break
+            if not chunk:
+                break
+            data += chunk
+        return data
+
+
+@pytest.mark.parametrize(
+    "pieces",
+    [
+        [b"*1\r\n$4\r\nPING\r\n*2147483647\r\n"],  # after a whole request, same read
+        [b"*2\r\n$4\r\nECHO\r\n", b"*2147483647\r\n"],  # a nested count in the next read
+        [b"*2\r\n$4\r\nECHO\r\n$5\r\nab", b"cde\r\n*1\r\n$4\r\nPING\r\n*21474", b"83647\r\n"],
+    ],
+    ids=["same-read", "nested-next-read", "count-split-after-a-value"],
+)
+def test_huge_counts_are_refused_wherever_they_arrive(server: HotkvProcess, pieces: list[bytes]) -> None:
+    started = time.monotonic()
+    reply = _exchange_in_pieces(server.port, pieces)
+    assert reply.endswith(b"\r\n") and b"-ERR Protocol error:" in reply
+    assert server.client().ping() is True
+    assert time.monotonic() - started < 3  # nothing huge was built and freed
+
+
+def test_big_values_across_reads_and_pipelines(server: HotkvProcess) -> None:
+    client = server.client(protocol=2)
+    values = [bytes([65 + i]) * (200_000 + i * 7919) for i in range(6)]
+    pipe = client.pipeline(transaction=False)
+    for i, value in enumerate(values):
+        pipe.set(f"big:{i}", value)
+        pipe.strlen(f"big:{i}")
+    results = pipe.execute()
+    assert results == [x for v in values for x in (True, len(v))]
+    assert [client.get(f"big:{i}") for i in range(6)] == values
+    # values that contain things that look like headers are just bytes
+    tricky = b"*2147483647\r\n$999999999999\r\n" * 5000
+    assert client.set("tricky", tricky) is True
+    assert client.get("tricky") == tricky

@@ -433,6 +433,9 @@ def _is_loopback(peer: Any) -> bool:
 
 def attach(server: Any) -> None:
     """Install the user table, the user/aclfile directives and the protected-mode gate."""
+    from hotkv.server.app import StartupError
+    from hotkv.server.config import quote_if_needed
+
     core = server.core
     table = UserTable(core)
     core.users = table
@@ -440,14 +443,15 @@ def attach(server: Any) -> None:
     user_lines = config.values["user"]
     aclfile = config.values["aclfile"]
     if user_lines and aclfile:
-        from hotkv.server.app import StartupError
-
         raise StartupError("configure users with 'user' directives or with 'aclfile', not both")
-    if user_lines:
-        loaded = table.load_lines(["user " + " ".join(words) for words in user_lines], "config")
-        table.users.update(loaded)
-    elif aclfile and os.path.exists(aclfile):
-        table.load_file(aclfile)
+    try:
+        if user_lines:
+            lines = ["user " + " ".join(quote_if_needed(w) for w in words) for words in user_lines]
+            table.users.update(table.load_lines(lines, "user directive"))
+        elif aclfile and os.path.exists(aclfile):
+            table.load_file(aclfile)
+    except (ValueError, OSError) as exc:
+        raise StartupError(f"cannot load ACL users: {exc}") from None
 
     def gate(peer: Any) -> str | None:
         if not config.values["protected-mode"]:

@@ -18,6 +18,14 @@ import hiredis
 from hotkv.commands.context import Context
 from hotkv.commands.dispatch import NO_REPLY, Deferred, dispatch
 from hotkv.server.core import RepliesWithheld
+from hotkv.server.framing import (
+    SUSPICIOUS_COUNT,
+    UNAUTH_MAX_BULK,
+    UNAUTH_MAX_MULTIBULK,
+    Framer,
+    Position,
+    ProtocolViolation,
+)
 from hotkv.server.resp import encode, encode_error
 from hotkv.server.words import UnbalancedQuotes, split_args
 
@@ -27,17 +35,8 @@ if TYPE_CHECKING:
 log = logging.getLogger("hotkv")
 
 MAX_INLINE = 64 * 1024
-#: Redis 7 accepts counts up to INT_MAX; hotkv refuses more than this many elements
-MAX_MULTIBULK = 1024 * 1024
-INT_MAX = 2**31 - 1
-UNAUTH_MAX_MULTIBULK = 10
-UNAUTH_MAX_BULK = 16384
 #: pause reading from a client once this much output waits in its transport
 WRITE_HIGH_WATER = 4 * 1024 * 1024
-
-
-class ProtocolViolation(Exception):
-    """Malformed request: answered ``-ERR Protocol error: ...`` and the connection closes."""
 
 
 def split_inline(line: bytes) -> list[bytes]:
@@ -75,6 +74,8 @@ class ClientProtocol(asyncio.Protocol):
         self.fresh = True  # the next byte read starts a new request
         #: (last read, last request in it) when that read may have ended on a boundary
         self.tail: tuple[bytes, list[bytes]] | None = None
+        #: the request framing of a request that spans reads (None: at a boundary, fast path)
+        self.frame: Framer | None = None
         self.inline_buf = b""
         self.partial_bytes = 0
         self.paused_writing = False
@@ -167,15 +168,19 @@ class ClientProtocol(asyncio.Protocol):
 
     def _process(self, ctx: Context, data: bytes, out: list[bytes]) -> None:
         while data:
-            checked = False
-            if self.inline_buf or (data[0] != 42 and self._is_fresh()):  # 42 == '*'
-                data = self._inline(data, out)
+            if self.inline_buf or (data[0] != 42 and self.frame is None and self._is_fresh()):
+                data = self._inline(data, out)  # 42 == '*'
                 if not data or ctx.close_after_reply:
                     return
-            if self._header_needs_check(ctx, data) and self._is_fresh():
-                self._check_header(data)
-                checked = True
-            start_tail, start_fresh = self.tail, self.fresh
+            framer = self.frame
+            if (
+                framer is not None
+                or (data.find(b"*", 1) >= 0 and SUSPICIOUS_COUNT.search(data) is not None)
+                or self._header_needs_check(ctx, data)
+            ):
+                framer = self._framer_for(ctx, data)
+            start_tail = self.tail
+            start_fresh = self.fresh
             self.tail = None  # what it said is about the boundary this data starts at
             chunk = data
             reader = self.reader
@@ -226,6 +231,15 @@ class ClientProtocol(asyncio.Protocol):
                 if ctx.close_after_reply:
                     return
             if data:  # an inline request follows the multibulk ones in the same read
+                self.frame = None
+                continue
+            if framer is not None:
+                # framed before feeding: the state is known exactly
+                self.fresh = framer.at_boundary()
+                self.frame = None if self.fresh else framer
+                self.partial_bytes = 0 if self.fresh else self.partial_bytes + len(chunk)
+                if not self.fresh:
+                    self._check_partial(ctx)
                 continue
             self.fresh = False
             if got is not None and not reader.has_data():
@@ -233,18 +247,46 @@ class ClientProtocol(asyncio.Protocol):
                 # the next read needs to know (see _is_fresh): most reads never ask
                 self.tail = (chunk, got)
                 self.partial_bytes = 0
-            else:
-                self.tail = None
-                if got is None and not checked and chunk[0] == 42:
-                    # a read that starts a request and does not finish it (a big value):
-                    # hold every bulk header it holds to the limits now, as Redis would
-                    self.tail, self.fresh = start_tail, start_fresh
-                    fresh = self._is_fresh()
-                    self.tail, self.fresh = None, False
-                    if fresh:
-                        self._check_header(chunk)
-                self.partial_bytes = len(chunk) if got is not None else self.partial_bytes + len(chunk)
-                self._check_partial(ctx)
+                continue
+            # this read ends inside a request (a big value, a slow client): from now on
+            # its headers are checked before hiredis sees them; the headers in this read
+            # passed the quick filter, and framing it now says where it stopped
+            self.tail, self.fresh = start_tail, start_fresh
+            if self._is_fresh():
+                framer = Framer()
+                self._scan(ctx, framer, chunk)
+                self.frame = framer
+            self.tail, self.fresh = None, False
+            self.partial_bytes = len(chunk) if got is not None else self.partial_bytes + len(chunk)
+            self._check_partial(ctx)
+
+    def _framer_for(self, ctx: Context, data: bytes) -> Framer | None:
+        """The framer that checks ``data`` before it is fed, or None for the fast path.
+
+        Reads inside a request are always framed; a read starting at a request boundary
+        is framed when the client is not authenticated or its headers look expensive.
+        """
+        framer = self.frame
+        if framer is not None:
+            self._scan(ctx, framer, data)
+            return framer
+        suspicious = SUSPICIOUS_COUNT.search(data) is not None
+        if not (suspicious or self._header_needs_check(ctx, data)):
+            return None
+        if not self._is_fresh():
+            if suspicious:  # where requests begin is not known: refuse rather than allocate
+                raise ProtocolViolation("invalid multibulk length")
+            return None
+        framer = Framer()
+        self._scan(ctx, framer, data)
+        return framer
+
+    def _scan(self, ctx: Context, framer: Framer, data: bytes) -> None:
+        position = framer.scan(data, authenticated=ctx.authenticated,
+                               max_bulk=self.core.config.values["proto-max-bulk-len"])
+        if position is Position.UNTRACKED:
+            framer.elements = framer.payload = 0
+            framer.line = b""
 
     def _is_fresh(self) -> bool:
         """Whether the next byte starts a new request (inline detection, header checks)."""
@@ -352,50 +394,6 @@ class ClientProtocol(asyncio.Protocol):
             if self.transport is not None:
                 self.closed = True
                 self.transport.abort()
-
-    def _check_header(self, data: bytes) -> None:
-        """Validate the counts of the request that starts ``data``, as Redis does, before
-        hiredis buffers for them: the element count, then every bulk length present in
-        ``data`` (a request spread over several reads has its later headers checked only
-        by the query-buffer limit)."""
-        ctx = self.ctx
-        assert ctx is not None
-        end = data.find(b"\r\n", 0, 32)
-        if end < 0:
-            if len(data) >= 32:
-                raise ProtocolViolation("too big mbulk count string")
-            return
-        try:
-            count = int(data[1:end])
-        except ValueError:
-            raise ProtocolViolation("invalid multibulk length") from None
-        if count > INT_MAX:
-            raise ProtocolViolation("invalid multibulk length")
-        if not ctx.authenticated and count > UNAUTH_MAX_MULTIBULK:
-            raise ProtocolViolation("unauthenticated multibulk length")
-        if count > MAX_MULTIBULK:
-            raise ProtocolViolation("invalid multibulk length")
-        limit = self.core.config.values["proto-max-bulk-len"]
-        pos = end + 2
-        for _ in range(count):
-            if pos >= len(data):
-                return
-            if data[pos] != 36:  # '$'
-                raise ProtocolViolation(f"expected '$', got '{_printable(data[pos])}'")
-            end = data.find(b"\r\n", pos, pos + 32)
-            if end < 0:
-                if len(data) - pos >= 32:
-                    raise ProtocolViolation("too big bulk count string")
-                return
-            try:
-                size = int(data[pos + 1 : end])
-            except ValueError:
-                raise ProtocolViolation("invalid bulk length") from None
-            if size < 0 or size > limit:
-                raise ProtocolViolation("invalid bulk length")
-            if not ctx.authenticated and size > UNAUTH_MAX_BULK:
-                raise ProtocolViolation("unauthenticated bulk length")
-            pos = end + 2 + size + 2
 
     def _check_partial(self, ctx: Context) -> None:
         """An incomplete request that keeps growing: enforce the buffer limits."""
@@ -549,11 +547,6 @@ def _format_addr(info: Any) -> str:
 def _type_error(value: Any) -> str:
     kind = {int: ":", bytes: "+", str: "+", type(None): "$"}.get(type(value), "?")
     return f"expected '*', got '{kind}'"
-
-
-def _printable(byte: int) -> str:
-    """A byte to name in an error line: CR, LF and other controls become a space."""
-    return chr(byte) if 32 <= byte < 127 else " "
 
 
 def _element_error(value: Any) -> str:
