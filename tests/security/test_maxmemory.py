@@ -215,7 +215,9 @@ def fill(core: Core, prefix: bytes, n: int, size: int = 1000) -> int:
 
 
 def test_estimate_follows_rss_but_not_its_stickiness() -> None:
-    core = Core(Config(), ManualClock())
+    config = Config()
+    config.values["maxmemory"] = 10**12  # writes to other stores are counted only under a limit
+    core = Core(config, ManualClock())
     fake = Scripted(BASE)
     used = UsedMemory(core, fake.measure, fake.clock, interval=1.0)
     core.sinks.append(used.note_effect)

@@ -116,6 +116,8 @@ class UsedMemory:
 
     def note_effect(self, record: Any) -> None:
         """Effect sink: count the payload of every write to a store other than the cache."""
+        if not self.core.config.values["maxmemory"]:
+            return  # only the OOM gate reads it; RSS sampling corrects the estimate later
         op = record[0]
         if op == "tx":
             for effect in record[1]:
@@ -153,15 +155,20 @@ class UsedMemory:
         self.next_sample = self.clock() + self.interval
 
 
-def _payload_bytes(value: Any, depth: int = 0) -> int:
-    """The bytes an effect carries (texts, blobs; 8 per number), a few levels deep."""
-    if isinstance(value, (bytes, str)):
-        return len(value)
-    if isinstance(value, (list, tuple)) and depth < 3:
-        return sum(_payload_bytes(item, depth + 1) for item in value)
-    if isinstance(value, dict) and depth < 3:
-        return sum(_payload_bytes(k, depth + 1) + _payload_bytes(v, depth + 1) for k, v in value.items())
-    return 8
+def _payload_bytes(record: Any) -> int:
+    """The bytes an effect carries (texts, blobs, and 8 per other value), one level deep:
+    cheap enough to run on every write."""
+    total = 0
+    for item in record:
+        kind = type(item)
+        if kind is bytes or kind is str or kind is memoryview:
+            total += len(item)
+        elif kind is list or kind is tuple:
+            for inner in item:
+                total += len(inner) if type(inner) is bytes or type(inner) is str else 8
+        else:
+            total += 8
+    return total
 
 
 class MemoryGuard:
