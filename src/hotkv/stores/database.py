@@ -78,12 +78,6 @@ def default_database() -> Database:
     """A database with every store of the product."""
     stores: list[Store] = []
     for module_name, class_name in STORE_CLASSES:
-        try:
-            module = importlib.import_module(module_name)
-        except ModuleNotFoundError:  # TODO(lead): remove once every store has landed
-            continue
-        cls = getattr(module, class_name, None)
-        if cls is None:  # TODO(lead): remove once every store has landed
-            continue
-        stores.append(cls())
+        module = importlib.import_module(module_name)
+        stores.append(getattr(module, class_name)())
     return Database(stores)
