@@ -417,7 +417,7 @@ EXPIRY: list[Step] = [
     ["EXPIRE", "k", "5", "LT", "XX"],
     ["TTL", "k"],
     ["EXPIRE", "k", "10", "XX", "XX"],
-    ["PEXPIRE", "k", "10000", "GT"],
+    ["PEXPIRE", "k", "10500", "GT"],  # clearly later than the 10 s set just before
     ["PEXPIREAT", "k", "4102444800000", "LT"],
     ["EXPIREAT", "k", "4102444800", "GT"],
     ["TTL", "k"],
