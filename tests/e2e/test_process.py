@@ -174,3 +174,17 @@ def test_bad_acl_rule_in_user_directive_stops_the_start() -> None:
     assert done.returncode == 1
     assert "cannot load ACL users" in done.stderr and "+nosuchcommand" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_idle_timeout_spares_a_client_blocked_in_wait() -> None:
+    proc = HotkvProcess("--timeout", "1").start()
+    try:
+        import socket
+
+        with socket.create_connection(("127.0.0.1", proc.port), timeout=10) as sock:
+            sock.sendall(b"WAIT 1 2500\r\n")  # no replica: answers 0 after 2.5 s
+            assert sock.recv(100) == b":0\r\n"
+            sock.sendall(b"PING\r\n")  # the reply counts as activity: still connected
+            assert sock.recv(100) == b"+PONG\r\n"
+    finally:
+        proc.cleanup()

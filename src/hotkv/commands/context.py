@@ -20,6 +20,7 @@ class Context:
     __slots__ = (
         "addr",
         "authenticated",
+        "blocked",
         "close_after_reply",
         "closer",
         "core",
@@ -74,6 +75,8 @@ class Context:
         self.last_interaction_ms = self.now_ms
         self.last_cmd = "NULL"
         self.close_after_reply = False
+        #: waiting for a deferred reply (WAIT, RECALL off the loop): idle timeouts skip it
+        self.blocked = False
         self.killed = False
         self.is_master_link = False
         self.flags = ""

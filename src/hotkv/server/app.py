@@ -226,8 +226,8 @@ class Server:
             return
         now = self.core.clock.now_ms()
         for ctx in list(self.core.clients.values()):
-            if ctx.flags or ctx in self.core.monitors or ctx.is_master_link:
-                continue
+            if ctx.flags or ctx.blocked or ctx in self.core.monitors or ctx.is_master_link:
+                continue  # as Redis: replicas, the primary, MONITOR and blocked clients stay
             if now - ctx.last_interaction_ms > timeout * 1000 and ctx.closer is not None:
                 ctx.closer()
 

@@ -462,6 +462,8 @@ class ClientProtocol(asyncio.Protocol):
         """Wait for ``deferred``; stop reading so at most one read's requests are held."""
         self.deferred = deferred
         deferred.callback = self._deferred_resolved
+        if self.ctx is not None:
+            self.ctx.blocked = True
         if self.transport is not None and not self.closed:
             self.transport.pause_reading()
 
@@ -471,6 +473,8 @@ class ClientProtocol(asyncio.Protocol):
         ctx = self.ctx
         if ctx is None or self.closed:
             return
+        ctx.blocked = False
+        ctx.last_interaction_ms = ctx.core.clock.now_ms()
         out: list[bytes] = []
         if deferred.value is not NO_REPLY:
             out.append(encode(deferred.value, ctx.proto))
