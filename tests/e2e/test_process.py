@@ -184,7 +184,8 @@ def test_idle_timeout_spares_a_client_blocked_in_wait() -> None:
         with socket.create_connection(("127.0.0.1", proc.port), timeout=10) as sock:
             sock.sendall(b"WAIT 1 2500\r\n")  # no replica: answers 0 after 2.5 s
             assert sock.recv(100) == b":0\r\n"
-            sock.sendall(b"PING\r\n")  # the reply counts as activity: still connected
+            time.sleep(0.5)  # the reply counts as activity: still connected a while later
+            sock.sendall(b"PING\r\n")
             assert sock.recv(100) == b"+PONG\r\n"
     finally:
         proc.cleanup()

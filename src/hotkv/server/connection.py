@@ -488,7 +488,8 @@ class ClientProtocol(asyncio.Protocol):
             reply = self._run(ctx, item)  # type: ignore[arg-type]
             if reply is not NO_REPLY:
                 out.append(encode(reply, ctx.proto))
-        ctx.last_interaction_ms = ctx.now_ms
+        # the snapshot of the parked command is old: never move the idle clock back to it
+        ctx.last_interaction_ms = max(ctx.last_interaction_ms, ctx.now_ms)
         self._send(out)
         if self.deferred is None and not self.closed and not self.paused_writing and self.transport:
             self.transport.resume_reading()
