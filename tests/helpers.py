@@ -161,3 +161,50 @@ def raw_roundtrip(port: int, payload: bytes, *, wait: float = 0.3, expect: int |
             if expect is not None and total >= expect:
                 break
         return b"".join(chunks)
+
+
+def require_tool(name: str) -> str:
+    """The path of a tool the test command installs (redis-server, redis-cli ...).
+
+    A missing one fails the test: scripts/test installs it, so a skip would hide a broken
+    set-up instead of reporting it."""
+    import shutil
+
+    import pytest
+
+    path = shutil.which(name)
+    if path is None:
+        pytest.fail(f"{name} is not on PATH (apt-get install redis-server redis-tools; "
+                    "scripts/test installs them)", pytrace=False)
+    return path
+
+
+class RedisServer:
+    """A real redis-server on a free port, the reference for differential tests."""
+
+    def __init__(self, *args: str) -> None:
+        binary = require_tool("redis-server")
+        self.tmp = tempfile.TemporaryDirectory(prefix="hotkv-redis-")
+        self.port = free_port()
+        self.proc = subprocess.Popen(
+            [binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
+             "--appendonly", "no", "--dir", self.tmp.name, "--daemonize", "no", "--logfile", "",
+             *args],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
+                return
+            except OSError:
+                if self.proc.poll() is not None or time.monotonic() > deadline:
+                    self.stop()
+                    raise RuntimeError(f"redis-server did not start on port {self.port}") from None
+                time.sleep(0.05)
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(10)
+        self.tmp.cleanup()

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -15,13 +14,15 @@ from typing import Any
 
 import pytest
 
+from helpers import require_tool
+
 ROOT = Path(__file__).resolve().parents[2]
 RUN = ROOT / "benchmarks" / "run.py"
 
-pytestmark = pytest.mark.skipif(
-    shutil.which("redis-server") is None or shutil.which("redis-benchmark") is None,
-    reason="needs redis-server and redis-benchmark",
-)
+@pytest.fixture(autouse=True)
+def _tools() -> None:
+    require_tool("redis-server")
+    require_tool("redis-benchmark")
 
 # | PING_INLINE | 1 | 71,429 | 96,154 / 96,154 / 96,154 | 1.35 | >= 0.80 | ok | 1.35 |
 RATIO_ROW = re.compile(
@@ -94,8 +95,8 @@ def test_row_with_an_unknown_command_is_skipped_with_a_note(tmp_path: Path) -> N
 
 
 def test_quick_aof_fakeredis_and_sem_rows(tmp_path: Path) -> None:
-    pytest.importorskip("fakeredis")
-    pytest.importorskip("matplotlib")
+    import fakeredis  # noqa: F401 - the bench extra, which scripts/test installs
+    import matplotlib  # noqa: F401
     out_json = tmp_path / "bench.json"
     png = tmp_path / "curve.png"
     done = subprocess.run(

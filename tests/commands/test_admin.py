@@ -7,7 +7,6 @@ thing under test.
 from __future__ import annotations
 
 import re
-import shutil
 import socket
 import subprocess
 import time
@@ -18,7 +17,7 @@ from typing import Any
 import pytest
 import redis
 
-from helpers import HotkvProcess, record
+from helpers import HotkvProcess, record, require_tool
 from hotkv.commands import load_all
 from hotkv.commands.admin import NO_PERSISTENCE
 from hotkv.commands.context import Context
@@ -387,8 +386,8 @@ def test_shutdown_nosave_stops_the_server() -> None:
 # --- redis-cli -----------------------------------------------------------------------------
 
 
-@pytest.mark.skipif(shutil.which("redis-cli") is None, reason="redis-cli is not installed")
 def test_redis_cli_info_and_config_get(server: HotkvProcess) -> None:
+    require_tool("redis-cli")
     def cli(*args: str) -> bytes:
         done = subprocess.run(
             ["redis-cli", "-p", str(server.port), *args],

@@ -3,8 +3,6 @@ redis-server's KEYS, and MATCH through AMEM.SCAN on a real hotkv-server."""
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 import time
 from collections.abc import Iterator
 
@@ -13,7 +11,7 @@ import redis
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from helpers import free_port
+from helpers import RedisServer
 from hotkv.commands.glob import glob_match
 
 CASES = [
@@ -93,27 +91,13 @@ def test_many_stars_stay_fast() -> None:
 
 @pytest.fixture(scope="module")
 def real_redis() -> Iterator[redis.Redis]:
-    binary = shutil.which("redis-server")
-    if binary is None:
-        pytest.skip("redis-server is not installed (apt-get install redis-server)")
-    port = free_port()
-    proc = subprocess.Popen(
-        [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )
-    client = redis.Redis(host="127.0.0.1", port=port)
+    ref = RedisServer()
+    client = redis.Redis(host="127.0.0.1", port=ref.port)
     try:
-        for _ in range(200):
-            try:
-                client.ping()
-                break
-            except redis.ConnectionError:
-                time.sleep(0.02)
         yield client
     finally:
         client.close()
-        proc.terminate()
-        proc.wait(10)
+        ref.stop()
 
 
 _pattern = st.lists(

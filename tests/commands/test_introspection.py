@@ -6,9 +6,6 @@ redis-cli index into; one test compares the raw bytes with a real redis-server 7
 
 from __future__ import annotations
 
-import shutil
-import subprocess
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -16,7 +13,7 @@ import pytest
 import redis
 from redis._parsers.commands import CommandsParser
 
-from helpers import free_port, raw_roundtrip, record
+from helpers import RedisServer, raw_roundtrip, record
 from hotkv.commands import load_all
 from hotkv.commands.registry import all_specs
 
@@ -281,26 +278,11 @@ def test_command_help_and_unknown_subcommand(r: redis.Redis) -> None:
 
 @pytest.fixture(scope="module")
 def real_redis() -> Iterator[int]:
-    binary = shutil.which("redis-server")
-    if binary is None:
-        pytest.skip("redis-server is not installed")
-    port = free_port()
-    proc = subprocess.Popen(
-        [binary, "--port", str(port), "--save", "", "--appendonly", "no", "--bind", "127.0.0.1"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )
+    ref = RedisServer()
     try:
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            try:
-                if raw_roundtrip(port, b"PING\r\n", wait=0.1, expect=7) == b"+PONG\r\n":
-                    break
-            except OSError:
-                time.sleep(0.05)
-        yield port
+        yield ref.port
     finally:
-        proc.terminate()
-        proc.wait(10)
+        ref.stop()
 
 
 def _request(*args: str) -> bytes:

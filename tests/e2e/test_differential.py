@@ -15,7 +15,6 @@ redis-server must be on PATH: the test fails (not skips) without it, CI installs
 
 from __future__ import annotations
 
-import shutil
 import socket
 import subprocess
 import tempfile
@@ -25,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from helpers import HotkvProcess, free_port
+from helpers import HotkvProcess, free_port, require_tool
 
 LLONG_MAX = 2**63 - 1
 
@@ -118,13 +117,7 @@ class RespConnection:
 
 class RedisProcess:
     def __init__(self) -> None:
-        binary = shutil.which("redis-server")
-        if binary is None:
-            pytest.fail(
-                "redis-server is not on PATH: the differential tests need a real Redis 7 "
-                "(apt-get install redis-server); CI installs it",
-                pytrace=False,
-            )
+        binary = require_tool("redis-server")
         self.tmp = tempfile.TemporaryDirectory(prefix="hotkv-redis-")
         self.port = free_port()
         self.proc = subprocess.Popen(

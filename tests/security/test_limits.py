@@ -8,9 +8,7 @@ that the server goes on serving other clients.
 from __future__ import annotations
 
 import os
-import shutil
 import socket
-import subprocess
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -18,7 +16,7 @@ from typing import Any
 import pytest
 import redis
 
-from helpers import HotkvProcess, free_port
+from helpers import HotkvProcess, RedisServer
 
 PASSWORD = "limits-pw"
 MB = 1024 * 1024
@@ -100,26 +98,11 @@ def limited() -> Iterator[HotkvProcess]:
 @pytest.fixture(scope="module")
 def redis_ref() -> Iterator[int]:
     """redis-server 7 with the same limits, for byte-for-byte comparison."""
-    exe = shutil.which("redis-server")
-    if exe is None:
-        pytest.skip("redis-server is not installed")
-    port = free_port()
-    proc = subprocess.Popen(
-        [exe, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-         "--requirepass", PASSWORD, "--proto-max-bulk-len", "1mb"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    ref = RedisServer("--requirepass", PASSWORD, "--proto-max-bulk-len", "1mb")
     try:
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                break
-            except OSError:
-                time.sleep(0.05)
-        yield port
+        yield ref.port
     finally:
-        proc.terminate()
-        proc.wait(10)
+        ref.stop()
 
 
 # --- request sizes: the same answer as Redis ---------------------------------------------
