@@ -89,7 +89,6 @@ _SEARCH_OPTIONS = "TEXT, VECTOR, FUSION, ALPHA, MINSCORE, KIND, MINCONF or PREFI
 #: the recall self-check: how often it runs a slice, how much a slice scans (vector
 #: values, facts x dim: about 2 ms, mostly reading vectors back from hnswlib), and how long
 #: a checked namespace waits before it is checked again (only if it changed meanwhile)
-SELF_CHECK_PERIOD_S = 0.1
 SELF_CHECK_BUDGET = 32_000
 SELF_CHECK_INTERVAL_MS = 30_000
 _LIST_OPTIONS = "PREFIX, KIND, CURSOR or COUNT"
@@ -127,7 +126,7 @@ def _namespace(ctx: Context, name: bytes) -> Namespace:
 class RecallSelfCheck:
     """Measures each namespace's HNSW recall in the background (INFO's ``recall_*``).
 
-    Every SELF_CHECK_PERIOD_S it scans one slice of SELF_CHECK_BUDGET vector values of the
+    Each server cron tick (hz times a second) it scans one slice of SELF_CHECK_BUDGET vector values of the
     namespace under check (:class:`hotkv.stores.sem.RecallCheck`), on the event loop
     between commands, as the active expiry does; hnswlib and numpy do the work. A
     namespace is due when it changed since its last check and that check is at least
@@ -139,22 +138,6 @@ class RecallSelfCheck:
         self.core = core
         self.current: RecallCheck | None = None
         self.current_name = b""
-        self._handle: asyncio.TimerHandle | None = None
-
-    def start(self, loop: asyncio.AbstractEventLoop) -> None:
-        self._handle = loop.call_later(SELF_CHECK_PERIOD_S, self._run, loop)
-
-    def stop(self) -> None:
-        if self._handle is not None:
-            self._handle.cancel()
-            self._handle = None
-
-    def _run(self, loop: asyncio.AbstractEventLoop) -> None:
-        try:
-            self.tick()
-        finally:
-            if self._handle is not None and not loop.is_closed():
-                self._handle = loop.call_later(SELF_CHECK_PERIOD_S, self._run, loop)
 
     def tick(self, budget: int = SELF_CHECK_BUDGET) -> None:
         """One bounded slice of work."""
@@ -192,18 +175,12 @@ class RecallSelfCheck:
         return not ns.recall_checked or now_ms - ns.recall_checked >= SELF_CHECK_INTERVAL_MS
 
 
-def _ensure_self_check(ctx: Context) -> None:
-    """Start the recall self-check on this server's event loop on first use."""
-    extras = ctx.core.extras
-    if "sem_self_check" in extras:
-        return
-    try:
-        loop = asyncio.get_running_loop()
-    except RuntimeError:  # driven without an event loop (in-process tests): nothing to run on
-        return
-    checker = RecallSelfCheck(ctx.core)
-    extras["sem_self_check"] = checker
-    checker.start(loop)
+def attach(server: Any) -> RecallSelfCheck:
+    """Server subsystem hook: the server cron calls the self-check's ``tick`` hz times a
+    second (``Server._open_subsystems``), between commands like the active expiry."""
+    checker = RecallSelfCheck(server.core)
+    server.core.extras["sem_self_check"] = checker
+    return checker
 
 
 # --- argument readers --------------------------------------------------------------
@@ -396,7 +373,6 @@ def sem_create(ctx: Context, argv: list[bytes]) -> Any:
 )
 def sem_store(ctx: Context, argv: list[bytes]) -> Any:
     """ns id text (FP32 blob | v1 ... vdim) [NX|XX] [TTL s|PX ms] [KIND kind] [CONFIDENCE c] [SOURCE s] [DESCRIPTION d] [META json-object]"""
-    _ensure_self_check(ctx)
     args = Args(argv, 1)
     name = args.ident("ns")
     ns = _namespace(ctx, name)
@@ -463,7 +439,6 @@ def sem_store(ctx: Context, argv: list[bytes]) -> Any:
 )
 def sem_recall(ctx: Context, argv: list[bytes]) -> Any:
     """ns k (FP32 blob | v1 ... vdim) [MINSIM x] [KIND kind] [MINCONF c] [PREFIX p] [EF n] [EXACT] [WITHVECTORS]"""
-    _ensure_self_check(ctx)
     args = Args(argv, 1)
     ns = _namespace(ctx, args.ident("ns"))
     k = args.int("k", 1, MAX_K)
@@ -570,7 +545,6 @@ def _search_elsewhere(ctx: Context, loop: asyncio.AbstractEventLoop, ns: Namespa
 )
 def sem_search(ctx: Context, argv: list[bytes]) -> list[Any]:
     """ns k TEXT query [VECTOR (FP32 blob | v1 ... vdim)] [FUSION RRF|LINEAR] [ALPHA a] [MINSCORE x] [KIND kind] [MINCONF c] [PREFIX p]"""
-    _ensure_self_check(ctx)
     args = Args(argv, 1)
     ns = _namespace(ctx, args.ident("ns"))
     k = args.int("k", 1, MAX_K)
@@ -724,7 +698,6 @@ def sem_list(ctx: Context, argv: list[bytes]) -> list[Any]:
 )
 def sem_info(ctx: Context, argv: list[bytes]) -> dict[str, Any] | None:
     """ns"""
-    _ensure_self_check(ctx)
     ns = _store(ctx).get(Args(argv, 1).ident("ns"))
     if ns is None:
         return None

@@ -76,7 +76,13 @@ class Server:
         """Persistence, replication, ACL ... each optional module attaches itself here."""
         import importlib
 
-        for module_name in ("hotkv.commands.acl", "hotkv.persistence", "hotkv.replication", "hotkv.server.memory"):
+        for module_name in (
+            "hotkv.commands.acl",
+            "hotkv.persistence",
+            "hotkv.replication",
+            "hotkv.server.memory",
+            "hotkv.commands.sem",  # the recall self-check
+        ):
             try:
                 module = importlib.import_module(module_name)
             except ModuleNotFoundError as exc:
