@@ -247,7 +247,7 @@ class Replication:
         Only the stream waiting in the transport counts, not a snapshot still being sent
         (Redis sends its RDB from a file, outside the output buffer).
         """
-        from hotkv.server.connection import output_limits
+        from hotkv.server.config import output_limits
 
         hard, soft, seconds = output_limits(self.core.config.values["client-output-buffer-limit"], "replica")
         if not hard and not soft:

@@ -38,6 +38,25 @@ def parse_memory(text: str) -> int:
     return value
 
 
+_LIMITS_CACHE: dict[str, dict[str, tuple[int, int, int]]] = {}
+
+
+def output_limits(text: str, klass: str) -> tuple[int, int, int]:
+    """(hard, soft, soft-seconds) of one client class from the directive's text."""
+    table = _LIMITS_CACHE.get(text)
+    if table is None:
+        table = {}
+        words = text.split()
+        for i in range(0, len(words) - 3, 4):
+            name = {"slave": "replica"}.get(words[i].lower(), words[i].lower())
+            try:
+                table[name] = (parse_memory(words[i + 1]), parse_memory(words[i + 2]), int(words[i + 3]))
+            except ValueError:
+                continue
+        _LIMITS_CACHE[text] = table
+    return table.get(klass, (0, 0, 0))
+
+
 def _parse_bool(text: str) -> bool:
     lowered = text.lower()
     if lowered in ("yes", "true", "1"):

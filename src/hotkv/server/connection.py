@@ -17,6 +17,7 @@ import hiredis
 
 from hotkv.commands.context import Context
 from hotkv.commands.dispatch import NO_REPLY, Deferred, dispatch
+from hotkv.server.config import output_limits
 from hotkv.server.core import RepliesWithheld
 from hotkv.server.framing import (
     SUSPICIOUS_COUNT,
@@ -517,27 +518,6 @@ class ClientProtocol(asyncio.Protocol):
         """Send one reply outside a request (used by subsystems such as replication)."""
         if self.ctx is not None:
             self._write_out_of_band(encode(value, self.ctx.proto))
-
-
-_LIMITS_CACHE: dict[str, dict[str, tuple[int, int, int]]] = {}
-
-
-def output_limits(text: str, klass: str) -> tuple[int, int, int]:
-    """(hard, soft, soft-seconds) of one client class from the directive's text."""
-    table = _LIMITS_CACHE.get(text)
-    if table is None:
-        from hotkv.server.config import parse_memory
-
-        table = {}
-        words = text.split()
-        for i in range(0, len(words) - 3, 4):
-            name = {"slave": "replica"}.get(words[i].lower(), words[i].lower())
-            try:
-                table[name] = (parse_memory(words[i + 1]), parse_memory(words[i + 2]), int(words[i + 3]))
-            except ValueError:
-                continue
-        _LIMITS_CACHE[text] = table
-    return table.get(klass, (0, 0, 0))
 
 
 def _format_addr(info: Any) -> str:

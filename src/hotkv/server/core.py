@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from hotkv import __version__
 from hotkv.server.clock import Clock
-from hotkv.server.config import Config
+from hotkv.server.config import Config, output_limits
 from hotkv.stores.base import Effect
 from hotkv.stores.database import Database, default_database
 
@@ -110,8 +110,6 @@ class Core:
         self.normal_output_hard_limit = self._normal_output_limit()
 
     def _normal_output_limit(self) -> int:
-        from hotkv.server.connection import output_limits
-
         return output_limits(self.config.values["client-output-buffer-limit"], "normal")[0]
 
     def _config_changed(self, name: str, value: Any) -> None:
