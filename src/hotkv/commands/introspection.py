@@ -7,7 +7,11 @@ shape Redis 7 sends, because clients index into it by position:
   tips, key_specs, subcommands]``. Flags, categories, tips and key specs are RESP3 *sets*
   (arrays in RESP2), subcommands an array of entries (an empty set when there are none).
 * key specs are derived from first/last/step: ``begin_search`` ``index`` at the first key,
-  ``find_keys`` ``range`` with ``lastkey`` relative to it (negative = from the end).
+  ``find_keys`` ``range`` with ``lastkey`` relative to it (negative = from the end); their
+  flags (and Redis's ``notes``) are the spec's ``key_flags``. A command whose key flags
+  depend on its arguments (``variable_flags``: SET with or without GET) has them worked
+  out per call for GETKEYSANDFLAGS, as Redis does.
+* tips are the spec's ``tips`` in declaration order, as Redis lists them.
 * ``COMMAND DOCS``: a map name -> ``{summary, since, group, complexity, arguments}``
   (flat arrays in RESP2), containers with a ``subcommands`` map instead of arguments.
 """
@@ -36,9 +40,6 @@ CATEGORY_ORDER = (
     "hyperloglog", "geo", "stream", "pubsub", "admin", "fast", "slow", "blocking",
     "dangerous", "connection", "transaction", "scripting", "amem", "amem-read", "amem-write",
 )
-
-#: last name part of a write command that removes its key (key spec flags RM delete)
-_DELETING = frozenset({"del", "unlink", "delete", "drop"})
 
 
 # --- building blocks ------------------------------------------------------------------
@@ -70,14 +71,26 @@ def command_categories(spec: CommandSpec) -> list[str]:
 
 def key_spec_flags(spec: CommandSpec) -> list[str]:
     """The access flags of the command's keys, as Redis 7 key specs name them."""
-    if "write" in spec.flags:
-        last_word = spec.name.replace("|", ".").rsplit(".", 1)[-1]
-        if last_word in _DELETING:
-            return ["RM", "delete"]
-        return ["RW", "update"]
-    if "readonly" in spec.flags:
-        return ["RO", "access"]
-    return ["RO"]
+    return list(spec.key_flags)
+
+
+def _set_call_key_flags(call: list[bytes]) -> list[str]:
+    # Redis (setGetKeys) looks for a GET anywhere after the value, even as another option's value
+    if any(arg.upper() == b"GET" for arg in call[3:]):
+        return ["RW", "access", "update"]
+    return ["OW", "update"]
+
+
+#: commands whose key flags depend on the call (their key spec has ``variable_flags``)
+_CALL_KEY_FLAGS = {"set": _set_call_key_flags}
+
+
+def call_key_flags(spec: CommandSpec, call: list[bytes]) -> list[str]:
+    """The key flags of one call, as GETKEYSANDFLAGS reports them."""
+    resolve = _CALL_KEY_FLAGS.get(spec.name)
+    if resolve is not None:
+        return resolve(call)
+    return key_spec_flags(spec)
 
 
 def key_specs(spec: CommandSpec) -> list[dict[str, Any]]:
@@ -85,16 +98,18 @@ def key_specs(spec: CommandSpec) -> list[dict[str, Any]]:
     if spec.first_key <= 0:
         return []
     lastkey = spec.last_key - spec.first_key if spec.last_key >= 0 else spec.last_key
-    return [
-        {
-            "flags": key_spec_flags(spec),
-            "begin_search": {"type": "index", "spec": {"index": spec.first_key}},
-            "find_keys": {
-                "type": "range",
-                "spec": {"lastkey": lastkey, "keystep": spec.step, "limit": 0},
-            },
-        }
-    ]
+    keyspec: dict[str, Any] = {}
+    if spec.key_notes:
+        keyspec["notes"] = spec.key_notes  # Redis sends it first
+    keyspec.update({
+        "flags": key_spec_flags(spec),
+        "begin_search": {"type": "index", "spec": {"index": spec.first_key}},
+        "find_keys": {
+            "type": "range",
+            "spec": {"lastkey": lastkey, "keystep": spec.step, "limit": 0},
+        },
+    })
+    return [keyspec]
 
 
 def _subspecs(spec: CommandSpec) -> list[CommandSpec]:
@@ -116,7 +131,7 @@ def command_info(spec: CommandSpec, proto: int) -> list[Any]:
         spec.last_key,
         spec.step,
         resp_set([Simple(c) for c in command_categories(spec)], proto),
-        resp_set([], proto),  # tips: none of ours needs a cluster routing hint
+        resp_set([Simple(tip) for tip in spec.tips], proto),
         resp_set(specs_out, proto),
         [command_info(sub, proto) for sub in subs] if subs else resp_set([], proto),
     ]
@@ -185,6 +200,7 @@ container(
     arity=-1,
     flags="loading stale",
     acl="connection",
+    tips="nondeterministic_output_order",
 )
 
 
@@ -196,6 +212,7 @@ def command_count(ctx: Context, argv: list[bytes]) -> Any:
 
 
 @command("command|list", arity=-2, flags="loading stale", group="server", acl="connection",
+         tips="nondeterministic_output_order",
          summary="Returns a list of command names.",
          syntax="[FILTERBY (MODULE module-name|ACLCAT category|PATTERN pattern)]",
          complexity="O(N) where N is the total number of commands")
@@ -226,6 +243,7 @@ def _spec(fullname: str) -> CommandSpec:
 
 
 @command("command|info", arity=-2, flags="loading stale", group="server", acl="connection",
+         tips="nondeterministic_output_order",
          summary="Returns information about one, multiple or all commands.",
          syntax="[command-name ...]", complexity="O(N) where N is the number of commands to look up")
 def command_info_cmd(ctx: Context, argv: list[bytes]) -> Any:
@@ -240,6 +258,7 @@ def command_info_cmd(ctx: Context, argv: list[bytes]) -> Any:
 
 
 @command("command|docs", arity=-2, flags="loading stale", group="server", acl="connection",
+         tips="nondeterministic_output_order",
          summary="Returns documentary information about one, multiple or all commands.",
          syntax="[command-name ...]", complexity="O(N) where N is the number of commands to look up")
 def command_docs_cmd(ctx: Context, argv: list[bytes]) -> Any:
@@ -279,8 +298,9 @@ def command_getkeys(ctx: Context, argv: list[bytes]) -> Any:
          syntax="command arg [arg ...]", complexity="O(N) where N is the number of arguments to the command")
 def command_getkeysandflags(ctx: Context, argv: list[bytes]) -> Any:
     """COMMAND GETKEYSANDFLAGS command arg [arg ...]"""
-    spec, keys = _keys_of_call(argv[2:])
-    flags = [Simple(f) for f in key_spec_flags(spec)]
+    call = argv[2:]
+    spec, keys = _keys_of_call(call)
+    flags = [Simple(f) for f in call_key_flags(spec, call)]
     return [[key, resp_set(list(flags), ctx.proto)] for key in keys]
 
 

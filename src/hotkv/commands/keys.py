@@ -44,6 +44,7 @@ def _delete(ctx: Context, argv: list[bytes]) -> int:
 
 
 @command("del", arity=-2, flags="write", keys=(1, -1, 1), group="generic",
+         key_flags="RM delete", tips="request_policy:multi_shard response_policy:agg_sum",
          summary="Deletes one or more keys.", syntax="key [key ...]",
          complexity="O(N) where N is the number of keys that will be removed.")
 def del_(ctx: Context, argv: list[bytes]) -> Any:
@@ -52,6 +53,7 @@ def del_(ctx: Context, argv: list[bytes]) -> Any:
 
 
 @command("unlink", arity=-2, flags="write fast", keys=(1, -1, 1), group="generic",
+         key_flags="RM delete", tips="request_policy:multi_shard response_policy:agg_sum",
          summary="Asynchronously deletes one or more keys.", syntax="key [key ...]",
          complexity="O(1) for each key removed.")
 def unlink(ctx: Context, argv: list[bytes]) -> Any:
@@ -61,6 +63,7 @@ def unlink(ctx: Context, argv: list[bytes]) -> Any:
 
 
 @command("exists", arity=-2, flags="readonly fast", keys=(1, -1, 1), group="generic",
+         key_flags="RO", tips="request_policy:multi_shard response_policy:agg_sum",
          summary="Determines whether one or more keys exist.", syntax="key [key ...]",
          complexity="O(N) where N is the number of keys to check.")
 def exists(ctx: Context, argv: list[bytes]) -> Any:
@@ -72,6 +75,7 @@ def exists(ctx: Context, argv: list[bytes]) -> Any:
 
 
 @command("type", arity=2, flags="readonly fast", keys=(1, 1, 1), group="generic",
+         key_flags="RO",
          summary="Determines the type of value stored at a key.", syntax="key")
 def type_(ctx: Context, argv: list[bytes]) -> Any:
     """TYPE key"""
@@ -79,6 +83,7 @@ def type_(ctx: Context, argv: list[bytes]) -> Any:
 
 
 @command("dbsize", arity=1, flags="readonly fast", group="server", acl="@keyspace",
+         tips="request_policy:all_shards response_policy:agg_sum",
          summary="Returns the number of keys in the string cache.", syntax="")
 def dbsize(ctx: Context, argv: list[bytes]) -> Any:
     """DBSIZE"""
@@ -87,6 +92,7 @@ def dbsize(ctx: Context, argv: list[bytes]) -> Any:
 
 
 @command("randomkey", arity=1, flags="readonly", group="generic",
+         tips="request_policy:all_shards nondeterministic_output",
          summary="Returns a random key name from the string cache.", syntax="",
          complexity="O(N): the key is picked by position in the key table.")
 def randomkey(ctx: Context, argv: list[bytes]) -> Any:
@@ -107,6 +113,7 @@ def randomkey(ctx: Context, argv: list[bytes]) -> Any:
 
 # --- listing ----------------------------------------------------------------------------
 @command("keys", arity=2, flags="readonly", group="generic", acl="@dangerous",
+         tips="request_policy:all_shards nondeterministic_output_order",
          summary="Returns all key names that match a pattern.", syntax="pattern",
          complexity="O(N) with N being the number of keys in the string cache.")
 def keys(ctx: Context, argv: list[bytes]) -> Any:
@@ -140,6 +147,7 @@ def parse_cursor(raw: bytes) -> int:
 
 
 @command("scan", arity=-2, flags="readonly", group="generic",
+         tips="nondeterministic_output request_policy:special",
          summary="Iterates over the key names in the string cache.",
          syntax="cursor [MATCH pattern] [COUNT count] [TYPE type]",
          complexity="O(1) for every call. O(N) for a complete iteration.")
@@ -239,6 +247,7 @@ _EXPIRE_SYNTAX = "key {} [NX|XX|GT|LT]"
 
 
 @command("expire", arity=-3, flags="write fast", keys=(1, 1, 1), group="generic",
+         key_flags="RW update",
          summary="Sets the expiration time of a key in seconds.",
          syntax=_EXPIRE_SYNTAX.format("seconds"))
 def expire(ctx: Context, argv: list[bytes]) -> Any:
@@ -247,6 +256,7 @@ def expire(ctx: Context, argv: list[bytes]) -> Any:
 
 
 @command("pexpire", arity=-3, flags="write fast", keys=(1, 1, 1), group="generic",
+         key_flags="RW update",
          summary="Sets the expiration time of a key in milliseconds.",
          syntax=_EXPIRE_SYNTAX.format("milliseconds"))
 def pexpire(ctx: Context, argv: list[bytes]) -> Any:
@@ -255,6 +265,7 @@ def pexpire(ctx: Context, argv: list[bytes]) -> Any:
 
 
 @command("expireat", arity=-3, flags="write fast", keys=(1, 1, 1), group="generic",
+         key_flags="RW update",
          summary="Sets the expiration time of a key to a Unix timestamp.",
          syntax=_EXPIRE_SYNTAX.format("unix-time-seconds"))
 def expireat(ctx: Context, argv: list[bytes]) -> Any:
@@ -263,6 +274,7 @@ def expireat(ctx: Context, argv: list[bytes]) -> Any:
 
 
 @command("pexpireat", arity=-3, flags="write fast", keys=(1, 1, 1), group="generic",
+         key_flags="RW update",
          summary="Sets the expiration time of a key to a Unix milliseconds timestamp.",
          syntax=_EXPIRE_SYNTAX.format("unix-time-milliseconds"))
 def pexpireat(ctx: Context, argv: list[bytes]) -> Any:
@@ -271,6 +283,7 @@ def pexpireat(ctx: Context, argv: list[bytes]) -> Any:
 
 
 @command("ttl", arity=2, flags="readonly fast", keys=(1, 1, 1), group="generic",
+         key_flags="RO access", tips="nondeterministic_output",
          summary="Returns the expiration time in seconds of a key.", syntax="key")
 def ttl(ctx: Context, argv: list[bytes]) -> Any:
     """TTL key"""
@@ -279,6 +292,7 @@ def ttl(ctx: Context, argv: list[bytes]) -> Any:
 
 
 @command("pttl", arity=2, flags="readonly fast", keys=(1, 1, 1), group="generic",
+         key_flags="RO access", tips="nondeterministic_output",
          summary="Returns the expiration time in milliseconds of a key.", syntax="key")
 def pttl(ctx: Context, argv: list[bytes]) -> Any:
     """PTTL key"""
@@ -286,6 +300,7 @@ def pttl(ctx: Context, argv: list[bytes]) -> Any:
 
 
 @command("persist", arity=2, flags="write fast", keys=(1, 1, 1), group="generic",
+         key_flags="RW update",
          summary="Removes the expiration time of a key.", syntax="key")
 def persist(ctx: Context, argv: list[bytes]) -> Any:
     """PERSIST key"""

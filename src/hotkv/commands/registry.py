@@ -20,8 +20,25 @@ Handler = Callable[[Any, list[bytes]], Any]
 
 #: flags as Redis names them in COMMAND output
 KNOWN_FLAGS = frozenset(
-    ["write", "readonly", "denyoom", "admin", "pubsub", "noscript", "blocking", "loading", "stale", "skip_monitor", "skip_slowlog", "fast", "no_auth", "may_replicate", "no_multi", "allow_busy"]
+    ["write", "readonly", "denyoom", "admin", "pubsub", "noscript", "blocking", "loading", "stale",
+     "skip_monitor", "skip_slowlog", "fast", "no_auth", "may_replicate", "no_async_loading",
+     "no_multi", "allow_busy"]
 )
+
+#: key spec flags as Redis 7 names them, in the order COMMAND INFO lists them
+KEY_SPEC_FLAGS = ("RO", "RW", "OW", "RM", "access", "update", "insert", "delete", "not_key",
+                  "incomplete", "variable_flags")
+
+#: command tips as Redis 7 writes them (``request_policy:`` / ``response_policy:`` + a value)
+TIP_WORDS = frozenset(["nondeterministic_output", "nondeterministic_output_order"])
+REQUEST_POLICIES = frozenset(["all_nodes", "all_shards", "multi_shard", "special"])
+RESPONSE_POLICIES = frozenset(
+    ["one_succeeded", "all_succeeded", "agg_logical_and", "agg_logical_or", "agg_min", "agg_max",
+     "agg_sum", "special"]
+)
+
+#: last name part of a write command that removes what it names (fallback key spec flags)
+_REMOVING = frozenset({"del", "unlink", "delete", "drop", "clear"})
 
 #: group -> extra ACL categories every command of the group belongs to
 GROUP_CATEGORIES: dict[str, tuple[str, ...]] = {
@@ -90,6 +107,12 @@ class CommandSpec:
     complexity: str
     handler: Handler | None
     arguments: tuple[Arg, ...] = ()
+    #: access flags of the command's keys (Redis 7 key spec flags), empty without keys
+    key_flags: tuple[str, ...] = ()
+    #: Redis's ``notes`` of the key spec (why its flags are what they are), if any
+    key_notes: str | None = None
+    #: COMMAND INFO tips (``nondeterministic_output``, ``request_policy:all_shards`` ...)
+    tips: tuple[str, ...] = ()
     subcommands: dict[str, CommandSpec] = field(default_factory=dict)
     container: str | None = None  # "config" for "config|get"
     # derived, precomputed for the hot path
@@ -139,8 +162,16 @@ def command(
     since: str = "0.1.0",
     complexity: str = "O(1)",
     acl: str = "",
+    key_flags: str = "",
+    key_notes: str = "",
+    tips: str = "",
 ) -> Callable[[Handler], Handler]:
-    """Register ``handler`` under ``name`` (``"container|sub"`` for a subcommand)."""
+    """Register ``handler`` under ``name`` (``"container|sub"`` for a subcommand).
+
+    ``key_flags`` are the Redis 7 key spec flags of the keys (``"RO access"``, ``"RW update"``,
+    ``"OW update"``, ``"RM delete"`` ...); without them they are derived from ``flags`` (see
+    ``default_key_flags``). ``tips`` are the COMMAND INFO tips, space-separated.
+    """
 
     def register(handler: Handler) -> Handler:
         add_spec(
@@ -155,6 +186,9 @@ def command(
             since=since,
             complexity=complexity,
             acl=acl,
+            key_flags=key_flags,
+            key_notes=key_notes,
+            tips=tips,
         )
         return handler
 
@@ -171,6 +205,7 @@ def container(
     arity: int = -2,
     flags: str = "",
     acl: str = "",
+    tips: str = "",
 ) -> None:
     """Declare a command that holds subcommands (CONFIG, CLIENT, COMMAND ...).
 
@@ -189,6 +224,7 @@ def container(
         since=since,
         complexity="Depends on subcommand.",
         acl=acl,
+        tips=tips,
     )
 
 
@@ -205,12 +241,26 @@ def add_spec(
     since: str,
     complexity: str,
     acl: str,
+    key_flags: str = "",
+    key_notes: str = "",
+    tips: str = "",
 ) -> CommandSpec:
     name = name.lower()
     flag_set = frozenset(flags.split())
     unknown = flag_set - KNOWN_FLAGS
     if unknown:
         raise ValueError(f"{name}: unknown flags {sorted(unknown)}")
+    tip_list = tuple(tips.split())
+    for tip in tip_list:
+        check_tip(name, tip)
+    if keys[0] > 0:
+        key_flag_list = _ordered_key_flags(name, key_flags.split()) if key_flags else (
+            default_key_flags(name, flag_set, arity, keys)
+        )
+    elif key_flags:
+        raise ValueError(f"{name}: key_flags given for a command without keys")
+    else:
+        key_flag_list = ()
     cats = set(acl.replace("@", "").split())
     cats.update(GROUP_CATEGORIES.get(group, ()))
     if "write" in flag_set:
@@ -241,6 +291,9 @@ def add_spec(
         complexity=complexity,
         handler=handler,
         arguments=parse_syntax(syntax, keys[0]) if syntax else (),
+        key_flags=key_flag_list,
+        key_notes=key_notes or None,
+        tips=tip_list,
         container=parent_name if sub else None,
         is_write="write" in flag_set,
         is_denyoom="denyoom" in flag_set,
@@ -265,6 +318,49 @@ def add_spec(
         LOOKUP[name.encode()] = spec
         LOOKUP[name.upper().encode()] = spec
     return spec
+
+
+def check_tip(name: str, tip: str) -> None:
+    """Refuse a tip Redis 7 would not know (a typo would silently mislead cluster clients)."""
+    kind, sep, value = tip.partition(":")
+    if not sep and tip in TIP_WORDS:
+        return
+    if (kind == "request_policy" and value in REQUEST_POLICIES) or (
+        kind == "response_policy" and value in RESPONSE_POLICIES
+    ):
+        return
+    raise ValueError(f"{name}: unknown command tip {tip!r}")
+
+
+def _ordered_key_flags(name: str, flags: list[str]) -> tuple[str, ...]:
+    unknown = set(flags) - set(KEY_SPEC_FLAGS)
+    if unknown:
+        raise ValueError(f"{name}: unknown key spec flags {sorted(unknown)}")
+    # exactly one of the four access kinds, as Redis requires of every key spec
+    if len(set(flags) & {"RO", "RW", "OW", "RM"}) != 1:
+        raise ValueError(f"{name}: key spec flags need exactly one of RO, RW, OW, RM")
+    return tuple(f for f in KEY_SPEC_FLAGS if f in flags)
+
+
+def default_key_flags(
+    name: str, flags: frozenset[str], arity: int, keys: tuple[int, int, int]
+) -> tuple[str, ...]:
+    """Key spec flags for a command that declares none.
+
+    A write whose name ends in DEL/UNLINK/DELETE/DROP/CLEAR removes: the key itself
+    (``RM delete``) when every argument is a key or it takes just the key, else entries
+    inside the key (``RW delete``, as HDEL). Another write updates (``RW update``), a read
+    reads (``RO access``), and anything else only looks at the key (``RO``).
+    """
+    if "write" in flags:
+        last_word = name.replace("|", ".").rsplit(".", 1)[-1]
+        if last_word in _REMOVING:
+            whole_key = keys[1] == -1 or arity == 2
+            return ("RM", "delete") if whole_key else ("RW", "delete")
+        return ("RW", "update")
+    if "readonly" in flags:
+        return ("RO", "access")
+    return ("RO",)
 
 
 def lookup(name: bytes) -> CommandSpec | None:

@@ -33,6 +33,7 @@ _EXPIRE_TOKENS = {b"EX": _EX, b"PX": _PX, b"EXAT": _EXAT, b"PXAT": _PXAT}
 
 
 @command("get", arity=2, flags="readonly fast", keys=(1, 1, 1), group="string",
+         key_flags="RO access",
          summary="Returns the string value of a key.", syntax="key")
 def get(ctx: Context, argv: list[bytes]) -> Any:
     """GET key"""
@@ -46,6 +47,8 @@ def get(ctx: Context, argv: list[bytes]) -> Any:
 
 
 @command("set", arity=-3, flags="write denyoom", keys=(1, 1, 1), group="string",
+         key_flags="RW access update variable_flags",
+         key_notes="RW and ACCESS due to the optional `GET` argument",
          summary="Sets the string value of a key, ignoring its type. The key is created if it doesn't exist.",
          syntax="key value [NX|XX] [GET] [EX seconds|PX milliseconds|EXAT unix-time-seconds|"
                 "PXAT unix-time-milliseconds|KEEPTTL]")
@@ -127,6 +130,7 @@ def _set_deadline(raw: bytes, flags: int, now_ms: int) -> int:
 
 
 @command("mget", arity=-2, flags="readonly fast", keys=(1, -1, 1), group="string",
+         key_flags="RO access", tips="request_policy:multi_shard",
          summary="Atomically returns the string values of one or more keys.",
          syntax="key [key ...]", complexity="O(N) where N is the number of keys to retrieve.")
 def mget(ctx: Context, argv: list[bytes]) -> Any:
@@ -142,6 +146,7 @@ def mget(ctx: Context, argv: list[bytes]) -> Any:
 
 
 @command("mset", arity=-3, flags="write denyoom", keys=(1, -1, 2), group="string",
+         key_flags="OW update", tips="request_policy:multi_shard response_policy:all_succeeded",
          summary="Atomically creates or modifies the string values of one or more keys.",
          syntax="key value [key value ...]",
          complexity="O(N) where N is the number of keys to set.")
@@ -180,6 +185,7 @@ def _increment_arg(raw: bytes) -> int:
 
 
 @command("incr", arity=2, flags="write denyoom fast", keys=(1, 1, 1), group="string",
+         key_flags="RW access update",
          summary="Increments the integer value of a key by one. Uses 0 as initial value if the key doesn't exist.",
          syntax="key")
 def incr(ctx: Context, argv: list[bytes]) -> Any:
@@ -188,6 +194,7 @@ def incr(ctx: Context, argv: list[bytes]) -> Any:
 
 
 @command("decr", arity=2, flags="write denyoom fast", keys=(1, 1, 1), group="string",
+         key_flags="RW access update",
          summary="Decrements the integer value of a key by one. Uses 0 as initial value if the key doesn't exist.",
          syntax="key")
 def decr(ctx: Context, argv: list[bytes]) -> Any:
@@ -196,6 +203,7 @@ def decr(ctx: Context, argv: list[bytes]) -> Any:
 
 
 @command("incrby", arity=3, flags="write denyoom fast", keys=(1, 1, 1), group="string",
+         key_flags="RW access update",
          summary="Increments the integer value of a key by a number. Uses 0 as initial value if the key doesn't exist.",
          syntax="key increment")
 def incrby(ctx: Context, argv: list[bytes]) -> Any:
@@ -204,6 +212,7 @@ def incrby(ctx: Context, argv: list[bytes]) -> Any:
 
 
 @command("decrby", arity=3, flags="write denyoom fast", keys=(1, 1, 1), group="string",
+         key_flags="RW access update",
          summary="Decrements a number from the integer value of a key. Uses 0 as initial value if the key doesn't exist.",
          syntax="key decrement")
 def decrby(ctx: Context, argv: list[bytes]) -> Any:
@@ -215,6 +224,7 @@ def decrby(ctx: Context, argv: list[bytes]) -> Any:
 
 
 @command("strlen", arity=2, flags="readonly fast", keys=(1, 1, 1), group="string",
+         key_flags="RO",
          summary="Returns the length of a string value.", syntax="key")
 def strlen(ctx: Context, argv: list[bytes]) -> Any:
     """STRLEN key"""
