@@ -81,8 +81,17 @@ def _set_call_key_flags(call: list[bytes]) -> list[str]:
     return ["OW", "update"]
 
 
+def _work_set_call_key_flags(call: list[bytes]) -> list[str]:
+    # a MERGE other than REPLACE answers the merged value, so it reads the key's data too
+    options = [arg.upper() for arg in call[4:]]
+    for i, option in enumerate(options[:-1]):
+        if option == b"MERGE" and options[i + 1] != b"REPLACE":
+            return ["RW", "access", "update"]
+    return ["RW", "update"]
+
+
 #: commands whose key flags depend on the call (their key spec has ``variable_flags``)
-_CALL_KEY_FLAGS = {"set": _set_call_key_flags}
+_CALL_KEY_FLAGS = {"set": _set_call_key_flags, "amem.work.set": _work_set_call_key_flags}
 
 
 def call_key_flags(spec: CommandSpec, call: list[bytes]) -> list[str]:
