@@ -350,6 +350,7 @@ def info_text(core: Core, args: list[bytes]) -> str:
 
 
 @command("info", arity=-1, flags="loading stale", group="server", acl="dangerous",
+         tips="nondeterministic_output request_policy:all_shards response_policy:special",
          summary="Returns information and statistics about the server.",
          syntax="[section ...]", complexity="O(1)")
 def info(ctx: Context, argv: list[bytes]) -> Any:
@@ -382,6 +383,7 @@ def _set_failed(name: str, reason: str) -> CommandError:
 
 
 @command("config|set", arity=-4, flags="admin noscript loading stale", group="server",
+         tips="request_policy:all_nodes response_policy:all_succeeded",
          summary="Sets configuration parameters in-flight.",
          syntax="parameter value [parameter value ...]",
          complexity="O(N) when N is the number of configuration parameters provided")
@@ -500,6 +502,7 @@ def _flush(ctx: Context, argv: list[bytes]) -> Any:
 
 
 @command("flushall", arity=-1, flags="write", group="server", acl="keyspace dangerous",
+         tips="request_policy:all_shards response_policy:all_succeeded",
          summary="Removes all keys and memories from every store.", syntax="[ASYNC|SYNC]",
          complexity="O(N) where N is the total number of keys and memories")
 def flushall(ctx: Context, argv: list[bytes]) -> Any:
@@ -508,6 +511,7 @@ def flushall(ctx: Context, argv: list[bytes]) -> Any:
 
 
 @command("flushdb", arity=-1, flags="write", group="server", acl="keyspace dangerous",
+         tips="request_policy:all_shards response_policy:all_succeeded",
          summary="Removes all keys and memories (there is one database, so as FLUSHALL).",
          syntax="[ASYNC|SYNC]", complexity="O(N) where N is the total number of keys and memories")
 def flushdb(ctx: Context, argv: list[bytes]) -> Any:
@@ -515,7 +519,7 @@ def flushdb(ctx: Context, argv: list[bytes]) -> Any:
     return _flush(ctx, argv)
 
 
-@command("time", arity=1, flags="loading stale fast", group="server",
+@command("time", arity=1, flags="loading stale fast", group="server", tips="nondeterministic_output",
          summary="Returns the server time.")
 def time_(ctx: Context, argv: list[bytes]) -> Any:
     """TIME"""
@@ -525,6 +529,7 @@ def time_(ctx: Context, argv: list[bytes]) -> Any:
 
 
 @command("lastsave", arity=1, flags="loading stale fast", group="server", acl="admin dangerous",
+         tips="nondeterministic_output",
          summary="Returns the Unix timestamp of the last successful save to disk.")
 def lastsave(ctx: Context, argv: list[bytes]) -> Any:
     """LASTSAVE"""
@@ -543,7 +548,7 @@ def _persistence_call(ctx: Context, method: str, done: str) -> Any:
     return Simple(result) if isinstance(result, str) and result else Simple(done)
 
 
-@command("save", arity=1, flags="admin noscript no_multi", group="server",
+@command("save", arity=1, flags="admin noscript no_async_loading no_multi", group="server",
          summary="Synchronously saves the whole state to disk.",
          complexity="O(N) where N is the total number of keys and memories")
 def save(ctx: Context, argv: list[bytes]) -> Any:
@@ -551,7 +556,7 @@ def save(ctx: Context, argv: list[bytes]) -> Any:
     return _persistence_call(ctx, "save", "OK")
 
 
-@command("bgsave", arity=-1, flags="admin noscript", group="server",
+@command("bgsave", arity=-1, flags="admin noscript no_async_loading", group="server",
          summary="Asynchronously saves the whole state to disk.", syntax="[SCHEDULE]",
          complexity="O(N) where N is the total number of keys and memories")
 def bgsave(ctx: Context, argv: list[bytes]) -> Any:
@@ -561,7 +566,7 @@ def bgsave(ctx: Context, argv: list[bytes]) -> Any:
     return _persistence_call(ctx, "bgsave", "Background saving started")
 
 
-@command("bgrewriteaof", arity=1, flags="admin noscript", group="server",
+@command("bgrewriteaof", arity=1, flags="admin noscript no_async_loading", group="server",
          summary="Asynchronously rewrites the append-only file to a compact base snapshot.",
          complexity="O(N) where N is the total number of keys and memories")
 def bgrewriteaof(ctx: Context, argv: list[bytes]) -> Any:
@@ -575,6 +580,7 @@ container("slowlog", group="server", summary="A container for slow log commands.
 
 
 @command("slowlog|get", arity=-2, flags="admin loading stale", group="server",
+         tips="request_policy:all_nodes nondeterministic_output",
          summary="Returns the slow log's entries.", syntax="[count]",
          complexity="O(N) where N is the number of entries returned")
 def slowlog_get(ctx: Context, argv: list[bytes]) -> Any:
@@ -594,6 +600,7 @@ def slowlog_get(ctx: Context, argv: list[bytes]) -> Any:
 
 
 @command("slowlog|len", arity=2, flags="admin loading stale", group="server",
+         tips="request_policy:all_nodes response_policy:agg_sum nondeterministic_output",
          summary="Returns the number of entries in the slow log.")
 def slowlog_len(ctx: Context, argv: list[bytes]) -> Any:
     """SLOWLOG LEN"""
@@ -601,6 +608,7 @@ def slowlog_len(ctx: Context, argv: list[bytes]) -> Any:
 
 
 @command("slowlog|reset", arity=2, flags="admin loading stale", group="server",
+         tips="request_policy:all_nodes response_policy:all_succeeded",
          summary="Clears all entries from the slow log.",
          complexity="O(N) where N is the number of entries in the slowlog")
 def slowlog_reset(ctx: Context, argv: list[bytes]) -> Any:

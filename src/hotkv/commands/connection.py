@@ -18,6 +18,7 @@ REDIS_COMPAT_VERSION = "7.0.0"
 
 
 @command("ping", arity=-1, flags="fast", group="connection",
+         tips="request_policy:all_shards response_policy:all_succeeded",
          summary="Returns the server's liveliness response.", syntax="[message]")
 def ping(ctx: Context, argv: list[bytes]) -> Any:
     """PING [message]"""
@@ -28,7 +29,7 @@ def ping(ctx: Context, argv: list[bytes]) -> Any:
     return PONG
 
 
-@command("echo", arity=2, flags="fast", group="connection",
+@command("echo", arity=2, flags="loading stale fast", group="connection",
          summary="Returns the given string.", syntax="message")
 def echo(ctx: Context, argv: list[bytes]) -> Any:
     """ECHO message"""
@@ -47,7 +48,7 @@ def select(ctx: Context, argv: list[bytes]) -> Any:
     return OK
 
 
-@command("quit", arity=-1, flags="no_auth loading stale fast allow_busy", group="connection",
+@command("quit", arity=-1, flags="noscript no_auth loading stale fast allow_busy", group="connection",
          summary="Closes the connection.", syntax="")
 def quit_(ctx: Context, argv: list[bytes]) -> Any:
     """QUIT"""
@@ -55,7 +56,7 @@ def quit_(ctx: Context, argv: list[bytes]) -> Any:
     return OK
 
 
-@command("reset", arity=1, flags="no_auth loading stale fast no_multi allow_busy", group="connection",
+@command("reset", arity=1, flags="noscript no_auth loading stale fast allow_busy", group="connection",
          summary="Resets the connection.", syntax="")
 def reset(ctx: Context, argv: list[bytes]) -> Any:
     """RESET"""
@@ -104,7 +105,7 @@ def authenticate(ctx: Context, username: bytes | None, password: bytes) -> str |
     return errors.WRONGPASS
 
 
-@command("auth", arity=-2, flags="no_auth loading stale fast allow_busy", group="connection",
+@command("auth", arity=-2, flags="noscript no_auth loading stale fast allow_busy", group="connection",
          summary="Authenticates the connection.", syntax="[username] password")
 def auth(ctx: Context, argv: list[bytes]) -> Any:
     """AUTH [username] password"""
@@ -117,7 +118,7 @@ def auth(ctx: Context, argv: list[bytes]) -> Any:
     return OK
 
 
-@command("hello", arity=-1, flags="no_auth loading stale fast allow_busy", group="connection",
+@command("hello", arity=-1, flags="noscript no_auth loading stale fast allow_busy", group="connection",
          summary="Handshakes with the server: protocol version, authentication, client name.",
          syntax="[protover [AUTH username password] [SETNAME clientname]]")
 def hello(ctx: Context, argv: list[bytes]) -> Any:
@@ -176,14 +177,14 @@ def check_client_name(name: bytes) -> None:
 container("client", group="connection", summary="A container for client connection commands.")
 
 
-@command("client|id", arity=2, flags="loading stale", group="connection",
+@command("client|id", arity=2, flags="noscript loading stale", group="connection",
          summary="Returns the unique client ID of the connection.")
 def client_id(ctx: Context, argv: list[bytes]) -> Any:
     """CLIENT ID"""
     return ctx.id
 
 
-@command("client|setname", arity=3, flags="loading stale", group="connection",
+@command("client|setname", arity=3, flags="noscript loading stale", group="connection",
          summary="Sets the connection name.", syntax="connection-name")
 def client_setname(ctx: Context, argv: list[bytes]) -> Any:
     """CLIENT SETNAME connection-name"""
@@ -192,14 +193,14 @@ def client_setname(ctx: Context, argv: list[bytes]) -> Any:
     return OK
 
 
-@command("client|getname", arity=2, flags="loading stale", group="connection",
+@command("client|getname", arity=2, flags="noscript loading stale", group="connection",
          summary="Returns the name of the connection.")
 def client_getname(ctx: Context, argv: list[bytes]) -> Any:
     """CLIENT GETNAME"""
     return ctx.name or None
 
 
-@command("client|setinfo", arity=4, flags="loading stale", group="connection",
+@command("client|setinfo", arity=4, flags="noscript loading stale", group="connection",
          summary="Sets information specific to the client or connection.",
          syntax="LIB-NAME libname|LIB-VER libver")
 def client_setinfo(ctx: Context, argv: list[bytes]) -> Any:
@@ -234,7 +235,8 @@ def client_line(ctx: Context, now_ms: int) -> str:
     )
 
 
-@command("client|list", arity=-2, flags="admin loading stale", group="connection",
+@command("client|list", arity=-2, flags="admin noscript loading stale", group="connection",
+         tips="nondeterministic_output",
          summary="Lists open connections.", syntax="[TYPE NORMAL|MASTER|REPLICA|PUBSUB] [ID id ...]")
 def client_list(ctx: Context, argv: list[bytes]) -> Any:
     """CLIENT LIST [TYPE NORMAL|MASTER|REPLICA|PUBSUB] [ID id ...]"""
@@ -267,14 +269,15 @@ def client_list(ctx: Context, argv: list[bytes]) -> Any:
     return text.encode()
 
 
-@command("client|info", arity=2, flags="loading stale", group="connection",
+@command("client|info", arity=2, flags="noscript loading stale", group="connection",
+         tips="nondeterministic_output",
          summary="Returns information about the connection.")
 def client_info(ctx: Context, argv: list[bytes]) -> Any:
     """CLIENT INFO"""
     return (client_line(ctx, ctx.now_ms) + "\n").encode()
 
 
-@command("client|kill", arity=-3, flags="admin loading stale", group="connection",
+@command("client|kill", arity=-3, flags="admin noscript loading stale", group="connection",
          summary="Terminates open connections.",
          syntax="ip:port|([ID client-id] [ADDR ip:port] [LADDR ip:port] [USER username] [SKIPME yes|no])")
 def client_kill(ctx: Context, argv: list[bytes]) -> Any:
@@ -325,7 +328,7 @@ def _kill(target: Context) -> None:
         target.closer()
 
 
-@command("client|no-evict", arity=3, flags="admin loading stale", group="connection",
+@command("client|no-evict", arity=3, flags="admin noscript loading stale", group="connection",
          summary="Accepted for compatibility; hotkv never evicts clients.", syntax="ON|OFF")
 def client_no_evict(ctx: Context, argv: list[bytes]) -> Any:
     """CLIENT NO-EVICT ON|OFF"""

@@ -12,7 +12,7 @@ from __future__ import annotations
 import sys
 
 from hotkv.commands import load_all
-from hotkv.commands.introspection import command_categories, command_flags
+from hotkv.commands.introspection import command_categories, command_flags, key_spec_flags
 from hotkv.commands.registry import CommandSpec, all_specs
 
 #: group -> heading, in the order the reference lists them (unknown groups follow, sorted)
@@ -32,6 +32,28 @@ GROUP_TITLES: dict[str, str] = {
 }
 
 REGENERATE = "python -m hotkv.commands.docs > docs/commands.md"
+
+#: what the "key access" and "tips" lines mean (Redis 7's key spec flags and command tips)
+KEY_ACCESS_TEXT = (
+    "\"Key access\" lists the key spec flags `COMMAND INFO` and `COMMAND GETKEYSANDFLAGS` report",
+    "for the command's keys, as Redis 7 names them: `RO` reads the key, `RW` reads and changes",
+    "it, `OW` overwrites it without reading, `RM` removes it; `access` returns data from it,",
+    "`update` changes data in it, `insert` only adds data, `delete` removes data from it;",
+    "`variable_flags` means the flags of one call depend on its arguments (SET with GET,",
+    "AMEM.WORK.SET with MERGE) and GETKEYSANDFLAGS reports those of the call. The Redis",
+    "commands carry Redis's own flags. For the memory commands: removing the whole object",
+    "(AMEM.CONV.DEL, AMEM.WORK.CLEAR, AMEM.EPIS.DEL, AMEM.SUMMARY.DEL, AMEM.SEM.DROP) is `RM",
+    "delete`; removing entries inside it (AMEM.WORK.DEL, AMEM.SEM.DEL, AMEM.EPIS.TRIM) is `RW",
+    "delete`, as HDEL and XTRIM are; AMEM.EPIS.LOG only adds to an append-only log (`RW insert`);",
+    "every other write is `RW update`, since none replaces an object without reading it (a",
+    "summary's version, a window's sequence numbers carry on), so none is `OW`; reads are",
+    "`RO access`, counts (LEN) are `RO` as LLEN and STRLEN are.",
+    "",
+    "\"Tips\" are Redis 7's command tips: `nondeterministic_output` for a reply that depends on",
+    "the clock (TTLs counting down, AMEM.CONV.INFO's `ttl`, AMEM.EPIS.LOG's time-based ids),",
+    "`request_policy` / `response_policy` for how a cluster client spreads a command over",
+    "shards and merges the replies (multi-key deletes like AMEM.CONV.DEL sum their counts).",
+)
 
 
 def display_name(spec: CommandSpec) -> str:
@@ -86,6 +108,13 @@ def render_command(spec: CommandSpec) -> list[str]:
         f"- flags: {flags}",
         f"- ACL categories: {' '.join(command_categories(spec))}",
         f"- keys: {keys_text(spec)}",
+    ]
+    if spec.first_key > 0:
+        note = f" ({spec.key_notes})" if spec.key_notes else ""
+        lines.append(f"- key access: {' '.join(key_spec_flags(spec))}{note}")
+    if spec.tips:
+        lines.append(f"- tips: {' '.join(spec.tips)}")
+    lines += [
         f"- complexity: {spec.complexity}",
         f"- since: {spec.since}",
     ]
@@ -123,6 +152,8 @@ def render_reference() -> str:
         "`COMMAND GETKEYS`, ACL key patterns and cluster routing use. The argument notation is",
         "that of the contract: `[x]` optional, `a|b` one of, `...` repeatable, upper-case words",
         "are literal tokens.",
+        "",
+        *KEY_ACCESS_TEXT,
         "",
         f"{len(all_specs())} commands ({total} counting subcommands).",
         "",

@@ -210,7 +210,9 @@ def container(
     """Declare a command that holds subcommands (CONFIG, CLIENT, COMMAND ...).
 
     ``handler`` (with ``arity=-1``) answers the bare form without a subcommand, as
-    ``COMMAND`` alone lists every command.
+    ``COMMAND`` alone lists every command. A container takes no categories from its group
+    (its subcommands do), only those of ``acl`` and its flags: Redis's CLIENT is ``@slow``
+    alone while every CLIENT subcommand is ``@connection``.
     """
     add_spec(
         name,
@@ -225,6 +227,7 @@ def container(
         complexity="Depends on subcommand.",
         acl=acl,
         tips=tips,
+        group_categories=False,
     )
 
 
@@ -244,6 +247,7 @@ def add_spec(
     key_flags: str = "",
     key_notes: str = "",
     tips: str = "",
+    group_categories: bool = True,
 ) -> CommandSpec:
     name = name.lower()
     flag_set = frozenset(flags.split())
@@ -262,7 +266,8 @@ def add_spec(
     else:
         key_flag_list = ()
     cats = set(acl.replace("@", "").split())
-    cats.update(GROUP_CATEGORIES.get(group, ()))
+    if group_categories:
+        cats.update(GROUP_CATEGORIES.get(group, ()))
     if "write" in flag_set:
         cats.add("write")
     if "readonly" in flag_set:

@@ -16,7 +16,7 @@ from hotkv.commands.registry import command
 from hotkv.server.resp import NULL_ARRAY, OK
 
 
-@command("multi", arity=1, flags="loading stale fast allow_busy", group="transactions",
+@command("multi", arity=1, flags="noscript loading stale fast allow_busy", group="transactions",
          summary="Starts a transaction.")
 def multi(ctx: Context, argv: list[bytes]) -> Any:
     """MULTI"""
@@ -27,7 +27,7 @@ def multi(ctx: Context, argv: list[bytes]) -> Any:
     return OK
 
 
-@command("discard", arity=1, flags="loading stale fast allow_busy", group="transactions",
+@command("discard", arity=1, flags="noscript loading stale fast allow_busy", group="transactions",
          summary="Discards a transaction.")
 def discard(ctx: Context, argv: list[bytes]) -> Any:
     """DISCARD"""
