@@ -281,7 +281,14 @@ class Rig:
         self.core.sinks.append(self.records.append)
         self.ctx = Context(self.core, "127.0.0.1:1", "127.0.0.1:2")
         self.core.config.values["maxmemory-policy"] = policy
-        self.core.config.values["maxmemory"] = BASE + budget
+        self.set_maxmemory(BASE + budget)
+
+    def set_maxmemory(self, value: int) -> None:
+        """As CONFIG SET does: store the value, then tell the listeners (the dispatch
+        point's gate flag and the guard's sink follow maxmemory)."""
+        self.core.config.values["maxmemory"] = value
+        for listener in self.core.extras["config_listeners"]:
+            listener("maxmemory", value)
 
     def run(self, *argv: Any) -> Any:
         return dispatch(self.ctx, [a if isinstance(a, bytes) else str(a).encode() for a in argv])
@@ -412,10 +419,10 @@ def test_random_policies_evict_and_volatile_random_spares_plain_keys() -> None:
 
 def test_amem_writes_are_refused_when_nothing_is_evictable() -> None:
     rig = Rig("allkeys-lru", 5000)
-    rig.core.config.values["maxmemory"] = BASE - 1  # over with an empty cache
+    rig.set_maxmemory(BASE - 1)  # over with an empty cache
     reply = rig.run("AMEM.CONV.CREATE", "s1")
     assert reply == OOM
-    rig.core.config.values["maxmemory"] = BASE + 5000
+    rig.set_maxmemory(BASE + 5000)
     assert rig.run("AMEM.CONV.CREATE", "s1") == "OK"
     # with cache keys around, an AMEM write evicts them (AMEM data is never evicted)
     rig.run("SET", "c1", "x" * 2000)

@@ -89,7 +89,7 @@ class Persistence:
         self.layout = Layout(cfg["dir"], cfg["appendfilename"])
         self.aof_on = bool(cfg["appendonly"])
         self.manifest: Manifest | None = None
-        self.aof: AofFile | None = None
+        self._aof: AofFile | None = None
         self.worker = FsyncWorker()
         self.job: RewriteJob | None = None
         self.ready = False
@@ -134,7 +134,7 @@ class Persistence:
             raise StartupError(f"Can't read the data directory {layout.aof_dir}: {exc}") from None
         core = self.core
         core.loading = True
-        core.sinks.append(self._sink)
+        # the sink is listed while an AOF is open (the ``aof`` property)
         core.before_reply.append(self._before_reply)
         core.info_sections["persistence"] = self.info
         core.extras["persistence"] = self
@@ -242,6 +242,16 @@ class Persistence:
         log.info("Creating AOF incr file %s on server start", name)
 
     # --- the write path ------------------------------------------------------------------
+    @property
+    def aof(self) -> AofFile | None:
+        """The open incremental AOF file, None with ``appendonly no`` (or not yet open)."""
+        return self._aof
+
+    @aof.setter
+    def aof(self, aof: AofFile | None) -> None:
+        self._aof = aof
+        self.core.set_sink(self._sink, aof is not None)
+
     def _sink(self, record: Any) -> None:
         aof = self.aof
         if aof is not None:

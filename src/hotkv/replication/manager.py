@@ -101,7 +101,7 @@ class Replication:
         self.second_offset = -1
         #: master_repl_offset: stream bytes produced (primary) or processed (replica)
         self.offset = 0
-        self.backlog: Backlog | None = None
+        self._backlog: Backlog | None = None
         self.peers: dict[int, Peer] = {}
         self.handshakes: dict[int, Handshake] = {}
         self.pending: list[bytes] = []  # stream bytes not yet written to the peers
@@ -193,6 +193,18 @@ class Replication:
         return save is True or (save is None and bool(str(values["save"]).split()))
 
     # --- the stream (primary side) -------------------------------------------------------
+    @property
+    def backlog(self) -> Backlog | None:
+        """The replication backlog, None until the first replica comes (as in Redis)."""
+        return self._backlog
+
+    @backlog.setter
+    def backlog(self, backlog: Backlog | None) -> None:
+        # replicas are only added once a backlog exists, and dropped before it goes: while
+        # there is none, no write needs to reach this sink
+        self._backlog = backlog
+        self.core.set_sink(self.on_effect, backlog is not None)
+
     def on_effect(self, record: Any) -> None:
         """``core.sinks``: one applied write record (or a whole EXEC as ``["tx", [...]]``)."""
         if self.core.role == "slave":

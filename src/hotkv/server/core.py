@@ -39,7 +39,6 @@ class Stats:
     """Counters behind INFO stats (Redis field names where Redis has them)."""
 
     total_connections_received: int = 0
-    total_commands_processed: int = 0
     rejected_connections: int = 0
     expired_keys: int = 0
     evicted_keys: int = 0
@@ -84,7 +83,9 @@ class Core:
         self.monitors: set[Context] = set()
         self.slowlog: deque[SlowlogEntry] = deque()
         self.slowlog_next_id = 0
-        #: who must hear about every applied effect (AOF writer, replication backlog)
+        #: who must hear about every applied effect (AOF writer, replication backlog): only
+        #: the sinks with work to do are listed (``set_sink``), so a write with no AOF, no
+        #: replica and no maxmemory builds no record at all
         self.sinks: list[EffectSink] = []
         #: called after a batch of commands, before replies are written (fsync always)
         self.before_reply: list[Callable[[], None]] = []
@@ -93,9 +94,12 @@ class Core:
         #: key -> contexts watching it (WATCH); any write naming the key makes them dirty
         self.watchers: dict[bytes, set[Context]] = {}
         self.dirty = 0  # writes since the last save, as Redis counts them
-        self.loading = False
-        self.role = "master"
-        self.write_error: str | None = None  # set when the AOF can't be written (MISCONF)
+        #: True while any of the dispatch point's gates may refuse a command (loading, a
+        #: replica, MISCONF, maxmemory set): with it False, dispatch tests nothing else
+        self.gated = False
+        self._loading = False
+        self._role = "master"
+        self._write_error: str | None = None  # set when the AOF can't be written (MISCONF)
         self.shutdown_requested: Callable[[bool | None], None] | None = None
         self.used_memory_fn: Callable[[], int] | None = None
         self.info_sections: dict[str, Callable[[], list[tuple[str, Any]]]] = {}
@@ -108,6 +112,46 @@ class Core:
         self.bulk_len_digits = len(str(self.config.values["proto-max-bulk-len"])) - 1
         self.extras["config_listeners"] = [self._config_changed]
         self.normal_output_hard_limit = self._normal_output_limit()
+        self._update_gated()
+
+    # --- the dispatch point's gates ---------------------------------------------------
+    @property
+    def loading(self) -> bool:
+        """Data is being loaded: commands not flagged ``loading`` answer -LOADING."""
+        return self._loading
+
+    @loading.setter
+    def loading(self, value: bool) -> None:
+        self._loading = value
+        self._update_gated()
+
+    @property
+    def role(self) -> str:
+        """``"master"`` or ``"slave"`` (INFO's words)."""
+        return self._role
+
+    @role.setter
+    def role(self, value: str) -> None:
+        self._role = value
+        self._update_gated()
+
+    @property
+    def write_error(self) -> str | None:
+        """Why writes are refused with -MISCONF (the AOF can't be written), else None."""
+        return self._write_error
+
+    @write_error.setter
+    def write_error(self, value: str | None) -> None:
+        self._write_error = value
+        self._update_gated()
+
+    def _update_gated(self) -> None:
+        self.gated = bool(
+            self._loading
+            or self._role == "slave"
+            or self._write_error is not None
+            or self.config.values["maxmemory"]
+        )
 
     def _normal_output_limit(self) -> int:
         return output_limits(self.config.values["client-output-buffer-limit"], "normal")[0]
@@ -119,6 +163,8 @@ class Core:
             self.normal_output_hard_limit = self._normal_output_limit()
         elif name == "proto-max-bulk-len":
             self.bulk_len_digits = len(str(int(value))) - 1
+        elif name == "maxmemory":
+            self._update_gated()
 
     # --- clients ------------------------------------------------------------------
     def new_client_id(self) -> int:
@@ -127,6 +173,15 @@ class Core:
         return cid
 
     # --- effects ------------------------------------------------------------------
+    def set_sink(self, sink: EffectSink, active: bool) -> None:
+        """List ``sink`` in ``sinks`` while it has work to do (an AOF open, a backlog, a
+        memory limit); subsystems call this when that state changes."""
+        listed = sink in self.sinks
+        if active and not listed:
+            self.sinks.append(sink)
+        elif not active and listed:
+            self.sinks.remove(sink)
+
     def emit(self, effect: Effect) -> Any:
         """Apply one effect to the database and queue it for the AOF and the replicas."""
         result = self.db.apply(effect)

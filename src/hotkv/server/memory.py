@@ -204,6 +204,7 @@ class MemoryGuard:
 
     def config_changed(self, name: str, value: Any) -> None:
         if name in ("maxmemory", "maxmemory-policy"):
+            self.core.set_sink(self.used.note_effect, bool(self.core.config.values["maxmemory"]))
             self.reconcile()
             if self.core.config.values["maxmemory"]:
                 self.enforce()  # as Redis, lowering maxmemory evicts at once
@@ -352,7 +353,8 @@ def install(
     core.extras["oom_check"] = guard.oom_check
     core.extras["memory"] = guard
     core.used_memory_fn = guard.used
-    core.sinks.append(guard.used.note_effect)
+    # the sink is listed only while maxmemory is set (MemoryGuard.config_changed)
+    core.set_sink(guard.used.note_effect, bool(core.config.values["maxmemory"]))
     core.extras.setdefault("config_listeners", []).append(guard.config_changed)
     return guard
 
