@@ -396,6 +396,8 @@ _INTEGER_NAMES = {"n", "count", "k", "dim", "m", "s", "ms", "seconds", "millisec
                   "timeout", "cursor", "increment", "decrement", "port", "index",
                   "db", "v", "version", "id-or-count", "unix-time-seconds", "unix-time-milliseconds",
                   "timestamp"}
+#: tokens whose value is text whatever its short name (``SOURCE s`` is not ``TTL s``)
+_TEXT_TOKENS = {"SOURCE", "DESCRIPTION", "KIND", "PREFIX", "META", "TEXT", "DEFAULT"}
 _DOUBLE_NAMES = {"c", "x", "a", "confidence", "v1", "vdim", "alpha"}
 
 
@@ -433,6 +435,9 @@ def parse_syntax(syntax: str, first_key: int) -> tuple[Arg, ...]:
             items[-1].append(leaf(tok))
         if len(items) == 1:
             return items[0]
+        led = _token_led_choice(items)
+        if led is not None:
+            return [led]
         alternatives = [seq[0] if len(seq) == 1 else _block(seq) for seq in items]
         return [Arg(name=_alt_name(alternatives), type="oneof", children=tuple(alternatives))]
 
@@ -457,26 +462,62 @@ def parse_syntax(syntax: str, first_key: int) -> tuple[Arg, ...]:
 
 
 def _fold_tokens(args: list[Arg]) -> list[Arg]:
-    """``TTL s`` inside a block becomes one argument ``s`` with token ``TTL``, as Redis docs do."""
+    """Give a literal token to the argument it introduces, as Redis docs do.
+
+    ``TTL s`` becomes one argument ``s`` with token ``TTL``; ``TYPE (CONV|SEM)`` becomes one
+    ``oneof`` named ``type`` with token ``TYPE`` (as Redis writes SCAN's and CLIENT LIST's
+    TYPE); a block left with a single argument is that argument.
+    """
     out: list[Arg] = []
     i = 0
     while i < len(args):
-        arg = args[i]
-        if arg.children:
-            arg = _replace(arg, children=tuple(_fold_tokens(list(arg.children))))
-        if (
-            arg.type == "pure-token"
-            and i + 1 < len(args)
-            and args[i + 1].type not in ("pure-token", "oneof", "block")
-            and not arg.optional
-        ):
-            nxt = args[i + 1]
-            out.append(_replace(nxt, token=arg.token))
-            i += 2
-            continue
+        arg = _fold_node(args[i])
+        nxt = _fold_node(args[i + 1]) if i + 1 < len(args) else None
+        if arg.type == "pure-token" and not arg.optional and nxt is not None and nxt.token is None:
+            if nxt.type not in ("pure-token", "oneof", "block"):
+                out.append(_with_token(arg, nxt))
+                i += 2
+                continue
+            if nxt.type == "oneof" and not nxt.optional and not nxt.multiple:
+                out.append(_replace(nxt, name=arg.name, token=arg.token))
+                i += 2
+                continue
         out.append(arg)
         i += 1
     return out
+
+
+def _fold_node(arg: Arg) -> Arg:
+    if not arg.children:
+        return arg
+    children = _fold_tokens(list(arg.children))
+    if arg.type == "block" and len(children) == 1 and arg.token is None:
+        only = children[0]
+        return _replace(only, optional=only.optional or arg.optional,
+                        multiple=only.multiple or arg.multiple)
+    return _replace(arg, children=tuple(children))
+
+
+def _token_led_choice(items: list[list[Arg]]) -> Arg | None:
+    """``MERGE REPLACE|APPEND|INCR`` read as MERGE followed by one of the words.
+
+    The notation binds ``|`` loosest, so that text splits into ``MERGE REPLACE``, ``APPEND``
+    ... ; when the first alternative is a token and one word and every other alternative is
+    a single word of the same kind, the token introduces a choice of the words (CLIENT
+    LIST's ``TYPE NORMAL|MASTER``, ``SKIPME yes|no``), which is what such a line means.
+    """
+    first = items[0]
+    if len(first) != 2 or first[0].type != "pure-token" or first[0].optional:
+        return None
+    word = first[1]
+    if word.type in ("oneof", "block") or word.optional or word.multiple:
+        return None
+    for seq in items[1:]:
+        if len(seq) != 1 or seq[0].type != word.type or seq[0].optional or seq[0].multiple:
+            return None
+    choices = (word, *(seq[0] for seq in items[1:]))
+    token = first[0]
+    return Arg(name=token.name, type="oneof", token=token.token, children=choices)
 
 
 def _group(inner: list[Arg], optional: bool) -> Arg:
@@ -484,8 +525,14 @@ def _group(inner: list[Arg], optional: bool) -> Arg:
     if len(inner) == 2 and inner[0].type == "pure-token" and inner[1].type not in (
         "pure-token", "oneof", "block"
     ):
-        node = _replace(inner[1], token=inner[0].token)
+        node = _with_token(inner[0], inner[1])
     return _replace(node, optional=optional or node.optional)
+
+
+def _with_token(token: Arg, value: Arg) -> Arg:
+    """``TTL s`` -> ``s`` with token ``TTL`` (text for a token whose value is text)."""
+    kind = "string" if token.token in _TEXT_TOKENS else value.type
+    return _replace(value, token=token.token, type=kind)
 
 
 def _block(seq: list[Arg]) -> Arg:
