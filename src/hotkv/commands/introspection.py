@@ -140,7 +140,7 @@ def command_info(spec: CommandSpec, proto: int) -> list[Any]:
         spec.last_key,
         spec.step,
         resp_set([Simple(c) for c in command_categories(spec)], proto),
-        resp_set([Simple(tip) for tip in spec.tips], proto),
+        resp_set(list(spec.tips), proto),  # bulk strings, as Redis sends tips
         resp_set(specs_out, proto),
         [command_info(sub, proto) for sub in subs] if subs else resp_set([], proto),
     ]
@@ -286,11 +286,12 @@ def _keys_of_call(call: list[bytes]) -> tuple[CommandSpec, list[bytes]]:
     spec = resolve_call(call)
     if spec is None:
         raise CommandError("ERR Invalid command specified")
+    # Redis checks for keys before the argument count (getKeysSubcommandImpl)
+    if spec.first_key <= 0:
+        raise CommandError("ERR The command has no key arguments")
     n = len(call)
     if (spec.arity > 0 and n != spec.arity) or n < -spec.arity:
         raise CommandError("ERR Invalid number of arguments specified for command")
-    if spec.first_key <= 0:
-        raise CommandError("ERR The command has no key arguments")
     return spec, spec.keys_of(call)
 
 

@@ -1,0 +1,260 @@
+"""Key spec flags, command tips and argument trees of the command table.
+
+Unit tests of the registry (what a spec declares, how a syntax line becomes COMMAND DOCS
+arguments) and end-to-end checks through a real server in RESP2 and RESP3.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import redis
+
+from helpers import RedisServer, raw_roundtrip, record
+from hotkv.commands import load_all
+from hotkv.commands.registry import add_spec, all_specs, default_key_flags, find, parse_syntax
+
+
+def raw(client: redis.Redis, *args: Any) -> Any:
+    conn = client.connection_pool.get_connection()
+    try:
+        conn.send_command(*args)
+        return conn.read_response()
+    finally:
+        client.connection_pool.release(conn)
+
+
+def docs_args(client: redis.Redis, name: str) -> list[dict[Any, Any]]:
+    doc = record(record(raw(client, "COMMAND", "DOCS", name))[name.encode()])
+    return [_plain(arg) for arg in doc[b"arguments"]]
+
+
+def _plain(arg: Any) -> dict[Any, Any]:
+    out = record(arg)
+    if b"flags" in out:
+        out[b"flags"] = sorted(out[b"flags"])
+    if b"arguments" in out:
+        out[b"arguments"] = [_plain(child) for child in out[b"arguments"]]
+    return out
+
+
+# --- argument trees -------------------------------------------------------------------
+
+
+def test_a_token_before_a_choice_is_that_choice_s_token() -> None:
+    """AMEM.SCAN's TYPE is one argument named ``type`` with token TYPE, as SCAN's is in Redis."""
+    load_all()
+    spec = find("amem.scan")
+    assert spec is not None
+    docs = [arg.to_docs() for arg in spec.arguments]
+    assert [d["name"] for d in docs] == ["cursor", "type", "glob", "n"]
+    type_arg = docs[1]
+    assert type_arg["token"] == "TYPE" and type_arg["type"] == "oneof"
+    assert "flags" not in type_arg  # required, unlike SCAN's optional TYPE
+    assert [(c["name"], c["type"], c["token"]) for c in type_arg["arguments"]] == [
+        ("conv", "pure-token", "CONV"), ("sem", "pure-token", "SEM"), ("work", "pure-token", "WORK"),
+        ("epis", "pure-token", "EPIS"), ("summary", "pure-token", "SUMMARY"),
+    ]
+
+
+def test_a_token_led_alternation_reads_as_the_token_then_a_choice() -> None:
+    # "MERGE REPLACE|APPEND|INCR" is MERGE followed by one of the words, not (MERGE REPLACE)|APPEND
+    [merge] = parse_syntax("[MERGE REPLACE|APPEND|INCR]", 0)
+    assert merge.type == "oneof" and merge.token == "MERGE" and merge.optional
+    assert [c.token for c in merge.children] == ["REPLACE", "APPEND", "INCR"]
+    # a choice of token + value pairs stays a choice of tokened values
+    [ttl] = parse_syntax("[TTL s|PX ms|KEEPTTL]", 0)
+    assert ttl.type == "oneof" and ttl.token is None
+    assert [(c.name, c.type, c.token) for c in ttl.children] == [
+        ("s", "integer", "TTL"), ("ms", "integer", "PX"), ("keepttl", "pure-token", "KEEPTTL"),
+    ]
+    # NX|XX alone is untouched
+    [cond] = parse_syntax("[NX|XX]", 0)
+    assert cond.token is None and [c.token for c in cond.children] == ["NX", "XX"]
+
+
+def test_a_token_before_an_optional_choice_is_not_folded() -> None:
+    token, choice = parse_syntax("WITH [A|B]", 0)
+    assert token.type == "pure-token" and token.token == "WITH"
+    assert choice.type == "oneof" and choice.optional and choice.token is None
+
+
+def test_text_tokens_take_text_whatever_the_short_name() -> None:
+    args = parse_syntax("ns [TTL s] [SOURCE s]", 1)
+    assert [(a.name, a.type, a.token) for a in args] == [
+        ("ns", "key", None), ("s", "integer", "TTL"), ("s", "string", "SOURCE"),
+    ]
+
+
+def test_amem_scan_docs_through_the_server(r: redis.Redis) -> None:
+    args = docs_args(r, "amem.scan")
+    assert args[1] == {
+        b"name": b"type", b"type": b"oneof", b"token": b"TYPE",
+        b"arguments": [
+            {b"name": n.lower(), b"type": b"pure-token", b"token": n}
+            for n in (b"CONV", b"SEM", b"WORK", b"EPIS", b"SUMMARY")
+        ],
+    }
+    assert args[2] == {b"name": b"glob", b"type": b"pattern", b"token": b"MATCH", b"flags": [b"optional"]}
+
+
+# --- declarations ---------------------------------------------------------------------
+
+
+def _declare(name: str, **changes: Any) -> None:
+    options: dict[str, Any] = {
+        "handler": None, "arity": 2, "flags": "readonly", "keys": (1, 1, 1), "group": "amem",
+        "summary": "x", "syntax": "", "since": "0.1.0", "complexity": "O(1)", "acl": "",
+    }
+    options.update(changes)
+    add_spec(name, **options)
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"tips": "nondeterministic"}, "unknown command tip"),
+        ({"tips": "request_policy:everywhere"}, "unknown command tip"),
+        ({"key_flags": "RO RW"}, "exactly one of RO, RW, OW, RM"),
+        ({"key_flags": "access"}, "exactly one of RO, RW, OW, RM"),
+        ({"key_flags": "RO reads"}, "unknown key spec flags"),
+        ({"key_flags": "RO", "keys": (0, 0, 0)}, "without keys"),
+    ],
+)
+def test_bad_declarations_are_refused(changes: dict[str, Any], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        _declare("test.never.registered", **changes)
+    assert find("test.never.registered") is None
+
+
+def test_key_flags_are_kept_in_redis_order() -> None:
+    load_all()
+    spec = find("set")
+    assert spec is not None
+    assert spec.key_flags == ("RW", "access", "update", "variable_flags")
+
+
+@pytest.mark.parametrize(
+    ("name", "flags", "arity", "keys", "expected"),
+    [
+        ("del", "write", -2, (1, -1, 1), ("RM", "delete")),
+        ("amem.sem.drop", "write", 2, (1, 1, 1), ("RM", "delete")),
+        ("amem.sem.del", "write", -3, (1, 1, 1), ("RW", "delete")),  # ids inside the namespace
+        ("amem.sem.store", "write denyoom", -5, (1, 1, 1), ("RW", "update")),
+        ("amem.sem.get", "readonly", -3, (1, 1, 1), ("RO", "access")),
+        ("watch", "noscript", -2, (1, -1, 1), ("RO",)),
+    ],
+)
+def test_default_key_flags(name: str, flags: str, arity: int, keys: tuple[int, int, int],
+                           expected: tuple[str, ...]) -> None:
+    assert default_key_flags(name, frozenset(flags.split()), arity, keys) == expected
+
+
+def test_every_command_with_keys_has_key_flags() -> None:
+    load_all()
+    for spec in all_specs():
+        for one in (spec, *spec.subcommands.values()):
+            assert bool(one.key_flags) == (one.first_key > 0), one.name
+
+
+# --- AMEM key flags and tips through the server -----------------------------------------
+
+AMEM_KEY_FLAGS = {
+    ("AMEM.CONV.CREATE", "s"): [b"RW", b"update"],
+    ("AMEM.CONV.APPEND", "s", "user", "hi"): [b"RW", b"update"],
+    ("AMEM.CONV.WINDOW", "s"): [b"RO", b"access"],
+    ("AMEM.CONV.LEN", "s"): [b"RO"],
+    ("AMEM.CONV.INFO", "s"): [b"RO", b"access"],
+    ("AMEM.CONV.DEL", "s"): [b"RM", b"delete"],
+    ("AMEM.WORK.SET", "s", "k", "v"): [b"RW", b"update"],
+    ("AMEM.WORK.SET", "s", "k", "v", "MERGE", "REPLACE"): [b"RW", b"update"],
+    ("AMEM.WORK.SET", "s", "k", "1", "TTL", "5", "merge", "incr"): [b"RW", b"access", b"update"],
+    ("AMEM.WORK.GET", "s", "k"): [b"RO", b"access"],
+    ("AMEM.WORK.MGET", "s", "k"): [b"RO", b"access"],
+    ("AMEM.WORK.GETALL", "s"): [b"RO", b"access"],
+    ("AMEM.WORK.LEN", "s"): [b"RO"],
+    ("AMEM.WORK.TTL", "s", "k"): [b"RO", b"access"],
+    ("AMEM.WORK.EXPIRE", "s", "5"): [b"RW", b"update"],
+    ("AMEM.WORK.DEL", "s", "k"): [b"RW", b"delete"],
+    ("AMEM.WORK.CLEAR", "s"): [b"RM", b"delete"],
+    ("AMEM.EPIS.LOG", "a", "action", "x"): [b"RW", b"insert"],
+    ("AMEM.EPIS.QUERY", "a"): [b"RO", b"access"],
+    ("AMEM.EPIS.LEN", "a"): [b"RO"],
+    ("AMEM.EPIS.TRIM", "a", "MAXLEN", "5"): [b"RW", b"delete"],
+    ("AMEM.EPIS.DEL", "a"): [b"RM", b"delete"],
+    ("AMEM.SUMMARY.SET", "a", "t"): [b"RW", b"update"],
+    ("AMEM.SUMMARY.APPEND", "a", "t"): [b"RW", b"update"],
+    ("AMEM.SUMMARY.GET", "a"): [b"RO", b"access"],
+    ("AMEM.SUMMARY.DEL", "a"): [b"RM", b"delete"],
+    ("AMEM.SEM.DEL", "ns", "id"): [b"RW", b"delete"],
+    ("AMEM.SEM.DROP", "ns"): [b"RM", b"delete"],
+}
+
+
+@pytest.mark.parametrize("call", list(AMEM_KEY_FLAGS), ids=lambda c: " ".join(c[:1] + c[4:5]))
+def test_amem_key_flags(r: redis.Redis, call: tuple[str, ...]) -> None:
+    [[key, flags]] = raw(r, "COMMAND", "GETKEYSANDFLAGS", *call)
+    assert key == call[1].encode()
+    assert list(flags) == AMEM_KEY_FLAGS[call]
+
+
+def test_getkeysandflags_of_a_multi_id_delete(r: redis.Redis) -> None:
+    reply = raw(r, "COMMAND", "GETKEYSANDFLAGS", "AMEM.CONV.DEL", "s1", "s2")
+    assert [(k, list(f)) for k, f in reply] == [(b"s1", [b"RM", b"delete"]), (b"s2", [b"RM", b"delete"])]
+
+
+def test_key_spec_notes_come_first(r: redis.Redis) -> None:
+    [entry] = raw(r, "COMMAND", "INFO", "amem.work.set")
+    [keyspec] = entry[8]
+    keyspec = record(keyspec)
+    assert next(iter(keyspec)) == b"notes"
+    assert b"MERGE" in keyspec[b"notes"]
+    assert list(keyspec[b"flags"]) == [b"RW", b"access", b"update", b"variable_flags"]
+
+
+@pytest.mark.parametrize(
+    ("name", "tips"),
+    [
+        ("amem.conv.info", [b"nondeterministic_output"]),
+        ("amem.work.ttl", [b"nondeterministic_output"]),
+        ("amem.epis.log", [b"nondeterministic_output"]),
+        ("amem.conv.del", [b"request_policy:multi_shard", b"response_policy:agg_sum"]),
+        ("amem.conv.window", []),
+        ("amem.summary.set", []),
+        ("ttl", [b"nondeterministic_output"]),
+        ("info", [b"nondeterministic_output", b"request_policy:all_shards", b"response_policy:special"]),
+    ],
+)
+def test_tips(r: redis.Redis, name: str, tips: list[bytes]) -> None:
+    [entry] = raw(r, "COMMAND", "INFO", name)
+    assert list(entry[7]) == tips
+
+
+# --- the same bytes as redis-server 7 ----------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def real_redis() -> Iterator[int]:
+    ref = RedisServer()
+    try:
+        yield ref.port
+    finally:
+        ref.stop()
+
+
+def _request(*args: str) -> bytes:
+    return b"*%d\r\n" % len(args) + b"".join(b"$%d\r\n%s\r\n" % (len(a), a.encode()) for a in args)
+
+
+@pytest.mark.parametrize("hello", [b"", _request("HELLO", "3")], ids=["resp2", "resp3"])
+def test_key_specs_notes_and_tips_bytes_equal_redis(server: Any, real_redis: int, hello: bytes) -> None:
+    # SET's key spec has notes and variable flags, MSET is OW, DEL is RM delete with tips
+    payload = hello + _request("COMMAND", "INFO", "set", "mset", "del", "incr", "exists", "keys", "info")
+
+    def reply(port: int) -> bytes:
+        data = raw_roundtrip(port, payload, wait=0.3)
+        return data[data.index(b"*7\r\n*10\r\n"):]
+
+    assert reply(server.port) == reply(real_redis)
