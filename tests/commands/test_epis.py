@@ -309,7 +309,9 @@ def test_command_docs_argument_tree(server: HotkvProcess) -> None:
     agent, mode = docs[b"amem.epis.trim"][b"arguments"]
     assert agent == {b"name": b"agent", b"type": b"key", b"key_spec_index": 0}
     assert mode[b"type"] == b"oneof"
-    assert [alt[b"arguments"][0][b"token"] for alt in mode[b"arguments"]] == [b"MAXLEN", b"BEFORE"]
+    # each alternative is the tokened value itself, as Redis writes SET's EX seconds|PX ...
+    assert [(alt[b"name"], alt[b"token"]) for alt in mode[b"arguments"]] == [
+        (b"n", b"MAXLEN"), (b"start", b"BEFORE")]
     query_args = docs[b"amem.epis.query"][b"arguments"]
     assert [a.get(b"token") for a in query_args] == [None, b"TYPE", b"FROM", b"TO", b"LIMIT", b"REV"]
     assert all(a.get(b"flags") == [b"optional"] for a in query_args[1:])

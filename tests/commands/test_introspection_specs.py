@@ -258,3 +258,24 @@ def test_key_specs_notes_and_tips_bytes_equal_redis(server: Any, real_redis: int
         return data[data.index(b"*7\r\n*10\r\n"):]
 
     assert reply(server.port) == reply(real_redis)
+
+
+def test_a_repetition_is_one_argument_flagged_multiple() -> None:
+    """``key [key ...]`` and ``key value [key value ...]`` as Redis writes DEL and MSET."""
+    [key] = parse_syntax("key [key ...]", 1)
+    assert (key.name, key.type, key.multiple, key.optional, key.key_spec_index) == (
+        "key", "key", True, False, 0)
+    [pairs] = parse_syntax("key value [key value ...]", 1)
+    assert (pairs.name, pairs.type, pairs.multiple, pairs.optional) == ("key_value", "block", True, False)
+    assert [(c.name, c.type, c.key_spec_index) for c in pairs.children] == [
+        ("key", "key", 0), ("value", "string", None)]
+    ns, ids = parse_syntax("ns id [id ...]", 1)
+    assert (ns.type, ids.name, ids.multiple, ids.optional) == ("key", "id", True, False)
+    # an optional repetition on its own stays optional
+    [opt] = parse_syntax("[section ...]", 0)
+    assert opt.optional and opt.multiple
+
+
+def test_unix_times_are_typed_unix_time() -> None:
+    [expiry] = parse_syntax("[EXAT unix-time-seconds|PXAT unix-time-milliseconds]", 0)
+    assert [(c.type, c.token) for c in expiry.children] == [("unix-time", "EXAT"), ("unix-time", "PXAT")]

@@ -184,3 +184,38 @@ def test_getkeys_and_getkeysandflags_agree_on_every_common_command(
             compared += 1
             keyed += mine[0] == "*"
     assert compared >= 400 and keyed >= 40
+
+
+def _key_arguments(args: list[Any], path: str = "") -> list[tuple[str, Any]]:
+    """(path of the argument, its key_spec_index) of every key argument of a DOCS tree."""
+    found: list[tuple[str, Any]] = []
+    for arg in args:
+        _kind, fields = arg
+        pairs = dict(zip(fields[::2], fields[1::2], strict=True))
+        name = pairs[("$", b"name")][1].decode()
+        if pairs[("$", b"type")][1] == b"key":
+            found.append((path + name, pairs[("$", b"key_spec_index")]))
+        if ("$", b"arguments") in pairs:
+            found += _key_arguments(pairs[("$", b"arguments")][1], f"{path}{name}/")
+    return found
+
+
+def _docs(conn: RespConnection, name: str) -> dict[Any, Any]:
+    _kind, fields = conn.call(["COMMAND", "DOCS", name])
+    _name, (_k, doc) = fields
+    return dict(zip(doc[::2], doc[1::2], strict=True))
+
+
+def test_command_docs_key_arguments_agree(both: tuple[RespConnection, RespConnection]) -> None:
+    """Every key argument sits where Redis has it, pointing at the same key spec (MSET's
+    key_value/key, DEL's one key flagged multiple ...)."""
+    hot, ref = both
+    checked = 0
+    for name in common_names(hot, ref):
+        mine, theirs = _docs(hot, name), _docs(ref, name)
+        args_key = ("$", b"arguments")
+        mine_keys = _key_arguments(mine[args_key][1]) if args_key in mine else []
+        theirs_keys = _key_arguments(theirs[args_key][1]) if args_key in theirs else []
+        assert mine_keys == theirs_keys, name
+        checked += bool(mine_keys)
+    assert checked >= 20

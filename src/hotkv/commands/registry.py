@@ -394,8 +394,7 @@ def find(fullname: str) -> CommandSpec | None:
 _TOKEN_RE = re.compile(r"\[|\]|\(|\)|\||\.\.\.|[^\s\[\]()|]+")
 _INTEGER_NAMES = {"n", "count", "k", "dim", "m", "s", "ms", "seconds", "milliseconds", "numreplicas",
                   "timeout", "cursor", "increment", "decrement", "port", "index",
-                  "db", "v", "version", "id-or-count", "unix-time-seconds", "unix-time-milliseconds",
-                  "timestamp"}
+                  "db", "v", "version", "id-or-count", "timestamp", "bits", "offset", "protover"}
 #: tokens whose value is text whatever its short name (``SOURCE s`` is not ``TTL s``)
 _TEXT_TOKENS = {"SOURCE", "DESCRIPTION", "KIND", "PREFIX", "META", "TEXT", "DEFAULT"}
 _DOUBLE_NAMES = {"c", "x", "a", "confidence", "v1", "vdim", "alpha"}
@@ -449,6 +448,8 @@ def parse_syntax(syntax: str, first_key: int) -> tuple[Arg, ...]:
         if not key_done:
             key_done = True
             return Arg(name=tok, type="key", key_spec_index=0)
+        if tok.startswith("unix-time"):
+            return Arg(name=tok, type="unix-time")
         if tok in _INTEGER_NAMES:
             return Arg(name=tok, type="integer")
         if tok in _DOUBLE_NAMES:
@@ -468,6 +469,7 @@ def _fold_tokens(args: list[Arg]) -> list[Arg]:
     ``oneof`` named ``type`` with token ``TYPE`` (as Redis writes SCAN's and CLIENT LIST's
     TYPE); a block left with a single argument is that argument.
     """
+    args = _fold_repeats(args)
     out: list[Arg] = []
     i = 0
     while i < len(args):
@@ -484,6 +486,32 @@ def _fold_tokens(args: list[Arg]) -> list[Arg]:
                 continue
         out.append(arg)
         i += 1
+    return out
+
+
+def _fold_repeats(args: list[Arg]) -> list[Arg]:
+    """``key [key ...]`` is one ``key`` flagged multiple, ``key value [key value ...]`` one
+    block ``key_value`` flagged multiple, as Redis docs write DEL and MSET (so every key of
+    the repetition is the key argument, not only the first)."""
+    out: list[Arg] = []
+    for arg in args:
+        if arg.optional and arg.type != "block" and arg.multiple and out:
+            prev = out[-1]
+            if prev.name == arg.name and not prev.optional and not prev.multiple and prev.token == arg.token:
+                out[-1] = _replace(prev, multiple=True)
+                continue
+        if arg.optional and arg.type == "block" and arg.children and arg.children[-1].multiple:
+            size = len(arg.children)
+            repeated = [c.name for c in arg.children]
+            if len(out) >= size and [a.name for a in out[-size:]] == repeated and not any(
+                a.optional or a.multiple for a in out[-size:]
+            ):
+                first = out[-size:]
+                del out[-size:]
+                out.append(Arg(name="_".join(repeated), type="block", multiple=True,
+                               children=tuple(first)))
+                continue
+        out.append(arg)
     return out
 
 
