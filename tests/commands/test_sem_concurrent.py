@@ -185,3 +185,59 @@ def test_recall_on_a_namespace_flushed_meanwhile_is_empty_or_notfound(
     r.connection_pool.release(conn)
     assert other.ping()
     other.close()
+
+
+def test_search_service_runs_searches_and_closes() -> None:
+    """The server subsystem that owns the search threads: they start on first use; close()
+    cancels the searches not started, waits for the running one, and refuses new ones
+    (RECALL then searches in place)."""
+    from hotkv.commands.sem import SemanticService
+    from hotkv.server.core import Core
+
+    service = SemanticService(Core(), threads=1)
+    assert service._pool is None  # no threads until a search needs one
+    assert service.submit(lambda: None) is not None
+    release = threading.Event()
+    running = threading.Event()
+
+    def blocked() -> None:
+        running.set()
+        release.wait(10)
+
+    first = service.submit(blocked)
+    queued = service.submit(lambda: None)
+    assert first is not None and queued is not None
+    assert running.wait(10)
+    closer = threading.Thread(target=service.close)
+    closer.start()
+    closer.join(0.2)
+    assert closer.is_alive()  # waiting for the running search
+    assert service.submit(lambda: None) is None
+    release.set()
+    closer.join(10)
+    assert not closer.is_alive()
+    assert first.done() and not first.cancelled()
+    assert queued.cancelled()
+    service.close()  # twice is harmless
+
+
+def test_blas_is_held_to_one_thread() -> None:
+    """numpy's OpenBLAS threads spin after every product; the server holds them to one."""
+    import ctypes
+    from pathlib import Path
+
+    from hotkv.commands.sem import limit_blas_threads
+
+    if not limit_blas_threads(1):
+        pytest.skip("numpy is not linked with OpenBLAS here")
+    paths = {line.split()[-1] for line in Path("/proc/self/maps").read_text().splitlines()
+             if "openblas" in line.rsplit("/", 1)[-1].lower()}
+    counts = []
+    for path in paths:
+        lib = ctypes.CDLL(path)
+        for name in ("scipy_openblas_get_num_threads64_", "openblas_get_num_threads"):
+            getter = getattr(lib, name, None)
+            if getter is not None:
+                counts.append(getter())
+                break
+    assert counts and set(counts) == {1}

@@ -20,20 +20,25 @@ each namespace (:class:`RecallSelfCheck`), run on the event loop in short slices
 commands.
 
 RECALL off the event loop: an HNSW search (not EXACT, not inside MULTI/EXEC, not a
-command of a replica's master link, and only with a running event loop) is handed to a
-pool of SEARCH_THREADS threads and the handler returns a :class:`Deferred`: the client's
-later requests wait for it, so replies keep their order, while other clients are served
-and a second search runs on the other core (hnswlib releases the GIL). The reply is built
-on the loop thread when the search is over (``loop.call_soon_threadsafe``); writes to the
-namespace wait for its searches in flight first (``Namespace.quiesce``).
+command of a replica's master link, and only in a running server) is handed to the
+SEARCH_THREADS threads of the server's :class:`SemanticService` and the handler returns a
+:class:`Deferred`: the client's later requests wait for it, so replies keep their order,
+while other clients are served and a second search runs on the other core (hnswlib
+releases the GIL). The reply is built on the loop thread when the search is over
+(``loop.call_soon_threadsafe``); writes to the namespace wait for its searches in flight
+first (``Namespace.quiesce``). Without the service (a Core driven in process, or once the
+server shut it down) the search runs in place.
 """
 
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import ctypes
+import logging
 import re
-import threading
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -95,17 +100,16 @@ _LIST_OPTIONS = "PREFIX, KIND, CURSOR or COUNT"
 
 #: threads running RECALL's hnswlib searches (the machine this is tuned for has 2 cores)
 SEARCH_THREADS = 2
-_pool: concurrent.futures.ThreadPoolExecutor | None = None
-_pool_lock = threading.Lock()
+#: OpenBLAS's "set the number of threads" under the names its builds export (numpy's
+#: wheels bundle scipy-openblas with the 64-bit-index suffix)
+_OPENBLAS_SET_THREADS = (
+    "scipy_openblas_set_num_threads64_",
+    "scipy_openblas_set_num_threads",
+    "openblas_set_num_threads64_",
+    "openblas_set_num_threads",
+)
 
-
-def _search_pool() -> concurrent.futures.ThreadPoolExecutor:
-    global _pool
-    with _pool_lock:
-        if _pool is None:
-            _pool = concurrent.futures.ThreadPoolExecutor(
-                max_workers=SEARCH_THREADS, thread_name_prefix="hotkv-recall")
-        return _pool
+log = logging.getLogger("hotkv")
 
 
 def _store(ctx: Context) -> SemanticStore:
@@ -175,12 +179,85 @@ class RecallSelfCheck:
         return not ns.recall_checked or now_ms - ns.recall_checked >= SELF_CHECK_INTERVAL_MS
 
 
-def attach(server: Any) -> RecallSelfCheck:
-    """Server subsystem hook: the server cron calls the self-check's ``tick`` hz times a
-    second (``Server._open_subsystems``), between commands like the active expiry."""
-    checker = RecallSelfCheck(server.core)
-    server.core.extras["sem_self_check"] = checker
-    return checker
+# --- the server subsystem --------------------------------------------------------------
+
+
+class SemanticService:
+    """The semantic store's part of a running server (``core.extras["sem"]``): the threads
+    that run RECALL's hnswlib searches and the recall self-check.
+
+    The threads start with the first RECALL that needs them; :meth:`close` (server
+    shutdown) cancels the searches not started, waits for the running ones and lets any
+    later RECALL search in place. :meth:`tick` runs one slice of the self-check (the server
+    cron calls it hz times a second, between commands, like the active expiry).
+    """
+
+    def __init__(self, core: Any, threads: int = SEARCH_THREADS) -> None:
+        self.core = core
+        self.threads = threads
+        self.self_check = RecallSelfCheck(core)
+        self._pool: concurrent.futures.ThreadPoolExecutor | None = None
+        self.closed = False
+
+    def tick(self) -> None:
+        self.self_check.tick()
+
+    def submit(self, search: Callable[[], None]) -> concurrent.futures.Future[None] | None:
+        """Run ``search`` on a search thread; None when closed (search in place then)."""
+        if self.closed:
+            return None
+        if self._pool is None:
+            self._pool = concurrent.futures.ThreadPoolExecutor(
+                max_workers=self.threads, thread_name_prefix="hotkv-recall")
+        return self._pool.submit(search)
+
+    def close(self, save: bool | None = None) -> None:
+        """Server shutdown: no new searches; queued ones are cancelled (their clients get an
+        error reply), running ones (milliseconds) are waited for."""
+        self.closed = True
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
+
+
+def limit_blas_threads(threads: int = 1) -> bool:
+    """Cap numpy's OpenBLAS thread pool at ``threads``; False when no OpenBLAS was found.
+
+    The server is single-threaded apart from its search threads, and OpenBLAS's own
+    threads spin for milliseconds after every matrix product: the self-check's small
+    products every cron tick kept a second core busy (0.6-1.0 of a core on an idle server
+    holding 100,000 x 768 facts), which the RECALL search threads need. One thread is also
+    faster for products this small. (Setting ``OPENBLAS_NUM_THREADS=1`` before numpy is
+    first imported does the same; by the time this module is imported numpy is loaded.)"""
+    try:
+        maps = Path("/proc/self/maps").read_text()
+    except OSError:  # not Linux
+        return False
+    paths = {line.split()[-1] for line in maps.splitlines()
+             if "openblas" in line.rsplit("/", 1)[-1].lower()}
+    found = False
+    for path in sorted(paths):
+        try:
+            lib = ctypes.CDLL(path)
+        except OSError:
+            continue
+        for symbol in _OPENBLAS_SET_THREADS:
+            setter = getattr(lib, symbol, None)
+            if setter is not None:
+                setter(threads)
+                found = True
+                break
+    return found
+
+
+def attach(server: Any) -> SemanticService:
+    """Server subsystem hook (``Server._open_subsystems``): the search threads, the recall
+    self-check on the server cron, and numpy's BLAS held to one thread."""
+    if not limit_blas_threads(1):
+        log.debug("no OpenBLAS found to hold to one thread")
+    service = SemanticService(server.core)
+    server.core.extras["sem"] = service
+    return service
 
 
 # --- argument readers --------------------------------------------------------------
@@ -472,42 +549,46 @@ def sem_recall(ctx: Context, argv: list[bytes]) -> Any:
     planned = ns.recall_deferred(vector, k, ctx.now_ms, minsim=minsim, kind=kind,
                                  minconf=minconf, prefix=prefix, ef=ef, exact=exact)
     if isinstance(planned, PendingSearch):
-        loop = _search_loop(ctx)
-        if loop is None:
-            ns.quiesce()
-            planned.run()
-            hits = planned.finish(ctx.now_ms)
-        else:
-            return _search_elsewhere(ctx, loop, ns, planned, withvectors)
+        deferred = _search_elsewhere(ctx, ns, planned, withvectors)
+        if deferred is not None:
+            return deferred
+        ns.quiesce()
+        planned.run()
+        hits = planned.finish(ctx.now_ms)
     else:
         hits = planned
     return [_fact_record(ns, fact, similarity, withvectors) for fact, similarity in hits]
 
 
-def _search_loop(ctx: Context) -> asyncio.AbstractEventLoop | None:
-    """The event loop to come back to after a search on another thread, or None when the
-    search must run in place: inside MULTI/EXEC (the transaction's replies are built at
-    once), on a replica's link to its master, or without a running loop."""
-    if ctx.core.in_exec or ctx.is_master_link:
+def _search_elsewhere(ctx: Context, ns: Namespace, pending: PendingSearch,
+                      withvectors: bool) -> Deferred | None:
+    """Run ``pending`` on a search thread; the Deferred resolves on the loop thread. None
+    when the search must run in place: inside MULTI/EXEC (the transaction's replies are
+    built at once), on a replica's link to its master, without a running event loop or
+    without an open :class:`SemanticService`."""
+    core = ctx.core
+    if core.in_exec or ctx.is_master_link:
+        return None
+    service: SemanticService | None = core.extras.get("sem")
+    if service is None or service.closed:
         return None
     try:
-        return asyncio.get_running_loop()
+        loop = asyncio.get_running_loop()
     except RuntimeError:
         return None
-
-
-def _search_elsewhere(ctx: Context, loop: asyncio.AbstractEventLoop, ns: Namespace,
-                      pending: PendingSearch, withvectors: bool) -> Deferred:
-    """Run ``pending`` on the search pool; the Deferred resolves on the loop thread."""
     deferred = Deferred()
     store = _store(ctx)
-    core = ctx.core
     ns.begin_search(pending)
-    future = _search_pool().submit(pending.run)
+    future = service.submit(pending.run)
+    if future is None:
+        return None
     ns.track(future)
 
     def finish(done: concurrent.futures.Future[Any]) -> None:
         ns.untrack(done)
+        if done.cancelled():  # the server is shutting down
+            deferred.resolve(ErrorReply("ERR server is shutting down"))
+            return
         error = done.exception()
         if error is not None:
             core.stats.unexpected_error_replies += 1
