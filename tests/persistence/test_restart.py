@@ -195,3 +195,53 @@ def test_shutdown_save_and_nosave(data_dir: str, procs: list[HotkvProcess]) -> N
     proc.proc = None
     proc.start()
     assert proc.client().get("nosave") == b"kept by the AOF"
+
+
+@pytest.mark.parametrize("policy", ["everysec", "always"])
+def test_replies_held_for_the_turn_ack_only_written_data(policy: str, data_dir: str,
+                                                         procs: list[HotkvProcess]) -> None:
+    """Many clients write at once: the AOF is written once per event-loop turn for all of
+    them and their replies leave only after it. A kill -9 right after the last reply loses
+    none of them, each client sees its replies in order, and reads in the same turns (which
+    wait behind the writes of other clients) answer the right values."""
+    import asyncio
+
+    import redis.asyncio as aredis
+
+    proc = server(data_dir, "--appendfsync", policy)
+    procs.append(proc)
+    proc.start()
+
+    async def writer(n: int) -> list[object]:
+        client = aredis.Redis(port=proc.port, protocol=2 + n % 2)
+        replies: list[object] = []
+        try:
+            for round_ in range(20):
+                pipe = client.pipeline(transaction=False)
+                for i in range(8):
+                    pipe.set(f"c{n}:{round_}:{i}", f"{n}-{round_}-{i}")
+                    pipe.get(f"c{n}:{round_}:{i}")
+                pipe.execute_command("AMEM.WORK.SET", f"s{n}", f"r{round_}", str(round_))
+                replies.extend(await pipe.execute())
+        finally:
+            await client.aclose()
+        return replies
+
+    async def run() -> list[list[object]]:
+        return await asyncio.gather(*(writer(n) for n in range(12)))
+
+    every = asyncio.run(run())
+    for n, replies in enumerate(every):
+        expected: list[object] = []
+        for round_ in range(20):
+            for i in range(8):
+                expected += [True, f"{n}-{round_}-{i}".encode()]
+            expected.append(b"OK")
+        assert replies == expected
+    proc.kill()
+    proc.start()
+    r = proc.client()
+    for n in range(12):
+        assert r.get(f"c{n}:19:7") == f"{n}-19-7".encode()
+        assert r.execute_command("AMEM.WORK.GET", f"s{n}", "r19") == b"19"
+    assert r.dbsize() == 12 * 20 * 8

@@ -37,7 +37,6 @@ from typing import TYPE_CHECKING, Any
 from hotkv.commands.errors import CommandError
 from hotkv.persistence import rewrite
 from hotkv.persistence.aof import AofFile, FsyncWorker
-from hotkv.persistence.framing import frame, pack
 from hotkv.persistence.fsutil import file_size, fsync_dir
 from hotkv.persistence.loader import (
     Loader,
@@ -255,17 +254,13 @@ class Persistence:
     def _sink(self, record: Any) -> None:
         aof = self.aof
         if aof is not None:
-            try:
-                aof.buf += frame(pack(record))
-            except Exception as exc:  # a store bug: an effect msgpack cannot encode
-                log.exception("Can't encode an effect for the AOF: %r", record[:2])
-                self._failed(f"an effect could not be encoded for the AOF ({exc})", fresh=True)
-                if self.core.config.values["appendfsync"] == "always":
-                    raise AofUnavailable("an effect could not be encoded") from None
+            aof.records.append(record)  # framed with the rest of the turn's, in _flush
+            self.core.reply_barrier = True  # acknowledged only once written: end of turn
 
     def _before_reply(self) -> None:
+        self.core.reply_barrier = False
         aof = self.aof
-        if aof is None or not aof.buf or self.write_failing:
+        if aof is None or not aof.pending or self.write_failing:
             return
         self._flush(aof, strict=True)
 
@@ -276,6 +271,14 @@ class Persistence:
         that the replies which would acknowledge unsaved writes are never sent.
         """
         always = self.core.config.values["appendfsync"] == "always"
+        try:
+            aof.encode()
+        except Exception as exc:  # a store bug: an effect msgpack cannot encode
+            log.exception("Can't encode an effect for the AOF")
+            self._failed(f"an effect could not be encoded for the AOF ({exc})", fresh=True)
+            if strict and always:
+                raise AofUnavailable("an effect could not be encoded") from None
+            return False
         try:
             aof.write_out()
         except OSError as exc:
@@ -334,7 +337,7 @@ class Persistence:
                 if self._flush(aof, strict=False):
                     self._recovered()
             if not self.write_failing:
-                if aof.buf:
+                if aof.pending:
                     self._flush(aof, strict=False)
                 policy = self.core.config.values["appendfsync"]
                 if (policy == "everysec" and aof.unsynced and self.worker.pending == 0
@@ -405,7 +408,7 @@ class Persistence:
                 # new increment is a temp file that no manifest lists
                 new = self._open_new_file(layout.temp_name(name), exclusive=False)
             else:
-                if old is not None and old.buf and not self._flush(old, strict=False):
+                if old is not None and old.pending and not self._flush(old, strict=False):
                     raise StartFailed(self.core.write_error or "the AOF can't be written")
                 new = self._open_new_file(name, exclusive=True)
                 current = self.manifest or Manifest()
@@ -708,7 +711,7 @@ class Persistence:
             try:
                 aof.write_out()
                 os.fdatasync(aof.fd)
-            except OSError as exc:
+            except Exception as exc:  # OSError, or a record msgpack cannot encode
                 log.error("Can't flush the AOF on shutdown: %s", exc)
                 self.need_fresh = True
         points = bool(self.core.config.values["save"].split())

@@ -86,6 +86,8 @@ class ClientProtocol(asyncio.Protocol):
         #: already read wait in ``held`` (argv lists; bytes = a protocol error to answer last)
         self.deferred: Deferred | None = None
         self.held: deque[list[bytes] | bytes] = deque()
+        #: replies held until the end of this event-loop turn (see ``_send``), else None
+        self.turn_out: list[bytes] | None = None
 
     # --- lifecycle ----------------------------------------------------------------
     def connection_made(self, base: asyncio.BaseTransport) -> None:
@@ -148,8 +150,8 @@ class ClientProtocol(asyncio.Protocol):
     # --- input --------------------------------------------------------------------
     def data_received(self, data: bytes) -> None:
         ctx = self.ctx
-        if ctx is None or self.closed:
-            return
+        if ctx is None or self.closed or ctx.close_after_reply:
+            return  # (closing once its held replies leave: the rest is never read)
         self.core.stats.total_net_input_bytes += len(data)
         if self.held and type(self.held[-1]) is bytes:
             return  # a protocol error waits behind a deferred reply: the rest is never read
@@ -335,18 +337,49 @@ class ClientProtocol(asyncio.Protocol):
         return rest
 
     def _send(self, out: list[bytes]) -> None:
+        """Write the replies of one read, or hold them until the end of this loop turn.
+
+        While writes of this turn wait in the AOF buffer (``core.reply_barrier``), replies
+        are held: at the end of the turn the AOF is written once (and fsynced under
+        ``always``) for every client of the turn, then the held replies leave, as Redis
+        does in beforeSleep. Once a client holds replies, its later ones queue behind them.
+        """
+        if self.turn_out is not None or self.core.reply_barrier:
+            if out or (self.ctx is not None and self.ctx.close_after_reply):
+                self._hold(out)
+            return
+        self._deliver(out)
+
+    def _hold(self, out: list[bytes]) -> None:
+        held = self.turn_out
+        if held is None:
+            held = self.turn_out = []
+            core = self.core
+            core.turn_waiting.append(self)
+            if len(core.turn_waiting) == 1:
+                # call_soon runs after every read of this turn has been processed
+                asyncio.get_running_loop().call_soon(end_turn, core)
+        held.extend(out)
+
+    def _release(self) -> None:
+        """End of the turn: the AOF has the writes these replies acknowledge."""
+        out, self.turn_out = self.turn_out, None
+        if out is not None and not self.closed:
+            self._deliver(out)
+
+    def _withhold(self, exc: Exception) -> None:
+        """End of the turn: the writes could not be made durable; answer nothing, close."""
+        self.turn_out = None
+        if self.ctx is not None and self.transport is not None and not self.closed:
+            log.warning("closing client %s without replies: %s", self.ctx.addr, exc)
+            self.closed = True
+            self.transport.abort()
+
+    def _deliver(self, out: list[bytes]) -> None:
         ctx = self.ctx
         core = self.core
         transport = self.transport
         assert transport is not None and ctx is not None
-        try:
-            for hook in core.before_reply:
-                hook()
-        except RepliesWithheld as exc:
-            log.warning("closing client %s without replies: %s", ctx.addr, exc)
-            self.closed = True
-            transport.abort()
-            return
         if out:
             payload = out[0] if len(out) == 1 else b"".join(out)
             core.stats.total_net_output_bytes += len(payload)
@@ -518,6 +551,20 @@ class ClientProtocol(asyncio.Protocol):
         """Send one reply outside a request (used by subsystems such as replication)."""
         if self.ctx is not None:
             self._write_out_of_band(encode(value, self.ctx.proto))
+
+
+def end_turn(core: Core) -> None:
+    """Write the turn's AOF data once, then release every reply held for it."""
+    waiting, core.turn_waiting = core.turn_waiting, []
+    try:
+        for hook in core.before_reply:
+            hook()
+    except RepliesWithheld as exc:
+        for protocol in waiting:
+            protocol._withhold(exc)
+        return
+    for protocol in waiting:
+        protocol._release()
 
 
 def _format_addr(info: Any) -> str:

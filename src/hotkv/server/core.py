@@ -87,8 +87,13 @@ class Core:
         #: the sinks with work to do are listed (``set_sink``), so a write with no AOF, no
         #: replica and no maxmemory builds no record at all
         self.sinks: list[EffectSink] = []
-        #: called after a batch of commands, before replies are written (fsync always)
+        #: run once at the end of an event-loop turn in which writes reached a sink that
+        #: must be on disk before they are acknowledged (the AOF write, fsync under always)
         self.before_reply: list[Callable[[], None]] = []
+        #: set by such a sink (the AOF buffer holds data): replies wait for the turn's end
+        self.reply_barrier = False
+        #: connections holding replies until the end of this turn (server/connection.py)
+        self.turn_waiting: list[Any] = []
         self.pending_effects: list[Effect] = []
         self.in_exec = False
         #: key -> contexts watching it (WATCH); any write naming the key makes them dirty
