@@ -9,7 +9,15 @@ import numpy as np
 import pytest
 
 from hotkv.stores.base import EffectError
-from hotkv.stores.sem import INITIAL_ELEMENTS, SemanticStore, fact_terms, search_breadth
+from hotkv.stores.sem import (
+    DOUBLING_MAX,
+    INITIAL_ELEMENTS,
+    SemanticStore,
+    fact_terms,
+    grown_capacity,
+    search_breadth,
+)
+from hotkv.stores.text import TextIndex
 
 T0 = 1_700_000_000_000
 
@@ -423,6 +431,45 @@ def test_index_starts_small_and_doubles() -> None:
         sizes.add(ns.index_capacity())
     assert sizes == {16, 32, 64, 128}
     assert len(ns.recall(fp32([1, 50, 0, 1]), 100, T0)) == 100
+
+
+def test_large_indexes_grow_by_a_quarter() -> None:
+    """Every slot costs hnswlib lock and level tables even unused: doubling stops at
+    DOUBLING_MAX."""
+    assert grown_capacity(INITIAL_ELEMENTS) == 2 * INITIAL_ELEMENTS
+    assert grown_capacity(DOUBLING_MAX // 2) == DOUBLING_MAX
+    assert grown_capacity(DOUBLING_MAX) == DOUBLING_MAX * 5 // 4
+    assert grown_capacity(102_400) == 128_000
+
+
+def test_text_postings_narrow_and_wide_give_the_same_scores() -> None:
+    """Postings of tf 1 are kept as 4-byte document numbers, switched to 8-byte entries at
+    the first tf above 1; adds, removals and both forms score as one rebuilt index."""
+    docs: dict[int, list[str]] = {}
+    index = TextIndex()
+    for doc in range(200):
+        terms = ["shared", f"id{doc}"] + (["shared"] if doc == 150 else [])
+        if doc % 3 == 0:
+            terms.append("third")
+        docs[doc] = terms
+        index.add(doc, terms)
+    assert index._postings["third"].typecode == "I"  # type: ignore[union-attr]
+    assert index._postings["shared"].typecode == "Q"  # type: ignore[union-attr]
+    for doc in list(docs)[::2]:
+        index.remove(doc, docs.pop(doc))
+    index.remove(1, docs.pop(1))
+    index.add(1, ["third", "third"])
+    docs[1] = ["third", "third"]
+    rebuilt = TextIndex.build(docs.items())
+    for query in (["shared"], ["third"], ["id7", "third"], ["id150"]):
+        got_docs, got = index.scores(query)
+        want_docs, want = rebuilt.scores(query)
+        assert dict(zip(got_docs.tolist(), got.tolist(), strict=True)) == pytest.approx(
+            dict(zip(want_docs.tolist(), want.tolist(), strict=True)))
+        assert index.df(query[-1]) == rebuilt.df(query[-1])
+    for doc in list(docs):
+        index.remove(doc, docs.pop(doc))
+    assert index.terms() == 0 and index.docs == 0
 
 
 def test_an_emptied_namespace_releases_its_index() -> None:

@@ -89,12 +89,17 @@ def _stem(word: str) -> str:
     return word[:-1]
 
 
-#: word -> its term (None for a stop word): words repeat, so each is worked out once
+#: word -> its term (None for a stop word): words repeat, so each is worked out once.
+#: Words with a digit are their own term (no stop word or plural ending has one) and are
+#: left out: they are the unbounded part of a vocabulary (ids, amounts, dates), and caching
+#: each one cost some 40 bytes per fact for a word usually seen once.
 _WORD_TERMS: dict[str, str | None] = {}
 _WORD_TERMS_MAX = 200_000
 
 
 def _word_term(word: str) -> str | None:
+    if not word.isalpha():  # has a digit: itself (see _stem and STOP_WORDS)
+        return word
     term = _WORD_TERMS.get(word, word)
     if term is not word:
         return term
@@ -149,17 +154,50 @@ def idf(docs: int, df: int) -> float:
 
 # A posting is one integer, ``tf << 32 | doc``. A term held by one document (most ids,
 # amounts and dates) keeps that integer as it is; a term of several keeps an array of them
-# (unordered). That is about 130 bytes per distinct term instead of some 300.
+# (unordered): 4-byte document numbers ("I") while every tf is 1, the common case for all
+# but the most frequent words, else 8-byte ``tf << 32 | doc`` entries ("Q"). That is about
+# 130 bytes per distinct term instead of some 300, and 4 bytes per posting.
 _DOC_MASK = 0xFFFFFFFF
 _TF_MAX = 0xFFFFFFFF
+_TF_ONE = 1 << 32
 Postings = int | array
 
 
-def _entries(postings: Postings) -> np.ndarray:
-    """The postings as a uint64 array (a copy: a live view would stop the array growing)."""
+def _add_posting(postings: dict[str, Postings], term: str, doc: int, tf: int) -> None:
+    entry = min(tf, _TF_MAX) << 32 | doc
+    held = postings.get(term)
+    if held is None:
+        postings[term] = entry
+    elif isinstance(held, int):
+        if tf == 1 and held >> 32 == 1:
+            postings[term] = array("I", (held & _DOC_MASK, doc))
+        else:
+            postings[term] = array("Q", (held, entry))
+    elif held.typecode == "I":
+        if tf == 1:
+            held.append(doc)
+        else:  # the first tf above 1: entries from now on
+            wide = array("Q")
+            wide.frombytes((np.frombuffer(held, dtype=np.uint32).astype(np.uint64)
+                            | np.uint64(_TF_ONE)).tobytes())
+            wide.append(entry)
+            postings[term] = wide
+    else:
+        held.append(entry)
+
+
+def _docs_and_tfs(postings: Postings) -> tuple[np.ndarray, np.ndarray]:
+    """Documents (intp) and term counts (float64) of the postings, as copies (a live view
+    would stop the array growing)."""
     if isinstance(postings, int):
-        return np.array([postings], dtype=np.uint64)
-    return np.array(postings, dtype=np.uint64)
+        return (np.array([postings & _DOC_MASK], dtype=np.intp),
+                np.array([postings >> 32], dtype=np.float64))
+    if postings.typecode == "I":
+        docs = np.array(postings, dtype=np.intp)
+        return docs, np.ones(len(docs))
+    entries = np.array(postings, dtype=np.uint64)
+    return ((entries & np.uint64(_DOC_MASK)).astype(np.intp),
+            (entries >> np.uint64(32)).astype(np.float64))
 
 
 class TextIndex:
@@ -179,14 +217,7 @@ class TextIndex:
         counts = Counter(terms)
         postings = self._postings
         for term, tf in counts.items():
-            entry = min(tf, _TF_MAX) << 32 | doc
-            held = postings.get(term)
-            if held is None:
-                postings[term] = entry
-            elif isinstance(held, int):
-                postings[term] = array("Q", (held, entry))
-            else:
-                held.append(entry)
+            _add_posting(postings, term, doc, tf)
         lengths = self._lengths
         if doc >= len(lengths):  # grow by doubling: labels mostly arrive one by one
             grow = max(doc + 1, 2 * len(lengths)) - len(lengths)
@@ -204,13 +235,14 @@ class TextIndex:
             if isinstance(held, int):
                 del postings[term]
                 continue
-            i = _position(held, min(tf, _TF_MAX) << 32 | doc)
+            narrow = held.typecode == "I"
+            i = _position(held, doc if narrow else min(tf, _TF_MAX) << 32 | doc)
             last = len(held) - 1
             if i != last:  # order does not matter: move the last entry into the hole
                 held[i] = held[last]
             held.pop()
             if len(held) == 1:
-                postings[term] = held[0]
+                postings[term] = _TF_ONE | held[0] if narrow else held[0]
         length = self._lengths[doc]
         self._lengths[doc] = 0
         self.docs -= 1
@@ -247,9 +279,7 @@ class TextIndex:
             held = self._postings.get(term)
             if held is None:
                 continue
-            entries = _entries(held)
-            docs = (entries & _DOC_MASK).astype(np.intp)
-            tf = (entries >> 32).astype(np.float64)
+            docs, tf = _docs_and_tfs(held)
             weight = idf(n, len(docs))
             acc[docs] += weight * tf * (k1 + 1.0) / (
                 tf + k1 * (1.0 - b + b * lengths[docs] / avgdl))
@@ -282,14 +312,7 @@ class TextIndex:
         total = 0
         for doc, terms in documents:
             for term, tf in Counter(terms).items():
-                entry = min(tf, _TF_MAX) << 32 | doc
-                held = postings.get(term)
-                if held is None:
-                    postings[term] = entry
-                elif isinstance(held, int):
-                    postings[term] = array("Q", (held, entry))
-                else:
-                    held.append(entry)
+                _add_posting(postings, term, doc, tf)
             lengths[doc] = len(terms)
             total += len(terms)
         if lengths:
@@ -307,7 +330,7 @@ def _position(held: array, entry: int) -> int:
     if len(held) < 64:
         return held.index(entry)
     # the temporary view is released before the caller changes the array
-    i = int(np.argmax(np.frombuffer(held, dtype=np.uint64) == entry))
+    i = int(np.argmax(np.frombuffer(held, dtype=f"u{held.itemsize}") == entry))
     if held[i] != entry:
         raise KeyError(entry)
     return i
