@@ -4,8 +4,9 @@ Batch BM25 libraries build once and score a fixed corpus; a namespace changes on
 STORE, DEL, expiry and eviction, so this index is updated one document at a time (add and
 remove are O(terms of the document)) and scores straight from its postings with numpy.
 
-Documents are integers (a namespace uses each fact's index label). The index keeps no
-copy of a document's terms: the caller removes a document by handing back the terms it
+Documents are integers (a namespace uses each fact's index label, and a posting of tf 1
+is that very int object, so a term held by one fact costs no int of its own). The index
+keeps no copy of a document's terms: the caller removes a document by handing back the terms it
 was added with (it re-tokenizes the fact, which the tokenizer makes deterministic).
 
 Tokenization (the same for facts and queries, apart from compounds, see below):
@@ -152,36 +153,34 @@ def idf(docs: int, df: int) -> float:
     return math.log(1.0 + (docs - df + 0.5) / (df + 0.5))
 
 
-# A posting is one integer, ``tf << 32 | doc``. A term held by one document (most ids,
+# A posting is one integer, ``(tf - 1) << 32 | doc``: for the usual tf of 1 that is the
+# document number itself, the very int object the caller passed (a namespace passes each
+# fact's label, which the fact holds anyway). A term held by one document (most ids,
 # amounts and dates) keeps that integer as it is; a term of several keeps an array of them
-# (unordered): 4-byte document numbers ("I") while every tf is 1, the common case for all
-# but the most frequent words, else 8-byte ``tf << 32 | doc`` entries ("Q"). That is about
-# 130 bytes per distinct term instead of some 300, and 4 bytes per posting.
+# (unordered): 4-byte ("I") while every tf is 1, 8-byte ("Q") from the first tf above 1.
+# That is about 100 bytes per distinct term instead of some 300, and 4 bytes per posting.
 _DOC_MASK = 0xFFFFFFFF
 _TF_MAX = 0xFFFFFFFF
-_TF_ONE = 1 << 32
 Postings = int | array
 
 
+def _entry(doc: int, tf: int) -> int:
+    return doc if tf == 1 else min(tf - 1, _TF_MAX) << 32 | doc
+
+
 def _add_posting(postings: dict[str, Postings], term: str, doc: int, tf: int) -> None:
-    entry = min(tf, _TF_MAX) << 32 | doc
+    entry = _entry(doc, tf)
     held = postings.get(term)
     if held is None:
         postings[term] = entry
     elif isinstance(held, int):
-        if tf == 1 and held >> 32 == 1:
-            postings[term] = array("I", (held & _DOC_MASK, doc))
-        else:
-            postings[term] = array("Q", (held, entry))
-    elif held.typecode == "I":
-        if tf == 1:
-            held.append(doc)
-        else:  # the first tf above 1: entries from now on
-            wide = array("Q")
-            wide.frombytes((np.frombuffer(held, dtype=np.uint32).astype(np.uint64)
-                            | np.uint64(_TF_ONE)).tobytes())
-            wide.append(entry)
-            postings[term] = wide
+        narrow = held <= _DOC_MASK and entry <= _DOC_MASK
+        postings[term] = array("I" if narrow else "Q", (held, entry))
+    elif held.typecode == "I" and entry > _DOC_MASK:  # the first tf above 1: widen
+        wide = array("Q")
+        wide.frombytes(np.frombuffer(held, dtype=np.uint32).astype(np.uint64).tobytes())
+        wide.append(entry)
+        postings[term] = wide
     else:
         held.append(entry)
 
@@ -191,13 +190,13 @@ def _docs_and_tfs(postings: Postings) -> tuple[np.ndarray, np.ndarray]:
     would stop the array growing)."""
     if isinstance(postings, int):
         return (np.array([postings & _DOC_MASK], dtype=np.intp),
-                np.array([postings >> 32], dtype=np.float64))
+                np.array([(postings >> 32) + 1], dtype=np.float64))
     if postings.typecode == "I":
         docs = np.array(postings, dtype=np.intp)
         return docs, np.ones(len(docs))
     entries = np.array(postings, dtype=np.uint64)
     return ((entries & np.uint64(_DOC_MASK)).astype(np.intp),
-            (entries >> np.uint64(32)).astype(np.float64))
+            (entries >> np.uint64(32)).astype(np.float64) + 1.0)
 
 
 class TextIndex:
@@ -235,14 +234,13 @@ class TextIndex:
             if isinstance(held, int):
                 del postings[term]
                 continue
-            narrow = held.typecode == "I"
-            i = _position(held, doc if narrow else min(tf, _TF_MAX) << 32 | doc)
+            i = _position(held, _entry(doc, tf))
             last = len(held) - 1
             if i != last:  # order does not matter: move the last entry into the hole
                 held[i] = held[last]
             held.pop()
             if len(held) == 1:
-                postings[term] = _TF_ONE | held[0] if narrow else held[0]
+                postings[term] = held[0]
         length = self._lengths[doc]
         self._lengths[doc] = 0
         self.docs -= 1
