@@ -14,9 +14,17 @@ What it measures (``run.py --rows sem`` runs the same and adds the rows to its t
   a search to ``max(EF, k, min(32 k, 1024))`` (``search_breadth`` in
   ``hotkv.stores.sem``), so with k = 10 every EF below 320 searches at 320; each server
   point is compared with hnswlib at that effective breadth, not at the nominal EF;
-* queries/s of 8 clients (threads, each its own connection) against 1 client;
-* memory per fact: the server's RSS growth while the facts are stored, over the raw bytes
-  (4 x dim for the vector + the text);
+* queries/s of 8 clients against 1 client, measured the same way: client processes, each
+  its own connection and one RECALL at a time, sending prebuilt request bytes and reading
+  replies with hiredis' C parser (``clients_rate``), so that the clients' own CPU on this
+  2-core machine is small (redis-py threads of one process, the earlier way, are kept as
+  ``--client-threads`` for comparison);
+* memory per fact: the RSS growth of a fresh server (not the cached one) while every fact
+  is stored into it, over the raw bytes (4 x dim for the vector + the text). It is measured
+  in every run, so store changes show without rebuilding the cache; the namespace uses
+  EF_CONSTRUCTION 16 to take ~40 s instead of ~6 min: hnswlib's memory per element is
+  fixed by M and dim, not by EF_CONSTRUCTION (30,000 facts: 4,120 vs 4,121 B/fact at 16
+  and 200). The build's own RSS growth (EF_CONSTRUCTION 200) is reported beside it;
 * restart: spawn-to-ready time of a server loading the base snapshot (written by
   BGREWRITEAOF) against the time it took to store the facts in the first place.
 
@@ -211,6 +219,10 @@ class Options:
     seconds: float = 4.0
     repeat: int = 3
     restarts: int = 3
+    #: measure memory per fact on a fresh server (see the module notes); 0 to skip
+    memory_ef_construction: int = 16
+    #: the 8-vs-1 clients as redis-py threads of this process (the earlier way)
+    client_threads: bool = False
     cache: Path | None = None
     rebuild: bool = False
     python: str = sys.executable
@@ -319,8 +331,75 @@ def hnsw_pass(index: hnswlib.Index, queries: np.ndarray, ef: int) -> tuple[float
     return len(queries) / elapsed, [row.tolist() for row in found]
 
 
-def clients_rate(port: int, blobs: list[bytes], clients: int, seconds: float) -> float:
-    """Queries/s of ``clients`` threads, each its own connection, one RECALL at a time."""
+def recall_request(blob: bytes) -> bytes:
+    """``AMEM.SEM.RECALL bench 10 FP32 <blob>`` as RESP bytes, built once per query."""
+    parts = [b"AMEM.SEM.RECALL", NS.encode(), str(K).encode(), b"FP32", blob]
+    out = [b"*%d\r\n" % len(parts)]
+    for part in parts:
+        out.append(b"$%d\r\n%s\r\n" % (len(part), part))
+    return b"".join(out)
+
+
+def _client_loop(port: int, requests: list[bytes], first: int, start_at: float,
+                 stop_at: float, out: Any) -> None:
+    """One client process: one RECALL at a time (send, read the whole reply, next) on its
+    own connection, from ``start_at`` to ``stop_at`` (``time.monotonic``, shared by every
+    process); puts the number of replies received in that window on ``out``."""
+    import socket
+
+    import hiredis
+
+    sock = socket.create_connection(("127.0.0.1", port))
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    reader = hiredis.Reader()
+    recv, send = sock.recv, sock.sendall
+    n = first
+    count = 0
+    while time.monotonic() < start_at:
+        time.sleep(0.001)
+    while True:
+        send(requests[n % len(requests)])
+        n += 1
+        reply: Any = False
+        while reply is False:
+            reader.feed(recv(1 << 16))
+            reply = reader.gets()
+        if isinstance(reply, hiredis.ReplyError):
+            raise RuntimeError(f"RECALL failed: {reply}")
+        if time.monotonic() >= stop_at:
+            break
+        count += 1
+    sock.close()
+    out.put(count)
+
+
+def clients_rate(port: int, requests: list[bytes], clients: int, seconds: float) -> float:
+    """Queries/s of ``clients`` client processes, each its own connection, one RECALL at
+    a time (no pipelining). The clients are processes with prebuilt request bytes and the
+    C reply parser (hiredis), not redis-py threads: threads of one Python process share a
+    GIL, and redis-py's per-call work would take CPU the server needs on this 2-core
+    machine, which is then not what is measured. 1 client is measured the same way."""
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("fork")
+    out = ctx.Queue()
+    start_at = time.monotonic() + 0.5 + 0.05 * clients  # after every process started
+    stop_at = start_at + seconds
+    procs = [ctx.Process(target=_client_loop,
+                         args=(port, requests, i * 37, start_at, stop_at, out))
+             for i in range(clients)]
+    for proc in procs:
+        proc.start()
+    counts = [out.get(timeout=seconds + 120) for _ in procs]
+    for proc in procs:
+        proc.join()
+        if proc.exitcode:
+            raise RuntimeError(f"a client process failed (exit code {proc.exitcode})")
+    return sum(counts) / seconds
+
+
+def clients_rate_threads(port: int, blobs: list[bytes], clients: int, seconds: float) -> float:
+    """The earlier way (redis-py clients as threads of this process), kept to compare."""
     counts = [0] * clients
     start_at = threading.Barrier(clients + 1)
     stop = threading.Event()
@@ -348,6 +427,31 @@ def clients_rate(port: int, blobs: list[bytes], clients: int, seconds: float) ->
     for t in threads:
         t.join()
     return done / elapsed
+
+
+def measure_memory(opts: Options, data: np.ndarray, src: Path | None) -> dict[str, Any]:
+    """RSS growth of a fresh server while it stores ``data`` (pipelined FP32 STOREs, as the
+    build), in a namespace of M 16 and ``opts.memory_ef_construction``."""
+    with tempfile.TemporaryDirectory(prefix="hotkv-sem-mem-") as tmp:
+        server = Server(Path(tmp), opts.python, src)
+        server.start()
+        try:
+            r = server.client()
+            r.execute_command("AMEM.SEM.CREATE", NS, opts.dim, "M", M, "EF_CONSTRUCTION",
+                              opts.memory_ef_construction, "EF", DEFAULT_EF)
+            time.sleep(0.3)
+            before = server.rss()
+            seconds = store_facts(r, data, lambda line: None)
+            time.sleep(0.5)
+            after = server.rss()
+            r.close()
+        finally:
+            server.stop()
+    opts.log(f"memory: a fresh server grew {(after - before) / len(data):,.0f} B/fact storing "
+             f"{len(data):,} facts ({seconds:.0f} s at EF_CONSTRUCTION "
+             f"{opts.memory_ef_construction})")
+    return {"rss_before": before, "rss_after": after, "facts": len(data),
+            "ef_construction": opts.memory_ef_construction, "seconds": seconds}
 
 
 def run(opts: Options) -> dict[str, Any]:
@@ -415,17 +519,28 @@ def run(opts: Options) -> dict[str, Any]:
 
             one: list[float] = []
             many: list[float] = []
+            requests = [recall_request(blob) for blob in blobs]
+
+            def rate(clients: int) -> float:
+                if opts.client_threads:
+                    return clients_rate_threads(server.port, blobs, clients, opts.seconds)
+                return clients_rate(server.port, requests, clients, opts.seconds)
+
             for rep in range(opts.repeat):
-                one.append(clients_rate(server.port, blobs, 1, opts.seconds))
-                many.append(clients_rate(server.port, blobs, opts.clients, opts.seconds))
+                one.append(rate(1))
+                many.append(rate(opts.clients))
                 log(f"clients #{rep + 1}: 1 client {one[-1]:,.0f} q/s, {opts.clients} clients "
                     f"{many[-1]:,.0f} q/s")
             out["clients"] = opts.clients
+            out["client_kind"] = "redis-py threads" if opts.client_threads else "processes"
             out["one_client_qps"] = one
             out["many_clients_qps"] = many
             r.close()
         finally:
             server.stop()
+    if opts.memory_ef_construction:
+        out["memory"] = measure_memory(opts, np.load(cache / "data.npy", mmap_mode="r"),
+                                       opts.src)
     if opts.png is not None:
         plot(out, opts.png)
         out["png"] = str(opts.png)
@@ -485,19 +600,30 @@ def ratio_rows(result: dict[str, Any]) -> list[dict[str, Any]]:
                  "reference": "exact (numpy)"})
     many = [m / o for m, o in zip(result["many_clients_qps"], result["one_client_qps"],
                                   strict=True)]
+    kind = result.get("client_kind", "redis-py threads")
     rows.append({"title": f"AMEM.SEM.RECALL, {result['clients']} clients vs 1 client",
                  "ratios": many, "target": 1.5, "op": ">", "reference": "1 client",
                  "note": f"1 client {statistics.median(result['one_client_qps']):,.0f} q/s, "
                          f"{result['clients']} clients "
-                         f"{statistics.median(result['many_clients_qps']):,.0f} q/s"})
+                         f"{statistics.median(result['many_clients_qps']):,.0f} q/s "
+                         f"(clients: {kind})"})
     b = result["build"]
-    per_fact = (b["rss_after"] - b["rss_before"]) / b["facts"]
+    built = (b["rss_after"] - b["rss_before"]) / b["facts"]
     restarted = statistics.median(result["rss_after_restart"]) / b["facts"]
     raw = b["raw_bytes"] / b["facts"]
+    mem = result.get("memory")
+    if mem is not None:
+        per_fact = (mem["rss_after"] - mem["rss_before"]) / mem["facts"]
+        how = (f"RSS growth of a fresh server {per_fact:,.0f} B/fact while storing "
+               f"(EF_CONSTRUCTION {mem['ef_construction']}), the cached build's "
+               f"{built:,.0f} B/fact ({b['built']})")
+    else:
+        per_fact = built
+        how = f"RSS growth {per_fact:,.0f} B/fact while storing (build of {b['built']})"
     rows.append({"title": "memory per fact / raw vector + text bytes", "ratios": [per_fact / raw],
                  "target": 1.3, "op": "<=", "reference": "raw bytes",
-                 "note": f"RSS growth {per_fact:,.0f} B/fact while storing, raw {raw:,.0f} B; "
-                         f"after a restart RSS {restarted:,.0f} B/fact (whole process)"})
+                 "note": f"{how}, raw {raw:,.0f} B; after a restart RSS {restarted:,.0f} "
+                         "B/fact (whole process)"})
     rows.append({"title": "restart from the base snapshot vs re-inserting (speed-up)",
                  "ratios": [b["insert_seconds"] / s for s in result["restart_seconds"]],
                  "target": 10.0, "op": ">=", "reference": "re-inserting",
@@ -534,10 +660,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, default=None)
     parser.add_argument("--hotkv-src", type=Path, default=None,
                         help="run the server under test from this source tree (A/B runs)")
+    parser.add_argument("--memory-ef-construction", type=int, default=16,
+                        help="EF_CONSTRUCTION of the fresh server measuring memory per fact "
+                        "(0: skip it and report the cached build's)")
+    parser.add_argument("--client-threads", action="store_true",
+                        help="8-vs-1 clients as redis-py threads of this process (the earlier "
+                        "way) instead of processes")
     args = parser.parse_args(argv)
     opts = Options(facts=args.facts, dim=args.dim, queries=args.queries, clients=args.clients,
                    seconds=args.seconds, repeat=args.repeat, cache=args.cache,
-                   rebuild=args.rebuild, png=args.png, src=args.hotkv_src)
+                   rebuild=args.rebuild, png=args.png, src=args.hotkv_src,
+                   memory_ef_construction=args.memory_ef_construction,
+                   client_threads=args.client_threads)
     result = run(opts)
     print(format_rows(ratio_rows(result)))
     if args.json:
