@@ -27,6 +27,7 @@ class Context:
         "created_ms",
         "db",
         "dirty_cas",
+        "emit",
         "flags",
         "id",
         "is_master_link",
@@ -51,6 +52,9 @@ class Context:
     def __init__(self, core: Core, addr: str = "", laddr: str = "") -> None:
         self.core = core
         self.db = core.db
+        #: ``ctx.emit(effect)``: apply one effect and queue it for the AOF and the replicas
+        #: (Core.emit itself, bound here: one call less on every write)
+        self.emit: Callable[[list[Any]], Any] = core.emit
         self.id = core.new_client_id()
         self.addr = addr
         self.laddr = laddr
@@ -86,8 +90,6 @@ class Context:
         #: closes this client's connection (CLIENT KILL, timeout); set by the network layer
         self.closer: Callable[[], None] | None = None
 
-    def emit(self, effect: list[Any]) -> Any:
-        return self.core.emit(effect)
 
     def unwatch(self) -> None:
         watchers = self.core.watchers

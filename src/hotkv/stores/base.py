@@ -11,7 +11,7 @@ never decides anything, so replay and replication reproduce the primary exactly.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any, ClassVar
 
 Effect = list[Any]
@@ -30,6 +30,11 @@ class Store(ABC):
     @abstractmethod
     def apply(self, effect: Effect) -> Any:
         """Apply one effect whose op starts with ``name + "."``; return a handler-useful value."""
+
+    def appliers(self) -> dict[str, Callable[[Effect], Any]]:
+        """Functions applying one op each, as ``apply`` would, for the hot ops (one call
+        less per write); ``Database`` uses ``apply`` for the ops not listed."""
+        return {}
 
     @abstractmethod
     def purge_expired(self, now_ms: int, limit: int) -> int:

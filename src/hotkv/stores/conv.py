@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import heapq
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from itertools import islice
 from typing import Any
@@ -109,12 +109,14 @@ class ConversationStore(Store):
         return 0 if conv is None else len(conv.turns)
 
     # --- effects ------------------------------------------------------------------
+    def appliers(self) -> dict[str, Callable[[Effect], Any]]:
+        return {"conv.append": self._apply_append}
+
     def apply(self, effect: Effect) -> Any:
         op = effect[0]
         try:
             if op == "conv.append":
-                _, session, seq, role, content, ts, meta, expires_at = effect
-                return self._append(session, seq, role, content, ts, meta, expires_at)
+                return self._apply_append(effect)
             if op == "conv.create":
                 _, session, window, ttl_ms, expires_at, created = effect
                 return self._create(session, window, ttl_ms, expires_at, created)
@@ -149,16 +151,9 @@ class ConversationStore(Store):
         conv.updated = updated
         self._set_deadline(session, conv, expires_at)
 
-    def _append(
-        self,
-        session: bytes,
-        seq: int,
-        role: bytes,
-        content: bytes,
-        ts: int,
-        meta: bytes | None,
-        expires_at: int | None,
-    ) -> int:
+    def _apply_append(self, effect: Effect) -> int:
+        """``["conv.append", session, seq, role, content, ts, meta|None, expires_at|None]``"""
+        _, session, seq, role, content, ts, meta, expires_at = effect
         conv = self.sessions.get(session)
         if conv is None:
             raise EffectError(f"conv.append to missing session {session!r}")

@@ -8,7 +8,7 @@ whole in the AOF so a torn tail never applies half a transaction) and ``["flusha
 from __future__ import annotations
 
 import importlib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from hotkv.stores.base import Effect, EffectError, Store
@@ -29,7 +29,8 @@ class Database:
 
     def __init__(self, stores: Iterable[Store]) -> None:
         self.stores: dict[str, Store] = {}
-        self._routes: dict[str, Store] = {}
+        #: op -> the function applying it (``Store.appliers``), filled as ops are first seen
+        self._routes: dict[str, Callable[[Effect], Any]] = {}
         for store in stores:
             self.stores[store.name] = store
             setattr(self, store.name, store)
@@ -38,23 +39,27 @@ class Database:
         raise AttributeError(name)
 
     def apply(self, effect: Effect) -> Any:
+        route = self._routes.get(effect[0])
+        if route is not None:
+            return route(effect)
         op = effect[0]
-        store = self._routes.get(op)
-        if store is None:
-            if op == "tx":
-                for inner in effect[1]:
-                    self.apply(inner)
-                return None
-            if op == "flushall":
-                self.clear()
-                return None
-            prefix = op.partition(".")[0]
-            found = self.stores.get(prefix)
-            if found is None:
-                raise EffectError(f"no store for effect op {op!r}")
-            self._routes[op] = found
-            store = found
-        return store.apply(effect)
+        if op == "tx":
+            for inner in effect[1]:
+                self.apply(inner)
+            return None
+        if op == "flushall":
+            self.clear()
+            return None
+        if not isinstance(op, str):
+            raise EffectError(f"effect op {op!r} is not a string")
+        prefix = op.partition(".")[0]
+        found = self.stores.get(prefix)
+        if found is None:
+            raise EffectError(f"no store for effect op {op!r}")
+        # the store's own applier of this op when it has one (the hot writes), else apply
+        route = found.appliers().get(op, found.apply)
+        self._routes[op] = route
+        return route(effect)
 
     def clear(self) -> None:
         for store in self.stores.values():

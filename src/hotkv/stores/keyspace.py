@@ -201,11 +201,13 @@ class KeyValueStore(Store):
         self._scan_added = self._added
 
     # --- effects --------------------------------------------------------------------
+    def appliers(self) -> dict[str, Callable[[Effect], Any]]:
+        return {"kv.set": self._apply_set}
+
     def apply(self, effect: Effect) -> Any:
         op = effect[0]
         if op == "kv.set":
-            self._set(effect[1], effect[2], effect[3])
-            return None
+            return self._apply_set(effect)
         if op == "kv.del":
             return self._delete(effect[1])
         if op == "kv.mset":
@@ -217,7 +219,9 @@ class KeyValueStore(Store):
             return self._persist(effect[1])
         raise EffectError(f"unknown kv effect {op!r}")
 
-    def _set(self, key: bytes, value: bytes, at: int | None) -> None:
+    def _apply_set(self, effect: Effect) -> None:
+        """``["kv.set", key, value, at|None]``"""
+        _, key, value, at = effect
         values = self._values
         old = values.get(key)
         if old is None:

@@ -23,7 +23,7 @@ import heapq
 import json
 import math
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from decimal import Decimal, localcontext
 from typing import Any
@@ -124,12 +124,14 @@ class WorkingStore(Store):
         return pad is not None and not pad.alive(now_ms)
 
     # --- effects ------------------------------------------------------------------
+    def appliers(self) -> dict[str, Callable[[Effect], Any]]:
+        return {"work.set": self._apply_set}
+
     def apply(self, effect: Effect) -> Any:
         op = effect[0]
         try:
             if op == "work.set":
-                _, session, key, value, expires_at = effect
-                return self._set(session, key, value, expires_at)
+                return self._apply_set(effect)
             if op == "work.del":
                 _, session, keys = effect
                 return self._delete(session, keys)
@@ -142,7 +144,9 @@ class WorkingStore(Store):
             raise EffectError(f"bad effect {op!r}: {exc}") from None
         raise EffectError(f"unknown working-memory effect {op!r}")
 
-    def _set(self, session: bytes, key: bytes, value: bytes, expires_at: int | None) -> None:
+    def _apply_set(self, effect: Effect) -> None:
+        """``["work.set", session, key, value, expires_at|None]``"""
+        _, session, key, value, expires_at = effect
         pad = self.sessions.get(session)
         if pad is None:
             pad = self.sessions[session] = Scratchpad()
