@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from hotkv.commands import errors
-from hotkv.commands.args import Args
+from hotkv.commands.args import MAX_ID_LEN, Args
 from hotkv.commands.context import Context
 from hotkv.commands.errors import CommandError
 from hotkv.commands.registry import command
@@ -103,20 +103,25 @@ def conv_create(ctx: Context, argv: list[bytes]) -> Any:
 )
 def conv_append(ctx: Context, argv: list[bytes]) -> int:
     """session role content [META json-object]"""
-    args = Args(argv, 1)
-    session = args.ident("session")
-    raw_role = args.next("role")
+    meta: bytes | None = None
+    if len(argv) == 4 and 0 < len(argv[1]) <= MAX_ID_LEN:  # no option: nothing to parse
+        _, session, raw_role, content = argv
+    else:
+        args = Args(argv, 1)
+        session = args.ident("session")
+        raw_role = args.next("role")
+        if raw_role.lower() not in ROLES:  # named before any option error, as documented
+            raise CommandError(errors.bad_argument("role", _ROLES_TEXT, raw_role))
+        content = args.text("content")
+        while args:
+            raw = args.next("option")
+            if raw.upper() == b"META":
+                meta = args.json_object("META")
+            else:
+                raise CommandError(errors.bad_argument("option", "META", raw))
     role = raw_role.lower()
     if role not in ROLES:
         raise CommandError(errors.bad_argument("role", _ROLES_TEXT, raw_role))
-    content = args.text("content")
-    meta: bytes | None = None
-    while args:
-        raw = args.next("option")
-        if raw.upper() == b"META":
-            meta = args.json_object("META")
-        else:
-            raise CommandError(errors.bad_argument("option", "META", raw))
 
     now = ctx.now_ms
     conv = _store(ctx).get(session, now)

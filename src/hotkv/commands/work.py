@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from hotkv.commands import errors
-from hotkv.commands.args import Args
+from hotkv.commands.args import MAX_ID_LEN, Args
 from hotkv.commands.context import Context
 from hotkv.commands.errors import CommandError
 from hotkv.commands.registry import command
@@ -42,6 +42,13 @@ def _store(ctx: Context) -> WorkingStore:
 )
 def work_set(ctx: Context, argv: list[bytes]) -> Any:
     """session key value [TTL s|PX ms|KEEPTTL] [NX|XX] [MERGE REPLACE|APPEND|INCR|MAX|MIN]"""
+    if len(argv) == 4:  # the plain form: no option to parse, the current value not needed
+        _, session, key, value = argv
+        if 0 < len(session) <= MAX_ID_LEN and 0 < len(key) <= MAX_ID_LEN:
+            if ctx.db.work.present_but_expired(session, ctx.now_ms):
+                ctx.emit(["work.clear", session])  # as below
+            ctx.emit(["work.set", session, key, value, None])
+            return OK
     args = Args(argv, 1)
     session = args.ident("session")
     key = args.ident("key")
@@ -103,6 +110,10 @@ def work_set(ctx: Context, argv: list[bytes]) -> Any:
 )
 def work_get(ctx: Context, argv: list[bytes]) -> bytes | None:
     """session key [DEFAULT value]"""
+    if len(argv) == 3:
+        session, key = argv[1], argv[2]
+        if 0 < len(session) <= MAX_ID_LEN and 0 < len(key) <= MAX_ID_LEN:
+            return ctx.db.work.get(session, key, ctx.now_ms)
     args = Args(argv, 1)
     session = args.ident("session")
     key = args.ident("key")
