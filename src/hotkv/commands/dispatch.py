@@ -25,6 +25,7 @@ from hotkv.server.resp import QUEUED, ErrorReply
 _NOT_QUEUED = frozenset({"exec", "discard", "multi", "watch", "quit", "reset"})
 
 _perf_ns = time.perf_counter_ns
+_time_ns = time.time_ns
 log = logging.getLogger("hotkv")
 
 
@@ -123,7 +124,8 @@ def dispatch(ctx: Context, argv: list[bytes]) -> Any:
         ctx.multi.append((spec, argv))
         return QUEUED
 
-    ctx.now_ms = core.clock.now_ms()
+    # the clock snapshot of this command (Clock.now_ms, inlined for the real clock)
+    ctx.now_ms = _time_ns() // 1_000_000 if core.wall_clock else core.clock.now_ms()
     return execute(ctx, spec, argv)
 
 

@@ -204,11 +204,14 @@ class ClientProtocol(asyncio.Protocol):
                 if argv is False:
                     data = b""
                     break
-                if argv is None or argv == []:  # '*-1' or '*0': Redis skips counts <= 0
-                    got = _EMPTY_REQUEST if argv == [] else _NULL_REQUEST
-                    continue
                 if type(argv) is not list:
+                    if argv is None:  # '*-1': Redis skips counts <= 0
+                        got = _NULL_REQUEST
+                        continue
                     raise ProtocolViolation(_type_error(argv))
+                if not argv:  # '*0'
+                    got = _EMPTY_REQUEST
+                    continue
                 for arg in argv:
                     if type(arg) is not bytes:
                         raise ProtocolViolation(_element_error(arg))

@@ -72,6 +72,8 @@ class Core:
     ) -> None:
         self.config = config or Config()
         self.clock = clock or Clock()
+        #: the real wall clock (not a test's ManualClock): dispatch reads time.time_ns inline
+        self.wall_clock = type(self.clock) is Clock
         self.db = db or default_database()
         self.version = __version__
         self.run_id = os.urandom(20).hex()
