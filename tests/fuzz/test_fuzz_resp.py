@@ -272,3 +272,30 @@ def test_protocol_error_naming_a_newline_stays_one_line(session: Session) -> Non
     answer = session.send_case(b"*1\r\n\r\nxx", [], 0.0)
     assert answer == b"-ERR Protocol error: expected '$', got ' '\r\n"
     session.check_alive()
+
+
+def _header_is_short(data: bytes, max_bulk: int) -> bool:
+    """The rule ``short_header`` encodes, written out plainly: the first CRLF within the
+    first 8 bytes ends the count line; then the read ends, or a bulk length line follows
+    of fewer digits than ``max_bulk`` has follows (its CRLF ends within len + 1 bytes of
+    the '$')."""
+    end = data.find(b"\r\n", 1, 8)
+    if not data.startswith(b"*") or end < 0:
+        return False
+    start = end + 2
+    if start == len(data):
+        return True
+    if data[start : start + 1] != b"$":
+        return False
+    return data.find(b"\r\n", start + 1, start + 1 + len(str(max_bulk))) >= 0
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.lists(st.sampled_from([b"*", b"$", b"\r", b"\n", b"\r\n", b"1", b"0", b"9", b"a"]),
+                max_size=16),
+       st.sampled_from([5, 99, 1000, 512 * 1024 * 1024, 10**12]))
+def test_short_header_pattern_follows_its_rule(parts: list[bytes], max_bulk: int) -> None:
+    from hotkv.server.framing import short_header
+
+    data = b"*" + b"".join(parts)
+    assert (short_header(max_bulk).match(data) is not None) == _header_is_short(data, max_bulk)

@@ -189,7 +189,7 @@ class ClientProtocol(asyncio.Protocol):
             reader = self.reader
             reader.feed(data)
             got = None
-            out_limit = self._hard_output_limit(ctx)
+            out_limit = self._hard_output_limit(ctx) if ctx.flags else self.core.normal_output_hard_limit
             out_size = 0
             proto = ctx.proto
             while True:
@@ -307,17 +307,10 @@ class ClientProtocol(asyncio.Protocol):
         """False for the common short header of an authenticated client: nothing to check.
 
         A count of up to 6 digits is always allowed; a first bulk length with fewer digits
-        than proto-max-bulk-len cannot exceed it. Anything else gets the full check.
+        than proto-max-bulk-len cannot exceed it (``core.short_header``). Anything else gets
+        the full check.
         """
-        if not ctx.authenticated:
-            return True
-        end = data.find(b"\r\n", 1, 8)
-        if end < 0:
-            return True
-        start = end + 2
-        if data[start : start + 1] != b"$":
-            return start < len(data)
-        return data.find(b"\r\n", start + 1, start + 1 + self.core.bulk_len_digits + 1) < 0
+        return not ctx.authenticated or self.core.short_header.match(data) is None
 
     def _inline_after(self, data: bytes, got: list[bytes] | None) -> bytes | None:
         """After a multibulk request, the rest of the read is an inline request: find it.

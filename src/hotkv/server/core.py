@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from hotkv import __version__
 from hotkv.server.clock import Clock
 from hotkv.server.config import Config, output_limits
+from hotkv.server.framing import short_header
 from hotkv.stores.base import Effect
 from hotkv.stores.database import Database, default_database
 
@@ -115,8 +116,8 @@ class Core:
         self.extras: dict[str, Any] = {}  # room for subsystems (persistence, replication)
         #: slowlog-log-slower-than, kept here so the dispatch point reads one attribute
         self.slowlog_threshold: int = self.config.values["slowlog-log-slower-than"]
-        #: digits of proto-max-bulk-len minus one: a shorter length is always within it
-        self.bulk_len_digits = len(str(self.config.values["proto-max-bulk-len"])) - 1
+        #: the header of a read that needs no check (server/framing.py ``short_header``)
+        self.short_header = short_header(self.config.values["proto-max-bulk-len"])
         self.extras["config_listeners"] = [self._config_changed]
         self.normal_output_hard_limit = self._normal_output_limit()
         self._update_gated()
@@ -169,7 +170,7 @@ class Core:
         elif name == "client-output-buffer-limit":
             self.normal_output_hard_limit = self._normal_output_limit()
         elif name == "proto-max-bulk-len":
-            self.bulk_len_digits = len(str(int(value))) - 1
+            self.short_header = short_header(int(value))
         elif name == "maxmemory":
             self._update_gated()
 
