@@ -299,3 +299,19 @@ def test_short_header_pattern_follows_its_rule(parts: list[bytes], max_bulk: int
 
     data = b"*" + b"".join(parts)
     assert (short_header(max_bulk).match(data) is not None) == _header_is_short(data, max_bulk)
+
+
+@settings(max_examples=2000, deadline=None)
+@given(st.lists(st.binary(min_size=1, max_size=6).filter(
+           lambda w: not any(c in w for c in b" \t\r\n\x0b\x0c\"'\\")), max_size=6),
+       st.lists(st.sampled_from([b" ", b"\t", b"  ", b"\x0b", b"\x0c", b"\r"]), min_size=7, max_size=7))
+def test_inline_words_without_quotes_split_as_quoted_ones(words: list[bytes],
+                                                          blanks: list[bytes]) -> None:
+    """The quote-free fast path of split_args gives what the quoting parser gives for the
+    same words each wrapped in quotes."""
+    from hotkv.server.words import split_args
+
+    plain = blanks[0] + b"".join(w + blanks[i + 1] for i, w in enumerate(words))
+    quoted = blanks[0] + b"".join(b'"' + w + b'"' + blanks[i + 1] for i, w in enumerate(words))
+    assert split_args(plain) == words
+    assert split_args(quoted) == words
