@@ -35,6 +35,8 @@ Other row groups, each with its own reference:
   --appendfsync everysec`` against the hotkv without AOF (target >= 0.90);
 * ``fakeredis``: SET and GET on hotkv against fakeredis' TCP server (``TcpFakeServer``,
   the other Python server, in its own process; target >= 20);
+* ``ceiling``: the same SET and GET with redis-server against fakeredis (no target: it
+  shows how far above fakeredis any server gets on this machine and client);
 * ``sem``: ``benchmarks/sem_bench.py`` (AMEM.SEM.RECALL against hnswlib in process,
   recall@10, 8 clients vs 1, memory per fact, restart from the snapshot; ``--facts``,
   ``--png`` for the recall-vs-queries/s curve).
@@ -151,13 +153,22 @@ def _fake_row(row: Row) -> Row:
                row.redis_args, row.hotkv_args, row.probe, 20.0, 20.0, setup=row.key)
 
 
-ROWS = ROWS + tuple(_aof_row(r) for r in ROWS if r.group in ("string", "amem")) + tuple(
-    _fake_row(r) for r in ROWS if r.group == "string")
+def _ceiling_row(row: Row) -> Row:
+    """redis-server against fakeredis: what any server can gain over fakeredis on this
+    machine (context for the fakeredis target; no target of its own)."""
+    return Row("ceiling_" + row.key, "ceiling",
+               row.title + ", redis-server vs fakeredis (context)",
+               row.redis_args, row.redis_args, None, 0.0, 0.0, setup=row.key)
+
+
+ROWS = (ROWS + tuple(_aof_row(r) for r in ROWS if r.group in ("string", "amem"))
+        + tuple(_fake_row(r) for r in ROWS if r.group == "string")
+        + tuple(_ceiling_row(r) for r in ROWS if r.group == "string"))
 #: groups that are not redis-benchmark rows (run by another script)
 OTHER_GROUPS = ("sem",)
 #: the reference each group's ratio is taken against (the "redis" column of its table)
-REFERENCE = {"aof": "hotkv without AOF", "fakeredis": "fakeredis"}
-SUBJECT = {"aof": "hotkv AOF everysec"}
+REFERENCE = {"aof": "hotkv without AOF", "fakeredis": "fakeredis", "ceiling": "fakeredis"}
+SUBJECT = {"aof": "hotkv AOF everysec", "ceiling": "redis-server"}
 
 
 def select_rows(spec: str | None) -> list[Row]:
@@ -716,10 +727,14 @@ def group_servers(group: str, base: list[ServerProcess], args: argparse.Namespac
             yield [reference, aof]
         finally:
             aof.stop()
-    elif group == "fakeredis":
+    elif group in ("fakeredis", "ceiling"):
         fake = start_fakeredis(server_cpu, args.python, workdir / "fakeredis.log")
+        subject = base[1]
+        if group == "ceiling":  # redis-server in the subject's column
+            subject = ServerProcess("redis", base[0].proc, base[0].port, base[0].logfile,
+                                    slot="hotkv")
         try:
-            yield [fake, base[1]]
+            yield [fake, subject]
         finally:
             fake.stop()
     else:
