@@ -23,13 +23,6 @@ from helpers import HotkvProcess, RedisServer
 
 #: (command, COMMAND INFO field) -> why hotkv answers differently from redis-server 7.0
 EXPECTED_INFO_DIFFERENCES: dict[tuple[str, str], str] = {
-    # declared in commands/replication.py, which this change does not own: Redis marks
-    # the commands that swap the data set no_async_loading and gives WAIT its cluster tips
-    ("psync", "flags"): "no_async_loading missing (replication.py)",
-    ("sync", "flags"): "no_async_loading missing (replication.py)",
-    ("replicaof", "flags"): "no_async_loading missing (replication.py)",
-    ("slaveof", "flags"): "no_async_loading missing (replication.py)",
-    ("wait", "tips"): "request_policy:all_shards response_policy:agg_min missing (replication.py)",
     # CLIENT SETINFO is Redis 7.2's; the 7.0 reference does not list it in CLIENT
     ("client", "subcommands"): "hotkv also has client|setinfo (Redis 7.2)",
 }

@@ -56,6 +56,7 @@ def decode_cursor(raw: bytes) -> bytes | None:
     arity=-4,
     flags="readonly",
     group="amem",
+    tips="nondeterministic_output request_policy:special",  # as SCAN
     summary="Iterates the ids of one memory store (conversations, namespaces, agents ...).",
     syntax="cursor TYPE (CONV|SEM|WORK|EPIS|SUMMARY) [MATCH glob] [COUNT n]",
     complexity="O(N log COUNT) per call with N the ids of the store.",

@@ -59,7 +59,7 @@ def _replicaof(ctx: Context, argv: list[bytes]) -> Any:
     return Simple(repl.replicaof(host_text, port))
 
 
-@command("replicaof", arity=3, flags="admin noscript stale", group="replication",
+@command("replicaof", arity=3, flags="admin noscript stale no_async_loading", group="replication",
          summary="Configures a server as replica of another, or promotes it to a primary.",
          syntax="host port | NO ONE", since="0.1.0")
 def replicaof(ctx: Context, argv: list[bytes]) -> Any:
@@ -67,7 +67,7 @@ def replicaof(ctx: Context, argv: list[bytes]) -> Any:
     return _replicaof(ctx, argv)
 
 
-@command("slaveof", arity=3, flags="admin noscript stale", group="replication",
+@command("slaveof", arity=3, flags="admin noscript stale no_async_loading", group="replication",
          summary="Sets a server as a replica of another, or promotes it to being a primary (REPLICAOF).",
          syntax="host port | NO ONE", since="0.1.0")
 def slaveof(ctx: Context, argv: list[bytes]) -> Any:
@@ -83,6 +83,7 @@ def role(ctx: Context, argv: list[bytes]) -> Any:
 
 
 @command("wait", arity=3, flags="noscript", group="replication", acl="connection",
+         tips="request_policy:all_shards response_policy:agg_min",
          summary="Blocks until the writes sent so far reach a number of replicas, or a timeout passes.",
          syntax="numreplicas timeout", complexity="O(1)")
 def wait(ctx: Context, argv: list[bytes]) -> Any:
@@ -110,7 +111,7 @@ def replconf(ctx: Context, argv: list[bytes]) -> Any:
     return _replication(ctx).replconf(ctx, argv)
 
 
-@command("psync", arity=-3, flags="admin noscript no_multi", group="replication",
+@command("psync", arity=-3, flags="admin noscript no_multi no_async_loading", group="replication",
          summary="An internal command used in replication: continue or start a replication stream.",
          syntax="replicationid offset")
 def psync(ctx: Context, argv: list[bytes]) -> Any:
@@ -123,7 +124,7 @@ def psync(ctx: Context, argv: list[bytes]) -> Any:
     return repl.psync(ctx, argv[1].decode("utf-8", "replace"), offset)
 
 
-@command("sync", arity=1, flags="admin noscript no_multi", group="replication",
+@command("sync", arity=1, flags="admin noscript no_multi no_async_loading", group="replication",
          summary="An internal command used in replication: a full copy, then the stream.")
 def sync(ctx: Context, argv: list[bytes]) -> Any:
     """SYNC"""
