@@ -169,6 +169,11 @@ def test_info_replication_fields(clean: Trio) -> None:
     assert replica["slave_read_only"] == 1
     stats = info(pc, "stats")
     assert {"sync_full", "sync_partial_ok", "sync_partial_err", "total_net_repl_output_bytes"} <= stats.keys()
+    assert sync_counters(pc)[0] >= 2 and stats["total_net_repl_output_bytes"] > 0
+    # CONFIG RESETSTAT zeroes the replication counters too, as in Redis
+    assert pc.config_resetstat()
+    stats = info(pc, "stats")
+    assert sync_counters(pc) == (0, 0, 0) and stats["total_net_repl_output_bytes"] == 0
     assert "master_host" not in fields
     # HELLO 3 reports the role too
     assert a.client(protocol=3).execute_command("HELLO", 3)[b"role"] == b"replica"

@@ -444,6 +444,8 @@ def reset_stats(core: Core) -> None:
     for spec in _every_spec():
         spec.calls = spec.usec = spec.failed_calls = spec.rejected_calls = 0
     core.extras.pop("used_memory_peak", None)
+    for reset in core.extras.get("stat_resetters", ()):  # subsystems' counters (replication)
+        reset()
 
 
 @command("config|rewrite", arity=2, flags="admin noscript loading stale", group="server",

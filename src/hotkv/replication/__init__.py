@@ -44,4 +44,5 @@ def attach(server: Server) -> Replication:
 
     core.extras["client_gone"] = client_gone
     core.extras.setdefault("config_listeners", []).append(repl.config_changed)
+    core.extras.setdefault("stat_resetters", []).append(repl.reset_stats)  # CONFIG RESETSTAT
     return repl
