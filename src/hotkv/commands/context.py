@@ -43,6 +43,7 @@ class Context:
         "now_ms",
         "proto",
         "push",
+        "transport",
         "user",
         "username",
         "watched",
@@ -89,6 +90,9 @@ class Context:
         self.push: Callable[[Any], None] | None = None
         #: closes this client's connection (CLIENT KILL, timeout); set by the network layer
         self.closer: Callable[[], None] | None = None
+        #: the connection's transport (the replication primary writes a replica's stream
+        #: to it directly); None for contexts without a connection
+        self.transport: Any = None
 
 
     def unwatch(self) -> None:

@@ -707,9 +707,8 @@ class Replication:
 
 
 def _transport_of(ctx: Context) -> asyncio.Transport | None:
-    """The transport behind a client connection (its writer is the ClientProtocol's method)."""
-    protocol = getattr(ctx.writer, "__self__", None)
-    transport: asyncio.Transport | None = getattr(protocol, "transport", None)
+    """The transport behind a client connection (set by the network layer)."""
+    transport: asyncio.Transport | None = ctx.transport
     return transport
 
 

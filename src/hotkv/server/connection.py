@@ -118,6 +118,7 @@ class ClientProtocol(asyncio.Protocol):
         ctx = Context(core, addr, laddr)
         ctx.writer = self._write_out_of_band
         ctx.closer = self._close_from_server
+        ctx.transport = transport
         self.ctx = ctx
         core.clients[ctx.id] = ctx
         transport.set_write_buffer_limits(high=WRITE_HIGH_WATER)
@@ -136,6 +137,7 @@ class ClientProtocol(asyncio.Protocol):
             hook(ctx)
         ctx.writer = None
         ctx.closer = None
+        ctx.transport = None
 
     def pause_writing(self) -> None:
         self.paused_writing = True
