@@ -212,3 +212,46 @@ def test_config_set_requirepass_changes_the_default_password() -> None:
         )
     finally:
         proc.cleanup()
+
+
+#: calls whose key permissions differ by the key spec flags (Redis 7 takes them from there)
+KEY_PERMISSION_CALLS = [
+    "GET w1", "GET r1", "SET r1 v", "SET w1 v", "SET w1 v GET", "SET b1 v GET", "EXISTS w1",
+    "EXISTS r1", "INCR w1", "INCR b1", "INCR x1", "INCR d1", "DEL r1", "DEL w1", "STRLEN w1",
+    "TYPE r1", "TTL w1", "EXPIRE w1 10", "MSET w1 a w2 b", "MSET w1 a r1 b", "MGET r1 w1",
+    "MGET r1 r2", "PERSIST w1", "PEXPIREAT w1 1",
+]
+
+
+def test_key_permissions_follow_key_specs_as_redis() -> None:
+    """%R~ / %W~ patterns against the key spec flags of each call, compared with a real
+    redis-server 7: reads (access) need R, writes (insert/delete/update) need W, a key only
+    looked at (EXISTS, TYPE, STRLEN) needs either, and both must come from one pattern
+    (a pattern named with %R~ and again with %W~ holds both)."""
+    from helpers import RedisServer
+
+    reference = RedisServer()
+    proc = HotkvProcess().start()
+    try:
+        outcomes = []
+        for port in (reference.port, proc.port):
+            root = redis.Redis(port=port)
+            root.execute_command("ACL", "SETUSER", "u", "reset", "on", "nopass", "+@all",
+                                 "%R~r*", "%W~w*", "~x*", "%R~b*", "%W~b*", "%R~d*", "%W~d1")
+            user = redis.Redis(port=port, username="u", password="x")
+            seen = []
+            for call in KEY_PERMISSION_CALLS:
+                try:
+                    user.execute_command(*call.split())
+                    seen.append((call, "allowed"))
+                except redis.ResponseError as exc:
+                    assert "unknown command" not in str(exc)
+                    seen.append((call, "NOPERM" if "no permissions" in str(exc) else "allowed"))
+            outcomes.append(seen)
+            assert root.execute_command("ACL", "GETUSER", "u")[b"keys"] == \
+                b"%R~r* %W~w* ~x* ~b* %R~d* %W~d1"
+        assert outcomes[1] == outcomes[0]
+        assert ("EXISTS w1", "allowed") in outcomes[1] and ("INCR d1", "NOPERM") in outcomes[1]
+    finally:
+        proc.cleanup()
+        reference.stop()

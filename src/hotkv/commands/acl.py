@@ -27,6 +27,7 @@ from hotkv.commands.args import parse_int
 from hotkv.commands.context import Context
 from hotkv.commands.errors import CommandError
 from hotkv.commands.glob import glob_match
+from hotkv.commands.introspection import call_key_flags
 from hotkv.commands.registry import COMMANDS, CommandSpec, command, container
 from hotkv.server.resp import OK, Simple
 
@@ -223,8 +224,16 @@ class User:
                 "Adding a pattern after the * pattern (or the 'allkeys' flag) is not valid and "
                 "does not have any effect. Try 'resetkeys' to start with an empty list of patterns",
             ))
-        self.key_patterns.append(KeyPattern(pattern.encode(), read, write))
-        if pattern == "*" and read and write:
+        raw = pattern.encode()
+        for known in self.key_patterns:  # as Redis: the same pattern again adds its flags
+            if known.pattern == raw:
+                known.read = known.read or read
+                known.write = known.write or write
+                break
+        else:
+            known = KeyPattern(raw, read, write)
+            self.key_patterns.append(known)
+        if pattern == "*" and known.read and known.write:
             self.allkeys = True
 
     # --- checks ---------------------------------------------------------------------
@@ -236,8 +245,7 @@ class User:
             return noperm_command(spec.name)
         if self.allkeys or spec.first_key <= 0:
             return None
-        write = spec.is_write
-        read = not write or "readonly" in spec.flags
+        read, write = key_permissions(spec, argv)
         for key in spec.keys_of(argv):
             if not self.key_allowed(key, read=read, write=write):
                 log_denial(ctx, "key", key.decode("utf-8", "replace"))
@@ -245,19 +253,13 @@ class User:
         return None
 
     def key_allowed(self, key: bytes, *, read: bool = True, write: bool = False) -> bool:
+        """Whether one pattern matching ``key`` grants every permission asked (as Redis,
+        a pattern named twice with %R~ and %W~ holds both)."""
         if self.allkeys:
             return True
-        need_read, need_write = read, write
         for pat in self.key_patterns:
-            if ((not need_read or pat.read) and (not need_write or pat.write)) and glob_match(
-                pat.pattern, key
-            ):
+            if (not read or pat.read) and (not write or pat.write) and glob_match(pat.pattern, key):
                 return True
-        # a pattern may grant R and another W for the same key
-        if need_read and need_write:
-            return self.key_allowed(key, read=True, write=False) and self.key_allowed(
-                key, read=False, write=True
-            )
         return False
 
     def password_ok(self, password: bytes) -> bool:
@@ -698,10 +700,20 @@ def _check_quietly(user: User, spec: CommandSpec, argv: list[bytes]) -> str | No
         return noperm_command(spec.name)
     if user.allkeys or spec.first_key <= 0:
         return None
+    read, write = key_permissions(spec, argv)
     for key in spec.keys_of(argv):
-        if not user.key_allowed(key, read=not spec.is_write, write=spec.is_write):
+        if not user.key_allowed(key, read=read, write=write):
             return NOPERM_KEY
     return None
+
+
+def key_permissions(spec: CommandSpec, argv: list[bytes]) -> tuple[bool, bool]:
+    """The (read, write) permissions a call needs on its keys, from its key spec flags as
+    Redis 7 takes them: ``access`` reads the data; ``insert``, ``delete`` and ``update``
+    write it; a key only looked at (EXISTS, TYPE, STRLEN: ``RO`` alone) needs neither, so
+    any pattern matching it will do."""
+    flags = call_key_flags(spec, argv)
+    return "access" in flags, any(f in flags for f in ("insert", "delete", "update"))
 
 
 @command("acl|help", arity=2, flags="loading stale", group="server",
