@@ -27,7 +27,7 @@ from hotkv.server.framing import (
     Position,
     ProtocolViolation,
 )
-from hotkv.server.resp import encode, encode_error
+from hotkv.server.resp import OK, OK_BYTES, encode, encode_error
 from hotkv.server.words import UnbalancedQuotes, split_args
 
 if TYPE_CHECKING:
@@ -230,7 +230,8 @@ class ClientProtocol(asyncio.Protocol):
                         reply = reply.value
                     if ctx.proto != proto:
                         proto = ctx.proto
-                    encoded = encode(reply, proto)
+                    # +OK (SET, the AMEM writes) without a call; anything else via encode
+                    encoded = OK_BYTES if reply is OK else encode(reply, proto)
                     out.append(encoded)
                     if out_limit:
                         out_size += len(encoded)

@@ -72,7 +72,7 @@ OK = Simple("OK")
 QUEUED = Simple("QUEUED")
 PONG = Simple("PONG")
 
-_OK_BYTES = b"+OK\r\n"
+OK_BYTES = b"+OK\r\n"  # the encoded OK (the connection writes it without a call)
 _NULL2 = b"$-1\r\n"
 _NULL3 = b"_\r\n"
 _INT_CACHE = [b":%d\r\n" % i for i in range(0, 1024)]
@@ -105,7 +105,7 @@ def encode(value: Any, proto: int) -> bytes:
     if t is bytes:
         return b"$%d\r\n%b\r\n" % (len(value), value)
     if t is Simple:
-        return _OK_BYTES if value is OK else b"+%b\r\n" % value.encode()
+        return OK_BYTES if value is OK else b"+%b\r\n" % value.encode()
     if t is int:
         return _INT_CACHE[value] if 0 <= value < 1024 else b":%d\r\n" % value
     if value is None:
