@@ -40,10 +40,13 @@ def starts(path: str) -> list[int]:
 
 
 def test_a_valid_directory(tmp_path: Path) -> None:
-    make(str(tmp_path))
+    layout = make(str(tmp_path))
+    with open(layout.path("appendonly.aof.1.incr.aof"), "ab") as fh:  # one turn's writes
+        fh.write(frame_value(["tx", [["kv.set", b"t1", b"v", None], ["kv.del", [b"t1"]]]]))
     done = run(str(tmp_path))
     assert done.returncode == 0, done.stdout
     assert "appendonly.aof.1.base.hkv: base, 3 frames" in done.stdout
+    assert "appendonly.aof.1.incr.aof: incr, 5 records" in done.stdout  # the tx counts 2
     assert "appendonly.aof.2.incr.aof: incr, 3 records" in done.stdout
     assert done.stdout.rstrip().endswith("The AOF is valid")
     # the appendonlydir itself may be named too

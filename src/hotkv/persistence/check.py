@@ -84,7 +84,7 @@ def check_incr(layout: Layout, entry: Entry) -> FileReport:
                 effect = fr.value
                 if not isinstance(effect, list) or not effect or not isinstance(effect[0], str):
                     return FileReport(entry, size, records, good, "record is not an effect")
-                records += 1
+                records += len(effect[1]) if effect[0] == "tx" and len(effect) > 1 else 1
                 good = fr.end
         except FrameError as exc:
             return FileReport(entry, size, records, good, exc.reason, torn=exc.torn)

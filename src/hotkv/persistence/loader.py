@@ -170,7 +170,7 @@ class Loader:
                         f"Bad effect in the append only file {path} at offset {fr.offset}: "
                         f"{type(exc).__name__}: {exc}; {repair_hint(self.layout)}"
                     ) from None
-                n += len(effect[1]) if effect[0] == "tx" else 1  # a turn's records count one each
+                n += len(effect[1]) if effect[0] == "tx" else 1  # a turn's effects count one each
                 if n % CHECK_EVERY == 0 and time.monotonic() - mark > SLICE_S:
                     stats.loaded_bytes = start_bytes + fr.end
                     yield
