@@ -119,3 +119,18 @@ def test_quick_aof_fakeredis_and_sem_rows(tmp_path: Path) -> None:
     assert data["sem"]["curve_hotkv"]["64"]["recall"] > 0.9
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "Every ratio (min / median / max" in done.stdout
+
+
+def test_inprocess_harness_measures_every_row() -> None:
+    """benchmarks/inprocess.py drives the real request path with the subsystems attached
+    (AOF on, two clients per turn) and prints one row per command; it stops with an error
+    when the server answers one."""
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "inprocess.py"), "--aof", "--clients", "2",
+         "--commands", "2000", "--repeat", "1", "--keys", "50"],
+        capture_output=True, text=True, timeout=120, cwd=ROOT, check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    rows = re.findall(r"^\| (\w+) \| (\d+\.\d\d) us \| (\d+\.\d\d) us \|$", done.stdout, re.MULTILINE)
+    assert [r[0] for r in rows] == ["ping", "ping_inline", "set", "get", "wset", "wget", "capp"]
+    assert all(float(p16) > 0 and float(p1) > 0 for _, p16, p1 in rows)

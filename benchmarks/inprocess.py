@@ -1,0 +1,195 @@
+"""CPU time per command of the server's request path, in process, without sockets.
+
+A ``Server`` is built from ``load_config`` with every subsystem attached and started (ACL,
+persistence, replication, the memory guard, the semantic service), and ``--clients``
+``ClientProtocol`` objects are connected to fake transports. Each round feeds every client
+one read (``--pipeline`` copies of a request) through ``data_received`` and then runs the
+end of the event-loop turn (``end_turn``: the AOF write and the held replies), as the
+event loop would. The time is ``time.process_time`` (CPU time of this process, so other
+processes on the machine do not inflate it), best of ``--repeat``, divided by the commands.
+
+What it includes: request framing and parsing (hiredis), the dispatch point, the handler,
+the store, effects and their sinks, reply encoding, and with ``--aof`` the AOF encoding
+and ``write(2)``. What it leaves out: the event loop and the socket syscalls (a quarter to
+a third of the real server's time with ``-P 16``, most of it unpipelined); see
+``benchmarks/README.md``.
+
+    .venv/bin/python benchmarks/inprocess.py                  # every row, -P 16 and -P 1
+    .venv/bin/python benchmarks/inprocess.py --rows set,wset --aof --clients 8
+    .venv/bin/python benchmarks/inprocess.py --profile wset   # cProfile of one row
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import cProfile
+import pstats
+import random
+import tempfile
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from hotkv.server.app import Server
+from hotkv.server.config import load_config
+from hotkv.server.connection import ClientProtocol, end_turn
+
+
+class FakeTransport:
+    """The calls ClientProtocol makes on a transport, doing nothing."""
+
+    def __init__(self) -> None:
+        self.last = b""
+
+    def write(self, data: bytes) -> None:
+        self.last = data
+
+    def get_extra_info(self, name: str) -> Any:
+        return ("127.0.0.1", 40000)
+
+    def set_write_buffer_limits(self, high: int) -> None:
+        pass
+
+    def get_write_buffer_size(self) -> int:
+        return 0
+
+    def close(self) -> None:
+        pass
+
+    def abort(self) -> None:
+        pass
+
+    def pause_reading(self) -> None:
+        pass
+
+    def resume_reading(self) -> None:
+        pass
+
+
+def request(*words: bytes) -> bytes:
+    out = [b"*%d\r\n" % len(words)]
+    for word in words:
+        out.append(b"$%d\r\n%b\r\n" % (len(word), word))
+    return b"".join(out)
+
+
+KEY = b"key:000000000001"
+ROWS: dict[str, bytes] = {
+    "ping": request(b"PING"),
+    "ping_inline": b"PING\r\n",
+    "set": request(b"SET", KEY, b"xxx"),
+    "get": request(b"GET", KEY),
+    "wset": request(b"AMEM.WORK.SET", b"bench", KEY, b"xxx"),
+    "wget": request(b"AMEM.WORK.GET", b"bench", KEY),
+    "capp": request(b"AMEM.CONV.APPEND", b"bench", b"user", b"xxx"),
+}
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rows", default=",".join(ROWS), help="comma-separated: " + ", ".join(ROWS))
+    parser.add_argument("--pipelines", default="16,1", help="requests per read (default 16,1)")
+    parser.add_argument("--clients", type=int, default=1, help="clients per loop turn")
+    parser.add_argument("--aof", action="store_true", help="appendonly yes, appendfsync everysec")
+    parser.add_argument("--keys", type=int, default=1,
+                        help="spread the string and WORK rows over this many keys (cache misses)")
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--commands", type=int, default=50_000, help="commands per timed run")
+    parser.add_argument("--profile", metavar="ROW", help="print a cProfile of one row at -P 16")
+    return parser.parse_args(argv)
+
+
+def reads_for(row: str, pipeline: int, keys: int, count: int) -> list[bytes]:
+    """Prebuilt reads of ``pipeline`` requests each (distinct keys when ``keys`` > 1)."""
+    base = ROWS[row]
+    if keys <= 1 or KEY not in base:
+        return [base * pipeline] * max(1, count)
+    rnd = random.Random(7)
+    return [b"".join(base.replace(KEY, b"key:%012d" % rnd.randrange(keys)) for _ in range(pipeline))
+            for _ in range(min(count, 4096))]
+
+
+async def run(args: argparse.Namespace) -> None:
+    data_dir = tempfile.mkdtemp(prefix="hotkv-inprocess-")
+    config = load_config(["--port", "0", "--dir", data_dir, "--save", "",
+                          "--appendonly", "yes" if args.aof else "no", "--appendfsync", "everysec"])
+    server = Server(config)
+    await server._open_subsystems()
+    for sub in server.subsystems:
+        started = getattr(sub, "started", None)
+        if started is not None:
+            await started()
+    core = server.core
+    clients = []
+    for _ in range(args.clients):
+        protocol = ClientProtocol(core)
+        protocol.connection_made(FakeTransport())  # type: ignore[arg-type]
+        clients.append(protocol)
+    first = clients[0]
+    first.data_received(request(b"AMEM.CONV.CREATE", b"bench"))
+    for row in ("set", "wset"):
+        first.data_received(ROWS[row])
+    if args.keys > 1:
+        for i in range(args.keys):
+            first.data_received(request(b"SET", b"key:%012d" % i, b"xxx")
+                                + request(b"AMEM.WORK.SET", b"bench", b"key:%012d" % i, b"xxx"))
+    end_turn(core)
+
+    def turn(read: bytes) -> None:
+        for protocol in clients:
+            protocol.data_received(read)
+        end_turn(core)
+
+    if args.profile:
+        reads = reads_for(args.profile, 16, args.keys, 1)
+        profiler = cProfile.Profile()
+        profiler.enable()
+        for i in range(args.commands // 16):
+            turn(reads[i % len(reads)])
+        profiler.disable()
+        pstats.Stats(profiler).sort_stats("tottime").print_stats(25)
+        return
+
+    pipelines = [int(p) for p in args.pipelines.split(",")]
+    print(f"CPU time per command in process ({args.clients} client(s) per turn, "
+          f"AOF {'everysec' if args.aof else 'off'}, keys {args.keys}), best of {args.repeat}:")
+    print("| row | " + " | ".join(f"-P {p}" for p in pipelines) + " |")
+    print("|---|" + "---:|" * len(pipelines))
+    for row in args.rows.split(","):
+        cells = []
+        for pipeline in pipelines:
+            rounds = max(1, args.commands // (pipeline * args.clients))
+            reads = reads_for(row, pipeline, args.keys, rounds)
+            best = float("inf")
+            for _ in range(args.repeat):
+                started = time.process_time()
+                for i in range(rounds):
+                    turn(reads[i % len(reads)])
+                best = min(best, (time.process_time() - started) / (rounds * pipeline * args.clients))
+            cells.append(f"{best * 1e6:.2f} us")
+        answer = clients[0].transport.last[:40]  # type: ignore[union-attr]
+        if answer.startswith(b"-"):
+            raise SystemExit(f"{row}: the server answered an error: {answer!r}")
+        print(f"| {row} | " + " | ".join(cells) + " |")
+    for sub in reversed(server.subsystems):
+        close = getattr(sub, "close", None)
+        if close is not None:
+            result = close(False)
+            if asyncio.iscoroutine(result):
+                await result
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    try:
+        import uvloop
+
+        uvloop.run(run(args))
+    except ImportError:
+        asyncio.run(run(args))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
