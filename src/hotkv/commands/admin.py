@@ -335,7 +335,47 @@ def section_fields(core: Core, name: str) -> Fields:
         known = {field for field, _ in fields}
         fields = [(f, replaced.get(f, v)) for f, v in fields]
         fields.extend((f, v) for f, v in added if f not in known)
+        order = _REDIS_ORDER.get(name)
+        if order is not None:  # subsystems' fields at Redis's places, hotkv's own after them
+            rank = {field: i for i, field in enumerate(order)}
+            fields.sort(key=lambda item: rank.get(item[0], len(order)))
     return fields
+
+
+def _names(text: str) -> list[str]:
+    return text.split()
+
+
+#: Redis 7.0's field order of the sections that subsystems add fields to
+_REDIS_ORDER = {
+    "persistence": _names(
+        "loading async_loading current_cow_peak current_cow_size current_cow_size_age "
+        "current_fork_perc current_save_keys_processed current_save_keys_total "
+        "rdb_changes_since_last_save rdb_bgsave_in_progress rdb_last_save_time "
+        "rdb_last_bgsave_status rdb_last_bgsave_time_sec rdb_current_bgsave_time_sec rdb_saves "
+        "rdb_last_cow_size rdb_last_load_keys_expired rdb_last_load_keys_loaded aof_enabled "
+        "aof_rewrite_in_progress aof_rewrite_scheduled aof_last_rewrite_time_sec "
+        "aof_current_rewrite_time_sec aof_last_bgrewrite_status aof_rewrites "
+        "aof_rewrites_consecutive_failures aof_last_write_status aof_last_cow_size "
+        "module_fork_in_progress module_fork_last_cow_size"
+    ),
+    "stats": _names(
+        "total_connections_received total_commands_processed instantaneous_ops_per_sec "
+        "total_net_input_bytes total_net_output_bytes total_net_repl_input_bytes "
+        "total_net_repl_output_bytes instantaneous_input_kbps instantaneous_output_kbps "
+        "instantaneous_input_repl_kbps instantaneous_output_repl_kbps rejected_connections "
+        "sync_full sync_partial_ok sync_partial_err expired_keys expired_stale_perc "
+        "expired_time_cap_reached_count expire_cycle_cpu_milliseconds evicted_keys "
+        "evicted_clients total_eviction_exceeded_time current_eviction_exceeded_time "
+        "keyspace_hits keyspace_misses pubsub_channels pubsub_patterns pubsubshard_channels "
+        "latest_fork_usec total_forks migrate_cached_sockets slave_expires_tracked_keys "
+        "active_defrag_hits active_defrag_misses active_defrag_key_hits "
+        "active_defrag_key_misses total_active_defrag_time current_active_defrag_time "
+        "tracking_total_keys tracking_total_items tracking_total_prefixes "
+        "unexpected_error_replies total_error_replies dump_payload_sanitizations "
+        "total_reads_processed total_writes_processed"
+    ),
+}
 
 
 def info_text(core: Core, args: list[bytes]) -> str:
