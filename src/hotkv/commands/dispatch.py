@@ -24,7 +24,6 @@ from hotkv.server.resp import QUEUED, ErrorReply
 #: commands executed at once even inside MULTI (everything else is queued)
 _NOT_QUEUED = frozenset({"exec", "discard", "multi", "watch", "quit", "reset"})
 
-_perf_ns = time.perf_counter_ns
 _time_ns = time.time_ns
 log = logging.getLogger("hotkv")
 
@@ -124,9 +123,11 @@ def dispatch(ctx: Context, argv: list[bytes]) -> Any:
         ctx.multi.append((spec, argv))
         return QUEUED
 
-    # the clock snapshot of this command (Clock.now_ms, inlined for the real clock)
-    ctx.now_ms = _time_ns() // 1_000_000 if core.wall_clock else core.clock.now_ms()
-    return execute(ctx, spec, argv)
+    # one clock read: the command's time snapshot and the start of its duration (as Redis
+    # times commands with the wall clock); Clock.now_ms for an injected (test) clock
+    started = _time_ns()
+    ctx.now_ms = started // 1_000_000 if core.wall_clock else core.clock.now_ms()
+    return execute(ctx, spec, argv, started)
 
 
 def _gate(ctx: Context, core: Any, spec: CommandSpec) -> str | None:
@@ -148,13 +149,18 @@ def _gate(ctx: Context, core: Any, spec: CommandSpec) -> str | None:
     return None
 
 
-def execute(ctx: Context, spec: CommandSpec, argv: list[bytes]) -> Any:
-    """Call the handler with timing and bookkeeping (dispatch, and EXEC for each command)."""
+def execute(ctx: Context, spec: CommandSpec, argv: list[bytes], started: int = 0) -> Any:
+    """Call the handler with timing and bookkeeping (dispatch, and EXEC for each command).
+
+    ``started`` is the ``time.time_ns()`` the command's duration counts from (dispatch
+    passes the read it took the snapshot from; 0 reads the clock here).
+    """
     core = ctx.core
     ctx.last_cmd = spec.name
     is_write = spec.is_write
     effects_before = len(core.pending_effects) if is_write else 0
-    started = _perf_ns()
+    if not started:
+        started = _time_ns()
     try:
         reply = spec.handler(ctx, argv)  # type: ignore[misc]
     except CommandError as exc:
@@ -165,7 +171,9 @@ def execute(ctx: Context, spec: CommandSpec, argv: list[bytes]) -> Any:
         reply = ErrorReply(f"ERR internal error in '{spec.name}': {type(exc).__name__}")
         reply = _failed(ctx, spec, argv, reply, started)
     else:
-        elapsed_us = (_perf_ns() - started) // 1000
+        elapsed_us = (_time_ns() - started) // 1000
+        if elapsed_us < 0:  # the wall clock stepped back during the command
+            elapsed_us = 0
         spec.calls += 1
         spec.usec += elapsed_us
         pending = core.pending_effects
@@ -191,7 +199,7 @@ def _failed(
 ) -> ErrorReply:
     """Bookkeeping of a command whose handler answered an error (it may have written)."""
     core = ctx.core
-    elapsed_us = (_perf_ns() - started) // 1000
+    elapsed_us = max(0, (_time_ns() - started) // 1000)
     spec.calls += 1
     spec.usec += elapsed_us
     spec.failed_calls += 1
