@@ -185,3 +185,63 @@ def test_close_saves_when_a_fresh_rewrite_did_not_finish(make: Any) -> None:
     p.close(None)  # kills the child; the data is saved in the foreground instead
     assert reload(p) == [b"x"]
     assert not [n for n in os.listdir(p.layout.aof_dir) if n.startswith("temp-")]
+
+
+class RecordingTransport:
+    """The socket side of one client: records, for every reply written, how many bytes
+    the AOF file held at that moment."""
+
+    def __init__(self, aof_path: str, log: list[tuple[str, bytes, int]], name: str) -> None:
+        self.aof_path, self.log, self.name = aof_path, log, name
+
+    def write(self, data: bytes) -> None:
+        self.log.append((self.name, data, os.path.getsize(self.aof_path)))
+
+    def get_extra_info(self, name: str) -> Any:
+        return ("127.0.0.1", 40000)
+
+    def set_write_buffer_limits(self, high: int) -> None:
+        pass
+
+    def get_write_buffer_size(self) -> int:
+        return 0
+
+    def close(self) -> None:
+        pass
+
+
+@pytest.mark.parametrize("policy", ["everysec", "always"])
+def test_replies_of_a_turn_leave_after_its_records_are_in_the_file(make: Any, policy: str) -> None:
+    """Three clients' reads in one event-loop turn: no reply leaves during the turn; at its
+    end the AOF grows once (one frame for all the writes) before the first reply is
+    written; a read-only client of that turn waits with the others, in order."""
+    from hotkv.commands import load_all
+    from hotkv.server.connection import ClientProtocol
+
+    load_all()
+    p = make("--appendfsync", policy)
+    assert p.aof is not None
+    path = p.aof.path
+    log: list[tuple[str, bytes, int]] = []
+
+    async def one_turn() -> int:
+        clients = []
+        for name in ("a", "b", "reader"):
+            protocol = ClientProtocol(p.core)
+            protocol.connection_made(RecordingTransport(path, log, name))  # type: ignore[arg-type]
+            clients.append(protocol)
+        before = os.path.getsize(path)
+        clients[0].data_received(b"*3\r\n$3\r\nSET\r\n$1\r\nx\r\n$1\r\n1\r\n")
+        clients[1].data_received(b"*3\r\n$3\r\nSET\r\n$1\r\ny\r\n$1\r\n2\r\n" * 2)
+        clients[2].data_received(b"*2\r\n$3\r\nGET\r\n$1\r\nx\r\n")
+        assert log == [] and os.path.getsize(path) == before  # held: the turn is not over
+        await asyncio.sleep(0)  # the loop runs end_turn
+        return before
+
+    before = asyncio.run(one_turn())
+    assert [(name, data) for name, data, _ in log] == [
+        ("a", b"+OK\r\n"), ("b", b"+OK\r\n+OK\r\n"), ("reader", b"$1\r\n1\r\n")]
+    grown = {size for _, _, size in log}
+    assert len(grown) == 1 and grown.pop() > before  # written once, before every reply
+    loaded = reload(p)
+    assert loaded == [b"x", b"y"]
