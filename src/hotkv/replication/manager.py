@@ -232,7 +232,17 @@ class Replication:
                 self.flush_scheduled = True
                 if self.loop is not None:
                     # after the current batch of commands: one write per replica per batch
-                    self.loop.call_soon(self.flush)
+                    self.loop.call_soon(self._flush_after_aof)
+
+    def _flush_after_aof(self) -> None:
+        """The scheduled flush: when this turn's writes still wait for our AOF write, the
+        replicas get them after it (``core.after_turn``, run by the turn's end), as Redis
+        writes the AOF in beforeSleep before any client output, replicas' included."""
+        core = self.core
+        if core.reply_barrier and core.turn_waiting:
+            core.after_turn.append(self.flush)
+            return
+        self.flush()
 
     def flush(self) -> None:
         self.flush_scheduled = False

@@ -553,7 +553,8 @@ class ClientProtocol(asyncio.Protocol):
 
 
 def end_turn(core: Core) -> None:
-    """Write the turn's AOF data once, then release every reply held for it."""
+    """Write the turn's AOF data once, then release every reply held for it, then run what
+    waited for the AOF (the replicas' copy of the turn's writes)."""
     waiting, core.turn_waiting = core.turn_waiting, []
     try:
         for hook in core.before_reply:
@@ -561,9 +562,12 @@ def end_turn(core: Core) -> None:
     except RepliesWithheld as exc:
         for protocol in waiting:
             protocol._withhold(exc)
-        return
-    for protocol in waiting:
-        protocol._release()
+    else:
+        for protocol in waiting:
+            protocol._release()
+    after, core.after_turn = core.after_turn, []
+    for callback in after:
+        callback()
 
 
 def _format_addr(info: Any) -> str:

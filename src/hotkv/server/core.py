@@ -97,6 +97,8 @@ class Core:
         self.reply_barrier = False
         #: connections holding replies until the end of this turn (server/connection.py)
         self.turn_waiting: list[Any] = []
+        #: run at the end of this turn, after the AOF write (the replication stream)
+        self.after_turn: list[Callable[[], None]] = []
         self.pending_effects: list[Effect] = []
         self.in_exec = False
         #: key -> contexts watching it (WATCH); any write naming the key makes them dirty

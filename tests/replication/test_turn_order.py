@@ -1,0 +1,102 @@
+"""In process: a primary's writes reach its replicas only after they are in its AOF.
+
+Redis writes the AOF in beforeSleep before any client output, replicas' included; hotkv
+does the same at the end of the event-loop turn (``server/connection.end_turn``). The
+server is a real ``Server`` with its persistence and replication subsystems; the clients
+and the replica are ``ClientProtocol`` objects whose transport records, for every write,
+how big the AOF file was at that moment.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+from typing import Any
+
+from hotkv.server.app import Server
+from hotkv.server.config import load_config
+from hotkv.server.connection import ClientProtocol
+
+
+class RecordingTransport:
+    def __init__(self, name: str, log: list[tuple[str, bytes, int]], aof: list[str]) -> None:
+        self.name, self.log, self.aof = name, log, aof
+
+    def write(self, data: bytes) -> None:
+        self.log.append((self.name, data, os.path.getsize(self.aof[0]) if self.aof else -1))
+
+    def get_extra_info(self, name: str) -> Any:
+        return ("127.0.0.1", 40000)
+
+    def set_write_buffer_limits(self, high: int) -> None:
+        pass
+
+    def get_write_buffer_size(self) -> int:
+        return 0
+
+    def is_closing(self) -> bool:
+        return False
+
+    def close(self) -> None:
+        pass
+
+    def abort(self) -> None:
+        pass
+
+    def pause_reading(self) -> None:
+        pass
+
+    def resume_reading(self) -> None:
+        pass
+
+
+def command(*words: bytes) -> bytes:
+    return b"*%d\r\n" % len(words) + b"".join(b"$%d\r\n%b\r\n" % (len(w), w) for w in words)
+
+
+def test_replicas_get_a_turns_writes_after_the_aof_has_them(tmp_path: Path) -> None:
+    log: list[tuple[str, bytes, int]] = []
+    aof: list[str] = []
+
+    async def run() -> tuple[int, int]:
+        server = Server(load_config(["--port", "0", "--dir", str(tmp_path), "--save", "",
+                                     "--appendonly", "yes", "--appendfsync", "everysec"]))
+        await server._open_subsystems()
+        for sub in server.subsystems:
+            started = getattr(sub, "started", None)
+            if started is not None:
+                await started()
+        core = server.core
+        persistence = core.extras["persistence"]
+        aof.append(persistence.aof.path)
+
+        replica = ClientProtocol(core)
+        replica.connection_made(RecordingTransport("replica", log, aof))  # type: ignore[arg-type]
+        replica.data_received(command(b"REPLCONF", b"listening-port", b"7000"))
+        replica.data_received(command(b"PSYNC", b"?", b"-1"))
+        await asyncio.sleep(0.01)
+        assert any(data.startswith(b"+FULLRESYNC") for name, data, _ in log if name == "replica")
+        log.clear()
+
+        writer = ClientProtocol(core)
+        writer.connection_made(RecordingTransport("writer", log, aof))  # type: ignore[arg-type]
+        before = os.path.getsize(aof[0])
+        writer.data_received(command(b"SET", b"k", b"v") + command(b"AMEM.WORK.SET", b"s", b"k", b"v"))
+        assert log == []  # nothing leaves during the turn
+        for _ in range(3):
+            await asyncio.sleep(0)
+        for sub in reversed(server.subsystems):
+            close = getattr(sub, "close", None)
+            if close is not None:
+                result = close(False)
+                if asyncio.iscoroutine(result):
+                    await result
+        return before, os.path.getsize(aof[0])
+
+    before, after = asyncio.run(run())
+    assert {name for name, _, _ in log} == {"writer", "replica"}
+    stream = b"".join(data for name, data, _ in log if name == "replica")
+    assert stream.count(b"HOTKV.EFFECT") == 2
+    sizes = {size for _, _, size in log}
+    assert after > before and sizes == {after}  # every write out came after the AOF write
