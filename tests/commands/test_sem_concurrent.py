@@ -223,18 +223,15 @@ def test_search_service_runs_searches_and_closes() -> None:
 
 def test_blas_is_held_to_one_thread() -> None:
     """numpy's OpenBLAS threads spin after every product; the server holds them to one."""
-    import ctypes
-    from pathlib import Path
+    from hotkv.commands.sem import limit_blas_threads, loaded_openblas
 
-    from hotkv.commands.sem import limit_blas_threads
-
-    if not limit_blas_threads(1):
-        pytest.skip("numpy is not linked with OpenBLAS here")
-    paths = {line.split()[-1] for line in Path("/proc/self/maps").read_text().splitlines()
-             if "openblas" in line.rsplit("/", 1)[-1].lower()}
+    libs = loaded_openblas()
+    assert libs, ("no OpenBLAS is mapped into this process: numpy from pip bundles one "
+                  "(scipy-openblas), so this numpy is not the one the test command installs")
+    assert limit_blas_threads(1), (
+        "OpenBLAS is loaded but exports none of hotkv.commands.sem._OPENBLAS_SET_THREADS")
     counts = []
-    for path in paths:
-        lib = ctypes.CDLL(path)
+    for lib in libs:
         for name in ("scipy_openblas_get_num_threads64_", "openblas_get_num_threads"):
             getter = getattr(lib, name, None)
             if getter is not None:

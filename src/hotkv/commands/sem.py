@@ -220,6 +220,24 @@ class SemanticService:
             pool.shutdown(wait=True, cancel_futures=True)
 
 
+def loaded_openblas() -> list[ctypes.CDLL]:
+    """The OpenBLAS libraries mapped into this process (numpy's pip wheels bundle one);
+    [] when there is none, or off Linux (no ``/proc/self/maps``)."""
+    try:
+        maps = Path("/proc/self/maps").read_text()
+    except OSError:  # not Linux
+        return []
+    paths = {line.split()[-1] for line in maps.splitlines()
+             if "openblas" in line.rsplit("/", 1)[-1].lower()}
+    libs: list[ctypes.CDLL] = []
+    for path in sorted(paths):
+        try:
+            libs.append(ctypes.CDLL(path))
+        except OSError:
+            continue
+    return libs
+
+
 def limit_blas_threads(threads: int = 1) -> bool:
     """Cap numpy's OpenBLAS thread pool at ``threads``; False when no OpenBLAS was found.
 
@@ -229,18 +247,8 @@ def limit_blas_threads(threads: int = 1) -> bool:
     holding 100,000 x 768 facts), which the RECALL search threads need. One thread is also
     faster for products this small. (Setting ``OPENBLAS_NUM_THREADS=1`` before numpy is
     first imported does the same; by the time this module is imported numpy is loaded.)"""
-    try:
-        maps = Path("/proc/self/maps").read_text()
-    except OSError:  # not Linux
-        return False
-    paths = {line.split()[-1] for line in maps.splitlines()
-             if "openblas" in line.rsplit("/", 1)[-1].lower()}
     found = False
-    for path in sorted(paths):
-        try:
-            lib = ctypes.CDLL(path)
-        except OSError:
-            continue
+    for lib in loaded_openblas():
         for symbol in _OPENBLAS_SET_THREADS:
             setter = getattr(lib, symbol, None)
             if setter is not None:
