@@ -560,9 +560,7 @@ def sem_recall(ctx: Context, argv: list[bytes]) -> Any:
         deferred = _search_elsewhere(ctx, ns, planned, withvectors)
         if deferred is not None:
             return deferred
-        ns.quiesce()
-        planned.run()
-        hits = planned.finish(ctx.now_ms)
+        hits = planned.run_in_place(ctx.now_ms)
     else:
         hits = planned
     return [_fact_record(ns, fact, similarity, withvectors) for fact, similarity in hits]

@@ -64,7 +64,7 @@ import math
 import os
 import random
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypedDict, Unpack
 
 import hnswlib
 import numpy as np
@@ -226,6 +226,17 @@ def fact_terms(fact: Fact) -> list[str]:
     if fact.description is None:
         return doc_terms(fact.text)
     return doc_terms(fact.text + b"\n" + fact.description)
+
+
+class RecallOptions(TypedDict, total=False):
+    """The options of :meth:`Namespace.recall_deferred` (and so of ``recall``)."""
+
+    minsim: float | None
+    kind: bytes | None
+    minconf: float | None
+    prefix: bytes | None
+    ef: int | None
+    exact: bool
 
 
 class SearchHit(NamedTuple):
@@ -495,27 +506,15 @@ class Namespace:
         return vec
 
     def recall(
-        self,
-        vector: bytes,
-        k: int,
-        now_ms: int,
-        *,
-        minsim: float | None = None,
-        kind: bytes | None = None,
-        minconf: float | None = None,
-        prefix: bytes | None = None,
-        ef: int | None = None,
-        exact: bool = False,
+        self, vector: bytes, k: int, now_ms: int, **options: Unpack[RecallOptions]
     ) -> list[tuple[Fact, float]]:
-        """Up to ``k`` live facts passing the filters, most similar first, with similarity.
+        """Up to ``k`` live facts passing the filters, most similar first, with similarity
+        (the options are :meth:`recall_deferred`'s).
 
         ``exact``: a brute-force (numpy) scan of every matching fact instead of HNSW."""
-        planned = self.recall_deferred(vector, k, now_ms, minsim=minsim, kind=kind,
-                                       minconf=minconf, prefix=prefix, ef=ef, exact=exact)
+        planned = self.recall_deferred(vector, k, now_ms, **options)
         if isinstance(planned, PendingSearch):
-            self.quiesce()  # in place: no search of this index may run elsewhere meanwhile
-            planned.run()
-            return planned.finish(now_ms)
+            return planned.run_in_place(now_ms)
         return planned
 
     def recall_deferred(
@@ -560,11 +559,13 @@ class Namespace:
         kind: bytes | None,
         minconf: float | None,
         prefix: bytes | None,
+        now_ms: int,
     ) -> list[tuple[Fact, float]]:
-        """The HNSW side of RECALL and SEARCH: up to ``k`` matching facts, nearest first."""
+        """The HNSW side of SEARCH: up to ``k`` matching facts, nearest first."""
         hits = self._plan_nearest(query, k, breadth, kind, minconf, prefix)
         if hits is None:
-            hits = self._search(query, k, breadth, self._filter(kind, minconf, prefix))
+            check = self._filter(kind, minconf, prefix)
+            hits = PendingSearch(self, query, k, breadth, check, None).run_in_place(now_ms)
         return hits
 
     def _plan_nearest(
@@ -655,39 +656,6 @@ class Namespace:
         # reading a vector back (get_items) costs about 30 graph steps, and the walk
         # visits about breadth * n / matches facts before it has enough.
         return matches <= breadth or matches * matches <= breadth * len(self.facts) / 32
-
-    def _search(
-        self, query: np.ndarray, k: int, breadth: int, check: Callable[[Fact], bool] | None
-    ) -> list[tuple[Fact, float]]:
-        self.quiesce()  # ef is shared with any search in flight
-        index = self._index
-        assert index is not None
-        by_label = self._by_label
-        k_eff = min(k, len(self.facts))
-        index.set_ef(breadth)
-        try:
-            if check is None:
-                labels, dists = index.knn_query(query, k=k_eff)
-            else:
-
-                def allowed(label: int) -> bool:
-                    fact = by_label[label]
-                    return fact is not None and check(fact)
-
-                labels, dists = index.knn_query(query, k=k_eff, filter=allowed)
-        except RuntimeError:
-            # hnswlib found fewer than k_eff: fall back to every matching fact, exactly
-            facts: Iterable[Fact] = self.facts.values()
-            if check is not None:
-                facts = filter(check, facts)
-            return self._exact(query, list(facts), k)
-        finally:
-            index.set_ef(self.ef)
-        to_similarity = self._similarity_of_distance
-        return [
-            (by_label[label], to_similarity(float(dist)))
-            for label, dist in zip(labels[0].tolist(), dists[0].tolist(), strict=True)
-        ]
 
     def _similarity_of_distance(self, dist: float) -> float:
         if self.metric == "L2":  # hnswlib's l2 distance is squared
@@ -801,7 +769,7 @@ class Namespace:
             depth = min(HYBRID_DEPTH_MAX, max(HYBRID_DEPTH, 2 * k))
             by_text = self._text_ranked(terms, depth, check)
             breadth = max(search_breadth(self.ef, k), depth)
-            by_vector = self._nearest(query, depth, breadth, kind, minconf, prefix)
+            by_vector = self._nearest(query, depth, breadth, kind, minconf, prefix, now_ms)
             hits = self._fuse(terms, query, by_text, by_vector, fusion, alpha, k)
         if minscore is not None:
             hits = [hit for hit in hits if hit.score >= minscore]
@@ -1188,6 +1156,13 @@ class PendingSearch:
             if fact is not None:
                 found.append((fact, float(dist)))
         self.found = found
+
+    def run_in_place(self, now_ms: int) -> list[tuple[Fact, float]]:
+        """:meth:`run` on this thread, then :meth:`finish` (no search of the index may run
+        elsewhere meanwhile: it waits for them first)."""
+        self.ns.quiesce()
+        self.run()
+        return self.finish(now_ms)
 
     def finish(self, now_ms: int) -> list[tuple[Fact, float]]:
         """The hits (loop thread): facts still current and alive, with their similarity."""
