@@ -6,6 +6,7 @@ import os
 
 import pytest
 
+from hotkv.persistence.framing import unpack
 from hotkv.replication import state
 from hotkv.replication.backlog import Backlog
 from hotkv.replication.stream import (
@@ -15,7 +16,6 @@ from hotkv.replication.stream import (
     StreamError,
     effect_command,
     encode_command,
-    unpack,
 )
 
 RECORDS = [

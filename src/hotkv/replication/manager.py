@@ -27,10 +27,11 @@ from typing import TYPE_CHECKING, Any
 
 from hotkv.commands.dispatch import NO_REPLY, Deferred, dispatch
 from hotkv.commands.errors import CommandError
+from hotkv.persistence.framing import pack, unpack
 from hotkv.replication import state
 from hotkv.replication.backlog import Backlog
 from hotkv.replication.link import REPL_TIMEOUT_S, PrimaryLink
-from hotkv.replication.stream import EFFECT, GETACK, PING, effect_command, pack, unpack
+from hotkv.replication.stream import EFFECT, GETACK, PING, effect_command
 from hotkv.server.core import RepliesWithheld
 from hotkv.server.resp import OK, ErrorReply
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import msgpack
+from hotkv.persistence.framing import pack
 
 EFFECT = b"HOTKV.EFFECT"
 _EFFECT_HEAD = b"*2\r\n$%d\r\n%b\r\n" % (len(EFFECT), EFFECT)
@@ -31,15 +31,6 @@ class StreamError(Exception):
     """Bytes from the primary that are not a canonical RESP command."""
 
 
-def pack(value: Any) -> bytes:
-    """msgpack with bytes and str kept apart, as the persistence files store records."""
-    return msgpack.packb(value, use_bin_type=True)
-
-
-def unpack(payload: bytes) -> Any:
-    return msgpack.unpackb(payload, raw=False, strict_map_key=False)
-
-
 def encode_command(*args: bytes) -> bytes:
     parts = [b"*%d\r\n" % len(args)]
     for arg in args:
@@ -47,12 +38,12 @@ def encode_command(*args: bytes) -> bytes:
     return b"".join(parts)
 
 
-_packer = msgpack.Packer(use_bin_type=True)  # one Packer: packb would build one per call
-
-
 def effect_command(record: Any) -> bytes:
-    """The stream bytes of one effect record (on every write: kept cheap)."""
-    payload: bytes = _packer.pack(record)
+    """The stream bytes of one effect record (on every write: kept cheap).
+
+    The payload is msgpack as the persistence files store records (``framing.pack``).
+    """
+    payload = pack(record)
     return _EFFECT_HEAD + b"$%d\r\n" % len(payload) + payload + b"\r\n"
 
 
