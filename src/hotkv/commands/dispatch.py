@@ -161,54 +161,39 @@ def execute(ctx: Context, spec: CommandSpec, argv: list[bytes], started: int = 0
     effects_before = len(core.pending_effects) if is_write else 0
     if not started:
         started = _time_ns()
+    failed = True
     try:
         reply = spec.handler(ctx, argv)  # type: ignore[misc]
+        failed = False
     except CommandError as exc:
-        reply = _failed(ctx, spec, argv, ErrorReply(exc.message), started)
+        reply = ErrorReply(exc.message)
     except Exception as exc:  # a bug must cost one reply, never the connection or the server
         log.exception("internal error in %s", spec.name)
         core.stats.unexpected_error_replies += 1
         reply = ErrorReply(f"ERR internal error in '{spec.name}': {type(exc).__name__}")
-        reply = _failed(ctx, spec, argv, reply, started)
-    else:
-        elapsed_us = (_time_ns() - started) // 1000
-        if elapsed_us < 0:  # the wall clock stepped back during the command
-            elapsed_us = 0
-        spec.calls += 1
-        spec.usec += elapsed_us
-        pending = core.pending_effects
-        if pending:
-            if is_write and core.watchers and len(pending) != effects_before:
-                # as Redis, only a write that changed something (emitted an effect) breaks
-                # a WATCH: DEL of a missing key or SET NX on an existing one leave it alone
-                if spec.name in ("flushall", "flushdb"):
-                    core.touch_all()
-                else:
-                    core.touch(spec.keys_of(argv))
-            if not core.in_exec:
-                core.flush_effects()
-        if elapsed_us >= core.slowlog_threshold >= 0 and not spec.skip_slowlog:
-            _slowlog_add(ctx, argv, elapsed_us)
-    if core.monitors and not spec.skip_monitor:
-        feed_monitors(ctx, argv)
-    return reply
-
-
-def _failed(
-    ctx: Context, spec: CommandSpec, argv: list[bytes], reply: ErrorReply, started: int
-) -> ErrorReply:
-    """Bookkeeping of a command whose handler answered an error (it may have written)."""
-    core = ctx.core
-    elapsed_us = max(0, (_time_ns() - started) // 1000)
+    elapsed_us = (_time_ns() - started) // 1000
+    if elapsed_us < 0:  # the wall clock stepped back during the command
+        elapsed_us = 0
     spec.calls += 1
     spec.usec += elapsed_us
-    spec.failed_calls += 1
-    _count_error(core, reply)
-    if core.pending_effects and not core.in_exec:
-        core.flush_effects()
-    threshold = core.slowlog_threshold
-    if threshold >= 0 and elapsed_us >= threshold and not spec.skip_slowlog:
+    if failed:
+        spec.failed_calls += 1
+        _count_error(core, reply)
+    pending = core.pending_effects
+    if pending:  # a handler that failed may still have written
+        if is_write and not failed and core.watchers and len(pending) != effects_before:
+            # as Redis, only a write that changed something (emitted an effect) breaks a
+            # WATCH: DEL of a missing key or SET NX on an existing one leave it alone
+            if spec.name in ("flushall", "flushdb"):
+                core.touch_all()
+            else:
+                core.touch(spec.keys_of(argv))
+        if not core.in_exec:
+            core.flush_effects()
+    if elapsed_us >= core.slowlog_threshold >= 0 and not spec.skip_slowlog:
         _slowlog_add(ctx, argv, elapsed_us)
+    if core.monitors and not spec.skip_monitor:
+        feed_monitors(ctx, argv)
     return reply
 
 
