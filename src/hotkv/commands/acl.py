@@ -239,17 +239,26 @@ class User:
     # --- checks ---------------------------------------------------------------------
     def check(self, ctx: Context, spec: CommandSpec, argv: list[bytes]) -> str | None:
         """None if this user may run this call, else the NOPERM message (and an ACL LOG entry)."""
+        denied = self.denial(spec, argv)
+        if denied is None:
+            return None
+        reason, obj = denied
+        log_denial(ctx, reason, obj.decode("utf-8", "replace"))
+        return noperm_command(spec.name) if reason == "command" else NOPERM_KEY
+
+    def denial(self, spec: CommandSpec, argv: list[bytes]) -> tuple[str, bytes] | None:
+        """None if this user may run this call, else what is denied, as ACL LOG names it:
+        ``("command", name)`` or ``("key", the first key refused)``. Logs nothing (ACL
+        DRYRUN asks this too)."""
         if spec.name not in self.allowed and not spec.no_auth:
             # commands that work before authentication (AUTH, HELLO, QUIT) are never denied
-            log_denial(ctx, "command", spec.name)
-            return noperm_command(spec.name)
+            return "command", spec.name.encode()
         if self.allkeys or spec.first_key <= 0:
             return None
         read, write = key_permissions(spec, argv)
         for key in spec.keys_of(argv):
             if not self.key_allowed(key, read=read, write=write):
-                log_denial(ctx, "key", key.decode("utf-8", "replace"))
-                return NOPERM_KEY
+                return "key", key
         return None
 
     def key_allowed(self, key: bytes, *, read: bool = True, write: bool = False) -> bool:
@@ -687,24 +696,12 @@ def acl_dryrun(ctx: Context, argv: list[bytes]) -> Any:
     found = resolve(ctx, argv[3:])
     if isinstance(found, str):
         raise CommandError(found)
-    denial = _check_quietly(user, found, argv[3:])
-    if denial is None:
+    denied = user.denial(found, argv[3:])
+    if denied is None:
         return OK
-    return f"This user has no permissions to run the '{found.name}' command" if denial.startswith(
-        "NOPERM this user has no permissions to run") else (
-        "This user has no permissions to access one of the keys used as arguments")
-
-
-def _check_quietly(user: User, spec: CommandSpec, argv: list[bytes]) -> str | None:
-    if spec.name not in user.allowed and not spec.no_auth:
-        return noperm_command(spec.name)
-    if user.allkeys or spec.first_key <= 0:
-        return None
-    read, write = key_permissions(spec, argv)
-    for key in spec.keys_of(argv):
-        if not user.key_allowed(key, read=read, write=write):
-            return NOPERM_KEY
-    return None
+    if denied[0] == "command":
+        return f"This user has no permissions to run the '{found.name}' command"
+    return "This user has no permissions to access one of the keys used as arguments"
 
 
 def key_permissions(spec: CommandSpec, argv: list[bytes]) -> tuple[bool, bool]:
