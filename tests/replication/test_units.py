@@ -59,6 +59,21 @@ def test_parser_rejects_what_a_primary_never_sends(bad: bytes) -> None:
         parser.next()
 
 
+@pytest.mark.parametrize(("bad", "message"), [
+    (b"+OK\r\n", "expected '*' at the start of a command, got b'+'"),
+    (b"*1\r\n:5\r\n", "expected '$' in a command, got b':'"),
+    (b"*" + b"9" * 40, "command header too long"),
+    (b"*1\r\n$" + b"9" * 40, "bulk header too long"),
+    (b"*1\r\n$-3\r\n", "negative length -3"),
+])
+def test_parser_errors_say_what_was_expected(bad: bytes, message: str) -> None:
+    parser = CommandParser()
+    parser.feed(bad)
+    with pytest.raises(StreamError) as exc:
+        parser.next()
+    assert str(exc.value) == message
+
+
 def test_backlog_window_and_offsets() -> None:
     backlog = Backlog(16 * 1024, next_offset=101)  # 100 bytes of history before it existed
     assert (backlog.first, backlog.end, backlog.histlen) == (101, 101, 0)

@@ -22,6 +22,7 @@ from __future__ import annotations
 from typing import Any
 
 from hotkv.persistence.framing import pack
+from hotkv.server.resp import encode
 
 EFFECT = b"HOTKV.EFFECT"
 _EFFECT_HEAD = b"*2\r\n$%d\r\n%b\r\n" % (len(EFFECT), EFFECT)
@@ -32,10 +33,8 @@ class StreamError(Exception):
 
 
 def encode_command(*args: bytes) -> bytes:
-    parts = [b"*%d\r\n" % len(args)]
-    for arg in args:
-        parts.append(b"$%d\r\n%b\r\n" % (len(arg), arg))
-    return b"".join(parts)
+    """A command in canonical form: an array of bulk strings, as RESP encodes it."""
+    return encode(list(args), 2)
 
 
 def effect_command(record: Any) -> bytes:
@@ -84,30 +83,16 @@ class CommandParser:
         buf = self.buf
         start = pos = self.pos
         end = len(buf)
-        if pos >= end:
+        head = _header(buf, pos, end, b"*", "at the start of a command", "command")
+        if head is None:
             return None
-        if buf[pos] != 0x2A:  # '*'
-            raise StreamError(f"expected '*' at the start of a command, got {bytes(buf[pos:pos + 1])!r}")
-        nl = buf.find(b"\r\n", pos)
-        if nl < 0:
-            if end - pos > 32:
-                raise StreamError("command header too long")
-            return None
-        count = _number(buf, pos + 1, nl)
-        pos = nl + 2
+        count, pos = head
         argv: list[bytes] = []
         for _ in range(count):
-            if pos >= end:
+            head = _header(buf, pos, end, b"$", "in a command", "bulk")
+            if head is None:
                 return None
-            if buf[pos] != 0x24:  # '$'
-                raise StreamError(f"expected '$' in a command, got {bytes(buf[pos:pos + 1])!r}")
-            nl = buf.find(b"\r\n", pos)
-            if nl < 0:
-                if end - pos > 32:
-                    raise StreamError("bulk header too long")
-                return None
-            size = _number(buf, pos + 1, nl)
-            first = nl + 2
+            size, first = head
             last = first + size
             if last + 2 > end:
                 return None
@@ -115,6 +100,22 @@ class CommandParser:
             pos = last + 2
         self.pos = pos
         return argv, bytes(buf[start:pos])
+
+
+def _header(buf: bytearray, pos: int, end: int, marker: bytes, where: str,
+            what: str) -> tuple[int, int] | None:
+    """The length after ``marker`` at ``pos`` and where the line after it starts, or None
+    until the whole line is there."""
+    if pos >= end:
+        return None
+    if buf[pos] != marker[0]:
+        raise StreamError(f"expected {marker.decode()!r} {where}, got {bytes(buf[pos:pos + 1])!r}")
+    nl = buf.find(b"\r\n", pos)
+    if nl < 0:
+        if end - pos > 32:
+            raise StreamError(f"{what} header too long")
+        return None
+    return _number(buf, pos + 1, nl), nl + 2
 
 
 def _number(buf: bytearray, start: int, end: int) -> int:
