@@ -47,9 +47,6 @@ class AofFile:
         fd = os.open(path, flags, 0o644)
         return cls(path, fd, os.fstat(fd).st_size)
 
-    def append(self, record: object) -> None:
-        self.records.append(record)
-
     @property
     def pending(self) -> bool:
         """Records or bytes wait to be written."""
