@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import socket
+from typing import Any
 
 import pytest
 import redis
@@ -252,6 +253,56 @@ def test_key_permissions_follow_key_specs_as_redis() -> None:
                 b"%R~r* %W~w* ~x* ~b* %R~d* %W~d1"
         assert outcomes[1] == outcomes[0]
         assert ("EXISTS w1", "allowed") in outcomes[1] and ("INCR d1", "NOPERM") in outcomes[1]
+    finally:
+        proc.cleanup()
+        reference.stop()
+
+
+
+#: ACL DRYRUN calls: allowed, a command the user lacks, key denials by permission, and
+#: calls that are no command (unknown, unknown subcommand, wrong number of arguments)
+DRYRUN_CALLS = [
+    "GET r1", "GET w1", "SET w1 v", "SET r1 v", "SET w1 v GET", "EXISTS w1", "INCR b1",
+    "INCR d1", "MGET r1 w1", "MSET w1 a r1 b", "FLUSHALL", "PING", "GET other",
+    "NOSUCH x", "CONFIG NOSUCH", "GET", "CONFIG GET",
+]
+
+
+def dryrun(client: redis.Redis, call: str) -> Any:
+    try:
+        return client.execute_command("ACL", "DRYRUN", "u", *call.split())
+    except redis.ResponseError as exc:
+        return f"error: {exc}"
+
+
+def test_acl_dryrun_answers_as_redis() -> None:
+    """ACL DRYRUN gives the permission check's verdict without running the call (OK, the
+    denied command, or the first denied key), the same replies and errors as redis-server
+    7 in RESP2 and RESP3, and logs nothing in ACL LOG."""
+    from helpers import RedisServer
+
+    reference = RedisServer()
+    proc = HotkvProcess().start()
+    try:
+        answers = []
+        for port in (reference.port, proc.port):
+            for protocol in (2, 3):
+                root = redis.Redis(port=port, protocol=protocol)
+                root.execute_command("ACL", "SETUSER", "u", "reset", "on", "nopass", "+@all",
+                                     "-flushall", "%R~r*", "%W~w*", "%R~b*", "%W~b*", "%R~d*",
+                                     "%W~d1")
+                root.execute_command("ACL", "LOG", "RESET")
+                answers.append([dryrun(root, call) for call in DRYRUN_CALLS])
+                assert root.execute_command("ACL", "LOG") == []
+                assert root.get("w1") is None  # nothing ran
+                root.close()
+        assert answers[2] == answers[0] and answers[3] == answers[1]
+        verdicts = dict(zip(DRYRUN_CALLS, answers[3], strict=True))
+        assert verdicts["GET r1"] == b"OK"
+        assert verdicts["FLUSHALL"] == b"This user has no permissions to run the 'flushall' command"
+        assert verdicts["MGET r1 w1"] == b"This user has no permissions to access the 'w1' key"
+        assert verdicts["CONFIG NOSUCH"] == "error: Command 'CONFIG' not found"
+        assert verdicts["GET"] == "error: wrong number of arguments for 'get' command"
     finally:
         proc.cleanup()
         reference.stop()

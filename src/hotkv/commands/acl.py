@@ -695,13 +695,17 @@ def acl_dryrun(ctx: Context, argv: list[bytes]) -> Any:
         raise CommandError(f"ERR User '{name}' not found")
     found = resolve(ctx, argv[3:])
     if isinstance(found, str):
-        raise CommandError(found)
+        if found.startswith(("ERR unknown command", "ERR unknown subcommand")):
+            # as Redis 7: an unknown subcommand names the container that has no such one
+            raise CommandError(f"ERR Command '{argv[3].decode('utf-8', 'replace')}' not found")
+        raise CommandError(found)  # wrong number of arguments, as the call itself would get
     denied = user.denial(found, argv[3:])
     if denied is None:
         return OK
-    if denied[0] == "command":
+    reason, obj = denied
+    if reason == "command":
         return f"This user has no permissions to run the '{found.name}' command"
-    return "This user has no permissions to access one of the keys used as arguments"
+    return f"This user has no permissions to access the '{obj.decode('utf-8', 'replace')}' key"
 
 
 def key_permissions(spec: CommandSpec, argv: list[bytes]) -> tuple[bool, bool]:
