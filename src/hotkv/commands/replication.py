@@ -56,7 +56,8 @@ def _replicaof(ctx: Context, argv: list[bytes]) -> Any:
     if repl.primary == (host_text, port):
         return Simple("OK Already connected to specified master")
     log.info("REPLICAOF %s:%d enabled (user request from 'id=%d addr=%s')", host_text, port, ctx.id, ctx.addr)
-    return Simple(repl.replicaof(host_text, port))
+    repl.replicaof(host_text, port)
+    return OK
 
 
 @command("replicaof", arity=3, flags="admin noscript stale no_async_loading", group="replication",

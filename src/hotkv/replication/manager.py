@@ -356,7 +356,7 @@ class Replication:
             return NO_REPLY  # as Redis: a replica repeating PSYNC is ignored
         if self.core.role == "slave" and (self.link is None or not self.link.connected):
             raise CommandError(NOMASTERLINK)
-        transport = _transport_of(ctx)
+        transport: asyncio.Transport | None = ctx.transport  # set by the network layer
         if transport is None:
             raise CommandError("ERR PSYNC needs a network connection")
         info = self.handshakes.pop(ctx.id, None) or Handshake()
@@ -485,13 +485,12 @@ class Replication:
             waiter.timer = None
 
     # --- roles ------------------------------------------------------------------------------
-    def replicaof(self, host: str, port: int, *, at_start: bool = False) -> str:
+    def replicaof(self, host: str, port: int, *, at_start: bool = False) -> None:
         """Follow ``host:port`` from now on (keeping our data and history for a PSYNC).
 
         ``at_start``: the ``replicaof`` directive; only saved state gives a history then.
+        REPLICAOF answers a repeat of the current primary itself, without calling this.
         """
-        if self.primary == (host, port):
-            return "OK Already connected to specified master"
         core = self.core
         was_primary = self.primary is None
         if self.link is not None:
@@ -513,7 +512,6 @@ class Replication:
         self.link = PrimaryLink(self, host, port)
         if self.loop is not None:
             self.link.start()
-        return "OK"
 
     def promote(self) -> None:
         """``REPLICAOF NO ONE``: a new history that continues this one (replid2)."""
@@ -715,12 +713,6 @@ class Replication:
     def config_changed(self, name: str, value: Any) -> None:
         if name == "repl-backlog-size" and self.backlog is not None:
             self.backlog.resize(int(value))
-
-
-def _transport_of(ctx: Context) -> asyncio.Transport | None:
-    """The transport behind a client connection (set by the network layer)."""
-    transport: asyncio.Transport | None = ctx.transport
-    return transport
 
 
 def _int(value: bytes) -> int:
