@@ -32,6 +32,7 @@ from hotkv.replication import state
 from hotkv.replication.backlog import Backlog
 from hotkv.replication.link import REPL_TIMEOUT_S, PrimaryLink
 from hotkv.replication.stream import EFFECT, GETACK, PING, effect_command
+from hotkv.server.config import output_limits
 from hotkv.server.core import RepliesWithheld
 from hotkv.server.resp import OK, ErrorReply
 
@@ -210,8 +211,8 @@ class Replication:
         """``core.sinks``: one applied write record (or a whole EXEC as ``["tx", [...]]``)."""
         if self.core.role == "slave":
             return  # a replica forwards its primary's bytes instead (apply_from_primary)
-        if self.backlog is None and not self.peers:
-            return  # as Redis: no history is kept before the first replica comes
+        # listed only while a backlog exists (the ``backlog`` setter): as Redis, no history
+        # is kept before the first replica comes
         try:
             data = effect_command(record)
         except Exception:  # a store bug: the replicas can't follow this history any more
@@ -270,8 +271,6 @@ class Replication:
         Only the stream waiting in the transport counts, not a snapshot still being sent
         (Redis sends its RDB from a file, outside the output buffer).
         """
-        from hotkv.server.config import output_limits
-
         hard, soft, seconds = output_limits(self.core.config.values["client-output-buffer-limit"], "replica")
         if not hard and not soft:
             return
