@@ -210,13 +210,11 @@ class MemoryGuard:
                 self.enforce()  # as Redis, lowering maxmemory evicts at once
 
     # --- the gate -----------------------------------------------------------------
-    def oom_check(self) -> bool:
-        """True when a denyoom command must be refused: over the limit, nothing to evict."""
-        self.reconcile()
-        return self.enforce()
-
     def enforce(self) -> bool:
-        """Evict while over the limit; True when still over with nothing left to evict."""
+        """Evict while over the limit; True when still over with nothing left to evict.
+
+        The dispatch point's ``oom_check`` before every denyoom command: it does not
+        reconcile the policy (config_changed does on CONFIG SET, the cron's tick too)."""
         limit = self.core.config.values["maxmemory"]
         if not limit or self.core.loading or self.core.is_replica():
             return False
@@ -350,7 +348,7 @@ def install(
     """Wire the guard into a Core: the OOM gate, INFO's used_memory, CONFIG SET, and a
     sink counting writes to the other stores. ``measure`` reads the process size (RSS)."""
     guard = MemoryGuard(core, measure or core.used_memory_fn or current_rss, clock, rng)
-    core.extras["oom_check"] = guard.oom_check
+    core.extras["oom_check"] = guard.enforce
     core.extras["memory"] = guard
     core.used_memory_fn = guard.used
     # the sink is listed only while maxmemory is set (MemoryGuard.config_changed)
