@@ -19,7 +19,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from hotkv.persistence.framing import FrameError, MappedFile, iter_frames
+from hotkv.persistence.framing import FrameError, MappedFile, effect_count, iter_frames
 from hotkv.persistence.manifest import AOF_DIRNAME, Entry, Layout, Manifest, ManifestError
 from hotkv.persistence.snapshot import BaseFormatError, decode_base
 
@@ -81,10 +81,10 @@ def check_incr(layout: Layout, entry: Entry) -> FileReport:
     with MappedFile(path) as mapped:
         try:
             for fr in iter_frames(mapped.data):
-                effect = fr.value
-                if not isinstance(effect, list) or not effect or not isinstance(effect[0], str):
+                count = effect_count(fr.value)
+                if count is None:
                     return FileReport(entry, size, records, good, "record is not an effect")
-                records += len(effect[1]) if effect[0] == "tx" and len(effect) > 1 else 1
+                records += count
                 good = fr.end
         except FrameError as exc:
             return FileReport(entry, size, records, good, exc.reason, torn=exc.torn)

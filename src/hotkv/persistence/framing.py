@@ -79,6 +79,14 @@ def frame_value(value: Any) -> bytes:
     return frame(pack(value))
 
 
+def effect_count(record: Any) -> int | None:
+    """How many effects an AOF record holds (a turn's ``["tx", [...]]`` counts each of its
+    effects), or None when the record is not an effect list."""
+    if not isinstance(record, list) or not record or not isinstance(record[0], str):
+        return None
+    return len(record[1]) if record[0] == "tx" and len(record) > 1 else 1
+
+
 @dataclass
 class Frame:
     offset: int  # where the frame starts

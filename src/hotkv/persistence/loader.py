@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from hotkv.persistence.framing import FrameError, MappedFile, iter_frames
+from hotkv.persistence.framing import FrameError, MappedFile, effect_count, iter_frames
 from hotkv.persistence.manifest import Layout, Manifest, ManifestError
 from hotkv.persistence.snapshot import BaseFormatError, decode_base
 from hotkv.stores.database import Database
@@ -161,8 +161,9 @@ class Loader:
                 if fr is None:
                     break
                 effect = fr.value
+                count = effect_count(effect)
                 try:
-                    if not isinstance(effect, list) or not effect or not isinstance(effect[0], str):
+                    if count is None:
                         raise ValueError("not an effect list")
                     apply(effect)
                 except Exception as exc:
@@ -170,7 +171,7 @@ class Loader:
                         f"Bad effect in the append only file {path} at offset {fr.offset}: "
                         f"{type(exc).__name__}: {exc}; {repair_hint(self.layout)}"
                     ) from None
-                n += len(effect[1]) if effect[0] == "tx" else 1  # a turn's effects count one each
+                n += count
                 if n % CHECK_EVERY == 0 and time.monotonic() - mark > SLICE_S:
                     stats.loaded_bytes = start_bytes + fr.end
                     yield
