@@ -468,6 +468,21 @@ def test_config_set_follows_policy_and_lowering_maxmemory_evicts_at_once() -> No
     assert not rig.kv.tracking_access  # no limit, no access clock
 
 
+def test_other_stores_writes_are_counted_only_while_a_limit_is_set() -> None:
+    rig = Rig("allkeys-random", 0)
+    rig.set_maxmemory(0)
+    written = rig.guard.used.other_written
+    assert rig.guard.used.note_effect not in rig.core.sinks
+    assert rig.run("AMEM.WORK.SET", "s", "k", "v" * 1000) == "OK"
+    assert rig.guard.used.other_written == written
+    assert rig.run("CONFIG", "SET", "maxmemory", str(10**12)) == "OK"
+    assert rig.guard.used.note_effect in rig.core.sinks
+    assert rig.run("AMEM.WORK.SET", "s", "k2", "v" * 1000) == "OK"
+    assert rig.guard.used.other_written >= written + 1000
+    assert rig.run("CONFIG", "SET", "maxmemory", "0") == "OK"
+    assert rig.guard.used.note_effect not in rig.core.sinks
+
+
 def test_a_replica_does_not_evict() -> None:
     rig = Rig("allkeys-random", 0)
     rig.core.role = "slave"

@@ -115,9 +115,9 @@ class UsedMemory:
         return self.other + self._kv().estimated_bytes()
 
     def note_effect(self, record: Any) -> None:
-        """Effect sink: count the payload of every write to a store other than the cache."""
-        if not self.core.config.values["maxmemory"]:
-            return  # only the OOM gate reads it; RSS sampling corrects the estimate later
+        """Effect sink: count the payload of every write to a store other than the cache.
+        Listed only while maxmemory is set (only the OOM gate needs it; without a limit the
+        RSS samples correct the estimate later)."""
         op = record[0]
         if op == "tx":
             for effect in record[1]:
