@@ -106,12 +106,11 @@ def conv_append(ctx: Context, argv: list[bytes]) -> int:
     meta: bytes | None = None
     if len(argv) == 4 and 0 < len(argv[1]) <= MAX_ID_LEN:  # no option: nothing to parse
         _, session, raw_role, content = argv
+        role = _role(raw_role)
     else:
         args = Args(argv, 1)
         session = args.ident("session")
-        raw_role = args.next("role")
-        if raw_role.lower() not in ROLES:  # named before any option error, as documented
-            raise CommandError(errors.bad_argument("role", _ROLES_TEXT, raw_role))
+        role = _role(args.next("role"))  # named before any option error, as documented
         content = args.text("content")
         while args:
             raw = args.next("option")
@@ -119,9 +118,6 @@ def conv_append(ctx: Context, argv: list[bytes]) -> int:
                 meta = args.json_object("META")
             else:
                 raise CommandError(errors.bad_argument("option", "META", raw))
-    role = raw_role.lower()
-    if role not in ROLES:
-        raise CommandError(errors.bad_argument("role", _ROLES_TEXT, raw_role))
 
     now = ctx.now_ms
     conv = _store(ctx).get(session, now)
@@ -131,6 +127,14 @@ def conv_append(ctx: Context, argv: list[bytes]) -> int:
     expires_at = None if conv.ttl_ms is None else now + conv.ttl_ms  # idle TTL restarts
     ctx.emit(["conv.append", session, seq, role, content, now, meta, expires_at])
     return seq
+
+
+def _role(raw: bytes) -> bytes:
+    """A turn's role, lower-cased; an error naming the roles otherwise."""
+    role = raw.lower()
+    if role not in ROLES:
+        raise CommandError(errors.bad_argument("role", _ROLES_TEXT, raw))
+    return role
 
 
 @command(

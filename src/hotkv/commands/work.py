@@ -42,49 +42,46 @@ def _store(ctx: Context) -> WorkingStore:
 )
 def work_set(ctx: Context, argv: list[bytes]) -> Any:
     """session key value [TTL s|PX ms|KEEPTTL] [NX|XX] [MERGE REPLACE|APPEND|INCR|MAX|MIN]"""
-    if len(argv) == 4:  # the plain form: no option to parse, the current value not needed
-        _, session, key, value = argv
-        if 0 < len(session) <= MAX_ID_LEN and 0 < len(key) <= MAX_ID_LEN:
-            if ctx.db.work.present_but_expired(session, ctx.now_ms):
-                ctx.emit(["work.clear", session])  # as below
-            ctx.emit(["work.set", session, key, value, None])
-            return OK
-    args = Args(argv, 1)
-    session = args.ident("session")
-    key = args.ident("key")
-    value = args.text("value")
     expiry: bytes | None = None  # TTL, PX or KEEPTTL
     ttl_ms: int | None = None
     condition: bytes | None = None  # NX or XX
     mode = b"REPLACE"
-    while args:
-        raw = args.next("option")
-        opt = raw.upper()
-        if opt in (b"TTL", b"PX", b"KEEPTTL"):
-            if expiry is not None and expiry != opt:
-                raise CommandError(errors.exclusive_options("TTL", "PX", "KEEPTTL"))
-            expiry = opt
-            if opt != b"KEEPTTL":
-                ttl_ms = args.duration_ms(opt)
-        elif opt in (b"NX", b"XX"):
-            if condition is not None and condition != opt:
-                raise CommandError(errors.exclusive_options("NX", "XX"))
-            condition = opt
-        elif opt == b"MERGE":
-            mode = args.choice("MERGE", MERGE_MODES)
-        else:
-            raise CommandError(errors.bad_argument("option", _SET_OPTIONS, raw))
+    if len(argv) == 4 and 0 < len(argv[1]) <= MAX_ID_LEN and 0 < len(argv[2]) <= MAX_ID_LEN:
+        _, session, key, value = argv  # the plain form: nothing more to parse
+    else:
+        args = Args(argv, 1)
+        session = args.ident("session")
+        key = args.ident("key")
+        value = args.text("value")
+        while args:
+            raw = args.next("option")
+            opt = raw.upper()
+            if opt in (b"TTL", b"PX", b"KEEPTTL"):
+                if expiry is not None and expiry != opt:
+                    raise CommandError(errors.exclusive_options("TTL", "PX", "KEEPTTL"))
+                expiry = opt
+                if opt != b"KEEPTTL":
+                    ttl_ms = args.duration_ms(opt)
+            elif opt in (b"NX", b"XX"):
+                if condition is not None and condition != opt:
+                    raise CommandError(errors.exclusive_options("NX", "XX"))
+                condition = opt
+            elif opt == b"MERGE":
+                mode = args.choice("MERGE", MERGE_MODES)
+            else:
+                raise CommandError(errors.bad_argument("option", _SET_OPTIONS, raw))
 
-    store = _store(ctx)
+    store: WorkingStore = ctx.db.work
     now = ctx.now_ms
-    current = store.get(session, key, now)
-    if (condition == b"NX" and current is not None) or (condition == b"XX" and current is None):
-        return None
-    if mode != b"REPLACE":
-        try:
-            value = merge(mode, key, current, value)
-        except MergeError as exc:
-            raise CommandError(str(exc)) from None
+    if condition is not None or mode != b"REPLACE":  # only these read the current value
+        current = store.get(session, key, now)
+        if (condition == b"NX" and current is not None) or (condition == b"XX" and current is None):
+            return None
+        if mode != b"REPLACE":
+            try:
+                value = merge(mode, key, current, value)
+            except MergeError as exc:
+                raise CommandError(str(exc)) from None
     if ttl_ms is not None:
         expires_at: int | None = now + ttl_ms
     elif expiry == b"KEEPTTL":
