@@ -46,7 +46,7 @@ from hotkv.persistence.loader import (
     read_checked_manifest,
 )
 from hotkv.persistence.manifest import Entry, Layout, Manifest, ManifestError
-from hotkv.persistence.snapshot import write_base
+from hotkv.persistence.snapshot import write_base_file
 from hotkv.server.core import RepliesWithheld
 
 if TYPE_CHECKING:
@@ -569,11 +569,7 @@ class Persistence:
         base = Entry(layout.base_name(seq), seq, "b")
         temp = layout.path(layout.temp_name(base.name))
         try:
-            fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-            with os.fdopen(fd, "wb", buffering=1 << 20) as out:
-                write_base(out, core.db.snapshot(), core.clock.now_ms())
-                out.flush()
-                os.fsync(out.fileno())
+            write_base_file(temp, core.db.snapshot(), core.clock.now_ms())
         except BaseException:
             _unlink(temp)
             raise

@@ -18,7 +18,7 @@ import signal
 from dataclasses import dataclass
 from typing import NoReturn
 
-from hotkv.persistence.snapshot import write_base
+from hotkv.persistence.snapshot import write_base_file
 from hotkv.stores.database import Database
 
 _PR_SET_PDEATHSIG = 1
@@ -75,12 +75,7 @@ def _child(db: Database, temp_path: str, now_ms: int, report_fd: int, parent: in
         # the copy may drop what expired: its deadlines are absolute, so nothing changes
         while db.purge_expired(now_ms, 100_000) >= 100_000:
             pass
-        state = db.snapshot()
-        fd = os.open(temp_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-        with os.fdopen(fd, "wb", buffering=1 << 20) as out:
-            size = write_base(out, state, now_ms)
-            out.flush()
-            os.fsync(out.fileno())
+        size = write_base_file(temp_path, db.snapshot(), now_ms)
         _report(report_fd, f"ok {size}")
         os._exit(0)
     except BaseException as exc:

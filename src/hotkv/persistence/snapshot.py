@@ -18,6 +18,7 @@ serialisation) is stored as it is and handed back to ``restore()``.
 
 from __future__ import annotations
 
+import os
 import struct
 from collections.abc import Iterator
 from typing import Any, BinaryIO
@@ -94,6 +95,19 @@ def write_base(out: BinaryIO, state: dict[str, Any], created_ms: int) -> int:
         out.write(piece)
         total += len(piece)
     return total
+
+
+def write_base_file(path: str, state: dict[str, Any], created_ms: int) -> int:
+    """Write a whole base to a new file ``path`` and fsync it; return its size.
+
+    The caller renames it into place (and removes it on failure).
+    """
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    with os.fdopen(fd, "wb", buffering=1 << 20) as out:
+        size = write_base(out, state, created_ms)
+        out.flush()
+        os.fsync(out.fileno())
+    return size
 
 
 def decode_base(data: Any, state: dict[str, Any]) -> Iterator[int]:
