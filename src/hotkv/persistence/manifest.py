@@ -4,7 +4,7 @@ Everything lives in ``<dir>/appendonlydir/``::
 
     appendonly.aof.manifest          which files make up the data, in order
     appendonly.aof.3.base.hkv        base snapshot (frames, see snapshot.py)
-    appendonly.aof.5.incr.aof        effects since that base (frames, one effect each)
+    appendonly.aof.5.incr.aof        effects since that base (frames, one event-loop turn each)
     appendonly.aof.6.incr.aof        ... more while a rewrite is running
     temp-<name>                      a file being written; renamed to <name> when complete
 
