@@ -632,16 +632,21 @@ def ratio_rows(result: dict[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
+def row_verdict(row: dict[str, Any]) -> tuple[float, str]:
+    """A row's median ratio and whether it meets its target (``ok`` / ``BELOW TARGET``)."""
+    med = statistics.median(row["ratios"])
+    ok = {">=": med >= row["target"], ">": med > row["target"],
+          "<=": med <= row["target"]}[row["op"]]
+    return med, "ok" if ok else "BELOW TARGET"
+
+
 def format_rows(rows: Sequence[dict[str, Any]]) -> str:
     lines = ["| what | ratio min / median / max | target | | notes |", "|---|---:|---:|---|---|"]
     for row in rows:
         rs = row["ratios"]
-        med = statistics.median(rs)
-        ok = {">=": med >= row["target"], ">": med > row["target"],
-              "<=": med <= row["target"]}[row["op"]]
+        med, verdict = row_verdict(row)
         lines.append(f"| {row['title']} | {min(rs):.2f} / {med:.2f} / {max(rs):.2f} "
-                     f"| {row['op']} {row['target']:g} | {'ok' if ok else 'BELOW TARGET'} "
-                     f"| {row['note']} |")
+                     f"| {row['op']} {row['target']:g} | {verdict} | {row['note']} |")
     return "\n".join(lines)
 
 
