@@ -142,8 +142,9 @@ def test_every_tool(server: HotkvProcess, raw: redis.Redis) -> None:
                            text="the database is postgres version seventeen"))["created"] is False
         recalled = await call(client, "recall_facts", namespace="proj",
                               query="which database version do we use", k=2)
-        assert recalled["matched_by"] in ("text-search", "hashed-words")
+        assert recalled["matched_by"] == "text-search"  # the server has AMEM.SEM.SEARCH
         assert recalled["facts"][0]["id"] == "db"
+        assert recalled["facts"][0]["text_score"] > 0 and "similarity" not in recalled["facts"][0]
         assert recalled["facts"][0]["text"].endswith("seventeen")
         assert "vector" not in recalled["facts"][0]
         only = await call(client, "recall_facts", namespace="proj", query="tabs python",
