@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -21,19 +20,6 @@ from hotkv.persistence.framing import frame_value, iter_frames
 from hotkv.persistence.manifest import Layout
 
 CHECK = [sys.executable, "-m", "hotkv.persistence.check"]
-
-
-@pytest.fixture
-def data_dir(tmp_path: Path) -> str:
-    return str(tmp_path)
-
-
-@pytest.fixture
-def procs() -> Iterator[list[HotkvProcess]]:
-    started: list[HotkvProcess] = []
-    yield started
-    for proc in started:
-        proc.kill()
 
 
 def server(procs: list[HotkvProcess], data_dir: str, *args: str) -> HotkvProcess:

@@ -8,7 +8,6 @@ through the commands, dumps the whole state through the commands, restarts the s
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
 
 import pytest
 import redis
@@ -19,21 +18,8 @@ from helpers import HotkvProcess
 from persistence.pdata import assert_same_state, dump, persistence_info, populate, wait_rewrite_done
 
 
-@pytest.fixture
-def data_dir(tmp_path: os.PathLike[str]) -> str:
-    return str(tmp_path)
-
-
 def server(data_dir: str, *args: str) -> HotkvProcess:
     return HotkvProcess("--appendonly", "yes", *args, dir=data_dir)
-
-
-@pytest.fixture
-def procs() -> Iterator[list[HotkvProcess]]:
-    started: list[HotkvProcess] = []
-    yield started
-    for proc in started:
-        proc.kill()
 
 
 @pytest.mark.parametrize(("policy", "protocol"), [("always", 3), ("everysec", 2), ("no", 3),

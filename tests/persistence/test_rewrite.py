@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import resource
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,14 +23,6 @@ from persistence.pdata import (
     wait_rewrite_done,
     wait_until,
 )
-
-
-@pytest.fixture
-def procs() -> Iterator[list[HotkvProcess]]:
-    started: list[HotkvProcess] = []
-    yield started
-    for proc in started:
-        proc.kill()
 
 
 def server(procs: list[HotkvProcess], data_dir: Any, *args: str) -> HotkvProcess:
