@@ -1,10 +1,13 @@
 """The Python examples of docs/quickstart.md, docs/agent-turn.md and docs/retention.md run
-as written against a real server (the model, the embedding and the prompt are stubs)."""
+as written against a real server (the model, the embedding and the prompt are stubs), and
+the quickstart's redis-cli transcript answers as printed."""
 
 from __future__ import annotations
 
 import asyncio
 import re
+import shlex
+import subprocess
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -13,7 +16,7 @@ import numpy as np
 import pytest
 
 import hotkv
-from helpers import ROOT, HotkvProcess
+from helpers import ROOT, HotkvProcess, require_tool
 from hotkv.clients.embedding import hashed_embedding
 
 DOCS = ROOT / "docs"
@@ -121,3 +124,26 @@ def test_quickstart_client_examples(url: str) -> None:
     assert length == 2 and notes == {"last_step": "answered", "turns": "1"}
     assert [t["seq"] for t in turns] == [1, 2]
     setup.close()
+
+
+def test_quickstart_redis_cli_transcript(url: str) -> None:
+    """Each ``$ redis-cli ...`` of the quickstart, run against the server, prints what the
+    doc shows (millisecond times and event ids, which differ per run, aside)."""
+    cli = require_tool("redis-cli")
+    port = url.rsplit(":", 1)[1]
+    text = (DOCS / "quickstart.md").read_text()
+    transcript = text.split("## redis-cli\n\n```text\n", 1)[1].split("```", 1)[0]
+    steps = re.split(r"^\$ ", transcript, flags=re.M)[1:]
+    assert len(steps) == 9
+
+    def normal(output: str) -> str:
+        return re.sub(r"\b\d{13}\b", "<ms>", output).strip()
+
+    for step in steps:
+        command, _, expected = step.partition("\n")
+        argv = shlex.split(command)
+        assert argv[0] == "redis-cli"
+        # --no-raw: the formatting redis-cli uses on a terminal, as the doc shows it
+        done = subprocess.run([cli, "-p", port, "--no-raw", *argv[1:]], capture_output=True,
+                              text=True, timeout=10, check=True)
+        assert normal(done.stdout) == normal(expected), command
