@@ -404,11 +404,8 @@ class ClientProtocol(asyncio.Protocol):
         pending = size + self.transport.get_write_buffer_size()
         if pending <= self._hard_output_limit(ctx):
             return False
-        log.warning("closing client %s: output buffer of %d bytes over the limit", ctx.addr, pending)
         out.clear()
-        ctx.close_after_reply = True
-        self.closed = True
-        self.transport.abort()
+        self._drop_over_limit(ctx, pending)
         return True
 
     def _check_output_limit(self, ctx: Context, pending: int) -> None:
@@ -422,11 +419,15 @@ class ClientProtocol(asyncio.Protocol):
         elif not self.soft_since:
             self.soft_since = now
         if (hard > 0 and pending > hard) or (over_soft and now - self.soft_since >= seconds * 1000):
-            log.warning("closing client %s: output buffer of %d bytes over the limit", ctx.addr, pending)
-            ctx.close_after_reply = True
-            if self.transport is not None:
-                self.closed = True
-                self.transport.abort()
+            self._drop_over_limit(ctx, pending)
+
+    def _drop_over_limit(self, ctx: Context, pending: int) -> None:
+        """Close a client whose output passed its limit, without sending what waits."""
+        log.warning("closing client %s: output buffer of %d bytes over the limit", ctx.addr, pending)
+        ctx.close_after_reply = True
+        if self.transport is not None:
+            self.closed = True
+            self.transport.abort()
 
     def _check_partial(self, ctx: Context) -> None:
         """An incomplete request that keeps growing: enforce the buffer limits."""
@@ -479,7 +480,8 @@ class ClientProtocol(asyncio.Protocol):
 
     # --- deferred replies (WAIT) ---------------------------------------------------------
     def _run(self, ctx: Context, argv: list[bytes]) -> Any:
-        """Dispatch one request, or hold it while an earlier reply is deferred."""
+        """Dispatch one request, or hold it while an earlier reply is deferred (the
+        multibulk loop of ``_process`` does the same inline, once per command)."""
         if self.deferred is not None:
             self.held.append(argv)
             return NO_REPLY
