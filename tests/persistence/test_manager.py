@@ -21,6 +21,7 @@ from hotkv.persistence.manager import AofUnavailable, Persistence
 from hotkv.server.config import load_config
 from hotkv.server.core import Core
 from hotkv.stores.database import default_database
+from persistence.recording import RecordingTransport
 
 
 @pytest.fixture
@@ -187,29 +188,6 @@ def test_close_saves_when_a_fresh_rewrite_did_not_finish(make: Any) -> None:
     assert not [n for n in os.listdir(p.layout.aof_dir) if n.startswith("temp-")]
 
 
-class RecordingTransport:
-    """The socket side of one client: records, for every reply written, how many bytes
-    the AOF file held at that moment."""
-
-    def __init__(self, aof_path: str, log: list[tuple[str, bytes, int]], name: str) -> None:
-        self.aof_path, self.log, self.name = aof_path, log, name
-
-    def write(self, data: bytes) -> None:
-        self.log.append((self.name, data, os.path.getsize(self.aof_path)))
-
-    def get_extra_info(self, name: str) -> Any:
-        return ("127.0.0.1", 40000)
-
-    def set_write_buffer_limits(self, high: int) -> None:
-        pass
-
-    def get_write_buffer_size(self) -> int:
-        return 0
-
-    def close(self) -> None:
-        pass
-
-
 @pytest.mark.parametrize("policy", ["everysec", "always"])
 def test_replies_of_a_turn_leave_after_its_records_are_in_the_file(make: Any, policy: str) -> None:
     """Three clients' reads in one event-loop turn: no reply leaves during the turn; at its
@@ -228,7 +206,7 @@ def test_replies_of_a_turn_leave_after_its_records_are_in_the_file(make: Any, po
         clients = []
         for name in ("a", "b", "reader"):
             protocol = ClientProtocol(p.core)
-            protocol.connection_made(RecordingTransport(path, log, name))  # type: ignore[arg-type]
+            protocol.connection_made(RecordingTransport(name, log, lambda: path))  # type: ignore[arg-type]
             clients.append(protocol)
         before = os.path.getsize(path)
         clients[0].data_received(b"*3\r\n$3\r\nSET\r\n$1\r\nx\r\n$1\r\n1\r\n")

@@ -12,43 +12,11 @@ from __future__ import annotations
 import asyncio
 import os
 from pathlib import Path
-from typing import Any
 
 from hotkv.server.app import Server
 from hotkv.server.config import load_config
 from hotkv.server.connection import ClientProtocol
-
-
-class RecordingTransport:
-    def __init__(self, name: str, log: list[tuple[str, bytes, int]], aof: list[str]) -> None:
-        self.name, self.log, self.aof = name, log, aof
-
-    def write(self, data: bytes) -> None:
-        self.log.append((self.name, data, os.path.getsize(self.aof[0]) if self.aof else -1))
-
-    def get_extra_info(self, name: str) -> Any:
-        return ("127.0.0.1", 40000)
-
-    def set_write_buffer_limits(self, high: int) -> None:
-        pass
-
-    def get_write_buffer_size(self) -> int:
-        return 0
-
-    def is_closing(self) -> bool:
-        return False
-
-    def close(self) -> None:
-        pass
-
-    def abort(self) -> None:
-        pass
-
-    def pause_reading(self) -> None:
-        pass
-
-    def resume_reading(self) -> None:
-        pass
+from persistence.recording import RecordingTransport
 
 
 def command(*words: bytes) -> bytes:
@@ -72,7 +40,7 @@ def test_replicas_get_a_turns_writes_after_the_aof_has_them(tmp_path: Path) -> N
         aof.append(persistence.aof.path)
 
         replica = ClientProtocol(core)
-        replica.connection_made(RecordingTransport("replica", log, aof))  # type: ignore[arg-type]
+        replica.connection_made(RecordingTransport("replica", log, lambda: aof[0] if aof else None))  # type: ignore[arg-type]
         replica.data_received(command(b"REPLCONF", b"listening-port", b"7000"))
         replica.data_received(command(b"PSYNC", b"?", b"-1"))
         await asyncio.sleep(0.01)
@@ -80,7 +48,7 @@ def test_replicas_get_a_turns_writes_after_the_aof_has_them(tmp_path: Path) -> N
         log.clear()
 
         writer = ClientProtocol(core)
-        writer.connection_made(RecordingTransport("writer", log, aof))  # type: ignore[arg-type]
+        writer.connection_made(RecordingTransport("writer", log, lambda: aof[0] if aof else None))  # type: ignore[arg-type]
         before = os.path.getsize(aof[0])
         writer.data_received(command(b"SET", b"k", b"v") + command(b"AMEM.WORK.SET", b"s", b"k", b"v"))
         assert log == []  # nothing leaves during the turn
