@@ -12,7 +12,8 @@ from collections.abc import Iterator
 import pytest
 import redis
 
-from helpers import HotkvProcess, record
+from helpers import HotkvProcess, free_port, raw_roundtrip, record, resp_request
+from hotkv.persistence.framing import unpack
 from persistence.pdata import assert_same_state, populate
 from replication.rhelpers import (
     info,
@@ -218,3 +219,19 @@ def test_slaveof_alias_and_promotion_round_trip() -> None:
             fields = info(oc, "replication")
             assert fields["master_replid2"] == info(pc, "replication")["master_replid"]
             assert fields["second_repl_offset"] == offset(pc) + 1
+
+
+def test_old_sync_sends_the_snapshot_without_a_fullresync_line() -> None:
+    """SYNC (before PSYNC existed): ``$<len>`` and the snapshot at once, then the stream."""
+    with servers(HotkvProcess()) as (primary,):
+        primary.client().set("before-sync", "v1")
+        snapshot = raw_roundtrip(primary.port, b"SYNC\r\n", wait=1.0)
+        head, _, body = snapshot.partition(b"\r\n")
+        assert head.startswith(b"$") and len(body) == int(head[1:])
+        assert isinstance(unpack(body), dict) and b"before-sync" in body
+
+
+def test_psync_on_a_replica_without_its_primary_is_refused() -> None:
+    with servers(HotkvProcess("--replicaof", "127.0.0.1", str(free_port()))) as (replica,):
+        reply = raw_roundtrip(replica.port, resp_request("PSYNC", "?", "-1"))
+        assert reply == b"-NOMASTERLINK Can't SYNC while not connected with my master\r\n"
