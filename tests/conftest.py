@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import pytest
 import redis
 
-from helpers import HotkvProcess
+from helpers import HotkvProcess, RedisServer
 
 
 @pytest.fixture(scope="module")
@@ -27,3 +27,13 @@ def r(request: pytest.FixtureRequest, server: HotkvProcess) -> Iterator[redis.Re
         yield client
     finally:
         client.close()
+
+
+@pytest.fixture(scope="module")
+def reference() -> Iterator[RedisServer]:
+    """A real redis-server on a free port, shared per test module (differential tests)."""
+    ref = RedisServer()
+    try:
+        yield ref
+    finally:
+        ref.stop()

@@ -140,6 +140,21 @@ def as_float(value: Any) -> float:
     return float(value)
 
 
+def raw_reply(client: redis.Redis, *args: Any) -> Any:
+    """One command's reply as parsed, without redis-py's response callback."""
+    conn = client.connection_pool.get_connection()
+    try:
+        conn.send_command(*args)
+        return conn.read_response()
+    finally:
+        client.connection_pool.release(conn)
+
+
+def resp_request(*args: str) -> bytes:
+    """The canonical RESP encoding of one request (for raw_roundtrip)."""
+    return b"*%d\r\n" % len(args) + b"".join(b"$%d\r\n%s\r\n" % (len(a), a.encode()) for a in args)
+
+
 def raw_roundtrip(port: int, payload: bytes, *, wait: float = 0.3, expect: int | None = None) -> bytes:
     """Send raw bytes, return everything the server answered until it is quiet or closes."""
     with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:

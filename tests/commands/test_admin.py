@@ -17,7 +17,8 @@ from typing import Any
 import pytest
 import redis
 
-from helpers import HotkvProcess, record, require_tool
+from helpers import HotkvProcess, RedisServer, raw_roundtrip, record, require_tool
+from helpers import raw_reply as raw
 from hotkv.commands import load_all
 from hotkv.commands.admin import NO_PERSISTENCE
 from hotkv.commands.context import Context
@@ -26,16 +27,6 @@ from hotkv.server.clock import ManualClock
 from hotkv.server.config import ConfigError, load_config
 from hotkv.server.core import Core
 from hotkv.server.resp import ErrorReply, Verbatim
-
-
-def raw(client: redis.Redis, *args: Any) -> Any:
-    """One command's reply as parsed, without redis-py's response callback."""
-    conn = client.connection_pool.get_connection()
-    try:
-        conn.send_command(*args)
-        return conn.read_response()
-    finally:
-        client.connection_pool.release(conn)
 
 
 def error(client: redis.Redis, *args: Any) -> str:
@@ -529,17 +520,11 @@ def test_info_text_is_verbatim(local: tuple[Core, Context]) -> None:
     assert reply.text == b"# Cluster\r\ncluster_enabled:0\r\n"
 
 
-def test_info_fields_come_in_redis_order(server: HotkvProcess) -> None:
+def test_info_fields_come_in_redis_order(server: HotkvProcess, reference: RedisServer) -> None:
     """The fields both servers print, section by section, in the same relative order as a
     real redis-server 7 (the replication counters sit inside INFO stats, as there)."""
-    from helpers import RedisServer, raw_roundtrip
-
-    reference = RedisServer()
-    try:
-        ours = raw_roundtrip(server.port, b"INFO everything\r\n")
-        theirs = raw_roundtrip(reference.port, b"INFO everything\r\n")
-    finally:
-        reference.stop()
+    ours = raw_roundtrip(server.port, b"INFO everything\r\n")
+    theirs = raw_roundtrip(reference.port, b"INFO everything\r\n")
 
     def sections(text: bytes) -> dict[str, list[str]]:
         out: dict[str, list[str]] = {}

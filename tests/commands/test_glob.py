@@ -90,14 +90,12 @@ def test_many_stars_stay_fast() -> None:
 # --- differential: the same verdicts as redis-server's own stringmatchlen ---------------
 
 @pytest.fixture(scope="module")
-def real_redis() -> Iterator[redis.Redis]:
-    ref = RedisServer()
-    client = redis.Redis(host="127.0.0.1", port=ref.port)
+def real_redis(reference: RedisServer) -> Iterator[redis.Redis]:
+    client = redis.Redis(host="127.0.0.1", port=reference.port)
     try:
         yield client
     finally:
         client.close()
-        ref.stop()
 
 
 _pattern = st.lists(

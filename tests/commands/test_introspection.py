@@ -6,26 +6,16 @@ redis-cli index into; one test compares the raw bytes with a real redis-server 7
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 import redis
 from redis._parsers.commands import CommandsParser
 
-from helpers import RedisServer, raw_roundtrip, record
+from helpers import RedisServer, raw_roundtrip, record, resp_request
+from helpers import raw_reply as raw
 from hotkv.commands import load_all
 from hotkv.commands.registry import all_specs
-
-
-def raw(client: redis.Redis, *args: Any) -> Any:
-    """Send one command and return the reply as parsed, without redis-py's response callback."""
-    conn = client.connection_pool.get_connection()
-    try:
-        conn.send_command(*args)
-        return conn.read_response()
-    finally:
-        client.connection_pool.release(conn)
 
 
 def error(client: redis.Redis, *args: Any) -> str:
@@ -276,26 +266,13 @@ def test_command_help_and_unknown_subcommand(r: redis.Redis) -> None:
 # --- the same bytes as redis-server 7 ----------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def real_redis() -> Iterator[int]:
-    ref = RedisServer()
-    try:
-        yield ref.port
-    finally:
-        ref.stop()
-
-
-def _request(*args: str) -> bytes:
-    return b"*%d\r\n" % len(args) + b"".join(b"$%d\r\n%s\r\n" % (len(a), a.encode()) for a in args)
-
-
-@pytest.mark.parametrize("hello", [b"", _request("HELLO", "3")], ids=["resp2", "resp3"])
-def test_command_info_bytes_equal_redis(server: Any, real_redis: int, hello: bytes) -> None:
+@pytest.mark.parametrize("hello", [b"", resp_request("HELLO", "3")], ids=["resp2", "resp3"])
+def test_command_info_bytes_equal_redis(server: Any, reference: RedisServer, hello: bytes) -> None:
     # commands whose flags, categories and key specs are Redis's own; a null for an unknown one
-    payload = hello + _request("COMMAND", "INFO", "get", "config|get", "nosuch")
+    payload = hello + resp_request("COMMAND", "INFO", "get", "config|get", "nosuch")
 
     def reply(port: int) -> bytes:
         data = raw_roundtrip(port, payload, wait=0.3)
         return data[data.index(b"*3\r\n*10\r\n"):]  # after the HELLO map, whose fields differ
 
-    assert reply(server.port) == reply(real_redis)
+    assert reply(server.port) == reply(reference.port)

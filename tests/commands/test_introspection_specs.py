@@ -6,24 +6,15 @@ arguments) and end-to-end checks through a real server in RESP2 and RESP3.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 import redis
 
-from helpers import RedisServer, raw_roundtrip, record
+from helpers import RedisServer, raw_roundtrip, record, resp_request
+from helpers import raw_reply as raw
 from hotkv.commands import load_all
 from hotkv.commands.registry import add_spec, all_specs, default_key_flags, find, parse_syntax
-
-
-def raw(client: redis.Redis, *args: Any) -> Any:
-    conn = client.connection_pool.get_connection()
-    try:
-        conn.send_command(*args)
-        return conn.read_response()
-    finally:
-        client.connection_pool.release(conn)
 
 
 def docs_args(client: redis.Redis, name: str) -> list[dict[Any, Any]]:
@@ -235,29 +226,16 @@ def test_tips(r: redis.Redis, name: str, tips: list[bytes]) -> None:
 # --- the same bytes as redis-server 7 ----------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def real_redis() -> Iterator[int]:
-    ref = RedisServer()
-    try:
-        yield ref.port
-    finally:
-        ref.stop()
-
-
-def _request(*args: str) -> bytes:
-    return b"*%d\r\n" % len(args) + b"".join(b"$%d\r\n%s\r\n" % (len(a), a.encode()) for a in args)
-
-
-@pytest.mark.parametrize("hello", [b"", _request("HELLO", "3")], ids=["resp2", "resp3"])
-def test_key_specs_notes_and_tips_bytes_equal_redis(server: Any, real_redis: int, hello: bytes) -> None:
+@pytest.mark.parametrize("hello", [b"", resp_request("HELLO", "3")], ids=["resp2", "resp3"])
+def test_key_specs_notes_and_tips_bytes_equal_redis(server: Any, reference: RedisServer, hello: bytes) -> None:
     # SET's key spec has notes and variable flags, MSET is OW, DEL is RM delete with tips
-    payload = hello + _request("COMMAND", "INFO", "set", "mset", "del", "incr", "exists", "keys", "info")
+    payload = hello + resp_request("COMMAND", "INFO", "set", "mset", "del", "incr", "exists", "keys", "info")
 
     def reply(port: int) -> bytes:
         data = raw_roundtrip(port, payload, wait=0.3)
         return data[data.index(b"*7\r\n*10\r\n"):]
 
-    assert reply(server.port) == reply(real_redis)
+    assert reply(server.port) == reply(reference.port)
 
 
 def test_a_repetition_is_one_argument_flagged_multiple() -> None:

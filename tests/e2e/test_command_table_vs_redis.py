@@ -31,15 +31,6 @@ INFO_FIELDS = ("name", "arity", "flags", "first_key", "last_key", "step", "acl_c
                "tips", "key_specs", "subcommands")
 
 
-@pytest.fixture(scope="module")
-def reference() -> Iterator[RedisServer]:
-    ref = RedisServer()
-    try:
-        yield ref
-    finally:
-        ref.stop()
-
-
 @pytest.fixture(params=[2, 3], ids=["resp2", "resp3"])
 def both(request: pytest.FixtureRequest, server: HotkvProcess,
          reference: RedisServer) -> Iterator[tuple[RespConnection, RespConnection]]:
