@@ -12,6 +12,10 @@ class UnbalancedQuotes(ValueError):
     """A quote left open, or a closing quote followed by more of the same word."""
 
 
+#: the blanks between words (sdssplitargs's isspace)
+_BLANKS = b" \t\r\n\v\f"
+
+
 def split_args(line: bytes) -> list[bytes]:
     """Split a line into words as Redis's sdssplitargs does (quotes, escapes)."""
     if b'"' not in line and b"'" not in line:
@@ -21,7 +25,7 @@ def split_args(line: bytes) -> list[bytes]:
     words: list[bytes] = []
     i, n = 0, len(line)
     while True:
-        while i < n and line[i] in b" \t\r\n\v\f":
+        while i < n and line[i] in _BLANKS:
             i += 1
         if i >= n:
             return words
@@ -30,37 +34,30 @@ def split_args(line: bytes) -> list[bytes]:
         closed = False
         while i < n:
             c = line[i]
-            if quote == 0x22:  # "
-                if c == 0x5C and i + 1 < n:  # backslash
+            if quote:
+                if c == 0x5C and i + 1 < n:  # backslash: escapes in "...", only \' in '...'
                     nxt = line[i + 1]
-                    if nxt == 0x78 and i + 3 < n and _is_hex(line[i + 2]) and _is_hex(line[i + 3]):
-                        current.append(int(line[i + 2 : i + 4], 16))
-                        i += 4
+                    if quote == 0x22:
+                        if nxt == 0x78 and i + 3 < n and _is_hex(line[i + 2]) and _is_hex(line[i + 3]):
+                            current.append(int(line[i + 2 : i + 4], 16))
+                            i += 4
+                            continue
+                        current.append({0x6E: 10, 0x72: 13, 0x74: 9, 0x62: 8, 0x61: 7}.get(nxt, nxt))
+                        i += 2
                         continue
-                    current.append({0x6E: 10, 0x72: 13, 0x74: 9, 0x62: 8, 0x61: 7}.get(nxt, nxt))
-                    i += 2
-                    continue
-                if c == 0x22:
-                    if i + 1 < n and line[i + 1] not in b" \t\r\n\v\f":
-                        raise UnbalancedQuotes("unbalanced quotes")
-                    closed = True
-                    i += 1
-                    break
-                current.append(c)
-            elif quote == 0x27:  # '
-                if c == 0x5C and i + 1 < n and line[i + 1] == 0x27:
-                    current.append(0x27)
-                    i += 2
-                    continue
-                if c == 0x27:
-                    if i + 1 < n and line[i + 1] not in b" \t\r\n\v\f":
+                    if nxt == 0x27:
+                        current.append(0x27)
+                        i += 2
+                        continue
+                if c == quote:  # the closing quote must end the word
+                    if i + 1 < n and line[i + 1] not in _BLANKS:
                         raise UnbalancedQuotes("unbalanced quotes")
                     closed = True
                     i += 1
                     break
                 current.append(c)
             else:
-                if c in b" \t\r\n\v\f":
+                if c in _BLANKS:
                     break
                 if c in b"\"'" and not current:
                     quote = c
