@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import socket
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 import redis
 
-from helpers import HotkvProcess, raw_roundtrip
+from helpers import HotkvProcess, RedisServer, raw_roundtrip
 
 
 @pytest.fixture(scope="module")
@@ -224,39 +225,40 @@ KEY_PERMISSION_CALLS = [
 ]
 
 
-def test_key_permissions_follow_key_specs_as_redis() -> None:
+@pytest.fixture(scope="module")
+def plain() -> Iterator[HotkvProcess]:
+    """A server without a password, for the tests that compare with redis-server."""
+    proc = HotkvProcess().start()
+    yield proc
+    proc.cleanup()
+
+
+def test_key_permissions_follow_key_specs_as_redis(reference: RedisServer,
+                                                   plain: HotkvProcess) -> None:
     """%R~ / %W~ patterns against the key spec flags of each call, compared with a real
     redis-server 7: reads (access) need R, writes (insert/delete/update) need W, a key only
     looked at (EXISTS, TYPE, STRLEN) needs either, and both must come from one pattern
     (a pattern named with %R~ and again with %W~ holds both)."""
-    from helpers import RedisServer
-
-    reference = RedisServer()
-    proc = HotkvProcess().start()
-    try:
-        outcomes = []
-        for port in (reference.port, proc.port):
-            root = redis.Redis(port=port)
-            root.execute_command("ACL", "SETUSER", "u", "reset", "on", "nopass", "+@all",
-                                 "%R~r*", "%W~w*", "~x*", "%R~b*", "%W~b*", "%R~d*", "%W~d1")
-            user = redis.Redis(port=port, username="u", password="x")
-            seen = []
-            for call in KEY_PERMISSION_CALLS:
-                try:
-                    user.execute_command(*call.split())
-                    seen.append((call, "allowed"))
-                except redis.ResponseError as exc:
-                    assert "unknown command" not in str(exc)
-                    seen.append((call, "NOPERM" if "no permissions" in str(exc) else "allowed"))
-            outcomes.append(seen)
-            assert root.execute_command("ACL", "GETUSER", "u")[b"keys"] == \
-                b"%R~r* %W~w* ~x* ~b* %R~d* %W~d1"
-        assert outcomes[1] == outcomes[0]
-        assert ("EXISTS w1", "allowed") in outcomes[1] and ("INCR d1", "NOPERM") in outcomes[1]
-    finally:
-        proc.cleanup()
-        reference.stop()
-
+    outcomes = []
+    for port in (reference.port, plain.port):
+        root = redis.Redis(port=port)
+        root.flushall()
+        root.execute_command("ACL", "SETUSER", "u", "reset", "on", "nopass", "+@all",
+                             "%R~r*", "%W~w*", "~x*", "%R~b*", "%W~b*", "%R~d*", "%W~d1")
+        user = redis.Redis(port=port, username="u", password="x")
+        seen = []
+        for call in KEY_PERMISSION_CALLS:
+            try:
+                user.execute_command(*call.split())
+                seen.append((call, "allowed"))
+            except redis.ResponseError as exc:
+                assert "unknown command" not in str(exc)
+                seen.append((call, "NOPERM" if "no permissions" in str(exc) else "allowed"))
+        outcomes.append(seen)
+        assert root.execute_command("ACL", "GETUSER", "u")[b"keys"] == \
+            b"%R~r* %W~w* ~x* ~b* %R~d* %W~d1"
+    assert outcomes[1] == outcomes[0]
+    assert ("EXISTS w1", "allowed") in outcomes[1] and ("INCR d1", "NOPERM") in outcomes[1]
 
 
 #: ACL DRYRUN calls: allowed, a command the user lacks, key denials by permission, and
@@ -275,34 +277,27 @@ def dryrun(client: redis.Redis, call: str) -> Any:
         return f"error: {exc}"
 
 
-def test_acl_dryrun_answers_as_redis() -> None:
+def test_acl_dryrun_answers_as_redis(reference: RedisServer, plain: HotkvProcess) -> None:
     """ACL DRYRUN gives the permission check's verdict without running the call (OK, the
     denied command, or the first denied key), the same replies and errors as redis-server
     7 in RESP2 and RESP3, and logs nothing in ACL LOG."""
-    from helpers import RedisServer
-
-    reference = RedisServer()
-    proc = HotkvProcess().start()
-    try:
-        answers = []
-        for port in (reference.port, proc.port):
-            for protocol in (2, 3):
-                root = redis.Redis(port=port, protocol=protocol)
-                root.execute_command("ACL", "SETUSER", "u", "reset", "on", "nopass", "+@all",
-                                     "-flushall", "%R~r*", "%W~w*", "%R~b*", "%W~b*", "%R~d*",
-                                     "%W~d1")
-                root.execute_command("ACL", "LOG", "RESET")
-                answers.append([dryrun(root, call) for call in DRYRUN_CALLS])
-                assert root.execute_command("ACL", "LOG") == []
-                assert root.get("w1") is None  # nothing ran
-                root.close()
-        assert answers[2] == answers[0] and answers[3] == answers[1]
-        verdicts = dict(zip(DRYRUN_CALLS, answers[3], strict=True))
-        assert verdicts["GET r1"] == b"OK"
-        assert verdicts["FLUSHALL"] == b"This user has no permissions to run the 'flushall' command"
-        assert verdicts["MGET r1 w1"] == b"This user has no permissions to access the 'w1' key"
-        assert verdicts["CONFIG NOSUCH"] == "error: Command 'CONFIG' not found"
-        assert verdicts["GET"] == "error: wrong number of arguments for 'get' command"
-    finally:
-        proc.cleanup()
-        reference.stop()
+    answers = []
+    for port in (reference.port, plain.port):
+        for protocol in (2, 3):
+            root = redis.Redis(port=port, protocol=protocol)
+            root.flushall()
+            root.execute_command("ACL", "SETUSER", "u", "reset", "on", "nopass", "+@all",
+                                 "-flushall", "%R~r*", "%W~w*", "%R~b*", "%W~b*", "%R~d*",
+                                 "%W~d1")
+            root.execute_command("ACL", "LOG", "RESET")
+            answers.append([dryrun(root, call) for call in DRYRUN_CALLS])
+            assert root.execute_command("ACL", "LOG") == []
+            assert root.get("w1") is None  # nothing ran
+            root.close()
+    assert answers[2] == answers[0] and answers[3] == answers[1]
+    verdicts = dict(zip(DRYRUN_CALLS, answers[3], strict=True))
+    assert verdicts["GET r1"] == b"OK"
+    assert verdicts["FLUSHALL"] == b"This user has no permissions to run the 'flushall' command"
+    assert verdicts["MGET r1 w1"] == b"This user has no permissions to access the 'w1' key"
+    assert verdicts["CONFIG NOSUCH"] == "error: Command 'CONFIG' not found"
+    assert verdicts["GET"] == "error: wrong number of arguments for 'get' command"
