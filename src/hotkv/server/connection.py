@@ -57,10 +57,7 @@ def _canonical_size_tail(argv: list[bytes]) -> bytes:
     """The canonical RESP encoding of a request (to tell whether a read ended on it)."""
     if argv is _NULL_REQUEST:
         return b"*-1\r\n"
-    parts = [b"*%d\r\n" % len(argv)]
-    for arg in argv:
-        parts.append(b"$%d\r\n%b\r\n" % (len(arg), arg))
-    return b"".join(parts)
+    return encode(argv, 2)  # an array of bulk strings: the same bytes as a reply of them
 
 
 class ClientProtocol(asyncio.Protocol):
