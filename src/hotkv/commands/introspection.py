@@ -18,6 +18,7 @@ shape Redis 7 sends, because clients index into it by position:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from hotkv.commands.context import Context
@@ -94,12 +95,13 @@ def _work_set_call_key_flags(call: list[bytes]) -> list[str]:
 _CALL_KEY_FLAGS = {"set": _set_call_key_flags, "amem.work.set": _work_set_call_key_flags}
 
 
-def call_key_flags(spec: CommandSpec, call: list[bytes]) -> list[str]:
-    """The key flags of one call, as GETKEYSANDFLAGS reports them."""
+def call_key_flags(spec: CommandSpec, call: list[bytes]) -> Sequence[str]:
+    """The key flags of one call, as GETKEYSANDFLAGS reports them (ACL checks them for
+    every keyed call of a restricted user: the spec's own tuple, not a copy)."""
     resolve = _CALL_KEY_FLAGS.get(spec.name)
     if resolve is not None:
         return resolve(call)
-    return key_spec_flags(spec)
+    return spec.key_flags
 
 
 def key_specs(spec: CommandSpec) -> list[dict[str, Any]]:
