@@ -294,21 +294,19 @@ def _aof_args(aof: str) -> list[str]:
     return ["--appendonly", "yes", "--appendfsync", aof]
 
 
-def start_redis(workdir: Path, aof: str, cpu: int | None, binary: str) -> ServerProcess:
-    directory = workdir / "redis"
-    directory.mkdir()
-    logfile = directory / "redis.log"
+def _start_on_free_port(name: str, spawn: Callable[[int], subprocess.Popen[bytes]],
+                        failure: Callable[[subprocess.Popen[bytes]], str], logfile: Path,
+                        seconds: float, slot: str = "") -> ServerProcess:
+    """Start a server that takes the port it is given, and wait until it answers PING;
+    retried on another port, since a free port can be taken between the probe and the bind."""
     last_error = ""
-    for _ in range(5):  # a free port can be taken between the probe and the bind
+    for _ in range(5):
         port = free_port()
-        cmd = [*_pin(cpu), binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-               *_aof_args(aof), "--dir", str(directory), "--logfile", str(logfile),
-               "--daemonize", "no"]
-        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        deadline = time.monotonic() + 10
+        proc = spawn(port)
+        deadline = time.monotonic() + seconds
         while time.monotonic() < deadline:
             if proc.poll() is not None:
-                last_error = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
+                last_error = failure(proc)
                 break
             try:
                 client = RawClient(port)
@@ -317,7 +315,7 @@ def start_redis(workdir: Path, aof: str, cpu: int | None, binary: str) -> Server
                 continue
             try:
                 if client.call(b"PING") == b"PONG":
-                    return ServerProcess("redis", proc, port, logfile)
+                    return ServerProcess(name, proc, port, logfile, slot=slot)
             except (OSError, ConnectionError):
                 pass
             finally:
@@ -326,8 +324,25 @@ def start_redis(workdir: Path, aof: str, cpu: int | None, binary: str) -> Server
         else:
             proc.kill()
             proc.wait()
-            last_error = "redis-server did not answer PING in 10 s"
-    raise RuntimeError(f"cannot start redis-server: {last_error}")
+            last_error = f"{name} did not answer PING in {seconds:g} s"
+    raise RuntimeError(f"cannot start {name}: {last_error}")
+
+
+def start_redis(workdir: Path, aof: str, cpu: int | None, binary: str) -> ServerProcess:
+    directory = workdir / "redis"
+    directory.mkdir()
+    logfile = directory / "redis.log"
+
+    def spawn(port: int) -> subprocess.Popen[bytes]:
+        cmd = [*_pin(cpu), binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+               *_aof_args(aof), "--dir", str(directory), "--logfile", str(logfile),
+               "--daemonize", "no"]
+        return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+    def failure(proc: subprocess.Popen[bytes]) -> str:
+        return proc.stderr.read().decode(errors="replace") if proc.stderr else ""
+
+    return _start_on_free_port("redis", spawn, failure, logfile, 10)
 
 
 def start_hotkv(workdir: Path, aof: str, cpu: int | None, python: str,
@@ -369,35 +384,16 @@ server.serve_forever()
 
 def start_fakeredis(cpu: int | None, python: str, logfile: Path) -> ServerProcess:
     """fakeredis' TCP server (a socketserver.ThreadingTCPServer) in its own process."""
-    last_error = ""
-    for _ in range(5):
-        port = free_port()
+
+    def spawn(port: int) -> subprocess.Popen[bytes]:
         with open(logfile, "wb") as log_out:
-            proc = subprocess.Popen([*_pin(cpu), python, "-c", FAKEREDIS_SERVER, str(port)],
+            return subprocess.Popen([*_pin(cpu), python, "-c", FAKEREDIS_SERVER, str(port)],
                                     stdout=log_out, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            if proc.poll() is not None:
-                last_error = logfile.read_text(errors="replace")[-2000:]
-                break
-            try:
-                client = RawClient(port)
-            except OSError:
-                time.sleep(0.05)
-                continue
-            try:
-                if client.call(b"PING") == b"PONG":
-                    return ServerProcess("fakeredis", proc, port, logfile, slot="redis")
-            except (OSError, ConnectionError):
-                pass
-            finally:
-                client.close()
-            time.sleep(0.05)
-        else:
-            proc.kill()
-            proc.wait()
-            last_error = "fakeredis did not answer PING in 20 s"
-    raise RuntimeError(f"cannot start fakeredis: {last_error}")
+
+    def failure(proc: subprocess.Popen[bytes]) -> str:
+        return logfile.read_text(errors="replace")[-2000:]
+
+    return _start_on_free_port("fakeredis", spawn, failure, logfile, 20, slot="redis")
 
 
 # --- setup per row ----------------------------------------------------------------------------
