@@ -5,7 +5,7 @@
 #   docker run -e HOTKV_REQUIREPASS=secret -e HOTKV_APPENDFSYNC=always hotkv --maxmemory 1gb
 #
 # Configuration: HOTKV_<DIRECTIVE> environment variables and --directive flags (flags
-# win); see src/hotkv/clients/entrypoint.py. The health check PINGs the server on
+# win); see src/hotkv_server/clients/entrypoint.py. The health check PINGs the server on
 # HOTKV_PORT with HOTKV_REQUIREPASS, so set the port and password through the environment.
 
 # --- build: wheels for the package and its dependencies (hnswlib compiles from source)
@@ -35,6 +35,6 @@ WORKDIR /data
 VOLUME ["/data"]
 EXPOSE 6379
 HEALTHCHECK --interval=10s --timeout=3s --start-period=15s --retries=3 \
-    CMD ["python", "-m", "hotkv.clients.healthcheck"]
-ENTRYPOINT ["python", "-m", "hotkv.clients.entrypoint"]
+    CMD ["python", "-m", "hotkv_server.clients.healthcheck"]
+ENTRYPOINT ["python", "-m", "hotkv_server.clients.entrypoint"]
 CMD []

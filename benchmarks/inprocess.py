@@ -32,12 +32,12 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from hotkv.server.app import Server
-from hotkv.server.config import load_config
-from hotkv.server.connection import ClientProtocol
+from hotkv_server.server.app import Server
+from hotkv_server.server.config import load_config
+from hotkv_server.server.connection import ClientProtocol
 
 try:
-    from hotkv.server.connection import end_turn
+    from hotkv_server.server.connection import end_turn
 except ImportError:  # a tree from before the AOF was written once per turn (A/B runs)
 
     def end_turn(core: Any) -> None:

@@ -55,7 +55,7 @@ class Server:
         """Start; return the seconds until the server answered that it is ready."""
         offset = os.path.getsize(self.log) if os.path.exists(self.log) else 0
         env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
-        cmd = [sys.executable, "-m", "hotkv", "--port", str(self.port), "--bind", "127.0.0.1",
+        cmd = [sys.executable, "-m", "hotkv_server", "--port", str(self.port), "--bind", "127.0.0.1",
                "--dir", self.dir, "--logfile", self.log, "--appendonly", "yes",
                "--appendfsync", "no", "--auto-aof-rewrite-percentage", "0"]
         started = time.monotonic()

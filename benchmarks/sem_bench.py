@@ -12,7 +12,7 @@ What it measures (``run.py --rows sem`` runs the same and adds the rows to its t
   EF_CONSTRUCTION, and recall@10 of both against exact (numpy) search;
 * the same over several EF values: the recall-vs-queries/s curve (PNG). The server widens
   a search to ``max(EF, k, min(32 k, 1024))`` (``search_breadth`` in
-  ``hotkv.stores.sem``), so with k = 10 every EF below 320 searches at 320; each server
+  ``hotkv_server.stores.sem``), so with k = 10 every EF below 320 searches at 320; each server
   point is compared with hnswlib at that effective breadth, not at the nominal EF;
 * queries/s of 8 clients against 1 client, measured the same way: client processes, each
   its own connection and one RECALL at a time, sending prebuilt request bytes and reading
@@ -66,7 +66,7 @@ import redis
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
-from hotkv.stores.sem import search_breadth  # noqa: E402
+from hotkv_server.stores.sem import search_breadth  # noqa: E402
 
 NS = "bench"
 K = 10
@@ -132,7 +132,7 @@ def recall_at(found: Sequence[Sequence[int]], truth: np.ndarray) -> float:
 
 
 class Server:
-    """``python -m hotkv`` with an AOF (fsync left to the OS, no automatic rewrite)."""
+    """``python -m hotkv_server`` with an AOF (fsync left to the OS, no automatic rewrite)."""
 
     def __init__(self, data_dir: Path, python: str, src: Path | None = None) -> None:
         self.dir = data_dir
@@ -147,7 +147,7 @@ class Server:
         offset = self.log.stat().st_size if self.log.exists() else 0
         env = dict(os.environ)
         env["PYTHONPATH"] = str(self.src) + os.pathsep + env.get("PYTHONPATH", "")
-        cmd = [self.python, "-m", "hotkv", "--port", "0", "--bind", "127.0.0.1",
+        cmd = [self.python, "-m", "hotkv_server", "--port", "0", "--bind", "127.0.0.1",
                "--dir", str(self.dir), "--logfile", str(self.log), "--appendonly", "yes",
                "--appendfsync", "no", "--auto-aof-rewrite-percentage", "0"]
         started = time.monotonic()

@@ -27,7 +27,7 @@ def free_port() -> int:
 
 
 class HotkvProcess:
-    """A ``python -m hotkv`` child process; ``start()`` waits until it accepts connections."""
+    """A ``python -m hotkv_server`` child process; ``start()`` waits until it accepts connections."""
 
     def __init__(self, *args: str, dir: str | None = None, port: int = 0,
                  config_file: str | None = None) -> None:
@@ -42,7 +42,7 @@ class HotkvProcess:
 
     def command_line(self) -> list[str]:
         has = set(self.args)
-        cmd = [sys.executable, "-m", "hotkv"]
+        cmd = [sys.executable, "-m", "hotkv_server"]
         if self.config_file:
             cmd.append(self.config_file)
         cmd += ["--port", str(self.port), "--dir", self.dir,

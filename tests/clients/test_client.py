@@ -18,10 +18,10 @@ import pytest
 import redis
 from redis.exceptions import ResponseError
 
-import hotkv
-import hotkv.asyncio
+import hotkv_server as hotkv
+import hotkv_server.asyncio
 from helpers import HotkvProcess
-from hotkv.clients.embedding import hashed_embedding
+from hotkv_server.clients.embedding import hashed_embedding
 
 Step = tuple[str, tuple[Any, ...], dict[str, Any]]
 Scenario = Generator[Step, Any, None]
@@ -309,7 +309,7 @@ def drive(scenario: Callable[[], Scenario], call: Callable[[Step], Any]) -> None
         pass
 
 
-async def drive_async(scenario: Callable[[], Scenario], client: hotkv.asyncio.Hotkv) -> None:
+async def drive_async(scenario: Callable[[], Scenario], client: hotkv_server.asyncio.Hotkv) -> None:
     steps = scenario()
     result: Any = None
     try:
@@ -351,7 +351,7 @@ def test_sync(hk: hotkv.Hotkv, scenario: Callable[[], Scenario]) -> None:
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.__name__[9:])
 def test_asyncio(url: str, protocol: int, scenario: Callable[[], Scenario]) -> None:
     async def run() -> None:
-        client = hotkv.asyncio.from_url(url, protocol=protocol)
+        client = hotkv_server.asyncio.from_url(url, protocol=protocol)
         try:
             await client.flushall()
             await drive_async(scenario, client)
@@ -363,9 +363,9 @@ def test_asyncio(url: str, protocol: int, scenario: Callable[[], Scenario]) -> N
 
 def test_every_command_has_a_method_and_a_scenario() -> None:
     """One method per AMEM command in the server's command table, each used above."""
-    from hotkv.clients.replies import RESPONSE_CALLBACKS
-    from hotkv.commands import load_all
-    from hotkv.commands.registry import COMMANDS
+    from hotkv_server.clients.replies import RESPONSE_CALLBACKS
+    from hotkv_server.commands import load_all
+    from hotkv_server.engine.registry import COMMANDS
 
     load_all()
     server_commands = {name.upper() for name in COMMANDS if name.lower().startswith("amem.")}
@@ -453,7 +453,7 @@ def test_transaction_helper_with_watch(hk: hotkv.Hotkv) -> None:
 
 def test_asyncio_pipeline_and_transaction(url: str, protocol: int) -> None:
     async def run() -> None:
-        client = hotkv.asyncio.from_url(url, protocol=protocol)
+        client = hotkv_server.asyncio.from_url(url, protocol=protocol)
         await client.flushall()
         async with client.pipeline(transaction=True) as pipe:
             pipe.amem_conv_create("s").amem_conv_append("s", "user", "hi").amem_conv_window("s")
@@ -523,10 +523,10 @@ def test_redis_commands_and_urls(server: HotkvProcess, protocol: int) -> None:
     for scheme in ("hotkvs", "rediss"):
         pool = hotkv.from_url(f"{scheme}://127.0.0.1:{server.port}").connection_pool
         assert issubclass(pool.connection_class, redis.SSLConnection)
-        assert pool.connection_kwargs["parser_class"] is hotkv.clients.errors.HotkvParser
+        assert pool.connection_kwargs["parser_class"] is hotkv_server.clients.errors.HotkvParser
     unix = hotkv.from_url("unix:///tmp/hotkv.sock").connection_pool
     assert issubclass(unix.connection_class, redis.UnixDomainSocketConnection)
-    assert hotkv.asyncio.from_url("hotkvs://h:1").connection_pool.connection_kwargs["port"] == 1
+    assert hotkv_server.asyncio.from_url("hotkvs://h:1").connection_pool.connection_kwargs["port"] == 1
 
 
 def test_constructor_and_single_connection(server: HotkvProcess, protocol: int) -> None:

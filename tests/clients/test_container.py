@@ -19,8 +19,8 @@ import redis
 import yaml
 
 from helpers import ROOT, free_port
-from hotkv.clients.entrypoint import server_arguments
-from hotkv.server.config import DIRECTIVES
+from hotkv_server.clients.entrypoint import server_arguments
+from hotkv_server.server.config import DIRECTIVES
 
 Instruction = tuple[str, str]
 
@@ -96,8 +96,8 @@ def test_dockerfile_shape() -> None:
     assert exec_form(one(stage, "VOLUME")) == ["/data"]
     assert one(stage, "EXPOSE") == "6379"
     assert image_env()["HOTKV_DIR"] == "/data" and image_env()["HOTKV_PORT"] == "6379"
-    assert entrypoint_command()[1:] == ["-m", "hotkv.clients.entrypoint"]
-    assert healthcheck_command()[1:] == ["-m", "hotkv.clients.healthcheck"]
+    assert entrypoint_command()[1:] == ["-m", "hotkv_server.clients.entrypoint"]
+    assert healthcheck_command()[1:] == ["-m", "hotkv_server.clients.healthcheck"]
     # what the build stage copies exists, and .dockerignore does not hide it
     ignored = {line.strip() for line in (ROOT / ".dockerignore").read_text().splitlines()
                if line.strip() and not line.startswith("#")}

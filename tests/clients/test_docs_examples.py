@@ -15,9 +15,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-import hotkv
+import hotkv_server as hotkv
 from helpers import ROOT, HotkvProcess, require_tool
-from hotkv.clients.embedding import hashed_embedding
+from hotkv_server.clients.embedding import hashed_embedding
 
 DOCS = ROOT / "docs"
 BLOCK = re.compile(r"^( *)```python\n(.*?)^\1```", re.S | re.M)

@@ -19,7 +19,7 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
 from helpers import ROOT, HotkvProcess, free_port
-from hotkv.clients.mcp_server import McpConfig, parse_config
+from hotkv_server.clients.mcp_server import McpConfig, parse_config
 
 WRITE_TOOLS = {"append_turn", "clear_conversation", "write_note", "delete_note", "log_event",
                "write_summary", "append_summary", "store_fact", "forget_fact"}
@@ -30,7 +30,7 @@ READ_TOOLS = {"read_turns", "read_notes", "query_events", "read_summary", "recal
 def _params(server: HotkvProcess, *flags: str) -> StdioServerParameters:
     return StdioServerParameters(
         command=sys.executable,
-        args=["-m", "hotkv.clients.mcp_server", "--url", f"redis://127.0.0.1:{server.port}",
+        args=["-m", "hotkv_server.clients.mcp_server", "--url", f"redis://127.0.0.1:{server.port}",
               *flags],
         env={"PYTHONPATH": str(ROOT / "src")},
     )
@@ -246,7 +246,7 @@ def test_streamable_http_transport(server: HotkvProcess, raw: redis.Redis) -> No
     port = free_port()
     env = dict(os.environ, PYTHONPATH=str(ROOT / "src"), HOTKV_URL=f"redis://127.0.0.1:{server.port}",
                HOTKV_MCP_TRANSPORT="http", HOTKV_MCP_PORT=str(port), HOTKV_MCP_PREFIX="web")
-    proc = subprocess.Popen([sys.executable, "-m", "hotkv.clients.mcp_server"], env=env,
+    proc = subprocess.Popen([sys.executable, "-m", "hotkv_server.clients.mcp_server"], env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         async def main() -> None:
@@ -289,5 +289,5 @@ def test_config_from_flags_and_environment() -> None:
 
 def test_console_script_is_declared() -> None:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    assert project["scripts"]["hotkv-mcp"] == "hotkv.clients.mcp_server:main"
+    assert project["scripts"]["hotkv-mcp"] == "hotkv_server.clients.mcp_server:main"
     assert any(dep.startswith("mcp") for dep in project["optional-dependencies"]["mcp"])

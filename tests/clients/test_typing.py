@@ -6,9 +6,9 @@ from __future__ import annotations
 import inspect
 from pathlib import Path
 
-import hotkv
-from hotkv.clients._async_types import AsyncAmemCommands
-from hotkv.clients.commands import AmemCommands
+import hotkv_server as hotkv
+from hotkv_server.clients._async_types import AsyncAmemCommands
+from hotkv_server.clients.commands import AmemCommands
 
 
 def amem_methods(cls: type) -> dict[str, inspect.Signature]:

@@ -19,14 +19,14 @@ import redis
 
 from helpers import HotkvProcess, RedisServer, raw_roundtrip, record, require_tool
 from helpers import raw_reply as raw
-from hotkv.commands import load_all
-from hotkv.commands.admin import NO_PERSISTENCE
-from hotkv.commands.context import Context
-from hotkv.commands.dispatch import dispatch
-from hotkv.server.clock import ManualClock
-from hotkv.server.config import ConfigError, load_config
-from hotkv.server.core import Core
-from hotkv.server.resp import ErrorReply, Verbatim
+from hotkv_server.commands import load_all
+from hotkv_server.commands.admin import NO_PERSISTENCE
+from hotkv_server.engine.clock import ManualClock
+from hotkv_server.engine.context import Context
+from hotkv_server.engine.core import Core
+from hotkv_server.engine.dispatch import dispatch
+from hotkv_server.server.config import ConfigError, load_config
+from hotkv_server.server.resp import ErrorReply, Verbatim
 
 
 def error(client: redis.Redis, *args: Any) -> str:
@@ -503,7 +503,7 @@ def test_shutdown_hands_the_save_choice_to_the_server(local: tuple[Core, Context
     core, ctx = local
     requested: list[bool | None] = []
     core.shutdown_requested = requested.append
-    from hotkv.commands.dispatch import NO_REPLY
+    from hotkv_server.engine.dispatch import NO_REPLY
 
     assert call(ctx, "SHUTDOWN", "SAVE", "NOW", "FORCE") is NO_REPLY
     assert ctx.close_after_reply

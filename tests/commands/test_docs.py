@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from hotkv.commands import load_all
-from hotkv.commands.docs import REGENERATE, render_reference
-from hotkv.commands.registry import all_specs
+from hotkv_server.commands import load_all
+from hotkv_server.commands.docs import REGENERATE, render_reference
+from hotkv_server.engine.registry import all_specs
 
 ROOT = Path(__file__).resolve().parents[2]
 REFERENCE = ROOT / "docs" / "commands.md"
@@ -51,7 +51,7 @@ def test_reference_entry_for_one_command() -> None:
 
 def test_module_entry_point_prints_the_reference() -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "hotkv.commands.docs"], capture_output=True, text=True, check=True,
+        [sys.executable, "-m", "hotkv_server.commands.docs"], capture_output=True, text=True, check=True,
         timeout=60,
     )
     assert done.stdout == render_reference()

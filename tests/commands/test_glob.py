@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from helpers import RedisServer
-from hotkv.commands.glob import glob_match
+from hotkv_server.commands.glob import glob_match
 
 CASES = [
     # pattern, subject, expected

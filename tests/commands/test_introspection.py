@@ -14,8 +14,8 @@ from redis._parsers.commands import CommandsParser
 
 from helpers import RedisServer, raw_roundtrip, record, resp_request
 from helpers import raw_reply as raw
-from hotkv.commands import load_all
-from hotkv.commands.registry import all_specs
+from hotkv_server.commands import load_all
+from hotkv_server.engine.registry import all_specs
 
 
 def error(client: redis.Redis, *args: Any) -> str:

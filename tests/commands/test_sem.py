@@ -687,7 +687,7 @@ def test_search_command_table_entry(r: redis.Redis) -> None:
 def test_hotkv_client_search_recall_exact_and_info(r: redis.Redis) -> None:
     """The hotkv client's methods for these commands, with every option, decode the same
     way in RESP2 and RESP3 (floats are floats)."""
-    import hotkv
+    import hotkv_server as hotkv
 
     data = load_invoices(r, 1100)  # large enough for the EXACT scan to read the index in bulk
     kwargs = r.connection_pool.connection_kwargs
@@ -723,9 +723,9 @@ def test_hotkv_client_search_recall_exact_and_info(r: redis.Redis) -> None:
 
 def test_self_check_scheduling_in_process() -> None:
     """RecallSelfCheck driven tick by tick on a Core with a manual clock (no event loop)."""
-    from hotkv.commands.sem import SELF_CHECK_INTERVAL_MS, RecallSelfCheck
-    from hotkv.server.clock import ManualClock
-    from hotkv.server.core import Core
+    from hotkv_server.commands.sem import SELF_CHECK_INTERVAL_MS, RecallSelfCheck
+    from hotkv_server.engine.clock import ManualClock
+    from hotkv_server.engine.core import Core
 
     clock = ManualClock()
     core = Core(clock=clock)

@@ -16,7 +16,7 @@ from helpers import ROOT, HotkvProcess, free_port
 
 def _run(*args: str, timeout: float = 20) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
-    return subprocess.run([sys.executable, "-m", "hotkv", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "hotkv_server", *args], capture_output=True, text=True,
                           timeout=timeout, env=env)
 
 

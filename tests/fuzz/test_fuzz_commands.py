@@ -26,14 +26,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hotkv.commands import acl, load_all
-from hotkv.commands.context import Context
-from hotkv.commands.dispatch import NO_REPLY, dispatch
-from hotkv.commands.registry import Arg, CommandSpec, all_specs
-from hotkv.server.clock import ManualClock
-from hotkv.server.config import Config
-from hotkv.server.core import Core
-from hotkv.server.resp import ErrorReply, encode
+from hotkv_server.commands import acl, load_all
+from hotkv_server.engine.clock import ManualClock
+from hotkv_server.engine.context import Context
+from hotkv_server.engine.core import Core
+from hotkv_server.engine.dispatch import NO_REPLY, dispatch
+from hotkv_server.engine.registry import Arg, CommandSpec, all_specs
+from hotkv_server.server.config import Config
+from hotkv_server.server.resp import ErrorReply, encode
 
 load_all()
 

@@ -9,15 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from hotkv.persistence.framing import frame_value, iter_frames
-from hotkv.persistence.manifest import Layout
-from hotkv.persistence.snapshot import encode_base
+from hotkv_server.persistence.framing import frame_value, iter_frames
+from hotkv_server.persistence.manifest import Layout
+from hotkv_server.persistence.snapshot import encode_base
 
 SCRIPT = Path(sys.executable).with_name("hotkv-check-aof")
 
 
 def run(*args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
-    cmd = [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "hotkv.persistence.check"]
+    cmd = [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "hotkv_server.persistence.check"]
     return subprocess.run([*cmd, *args], input=stdin, capture_output=True, text=True, timeout=30)
 
 

@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 
 from helpers import HotkvProcess
-from hotkv.persistence.framing import frame_value, iter_frames
-from hotkv.persistence.manifest import Layout
+from hotkv_server.persistence.framing import frame_value, iter_frames
+from hotkv_server.persistence.manifest import Layout
 
-CHECK = [sys.executable, "-m", "hotkv.persistence.check"]
+CHECK = [sys.executable, "-m", "hotkv_server.persistence.check"]
 
 
 def server(procs: list[HotkvProcess], data_dir: str, *args: str) -> HotkvProcess:
@@ -123,7 +123,7 @@ def test_a_flipped_byte_stops_the_start_until_repaired(procs: list[HotkvProcess]
 
 def _three_incrs(data_dir: str, with_base: bool = True) -> Layout:
     """A directory as a crash in the middle of two rewrites leaves it: base + 3 increments."""
-    from hotkv.persistence.snapshot import encode_base
+    from hotkv_server.persistence.snapshot import encode_base
 
     layout = Layout(data_dir)
     os.makedirs(layout.aof_dir)
@@ -186,7 +186,7 @@ def test_half_written_temp_files_of_an_interrupted_rewrite_are_removed(
     write_keys(proc, 5, "after")
     proc.kill()
     layout = Layout(data_dir)
-    from hotkv.persistence.snapshot import encode_base
+    from hotkv_server.persistence.snapshot import encode_base
 
     half = b"".join(encode_base({"kv": [b"x", b"y", None] * 1000}, 0))
     Path(layout.path("temp-appendonly.aof.7.base.hkv")).write_bytes(half[: len(half) // 2])

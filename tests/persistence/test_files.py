@@ -11,12 +11,18 @@ from typing import Any
 
 import pytest
 
-from hotkv.persistence import snapshot
-from hotkv.persistence.framing import HEADER_SIZE, FrameError, frame_value, iter_frames, scan_file
-from hotkv.persistence.loader import Loader, LoadError, read_checked_manifest
-from hotkv.persistence.manifest import Entry, Layout, Manifest, ManifestError
-from hotkv.persistence.snapshot import BaseFormatError, decode_base, encode_base
-from hotkv.stores.database import Database, default_database
+from hotkv_server.persistence import snapshot
+from hotkv_server.persistence.framing import (
+    HEADER_SIZE,
+    FrameError,
+    frame_value,
+    iter_frames,
+    scan_file,
+)
+from hotkv_server.persistence.loader import Loader, LoadError, read_checked_manifest
+from hotkv_server.persistence.manifest import Entry, Layout, Manifest, ManifestError
+from hotkv_server.persistence.snapshot import BaseFormatError, decode_base, encode_base
+from hotkv_server.stores.database import Database, default_database
 
 NOW = 1_700_000_000_000
 

@@ -16,11 +16,11 @@ from typing import Any
 
 import pytest
 
-from hotkv.persistence.loader import Loader, read_checked_manifest
-from hotkv.persistence.manager import AofUnavailable, Persistence
-from hotkv.server.config import load_config
-from hotkv.server.core import Core
-from hotkv.stores.database import default_database
+from hotkv_server.engine.core import Core
+from hotkv_server.persistence.loader import Loader, read_checked_manifest
+from hotkv_server.persistence.manager import AofUnavailable, Persistence
+from hotkv_server.server.config import load_config
+from hotkv_server.stores.database import default_database
 from persistence.recording import RecordingTransport
 
 
@@ -193,8 +193,8 @@ def test_replies_of_a_turn_leave_after_its_records_are_in_the_file(make: Any, po
     """Three clients' reads in one event-loop turn: no reply leaves during the turn; at its
     end the AOF grows once (one frame for all the writes) before the first reply is
     written; a read-only client of that turn waits with the others, in order."""
-    from hotkv.commands import load_all
-    from hotkv.server.connection import ClientProtocol
+    from hotkv_server.commands import load_all
+    from hotkv_server.server.connection import ClientProtocol
 
     load_all()
     p = make("--appendfsync", policy)

@@ -14,7 +14,7 @@ from redis.backoff import NoBackoff
 from redis.retry import Retry
 
 from helpers import HotkvProcess
-from hotkv.persistence.manifest import Layout
+from hotkv_server.persistence.manifest import Layout
 from persistence.pdata import (
     assert_same_state,
     dump,

@@ -13,7 +13,7 @@ import pytest
 import redis
 
 from helpers import HotkvProcess, free_port, raw_roundtrip, record, resp_request
-from hotkv.persistence.framing import unpack
+from hotkv_server.persistence.framing import unpack
 from persistence.pdata import assert_same_state, populate
 from replication.rhelpers import (
     info,

@@ -13,9 +13,9 @@ import asyncio
 import os
 from pathlib import Path
 
-from hotkv.server.app import Server
-from hotkv.server.config import load_config
-from hotkv.server.connection import ClientProtocol
+from hotkv_server.server.app import Server
+from hotkv_server.server.config import load_config
+from hotkv_server.server.connection import ClientProtocol
 from persistence.recording import RecordingTransport
 
 

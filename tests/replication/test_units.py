@@ -6,10 +6,10 @@ import os
 
 import pytest
 
-from hotkv.persistence.framing import unpack
-from hotkv.replication import state
-from hotkv.replication.backlog import Backlog
-from hotkv.replication.stream import (
+from hotkv_server.persistence.framing import unpack
+from hotkv_server.replication import state
+from hotkv_server.replication.backlog import Backlog
+from hotkv_server.replication.stream import (
     GETACK,
     PING,
     CommandParser,

@@ -16,15 +16,20 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from helpers import HotkvProcess
-from hotkv.commands import load_all
-from hotkv.commands.context import Context
-from hotkv.commands.dispatch import dispatch
-from hotkv.server.clock import ManualClock
-from hotkv.server.config import Config
-from hotkv.server.core import Core
-from hotkv.server.memory import MemoryGuard, UsedMemory, install
-from hotkv.server.resp import NULL_ARRAY, ErrorReply
-from hotkv.stores.keyspace import ACCESS_OVERHEAD, DEADLINE_OVERHEAD, ENTRY_OVERHEAD, KeyValueStore
+from hotkv_server.commands import load_all
+from hotkv_server.engine.clock import ManualClock
+from hotkv_server.engine.context import Context
+from hotkv_server.engine.core import Core
+from hotkv_server.engine.dispatch import dispatch
+from hotkv_server.server.config import Config
+from hotkv_server.server.memory import MemoryGuard, UsedMemory, install
+from hotkv_server.server.resp import NULL_ARRAY, ErrorReply
+from hotkv_server.stores.keyspace import (
+    ACCESS_OVERHEAD,
+    DEADLINE_OVERHEAD,
+    ENTRY_OVERHEAD,
+    KeyValueStore,
+)
 
 OOM = "OOM command not allowed when used memory > 'maxmemory'."
 #: redis-py strips the OOM code and raises OutOfMemoryError with the rest

@@ -7,8 +7,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hotkv.stores.base import EffectError
-from hotkv.stores.epis import MAX_KEY, MIN_KEY, EpisodicStore, event_key, format_id, key_parts
+from hotkv_server.stores.base import EffectError
+from hotkv_server.stores.epis import (
+    MAX_KEY,
+    MIN_KEY,
+    EpisodicStore,
+    event_key,
+    format_id,
+    key_parts,
+)
 
 T0 = 1_700_000_000_000
 

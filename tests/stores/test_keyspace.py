@@ -7,9 +7,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hotkv.stores.base import EffectError
-from hotkv.stores.database import default_database
-from hotkv.stores.keyspace import KeyValueStore
+from hotkv_server.stores.base import EffectError
+from hotkv_server.stores.database import default_database
+from hotkv_server.stores.keyspace import KeyValueStore
 
 T0 = 1_700_000_000_000
 

@@ -8,8 +8,8 @@ import msgpack
 import numpy as np
 import pytest
 
-from hotkv.stores.base import EffectError
-from hotkv.stores.sem import (
+from hotkv_server.stores.base import EffectError
+from hotkv_server.stores.sem import (
     DOUBLING_MAX,
     INITIAL_ELEMENTS,
     SemanticStore,
@@ -17,7 +17,7 @@ from hotkv.stores.sem import (
     grown_capacity,
     search_breadth,
 )
-from hotkv.stores.text import TextIndex
+from hotkv_server.stores.text import TextIndex
 
 T0 = 1_700_000_000_000
 
@@ -803,7 +803,7 @@ def test_snapshot_restore_rebuilds_the_text_index() -> None:
 
 @pytest.mark.parametrize("chunk", [8192, 7])
 def test_exact_recall_is_brute_force(monkeypatch: pytest.MonkeyPatch, chunk: int) -> None:
-    import hotkv.stores.sem as sem
+    import hotkv_server.stores.sem as sem
 
     monkeypatch.setattr(sem, "EXACT_CHUNK", chunk)
     store, data = invoices()
@@ -836,7 +836,7 @@ def test_recall_self_check_equals_the_recall_measured_by_hand(
 ) -> None:
     import random
 
-    import hotkv.stores.sem as sem
+    import hotkv_server.stores.sem as sem
 
     # a deliberately poor index (tiny M and breadth) so that recall is well below 1
     monkeypatch.setattr(sem, "BREADTH_PER_HIT", 0)
@@ -866,7 +866,7 @@ def test_recall_self_check_equals_the_recall_measured_by_hand(
 def test_recall_self_check_survives_writes_during_the_scan() -> None:
     import random
 
-    from hotkv.stores.sem import RecallCheck
+    from hotkv_server.stores.sem import RecallCheck
 
     store, data = invoices(400)
     ns = store.namespaces[b"kb"]
@@ -892,7 +892,7 @@ def test_recall_self_check_survives_writes_during_the_scan() -> None:
 @pytest.mark.parametrize("metric", ["COSINE", "L2"])
 def test_bulk_vector_reads_equal_hnswlib_get_items(monkeypatch: pytest.MonkeyPatch,
                                                    metric: str) -> None:
-    import hotkv.stores.sem as sem
+    import hotkv_server.stores.sem as sem
 
     monkeypatch.setattr(sem, "BULK_READ_MIN", 1)
     store = make(dim=8, metric=metric)
@@ -932,7 +932,7 @@ def test_hybrid_search_when_no_fact_passes_the_filters() -> None:
 def test_a_pending_search_skips_facts_deleted_or_replaced_before_it_finishes() -> None:
     import concurrent.futures
 
-    from hotkv.stores.sem import PendingSearch
+    from hotkv_server.stores.sem import PendingSearch
 
     store = make(dim=8)
     rng = np.random.default_rng(3)
@@ -964,7 +964,7 @@ def test_a_pending_search_skips_facts_deleted_or_replaced_before_it_finishes() -
 def test_drop_and_snapshot_wait_for_searches_in_flight() -> None:
     import concurrent.futures
 
-    from hotkv.stores.sem import PendingSearch
+    from hotkv_server.stores.sem import PendingSearch
 
     store = make(dim=8)
     for i in range(100):

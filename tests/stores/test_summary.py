@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hotkv.stores.base import EffectError
-from hotkv.stores.summary import SummaryStore
+from hotkv_server.stores.base import EffectError
+from hotkv_server.stores.summary import SummaryStore
 
 T0 = 1_700_000_000_000
 

@@ -8,7 +8,7 @@ from collections import Counter
 
 import pytest
 
-from hotkv.stores.text import STOP_WORDS, TextIndex, doc_terms, query_terms
+from hotkv_server.stores.text import STOP_WORDS, TextIndex, doc_terms, query_terms
 
 # --- tokenization ----------------------------------------------------------------------------
 

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hotkv.stores.base import EffectError
-from hotkv.stores.work import (
+from hotkv_server.stores.base import EffectError
+from hotkv_server.stores.work import (
     MergeError,
     WorkingStore,
     format_number,

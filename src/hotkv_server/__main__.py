@@ -1,0 +1,7 @@
+"""``python -m hotkv_server``: the same as ``hotkv-server``."""
+
+import sys
+
+from hotkv_server.server.app import main
+
+sys.exit(main())

@@ -1,0 +1,35 @@
+"""One module per command family; importing this package fills the command table."""
+
+from __future__ import annotations
+
+import importlib
+
+#: every command module, in the order COMMAND lists nothing special about
+MODULES = (
+    "connection",
+    "transactions",
+    "strings",
+    "keys",
+    "admin",
+    "introspection",
+    "conv",
+    "sem",
+    "work",
+    "epis",
+    "summary",
+    "amem",
+    "acl",
+    "replication",
+)
+
+_loaded = False
+
+
+def load_all() -> None:
+    """Import every command module once (registration happens at import time)."""
+    global _loaded
+    if _loaded:
+        return
+    for name in MODULES:
+        importlib.import_module(f"hotkv_server.commands.{name}")
+    _loaded = True

@@ -1,0 +1,115 @@
+"""Commands across the memory stores: AMEM.SCAN, and the ``# Amem`` section of INFO.
+
+AMEM.SCAN walks one store's live ids in byte order. The cursor is ``0`` to start and at
+the end; otherwise it is the hex of the last id the previous call looked at, and the next
+call goes on with the ids above it. So the walk needs no state on the server and stays
+right while the store changes: every id present for the whole walk is returned exactly
+once, ids added or removed meanwhile may or may not be (as Redis SCAN promises).
+COUNT (default 10) is how many ids a call looks at, MATCH filters those, so a call may
+return fewer than COUNT ids, or none, before the walk ends (as Redis SCAN does). Each
+call costs O(N log COUNT) over the store's N ids.
+"""
+
+from __future__ import annotations
+
+import heapq
+from typing import TYPE_CHECKING, Any
+
+from hotkv_server.commands.glob import compile_glob
+from hotkv_server.engine import errors
+from hotkv_server.engine.args import Args
+from hotkv_server.engine.context import Context
+from hotkv_server.engine.errors import CommandError
+from hotkv_server.engine.registry import command
+
+if TYPE_CHECKING:
+    from hotkv_server.engine.core import Core
+
+#: the memory stores AMEM.SCAN and INFO amem cover, in contract order
+MEMORY_STORES: tuple[bytes, ...] = (b"CONV", b"SEM", b"WORK", b"EPIS", b"SUMMARY")
+
+SCAN_COUNT_DEFAULT = 10
+
+
+def encode_cursor(last_id: bytes) -> bytes:
+    return last_id.hex().encode()
+
+
+def decode_cursor(raw: bytes) -> bytes | None:
+    """The id a cursor continues after; None for ``0`` (the start)."""
+    if raw == b"0":
+        return None
+    try:
+        last_id = bytes.fromhex(raw.decode("ascii"))
+    except (UnicodeDecodeError, ValueError):
+        last_id = b""
+    # a hex cursor is never empty and always has an even number of lower-case digits
+    if not last_id or encode_cursor(last_id) != raw:
+        raise CommandError(
+            errors.bad_argument("cursor", "0 or a cursor returned by AMEM.SCAN", raw)
+        )
+    return last_id
+
+
+@command(
+    "amem.scan",
+    arity=-4,
+    flags="readonly",
+    group="amem",
+    tips="nondeterministic_output request_policy:special",  # as SCAN
+    summary="Iterates the ids of one memory store (conversations, namespaces, agents ...).",
+    syntax="cursor TYPE (CONV|SEM|WORK|EPIS|SUMMARY) [MATCH glob] [COUNT n]",
+    complexity="O(N log COUNT) per call with N the ids of the store.",
+)
+def amem_scan(ctx: Context, argv: list[bytes]) -> list[Any]:
+    """cursor TYPE (CONV|SEM|WORK|EPIS|SUMMARY) [MATCH glob] [COUNT n]"""
+    after = decode_cursor(argv[1])
+    args = Args(argv, 2)
+    store_name: bytes | None = None
+    pattern: bytes | None = None
+    count = SCAN_COUNT_DEFAULT
+    while args:
+        raw = args.next("option")
+        opt = raw.upper()
+        if opt == b"TYPE":
+            store_name = args.choice("TYPE", MEMORY_STORES)
+        elif opt == b"MATCH":
+            pattern = args.next("MATCH")
+        elif opt == b"COUNT":
+            count = args.int("COUNT", 1, None)
+        else:
+            raise CommandError(errors.bad_argument("option", "TYPE, MATCH or COUNT", raw))
+    if store_name is None:
+        raise CommandError(
+            "ERR syntax error: TYPE conv|sem|work|epis|summary is required"
+        )
+    ids = ctx.db.stores[store_name.lower().decode()].ids(ctx.now_ms)
+    if after is not None:
+        ids = (ident for ident in ids if ident > after)
+    batch = heapq.nsmallest(count + 1, ids)  # one more tells whether the walk goes on
+    more = len(batch) > count
+    batch = batch[:count]
+    cursor = encode_cursor(batch[-1]) if more else b"0"
+    if pattern is not None:
+        matches = compile_glob(pattern)
+        batch = [ident for ident in batch if matches(ident)]
+    user = ctx.user
+    if user is not None and user.restricted and not user.allkeys:
+        # a tenant confined by ACL key patterns sees only the ids it may read
+        batch = [ident for ident in batch if user.key_allowed(ident, read=True, write=False)]
+    return [cursor, batch]
+
+
+def amem_info(core: Core) -> list[tuple[str, object]]:
+    """The fields of INFO's ``# Amem`` section: ``<store>_<stat>`` for every memory store
+    (``conv_objects``, ``conv_entries``, ``sem_vectors``, ``sem_vector_bytes`` ...)."""
+    now = core.clock.now_ms()
+    fields: list[tuple[str, object]] = []
+    for upper in MEMORY_STORES:
+        name = upper.lower().decode()
+        store = core.db.stores.get(name)
+        if store is None:
+            continue
+        for stat, value in store.stats(now).items():
+            fields.append((f"{name}_{stat}", value))
+    return fields

@@ -1,0 +1,216 @@
+"""AMEM.EPIS.*: the append-only, time-stamped event log per agent.
+
+Event ids are ``<ms>-<seq>`` (as Redis stream ids); a range bound is a ms timestamp, an
+event id, ``-`` or ``+``, both ends inclusive. A bare timestamp as FROM means ``ms-0`` and
+as TO ``ms-<max seq>``, as XRANGE reads them. BEFORE of TRIM takes the same bounds and
+removes every event strictly below it.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from hotkv_server.engine import errors
+from hotkv_server.engine.args import Args, parse_int
+from hotkv_server.engine.context import Context
+from hotkv_server.engine.errors import CommandError
+from hotkv_server.engine.registry import command
+from hotkv_server.stores.epis import (
+    MAX_KEY,
+    MIN_KEY,
+    SEQ_MASK,
+    EpisodicStore,
+    Event,
+    event_key,
+    format_id,
+)
+
+LIMIT_DEFAULT = 100
+LIMIT_MAX = 10_000
+
+_TYPE_RE = re.compile(rb"[a-z0-9_.-]{1,64}")
+_BOUND_EXPECTED = "a ms timestamp, an event id <ms>-<seq>, - or +"
+
+
+def check_type(raw: bytes, name: str = "type") -> bytes:
+    """An event type token: 1..64 bytes of ``[a-z0-9_.-]``."""
+    if _TYPE_RE.fullmatch(raw) is None:
+        raise CommandError(errors.bad_argument(name, "1..64 bytes of [a-z0-9_.-]", raw))
+    return raw
+
+
+def parse_event_id(raw: bytes) -> tuple[int, int] | None:
+    """``b"1700000000000-3"`` -> ``(1700000000000, 3)``; None if it is not a full event id."""
+    ms_part, dash, seq_part = raw.partition(b"-")
+    if not dash:
+        return None
+    ms = parse_int(ms_part)
+    seq = parse_int(seq_part)
+    if ms is None or seq is None or ms < 0 or seq < 0:
+        return None
+    return ms, seq
+
+
+def parse_bound(raw: bytes, name: str, *, end: bool) -> int:
+    """A range bound as an id key: ``-``, ``+``, ``ms`` (``ms-0``, or ``ms-max`` as an end)
+    or ``ms-seq``."""
+    if raw == b"-":
+        return MIN_KEY
+    if raw == b"+":
+        return MAX_KEY
+    ms = parse_int(raw)
+    if ms is not None and ms >= 0:
+        return event_key(ms, SEQ_MASK) if end else event_key(ms, 0)
+    parts = parse_event_id(raw)
+    if parts is None:
+        raise CommandError(errors.bad_argument(name, _BOUND_EXPECTED, raw))
+    return event_key(*parts)
+
+
+def event_record(event: Event) -> dict[str, Any]:
+    """The reply record of one event: id, ts, type, text, source, meta (absent ones left out)."""
+    ms, seq, type_, text, source, meta = event
+    record: dict[str, Any] = {"id": format_id(ms, seq), "ts": ms, "type": type_, "text": text}
+    if source is not None:
+        record["source"] = source
+    if meta is not None:
+        record["meta"] = meta
+    return record
+
+
+@command(
+    "amem.epis.log",
+    arity=-4,
+    flags="write denyoom",
+    keys=(1, 1, 1),
+    key_flags="RW insert",
+    tips="nondeterministic_output",
+    group="epis",
+    summary="Appends an event to an agent's episodic log and returns its id.",
+    syntax="agent type text [META json-object] [SOURCE s]",
+    complexity="O(1)",
+)
+def epis_log(ctx: Context, argv: list[bytes]) -> bytes:
+    """agent type text [META json-object] [SOURCE s]"""
+    agent = Args(argv, 1).ident("agent")
+    type_ = check_type(argv[2])
+    text = argv[3]
+    args = Args(argv, 4)
+    meta: bytes | None = None
+    source: bytes | None = None
+    while args:
+        raw = args.next("option")
+        opt = raw.upper()
+        if opt == b"META":
+            meta = args.json_object("META")
+        elif opt == b"SOURCE":
+            source = args.text("SOURCE")
+        else:
+            raise CommandError(errors.bad_argument("option", "META or SOURCE", raw))
+    store: EpisodicStore = ctx.db.epis
+    ms, seq = store.next_id(agent, ctx.now_ms)
+    ctx.emit(["epis.log", agent, ms, seq, type_, text, source, meta])
+    return format_id(ms, seq)
+
+
+@command(
+    "amem.epis.query",
+    arity=-2,
+    flags="readonly",
+    keys=(1, 1, 1),
+    key_flags="RO access",
+    group="epis",
+    summary="Returns an agent's events by type and id/time range, oldest or newest first.",
+    syntax="agent [TYPE type] [FROM start] [TO end] [LIMIT n] [REV]",
+    complexity="O(log N + M) with M the events walked (all of the range with a TYPE filter).",
+)
+def epis_query(ctx: Context, argv: list[bytes]) -> list[dict[str, Any]]:
+    """agent [TYPE type] [FROM start] [TO end] [LIMIT n] [REV]"""
+    args = Args(argv, 1)
+    agent = args.ident("agent")
+    type_: bytes | None = None
+    start = MIN_KEY
+    end = MAX_KEY
+    limit = LIMIT_DEFAULT
+    rev = False
+    while args:
+        raw = args.next("option")
+        opt = raw.upper()
+        if opt == b"TYPE":
+            type_ = check_type(args.next("TYPE"), "TYPE")
+        elif opt == b"FROM":
+            start = parse_bound(args.next("FROM"), "FROM", end=False)
+        elif opt == b"TO":
+            end = parse_bound(args.next("TO"), "TO", end=True)
+        elif opt == b"LIMIT":
+            limit = args.int("LIMIT", 1, LIMIT_MAX)
+        elif opt == b"REV":
+            rev = True
+        else:
+            raise CommandError(errors.bad_argument("option", "TYPE, FROM, TO, LIMIT or REV", raw))
+    store: EpisodicStore = ctx.db.epis
+    events = store.query(agent, start, end, type_, limit, rev)
+    return [event_record(event) for event in events]
+
+
+@command(
+    "amem.epis.len",
+    arity=2,
+    flags="readonly fast",
+    keys=(1, 1, 1),
+    key_flags="RO",
+    group="epis",
+    summary="Returns the number of events in an agent's episodic log.",
+    syntax="agent",
+)
+def epis_len(ctx: Context, argv: list[bytes]) -> int:
+    """agent"""
+    agent = Args(argv, 1).ident("agent")
+    store: EpisodicStore = ctx.db.epis
+    return store.length(agent)
+
+
+@command(
+    "amem.epis.trim",
+    arity=4,
+    flags="write",
+    keys=(1, 1, 1),
+    key_flags="RW delete",
+    group="epis",
+    summary="Removes an agent's oldest events, to a maximum length or before an id/time.",
+    syntax="agent (MAXLEN n|BEFORE start)",
+    complexity="O(N) with N the events left",
+)
+def epis_trim(ctx: Context, argv: list[bytes]) -> int:
+    """agent (MAXLEN n|BEFORE start)"""
+    args = Args(argv, 1)
+    agent = args.ident("agent")
+    mode = args.choice("trim mode", (b"MAXLEN", b"BEFORE"))
+    store: EpisodicStore = ctx.db.epis
+    if mode == b"MAXLEN":
+        boundary = store.trim_boundary_maxlen(agent, args.int("MAXLEN", 0, None))
+    else:
+        start = parse_bound(args.next("BEFORE"), "BEFORE", end=False)
+        boundary = store.trim_boundary_before(agent, start)
+    if boundary is None:
+        return 0
+    return int(ctx.emit(["epis.trim", agent, boundary[0], boundary[1]]))
+
+
+@command(
+    "amem.epis.del",
+    arity=2,
+    flags="write",
+    keys=(1, 1, 1),
+    key_flags="RM delete",
+    group="epis",
+    summary="Deletes an agent's whole episodic log.",
+    syntax="agent",
+)
+def epis_del(ctx: Context, argv: list[bytes]) -> int:
+    """agent"""
+    agent = Args(argv, 1).ident("agent")
+    if not ctx.db.epis.exists(agent, ctx.now_ms):
+        return 0
+    return int(ctx.emit(["epis.del", agent]))

@@ -1,0 +1,312 @@
+"""Generic key commands over the string cache, as Redis 7.0 answers them.
+
+DEL UNLINK EXISTS TYPE KEYS SCAN EXPIRE PEXPIRE EXPIREAT PEXPIREAT TTL PTTL PERSIST DBSIZE
+RANDOMKEY. The string cache is the only id space these commands see: the memory stores
+have their own commands (``AMEM.SCAN``, ``AMEM.CONV.DEL`` ...). Deadlines are made absolute
+from the command's clock snapshot ``ctx.now_ms``; a deadline already passed deletes the key
+(the effect is a ``kv.del``, as Redis propagates a DEL).
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from hotkv_server.commands.glob import glob_match
+from hotkv_server.engine import errors
+from hotkv_server.engine.args import parse_int
+from hotkv_server.engine.context import Context
+from hotkv_server.engine.errors import CommandError
+from hotkv_server.engine.registry import command
+from hotkv_server.server.resp import Simple
+
+LLONG_MAX = 2**63 - 1
+ULONG_MAX = 2**64 - 1
+
+_STRING = Simple("string")
+_NONE = Simple("none")
+_SPACES = b" \t\n\v\f\r"
+
+
+# --- removal and existence ------------------------------------------------------------
+def _delete(ctx: Context, argv: list[bytes]) -> int:
+    kv = ctx.db.kv
+    now = ctx.now_ms
+    if len(argv) == 2:
+        live = [argv[1]] if kv.get(argv[1], now) is not None else []
+    else:
+        # a key named twice is deleted once, as Redis counts it
+        live = [key for key in dict.fromkeys(argv[1:]) if kv.get(key, now) is not None]
+    if not live:
+        return 0
+    removed: int = ctx.emit(["kv.del", live])
+    return removed
+
+
+@command("del", arity=-2, flags="write", keys=(1, -1, 1), group="generic",
+         key_flags="RM delete", tips="request_policy:multi_shard response_policy:agg_sum",
+         summary="Deletes one or more keys.", syntax="key [key ...]",
+         complexity="O(N) where N is the number of keys that will be removed.")
+def del_(ctx: Context, argv: list[bytes]) -> Any:
+    """DEL key [key ...]"""
+    return _delete(ctx, argv)
+
+
+@command("unlink", arity=-2, flags="write fast", keys=(1, -1, 1), group="generic",
+         key_flags="RM delete", tips="request_policy:multi_shard response_policy:agg_sum",
+         summary="Asynchronously deletes one or more keys.", syntax="key [key ...]",
+         complexity="O(1) for each key removed.")
+def unlink(ctx: Context, argv: list[bytes]) -> Any:
+    """UNLINK key [key ...]"""
+    # values are plain bytes, so freeing them is never slow enough to hand to a thread
+    return _delete(ctx, argv)
+
+
+@command("exists", arity=-2, flags="readonly fast", keys=(1, -1, 1), group="generic",
+         key_flags="RO", tips="request_policy:multi_shard response_policy:agg_sum",
+         summary="Determines whether one or more keys exist.", syntax="key [key ...]",
+         complexity="O(N) where N is the number of keys to check.")
+def exists(ctx: Context, argv: list[bytes]) -> Any:
+    """EXISTS key [key ...]"""
+    kv_get = ctx.db.kv.get
+    now = ctx.now_ms
+    # a key named twice counts twice, as in Redis
+    return sum(1 for key in argv[1:] if kv_get(key, now) is not None)
+
+
+@command("type", arity=2, flags="readonly fast", keys=(1, 1, 1), group="generic",
+         key_flags="RO",
+         summary="Determines the type of value stored at a key.", syntax="key")
+def type_(ctx: Context, argv: list[bytes]) -> Any:
+    """TYPE key"""
+    return _STRING if ctx.db.kv.get(argv[1], ctx.now_ms) is not None else _NONE
+
+
+@command("dbsize", arity=1, flags="readonly fast", group="server", acl="@keyspace",
+         tips="request_policy:all_shards response_policy:agg_sum",
+         summary="Returns the number of keys in the string cache.", syntax="")
+def dbsize(ctx: Context, argv: list[bytes]) -> Any:
+    """DBSIZE"""
+    # as in Redis, keys past their deadline count until expiry (lazy or active) removes them
+    return len(ctx.db.kv)
+
+
+@command("randomkey", arity=1, flags="readonly", group="generic",
+         tips="request_policy:all_shards nondeterministic_output",
+         summary="Returns a random key name from the string cache.", syntax="",
+         complexity="O(N): the key is picked by position in the key table.")
+def randomkey(ctx: Context, argv: list[bytes]) -> Any:
+    """RANDOMKEY"""
+    kv = ctx.db.kv
+    now = ctx.now_ms
+    for _ in range(100):
+        n = len(kv)
+        if n == 0:
+            return None
+        key = kv.key_at(random.randrange(n))
+        if key is not None and kv.get(key, now) is not None:
+            return key
+    # mostly expired keys: pick among the live ones (this also removes the expired)
+    live = kv.ids(now)
+    return random.choice(live) if live else None
+
+
+# --- listing ----------------------------------------------------------------------------
+@command("keys", arity=2, flags="readonly", group="generic", acl="@dangerous",
+         tips="request_policy:all_shards nondeterministic_output_order",
+         summary="Returns all key names that match a pattern.", syntax="pattern",
+         complexity="O(N) with N being the number of keys in the string cache.")
+def keys(ctx: Context, argv: list[bytes]) -> Any:
+    """KEYS pattern"""
+    pattern = argv[1]
+    names = ctx.db.kv.ids(ctx.now_ms)
+    if pattern == b"*":
+        return names
+    return [name for name in names if glob_match(pattern, name)]
+
+
+def parse_cursor(raw: bytes) -> int:
+    """A SCAN cursor as Redis reads it (C ``strtoul``: a sign is allowed, ``-1`` wraps)."""
+    if raw[:1] and raw[0] in _SPACES:
+        raise CommandError(errors.INVALID_CURSOR)
+    digits = raw
+    negative = False
+    if digits[:1] in (b"+", b"-"):
+        negative = digits[:1] == b"-"
+        digits = digits[1:]
+        if not digits:
+            raise CommandError(errors.INVALID_CURSOR)
+    if not digits:
+        return 0  # strtoul("") is 0 and leaves nothing unparsed
+    if not digits.isdigit():
+        raise CommandError(errors.INVALID_CURSOR)
+    value = int(digits)
+    if value > ULONG_MAX:
+        raise CommandError(errors.INVALID_CURSOR)
+    return (-value) & ULONG_MAX if negative else value
+
+
+@command("scan", arity=-2, flags="readonly", group="generic",
+         tips="nondeterministic_output request_policy:special",
+         summary="Iterates over the key names in the string cache.",
+         syntax="cursor [MATCH pattern] [COUNT count] [TYPE type]",
+         complexity="O(1) for every call. O(N) for a complete iteration.")
+def scan(ctx: Context, argv: list[bytes]) -> Any:
+    """SCAN cursor [MATCH pattern] [COUNT count] [TYPE type]"""
+    cursor = parse_cursor(argv[1])
+    count = 10
+    pattern: bytes | None = None
+    type_name: bytes | None = None
+    i = 2
+    n = len(argv)
+    while i < n:
+        opt = argv[i].lower()
+        if i + 1 >= n:
+            raise CommandError(errors.SYNTAX)
+        if opt == b"count":
+            value = parse_int(argv[i + 1])
+            if value is None:
+                raise CommandError(errors.NOT_INTEGER)
+            if value < 1:
+                raise CommandError(errors.SYNTAX)
+            count = value
+        elif opt == b"match":
+            pattern = argv[i + 1]
+            if pattern == b"*":
+                pattern = None
+        elif opt == b"type":
+            type_name = argv[i + 1].lower()
+        else:
+            raise CommandError(errors.SYNTAX)
+        i += 2
+    next_cursor, found = ctx.db.kv.scan(cursor, count, ctx.now_ms)
+    if type_name is not None and type_name != b"string":
+        found = []  # the cache holds strings only; an unknown type matches nothing (Redis 7.0)
+    elif pattern is not None:
+        found = [name for name in found if glob_match(pattern, name)]
+    return [b"%d" % next_cursor, found]
+
+
+# --- expiry -----------------------------------------------------------------------------
+_EXP_NX = 1
+_EXP_XX = 2
+_EXP_GT = 4
+_EXP_LT = 8
+_EXPIRE_OPTIONS = {b"nx": _EXP_NX, b"xx": _EXP_XX, b"gt": _EXP_GT, b"lt": _EXP_LT}
+
+
+def _expire_generic(ctx: Context, argv: list[bytes], relative: bool, seconds: bool) -> int:
+    """EXPIRE, PEXPIRE, EXPIREAT, PEXPIREAT: same checks and order as Redis 7.0."""
+    flags = 0
+    for raw in argv[3:]:
+        bit = _EXPIRE_OPTIONS.get(raw.lower())
+        if bit is None:
+            raise CommandError(errors.unsupported_option(raw))
+        flags |= bit
+    if flags & _EXP_NX and flags & (_EXP_XX | _EXP_GT | _EXP_LT):
+        raise CommandError(errors.EXPIRE_NX_CONFLICT)
+    if flags & _EXP_GT and flags & _EXP_LT:
+        raise CommandError(errors.EXPIRE_GT_LT_CONFLICT)
+    when = parse_int(argv[2])
+    if when is None:
+        raise CommandError(errors.NOT_INTEGER)
+    name = argv[0].lower().decode()
+    if seconds:
+        # C's LLONG_MIN / 1000 truncates toward zero
+        if when > LLONG_MAX // 1000 or when < -(LLONG_MAX // 1000):
+            raise CommandError(errors.invalid_expire(name))
+        when *= 1000
+    now = ctx.now_ms
+    base = now if relative else 0
+    if when > LLONG_MAX - base:
+        raise CommandError(errors.invalid_expire(name))
+    when += base
+    key = argv[1]
+    kv = ctx.db.kv
+    if kv.get(key, now) is None:
+        return 0
+    if flags:
+        current = kv.expiry(key)
+        if flags & _EXP_NX and current is not None:
+            return 0
+        if flags & _EXP_XX and current is None:
+            return 0
+        # no deadline counts as an infinite one
+        if flags & _EXP_GT and (current is None or when <= current):
+            return 0
+        if flags & _EXP_LT and current is not None and when >= current:
+            return 0
+    if when <= now:
+        ctx.emit(["kv.del", [key]])
+    else:
+        ctx.emit(["kv.expire", key, when])
+    return 1
+
+
+_EXPIRE_SYNTAX = "key {} [NX|XX|GT|LT]"
+
+
+@command("expire", arity=-3, flags="write fast", keys=(1, 1, 1), group="generic",
+         key_flags="RW update",
+         summary="Sets the expiration time of a key in seconds.",
+         syntax=_EXPIRE_SYNTAX.format("seconds"))
+def expire(ctx: Context, argv: list[bytes]) -> Any:
+    """EXPIRE key seconds [NX|XX|GT|LT]"""
+    return _expire_generic(ctx, argv, relative=True, seconds=True)
+
+
+@command("pexpire", arity=-3, flags="write fast", keys=(1, 1, 1), group="generic",
+         key_flags="RW update",
+         summary="Sets the expiration time of a key in milliseconds.",
+         syntax=_EXPIRE_SYNTAX.format("milliseconds"))
+def pexpire(ctx: Context, argv: list[bytes]) -> Any:
+    """PEXPIRE key milliseconds [NX|XX|GT|LT]"""
+    return _expire_generic(ctx, argv, relative=True, seconds=False)
+
+
+@command("expireat", arity=-3, flags="write fast", keys=(1, 1, 1), group="generic",
+         key_flags="RW update",
+         summary="Sets the expiration time of a key to a Unix timestamp.",
+         syntax=_EXPIRE_SYNTAX.format("unix-time-seconds"))
+def expireat(ctx: Context, argv: list[bytes]) -> Any:
+    """EXPIREAT key unix-time-seconds [NX|XX|GT|LT]"""
+    return _expire_generic(ctx, argv, relative=False, seconds=True)
+
+
+@command("pexpireat", arity=-3, flags="write fast", keys=(1, 1, 1), group="generic",
+         key_flags="RW update",
+         summary="Sets the expiration time of a key to a Unix milliseconds timestamp.",
+         syntax=_EXPIRE_SYNTAX.format("unix-time-milliseconds"))
+def pexpireat(ctx: Context, argv: list[bytes]) -> Any:
+    """PEXPIREAT key unix-time-milliseconds [NX|XX|GT|LT]"""
+    return _expire_generic(ctx, argv, relative=False, seconds=False)
+
+
+@command("ttl", arity=2, flags="readonly fast", keys=(1, 1, 1), group="generic",
+         key_flags="RO access", tips="nondeterministic_output",
+         summary="Returns the expiration time in seconds of a key.", syntax="key")
+def ttl(ctx: Context, argv: list[bytes]) -> Any:
+    """TTL key"""
+    ms = ctx.db.kv.ttl_ms(argv[1], ctx.now_ms)
+    return ms if ms < 0 else (ms + 500) // 1000
+
+
+@command("pttl", arity=2, flags="readonly fast", keys=(1, 1, 1), group="generic",
+         key_flags="RO access", tips="nondeterministic_output",
+         summary="Returns the expiration time in milliseconds of a key.", syntax="key")
+def pttl(ctx: Context, argv: list[bytes]) -> Any:
+    """PTTL key"""
+    return ctx.db.kv.ttl_ms(argv[1], ctx.now_ms)
+
+
+@command("persist", arity=2, flags="write fast", keys=(1, 1, 1), group="generic",
+         key_flags="RW update",
+         summary="Removes the expiration time of a key.", syntax="key")
+def persist(ctx: Context, argv: list[bytes]) -> Any:
+    """PERSIST key"""
+    kv = ctx.db.kv
+    key = argv[1]
+    if kv.get(key, ctx.now_ms) is None or kv.expiry(key) is None:
+        return 0
+    persisted: int = ctx.emit(["kv.persist", key])
+    return persisted

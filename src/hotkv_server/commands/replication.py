@@ -1,0 +1,132 @@
+"""Replication commands: REPLICAOF/SLAVEOF, ROLE, WAIT, and the primary's side of the
+handshake (REPLCONF, PSYNC, SYNC), with Redis 7's replies and error wording.
+
+The work is done by the replication subsystem, ``core.extras["replication"]``
+(``hotkv_server.replication.manager.Replication``); a Core without it (unit tests that build one
+without a server) answers these commands with an error.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from hotkv_server.engine import errors
+from hotkv_server.engine.context import Context
+from hotkv_server.engine.errors import CommandError
+from hotkv_server.engine.registry import command
+from hotkv_server.server.resp import OK, Simple
+
+if TYPE_CHECKING:
+    from hotkv_server.replication.manager import Replication
+
+log = logging.getLogger("hotkv")
+
+WAIT_ON_REPLICA = (
+    "ERR WAIT cannot be used with replica instances. Please also note that since Redis 4.0 if a "
+    "replica is configured to be writable (which is not the default) writes to replicas are just "
+    "local and are not propagated."
+)
+
+
+def _replication(ctx: Context) -> Replication:
+    repl = ctx.core.extras.get("replication")
+    if repl is None:
+        raise CommandError("ERR replication is not available in this server")
+    return repl
+
+
+def _replicaof(ctx: Context, argv: list[bytes]) -> Any:
+    repl = _replication(ctx)
+    host, port_text = argv[1], argv[2]
+    if host.lower() == b"no" and port_text.lower() == b"one":
+        if repl.primary is not None:
+            log.info("MASTER MODE enabled (user request from 'id=%d addr=%s')", ctx.id, ctx.addr)
+            repl.promote()
+        return OK
+    if "S" in ctx.flags:
+        raise CommandError("ERR Command is not valid when client is a replica.")
+    try:
+        port = int(port_text)
+    except ValueError:
+        port = -1
+    if not 0 <= port <= 65535:
+        raise CommandError("ERR Invalid master port")
+    host_text = host.decode("utf-8", "replace")
+    if repl.primary == (host_text, port):
+        return Simple("OK Already connected to specified master")
+    log.info("REPLICAOF %s:%d enabled (user request from 'id=%d addr=%s')", host_text, port, ctx.id, ctx.addr)
+    repl.replicaof(host_text, port)
+    return OK
+
+
+@command("replicaof", arity=3, flags="admin noscript stale no_async_loading", group="replication",
+         summary="Configures a server as replica of another, or promotes it to a primary.",
+         syntax="host port | NO ONE", since="0.1.0")
+def replicaof(ctx: Context, argv: list[bytes]) -> Any:
+    """REPLICAOF host port | NO ONE"""
+    return _replicaof(ctx, argv)
+
+
+@command("slaveof", arity=3, flags="admin noscript stale no_async_loading", group="replication",
+         summary="Sets a server as a replica of another, or promotes it to being a primary (REPLICAOF).",
+         syntax="host port | NO ONE", since="0.1.0")
+def slaveof(ctx: Context, argv: list[bytes]) -> Any:
+    """SLAVEOF host port | NO ONE"""
+    return _replicaof(ctx, argv)
+
+
+@command("role", arity=1, flags="noscript loading stale fast", group="replication", acl="admin dangerous",
+         summary="Returns the replication role.")
+def role(ctx: Context, argv: list[bytes]) -> Any:
+    """ROLE"""
+    return _replication(ctx).role_reply()
+
+
+@command("wait", arity=3, flags="noscript", group="replication", acl="connection",
+         tips="request_policy:all_shards response_policy:agg_min",
+         summary="Blocks until the writes sent so far reach a number of replicas, or a timeout passes.",
+         syntax="numreplicas timeout", complexity="O(1)")
+def wait(ctx: Context, argv: list[bytes]) -> Any:
+    """WAIT numreplicas timeout"""
+    repl = _replication(ctx)
+    if ctx.core.role == "slave":
+        raise CommandError(WAIT_ON_REPLICA)
+    try:
+        timeout = int(argv[2])
+    except ValueError:
+        raise CommandError("ERR timeout is not an integer or out of range") from None
+    if timeout < 0:
+        raise CommandError("ERR timeout is negative")
+    try:
+        numreplicas = int(argv[1])
+    except ValueError:
+        raise CommandError(errors.NOT_INTEGER) from None
+    return repl.wait(ctx, numreplicas, timeout)
+
+
+@command("replconf", arity=-1, flags="admin noscript loading stale allow_busy", group="replication",
+         summary="An internal command for configuring the replication stream.")
+def replconf(ctx: Context, argv: list[bytes]) -> Any:
+    """REPLCONF [option value ...]"""
+    return _replication(ctx).replconf(ctx, argv)
+
+
+@command("psync", arity=-3, flags="admin noscript no_multi no_async_loading", group="replication",
+         summary="An internal command used in replication: continue or start a replication stream.",
+         syntax="replicationid offset")
+def psync(ctx: Context, argv: list[bytes]) -> Any:
+    """PSYNC replicationid offset"""
+    repl = _replication(ctx)
+    try:
+        offset = int(argv[2])
+    except ValueError:
+        raise CommandError(errors.NOT_INTEGER) from None
+    return repl.psync(ctx, argv[1].decode("utf-8", "replace"), offset)
+
+
+@command("sync", arity=1, flags="admin noscript no_multi no_async_loading", group="replication",
+         summary="An internal command used in replication: a full copy, then the stream.")
+def sync(ctx: Context, argv: list[bytes]) -> Any:
+    """SYNC"""
+    return _replication(ctx).psync(ctx, "?", None)

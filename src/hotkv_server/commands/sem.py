@@ -1,0 +1,824 @@
+"""AMEM.SEM.*: semantic memory, facts with an embedding vector recalled by meaning.
+
+A namespace is created explicitly (CREATE) with its dimension and metric, which never
+change; CREATE ... UPDATE changes EF, CAPACITY and EVICT (a lowered CAPACITY evicts the
+excess at once, per EVICT; under EVICT NONE the facts stay and new ids are refused).
+
+A vector is either exactly ``dim`` decimal numbers or the token FP32 and one blob of
+``4*dim`` bytes (little-endian float32). After the fixed arguments, every argument that
+reads as a number belongs to the vector, so too many or too few are ``DIM expected 3
+values, got 4`` rather than a syntax error about the fourth number.
+
+LIST's cursor is ``0`` to start and at the end; in between it is the hex spelling of the
+last id returned, so a walk resumes after that id however the namespace changed.
+
+SEARCH ranks by BM25 over each fact's text and description (``hotkv_server.stores.text``) and,
+with a VECTOR, fuses that ranking with the HNSW one (docs/hybrid-search.md). RECALL EXACT
+scans every matching fact with numpy instead of searching the graph, so the two can be
+compared on one's own data; INFO's ``recall_*`` fields come from a periodic self-check of
+each namespace (:class:`RecallSelfCheck`), run on the event loop in short slices between
+commands.
+
+RECALL off the event loop: an HNSW search (not EXACT, not inside MULTI/EXEC, not a
+command of a replica's master link, and only in a running server) is handed to the
+SEARCH_THREADS threads of the server's :class:`SemanticService` and the handler returns a
+:class:`Deferred`: the client's later requests wait for it, so replies keep their order,
+while other clients are served and a second search runs on the other core (hnswlib
+releases the GIL). The reply is built on the loop thread when the search is over
+(``loop.call_soon_threadsafe``); writes to the namespace wait for its searches in flight
+first (``Namespace.quiesce``). Without the service (a Core driven in process, or once the
+server shut it down) the search runs in place.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import ctypes
+import logging
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from hotkv_server.engine import errors
+from hotkv_server.engine.args import Args, parse_float
+from hotkv_server.engine.context import Context
+from hotkv_server.engine.dispatch import Deferred
+from hotkv_server.engine.errors import CommandError
+from hotkv_server.engine.registry import command
+from hotkv_server.server.resp import OK, ErrorReply
+from hotkv_server.stores.sem import (
+    DEFAULT_ALPHA,
+    DEFAULT_EF,
+    DEFAULT_EF_CONSTRUCTION,
+    DEFAULT_EVICT,
+    DEFAULT_FUSION,
+    DEFAULT_KIND,
+    DEFAULT_M,
+    DEFAULT_METRIC,
+    EVICT_POLICIES,
+    FUSIONS,
+    MAX_DIM,
+    METRICS,
+    Fact,
+    Namespace,
+    PendingSearch,
+    RecallCheck,
+    SearchHit,
+    SemanticStore,
+)
+
+MAX_K = 1000
+MAX_EF = 10_000
+MAX_M = 128
+MAX_CAPACITY = 1_000_000_000
+MAX_LIST_COUNT = 1000
+DEFAULT_LIST_COUNT = 100
+
+_METRIC_TOKENS = tuple(m.encode() for m in METRICS)
+_EVICT_TOKENS = tuple(p.encode() for p in EVICT_POLICIES)
+_FUSION_TOKENS = tuple(f.encode() for f in FUSIONS)
+_KIND_RE = re.compile(rb"[a-z0-9_-]{1,32}")
+_HEX_RE = re.compile(rb"(?:[0-9a-f]{2})+")
+_NAN = frozenset((b"nan", b"+nan", b"-nan"))
+_VECTOR_DTYPE = np.dtype("<f4")
+
+_CREATE_OPTIONS = "METRIC, M, EF_CONSTRUCTION, EF, CAPACITY, EVICT or UPDATE"
+_STORE_OPTIONS = "NX, XX, TTL, PX, KIND, CONFIDENCE, SOURCE, DESCRIPTION or META"
+_RECALL_OPTIONS = "MINSIM, KIND, MINCONF, PREFIX, EF, EXACT or WITHVECTORS"
+_SEARCH_OPTIONS = "TEXT, VECTOR, FUSION, ALPHA, MINSCORE, KIND, MINCONF or PREFIX"
+
+#: the recall self-check: how often it runs a slice, how much a slice scans (vector
+#: values, facts x dim: about 2 ms, mostly reading vectors back from hnswlib), and how long
+#: a checked namespace waits before it is checked again (only if it changed meanwhile)
+SELF_CHECK_BUDGET = 32_000
+SELF_CHECK_INTERVAL_MS = 30_000
+_LIST_OPTIONS = "PREFIX, KIND, CURSOR or COUNT"
+
+#: threads running RECALL's hnswlib searches (the machine this is tuned for has 2 cores)
+SEARCH_THREADS = 2
+#: OpenBLAS's "set the number of threads" under the names its builds export (numpy's
+#: wheels bundle scipy-openblas with the 64-bit-index suffix)
+_OPENBLAS_SET_THREADS = (
+    "scipy_openblas_set_num_threads64_",
+    "scipy_openblas_set_num_threads",
+    "openblas_set_num_threads64_",
+    "openblas_set_num_threads",
+)
+
+log = logging.getLogger("hotkv")
+
+
+def _store(ctx: Context) -> SemanticStore:
+    store: SemanticStore = ctx.db.sem
+    return store
+
+
+def _namespace(ctx: Context, name: bytes) -> Namespace:
+    ns = _store(ctx).get(name)
+    if ns is None:
+        raise CommandError(errors.sem_not_found(name))
+    return ns
+
+
+# --- the recall self-check -------------------------------------------------------------
+
+
+class RecallSelfCheck:
+    """Measures each namespace's HNSW recall in the background (INFO's ``recall_*``).
+
+    Each server cron tick (hz times a second) it scans one slice of SELF_CHECK_BUDGET vector values of the
+    namespace under check (:class:`hotkv_server.stores.sem.RecallCheck`), on the event loop
+    between commands, as the active expiry does; hnswlib and numpy do the work. A
+    namespace is due when it changed since its last check and that check is at least
+    SELF_CHECK_INTERVAL_MS old (a namespace never checked is due at once). The result is
+    per process and not persisted: a restarted server or a replica measures its own.
+    """
+
+    def __init__(self, core: Any) -> None:
+        self.core = core
+        self.current: RecallCheck | None = None
+        self.current_name = b""
+
+    def tick(self, budget: int = SELF_CHECK_BUDGET) -> None:
+        """One bounded slice of work."""
+        core = self.core
+        if getattr(core, "loading", False):
+            return
+        store: SemanticStore = core.db.sem
+        now = core.clock.now_ms()
+        check = self.current
+        if check is not None and store.get(self.current_name) is not check.ns:
+            check = self.current = None  # dropped, flushed or replaced meanwhile
+        if check is None:
+            # round robin from the namespace checked last, so a large namespace that is due
+            # again by the time its check ends does not starve the others
+            names = list(store.namespaces)
+            start = names.index(self.current_name) + 1 if self.current_name in names else 0
+            for name in names[start:] + names[:start]:
+                ns = store.namespaces[name]
+                if self.due(ns, now):
+                    check = self.current = RecallCheck(ns)
+                    self.current_name = name
+                    break
+            else:
+                return
+        if check.step(budget):
+            self.current = None
+            if not check.ns.record_recall_check(check, now):
+                # nothing to measure (emptied): remember the version so it is not retried
+                check.ns.recall_version = check.version
+
+    @staticmethod
+    def due(ns: Namespace, now_ms: int) -> bool:
+        if len(ns.facts) < 2 or ns.version == ns.recall_version:
+            return False
+        return not ns.recall_checked or now_ms - ns.recall_checked >= SELF_CHECK_INTERVAL_MS
+
+
+# --- the server subsystem --------------------------------------------------------------
+
+
+class SemanticService:
+    """The semantic store's part of a running server (``core.extras["sem"]``): the threads
+    that run RECALL's hnswlib searches and the recall self-check.
+
+    The threads start with the first RECALL that needs them; :meth:`close` (server
+    shutdown) cancels the searches not started, waits for the running ones and lets any
+    later RECALL search in place. :meth:`tick` runs one slice of the self-check (the server
+    cron calls it hz times a second, between commands, like the active expiry).
+    """
+
+    def __init__(self, core: Any, threads: int = SEARCH_THREADS) -> None:
+        self.core = core
+        self.threads = threads
+        self.self_check = RecallSelfCheck(core)
+        self._pool: concurrent.futures.ThreadPoolExecutor | None = None
+        self.closed = False
+
+    def tick(self) -> None:
+        self.self_check.tick()
+
+    def submit(self, search: Callable[[], None]) -> concurrent.futures.Future[None] | None:
+        """Run ``search`` on a search thread; None when closed (search in place then)."""
+        if self.closed:
+            return None
+        if self._pool is None:
+            self._pool = concurrent.futures.ThreadPoolExecutor(
+                max_workers=self.threads, thread_name_prefix="hotkv-recall")
+        return self._pool.submit(search)
+
+    def close(self, save: bool | None = None) -> None:
+        """Server shutdown: no new searches; queued ones are cancelled (their clients get an
+        error reply), running ones (milliseconds) are waited for."""
+        self.closed = True
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
+
+
+def loaded_openblas() -> list[ctypes.CDLL]:
+    """The OpenBLAS libraries mapped into this process (numpy's pip wheels bundle one);
+    [] when there is none, or off Linux (no ``/proc/self/maps``)."""
+    try:
+        maps = Path("/proc/self/maps").read_text()
+    except OSError:  # not Linux
+        return []
+    paths = {line.split()[-1] for line in maps.splitlines()
+             if "openblas" in line.rsplit("/", 1)[-1].lower()}
+    libs: list[ctypes.CDLL] = []
+    for path in sorted(paths):
+        try:
+            libs.append(ctypes.CDLL(path))
+        except OSError:
+            continue
+    return libs
+
+
+def limit_blas_threads(threads: int = 1) -> bool:
+    """Cap numpy's OpenBLAS thread pool at ``threads``; False when no OpenBLAS was found.
+
+    The server is single-threaded apart from its search threads, and OpenBLAS's own
+    threads spin for milliseconds after every matrix product: the self-check's small
+    products every cron tick kept a second core busy (0.6-1.0 of a core on an idle server
+    holding 100,000 x 768 facts), which the RECALL search threads need. One thread is also
+    faster for products this small. (Setting ``OPENBLAS_NUM_THREADS=1`` before numpy is
+    first imported does the same; by the time this module is imported numpy is loaded.)"""
+    found = False
+    for lib in loaded_openblas():
+        for symbol in _OPENBLAS_SET_THREADS:
+            setter = getattr(lib, symbol, None)
+            if setter is not None:
+                setter(threads)
+                found = True
+                break
+    return found
+
+
+def attach(server: Any) -> SemanticService:
+    """Server subsystem hook (``Server._open_subsystems``): the search threads, the recall
+    self-check on the server cron, and numpy's BLAS held to one thread."""
+    if not limit_blas_threads(1):
+        log.debug("no OpenBLAS found to hold to one thread")
+    service = SemanticService(server.core)
+    server.core.extras["sem"] = service
+    return service
+
+
+# --- argument readers --------------------------------------------------------------
+
+
+def _vector_number(raw: bytes) -> float | None:
+    """A decimal number of a vector (NaN and infinities included, rejected later)."""
+    if raw.lower() in _NAN:
+        return float("nan")
+    if b"_" in raw:  # Python's float() takes 1_000; a vector value does not
+        return None
+    return parse_float(raw)
+
+
+def read_vector(args: Args, ns: Namespace) -> bytes:
+    """``FP32 blob`` or exactly ``dim`` numbers -> the vector as FP32 little-endian bytes."""
+    dim = ns.dim
+    first = args.peek()
+    if first is not None and first.upper() == b"FP32":
+        args.next("FP32")
+        if not args:
+            raise CommandError(
+                f"DIM expected a blob of {4 * dim} bytes ({dim} FP32 values) after FP32, got none"
+            )
+        blob = args.next("FP32")
+        if len(blob) != 4 * dim:
+            raise CommandError(
+                f"DIM expected a blob of {4 * dim} bytes ({dim} FP32 values), got {len(blob)} bytes"
+            )
+        vec = np.frombuffer(blob, dtype=_VECTOR_DTYPE)
+        if not np.isfinite(vec).all():
+            position = int(np.flatnonzero(~np.isfinite(vec))[0]) + 1
+            raise CommandError(
+                f"DIM invalid vector value {float(vec[position - 1])} at position {position}: "
+                "expected a finite number"
+            )
+    else:
+        values: list[float] = []
+        raws: list[bytes] = []
+        while (raw := args.peek()) is not None:
+            value = _vector_number(raw)
+            if value is None:
+                break
+            args.next("vector")
+            values.append(value)
+            raws.append(raw)
+        if len(values) != dim:
+            raise CommandError(errors.dim_count(dim, len(values)))
+        with np.errstate(over="ignore"):
+            vec = np.asarray(values, dtype=_VECTOR_DTYPE)
+        finite = np.isfinite(vec)
+        if not finite.all():
+            position = int(np.flatnonzero(~finite)[0]) + 1
+            raise CommandError(
+                f"DIM invalid vector value '{raws[position - 1].decode('utf-8', 'replace')}' "
+                f"at position {position}: expected a finite 32-bit float"
+            )
+        blob = vec.tobytes()
+    if ns.metric == "COSINE" and not vec.any():
+        raise CommandError("DIM zero vector: COSINE needs at least one non-zero value")
+    return blob
+
+
+def _kind(args: Args) -> bytes:
+    raw = args.next("KIND")
+    if _KIND_RE.fullmatch(raw) is None:
+        raise CommandError(errors.bad_argument("KIND", "1..32 characters of a-z 0-9 _ -", raw))
+    return raw
+
+
+def _cursor(args: Args) -> bytes | None:
+    raw = args.next("CURSOR")
+    if raw == b"0":
+        return None
+    if _HEX_RE.fullmatch(raw) is None:
+        raise CommandError(
+            errors.bad_argument("CURSOR", "0 or a cursor returned by AMEM.SEM.LIST", raw)
+        )
+    return bytes.fromhex(raw.decode())
+
+
+def _fact_record(ns: Namespace, fact: Fact, similarity: float | None, vector: bool) -> Any:
+    rec = fact.record(similarity)
+    if vector:
+        rec["vector"] = ns.vector(fact)
+    return rec
+
+
+# --- commands ------------------------------------------------------------------------
+
+
+@command(
+    "amem.sem.create",
+    arity=-3,
+    flags="write denyoom",
+    keys=(1, 1, 1),
+    group="sem",
+    summary="Creates a semantic namespace (or with UPDATE changes its EF, CAPACITY and EVICT).",
+    syntax="ns dim [METRIC COSINE|IP|L2] [M m] [EF_CONSTRUCTION n] [EF n] "
+    "[CAPACITY n [EVICT LOWCONF|OLDEST|NONE]] [UPDATE]",
+    complexity="O(1), O(N log N) when UPDATE lowers the capacity below the N facts held",
+)
+def sem_create(ctx: Context, argv: list[bytes]) -> Any:
+    """ns dim [METRIC COSINE|IP|L2] [M m] [EF_CONSTRUCTION n] [EF n] [CAPACITY n [EVICT LOWCONF|OLDEST|NONE]] [UPDATE]"""
+    args = Args(argv, 1)
+    name = args.ident("ns")
+    dim = args.int("dim", 1, MAX_DIM)
+    metric: str | None = None
+    m: int | None = None
+    ef_construction: int | None = None
+    ef: int | None = None
+    capacity: int | None = None
+    evict: str | None = None
+    update = False
+    while args:
+        raw = args.next("option")
+        opt = raw.upper()
+        if opt == b"METRIC":
+            metric = args.choice("METRIC", _METRIC_TOKENS).decode()
+        elif opt == b"M":
+            m = args.int("M", 2, MAX_M)
+        elif opt == b"EF_CONSTRUCTION":
+            ef_construction = args.int("EF_CONSTRUCTION", 1, MAX_EF)
+        elif opt == b"EF":
+            ef = args.int("EF", 1, MAX_EF)
+        elif opt == b"CAPACITY":
+            capacity = args.int("CAPACITY", 0, MAX_CAPACITY)
+        elif opt == b"EVICT":
+            if capacity is None:
+                raise CommandError("ERR syntax error: EVICT must follow CAPACITY n")
+            evict = args.choice("EVICT", _EVICT_TOKENS).decode()
+        elif opt == b"UPDATE":
+            update = True
+        else:
+            raise CommandError(errors.bad_argument("option", _CREATE_OPTIONS, raw))
+
+    store = _store(ctx)
+    ns = store.get(name)
+    if not update:
+        if ns is not None:
+            raise CommandError(errors.sem_exists(name))
+        ctx.emit([
+            "sem.create", name, dim,
+            metric or DEFAULT_METRIC,
+            m or DEFAULT_M,
+            ef_construction or DEFAULT_EF_CONSTRUCTION,
+            ef or DEFAULT_EF,
+            capacity or 0,
+            evict or DEFAULT_EVICT,
+        ])
+        return OK
+
+    if ns is None:
+        raise CommandError(errors.sem_not_found(name))
+    fixed = (("dim", dim, ns.dim), ("METRIC", metric, ns.metric), ("M", m, ns.m),
+             ("EF_CONSTRUCTION", ef_construction, ns.ef_construction))
+    for label, wanted, held in fixed:
+        if wanted is not None and wanted != held:
+            raise CommandError(
+                f"ERR invalid {label} '{wanted}': namespace '{name.decode('utf-8', 'replace')}' "
+                f"has {label} {held}, which never changes after creation"
+            )
+    changes: dict[str, Any] = {}
+    if ef is not None and ef != ns.ef:
+        changes["ef"] = ef
+    if capacity is not None and capacity != ns.capacity:
+        changes["capacity"] = capacity
+    if evict is not None and evict != ns.evict:
+        changes["evict"] = evict
+    evicted: list[bytes] = []
+    new_capacity = ns.capacity if capacity is None else capacity
+    if new_capacity:
+        ns.purge_expired(ctx.now_ms)  # expired facts do not count against the capacity
+        evicted = ns.victims(len(ns.facts) - new_capacity, evict or ns.evict) or []
+    if changes or evicted:
+        ctx.emit(["sem.update", name, changes, evicted])
+    return OK
+
+
+@command(
+    "amem.sem.store",
+    arity=-5,
+    flags="write denyoom",
+    keys=(1, 1, 1),
+    group="sem",
+    summary="Stores (or replaces) a fact with its vector; 1 created, 0 replaced, null if NX/XX blocked it.",
+    syntax="ns id text (FP32 blob | v1 ... vdim) [NX|XX] [TTL s|PX ms] [KIND kind] "
+    "[CONFIDENCE c] [SOURCE s] [DESCRIPTION d] [META json-object]",
+    complexity="O(log N) index insertion",
+)
+def sem_store(ctx: Context, argv: list[bytes]) -> Any:
+    """ns id text (FP32 blob | v1 ... vdim) [NX|XX] [TTL s|PX ms] [KIND kind] [CONFIDENCE c] [SOURCE s] [DESCRIPTION d] [META json-object]"""
+    args = Args(argv, 1)
+    name = args.ident("ns")
+    ns = _namespace(ctx, name)
+    ident = args.ident("id")
+    text = args.text("text")
+    vector = read_vector(args, ns)
+    condition: bytes | None = None
+    ttl_option: bytes | None = None
+    ttl_ms: int | None = None
+    kind = DEFAULT_KIND
+    confidence = 1.0
+    source: bytes | None = None
+    description: bytes | None = None
+    meta: bytes | None = None
+    while args:
+        raw = args.next("option")
+        opt = raw.upper()
+        if opt in (b"NX", b"XX"):
+            if condition is not None and condition != opt:
+                raise CommandError(errors.exclusive_options("NX", "XX"))
+            condition = opt
+        elif opt in (b"TTL", b"PX"):
+            if ttl_option is not None and ttl_option != opt:
+                raise CommandError(errors.exclusive_options("TTL", "PX"))
+            ttl_option = opt
+            ttl_ms = args.duration_ms(opt)
+        elif opt == b"KIND":
+            kind = _kind(args)
+        elif opt == b"CONFIDENCE":
+            confidence = args.float("CONFIDENCE", 0.0, 1.0)
+        elif opt == b"SOURCE":
+            source = args.text("SOURCE")
+        elif opt == b"DESCRIPTION":
+            description = args.text("DESCRIPTION")
+        elif opt == b"META":
+            meta = args.json_object("META")
+        else:
+            raise CommandError(errors.bad_argument("option", _STORE_OPTIONS, raw))
+
+    now = ctx.now_ms
+    existing = ns.get(ident, now)
+    if (condition == b"NX" and existing is not None) or (condition == b"XX" and existing is None):
+        return None
+    evicted = ns.evictions_for(ident, now)
+    if evicted is None:
+        raise CommandError(errors.sem_full(name, ns.capacity))
+    created = now if existing is None else existing.created
+    expires = None if ttl_ms is None else now + ttl_ms
+    ctx.emit(["sem.store", name, ident, text, vector, kind, confidence, source, description,
+              meta, created, now, expires, evicted])
+    return 1 if existing is None else 0
+
+
+@command(
+    "amem.sem.recall",
+    arity=-4,
+    flags="readonly",
+    keys=(1, 1, 1),
+    group="sem",
+    summary="Returns up to k facts nearest to a vector, best first, filtered inside the search.",
+    syntax="ns k (FP32 blob | v1 ... vdim) [MINSIM x] [KIND kind] [MINCONF c] [PREFIX p] "
+    "[EF n] [EXACT] [WITHVECTORS]",
+    complexity="O(log N) for the HNSW search, O(N) with EXACT",
+)
+def sem_recall(ctx: Context, argv: list[bytes]) -> Any:
+    """ns k (FP32 blob | v1 ... vdim) [MINSIM x] [KIND kind] [MINCONF c] [PREFIX p] [EF n] [EXACT] [WITHVECTORS]"""
+    args = Args(argv, 1)
+    ns = _namespace(ctx, args.ident("ns"))
+    k = args.int("k", 1, MAX_K)
+    vector = read_vector(args, ns)
+    minsim: float | None = None
+    kind: bytes | None = None
+    minconf: float | None = None
+    prefix: bytes | None = None
+    ef: int | None = None
+    exact = False
+    withvectors = False
+    while args:
+        raw = args.next("option")
+        opt = raw.upper()
+        if opt == b"MINSIM":
+            minsim = args.float("MINSIM")
+        elif opt == b"KIND":
+            kind = _kind(args)
+        elif opt == b"MINCONF":
+            minconf = args.float("MINCONF", 0.0, 1.0)
+        elif opt == b"PREFIX":
+            prefix = args.text("PREFIX")
+        elif opt == b"EF":
+            ef = args.int("EF", 1, MAX_EF)
+        elif opt == b"EXACT":
+            exact = True
+        elif opt == b"WITHVECTORS":
+            withvectors = True
+        else:
+            raise CommandError(errors.bad_argument("option", _RECALL_OPTIONS, raw))
+    planned = ns.recall_deferred(vector, k, ctx.now_ms, minsim=minsim, kind=kind,
+                                 minconf=minconf, prefix=prefix, ef=ef, exact=exact)
+    if isinstance(planned, PendingSearch):
+        deferred = _search_elsewhere(ctx, ns, planned, withvectors)
+        if deferred is not None:
+            return deferred
+        hits = planned.run_in_place(ctx.now_ms)
+    else:
+        hits = planned
+    return [_fact_record(ns, fact, similarity, withvectors) for fact, similarity in hits]
+
+
+def _search_elsewhere(ctx: Context, ns: Namespace, pending: PendingSearch,
+                      withvectors: bool) -> Deferred | None:
+    """Run ``pending`` on a search thread; the Deferred resolves on the loop thread. None
+    when the search must run in place: inside MULTI/EXEC (the transaction's replies are
+    built at once), on a replica's link to its master, without a running event loop or
+    without an open :class:`SemanticService`."""
+    core = ctx.core
+    if core.in_exec or ctx.is_master_link:
+        return None
+    service: SemanticService | None = core.extras.get("sem")
+    if service is None or service.closed:
+        return None
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+    deferred = Deferred()
+    store = _store(ctx)
+    ns.begin_search(pending)
+    future = service.submit(pending.run)
+    if future is None:
+        return None
+    ns.track(future)
+
+    def finish(done: concurrent.futures.Future[Any]) -> None:
+        ns.untrack(done)
+        if done.cancelled():  # the server is shutting down
+            deferred.resolve(ErrorReply("ERR server is shutting down"))
+            return
+        error = done.exception()
+        if error is not None:
+            core.stats.unexpected_error_replies += 1
+            deferred.resolve(ErrorReply(
+                f"ERR internal error in 'amem.sem.recall': {type(error).__name__}"))
+            return
+        if store.get(ns.name) is not ns:  # dropped, flushed or replaced meanwhile
+            deferred.resolve([])
+            return
+        hits = pending.finish(core.clock.now_ms())
+        deferred.resolve([_fact_record(ns, fact, sim, withvectors) for fact, sim in hits])
+
+    def done_elsewhere(done: concurrent.futures.Future[Any]) -> None:
+        try:
+            loop.call_soon_threadsafe(finish, done)
+        except RuntimeError:  # the loop is closed: the server is shutting down
+            pass
+
+    future.add_done_callback(done_elsewhere)
+    return deferred
+
+
+@command(
+    "amem.sem.search",
+    arity=-5,
+    flags="readonly",
+    keys=(1, 1, 1),
+    group="sem",
+    summary="Returns up to k facts by BM25 text search, or hybrid: BM25 fused with a vector "
+    "search (RRF or LINEAR), best first.",
+    syntax="ns k TEXT query [VECTOR (FP32 blob | v1 ... vdim)] [FUSION RRF|LINEAR] [ALPHA a] "
+    "[MINSCORE x] [KIND kind] [MINCONF c] [PREFIX p]",
+    complexity="O(P) with P the postings of the query's terms, plus O(log N) for the HNSW "
+    "search with VECTOR",
+)
+def sem_search(ctx: Context, argv: list[bytes]) -> list[Any]:
+    """ns k TEXT query [VECTOR (FP32 blob | v1 ... vdim)] [FUSION RRF|LINEAR] [ALPHA a] [MINSCORE x] [KIND kind] [MINCONF c] [PREFIX p]"""
+    args = Args(argv, 1)
+    ns = _namespace(ctx, args.ident("ns"))
+    k = args.int("k", 1, MAX_K)
+    text: bytes | None = None
+    vector: bytes | None = None
+    fusion: str | None = None
+    alpha: float | None = None
+    minscore: float | None = None
+    kind: bytes | None = None
+    minconf: float | None = None
+    prefix: bytes | None = None
+    while args:
+        raw = args.next("option")
+        opt = raw.upper()
+        if opt == b"TEXT":
+            text = args.next("TEXT")
+        elif opt == b"VECTOR":
+            vector = read_vector(args, ns)
+        elif opt == b"FUSION":
+            fusion = args.choice("FUSION", _FUSION_TOKENS).decode()
+        elif opt == b"ALPHA":
+            alpha = args.float("ALPHA", 0.0, 1.0)
+        elif opt == b"MINSCORE":
+            minscore = args.float("MINSCORE")
+        elif opt == b"KIND":
+            kind = _kind(args)
+        elif opt == b"MINCONF":
+            minconf = args.float("MINCONF", 0.0, 1.0)
+        elif opt == b"PREFIX":
+            prefix = args.text("PREFIX")
+        else:
+            raise CommandError(errors.bad_argument("option", _SEARCH_OPTIONS, raw))
+    if text is None:
+        raise CommandError("ERR syntax error: AMEM.SEM.SEARCH needs TEXT query")
+    if vector is None and (fusion is not None or alpha is not None):
+        raise CommandError("ERR syntax error: FUSION and ALPHA need VECTOR (nothing to fuse)")
+    if alpha is not None and fusion != "LINEAR":
+        raise CommandError("ERR syntax error: ALPHA applies to FUSION LINEAR only")
+    hits = ns.search(text, k, ctx.now_ms, vector=vector, fusion=fusion or DEFAULT_FUSION,
+                     alpha=DEFAULT_ALPHA if alpha is None else alpha, minscore=minscore,
+                     kind=kind, minconf=minconf, prefix=prefix)
+    return [_search_record(hit) for hit in hits]
+
+
+def _search_record(hit: SearchHit) -> Any:
+    return hit.fact.record(hit.similarity, score=hit.score, text_score=hit.text_score)
+
+
+@command(
+    "amem.sem.get",
+    arity=-3,
+    flags="readonly fast",
+    keys=(1, 1, 1),
+    group="sem",
+    summary="Returns one fact (without similarity), or null.",
+    syntax="ns id [WITHVECTOR]",
+)
+def sem_get(ctx: Context, argv: list[bytes]) -> Any:
+    """ns id [WITHVECTOR]"""
+    args = Args(argv, 1)
+    name = args.ident("ns")
+    ident = args.ident("id")
+    withvector = False
+    while args:
+        raw = args.next("option")
+        if raw.upper() != b"WITHVECTOR":
+            raise CommandError(errors.bad_argument("option", "WITHVECTOR", raw))
+        withvector = True
+    ns = _store(ctx).get(name)
+    fact = None if ns is None else ns.get(ident, ctx.now_ms)
+    if ns is None or fact is None:
+        return None
+    return _fact_record(ns, fact, None, withvector)
+
+
+@command(
+    "amem.sem.del",
+    arity=-3,
+    flags="write",
+    keys=(1, 1, 1),
+    group="sem",
+    summary="Deletes facts and returns how many existed.",
+    syntax="ns id [id ...]",
+    complexity="O(N) with N the ids named",
+)
+def sem_del(ctx: Context, argv: list[bytes]) -> int:
+    """ns id [id ...]"""
+    args = Args(argv, 1)
+    name = args.ident("ns")
+    wanted = [args.ident("id")]
+    while args:
+        wanted.append(args.ident("id"))
+    ns = _store(ctx).get(name)
+    if ns is None:
+        return 0
+    now = ctx.now_ms
+    held = [ident for ident in dict.fromkeys(wanted) if ns.get(ident, now) is not None]
+    if held:
+        ctx.emit(["sem.del", name, held])
+    return len(held)
+
+
+@command(
+    "amem.sem.list",
+    arity=-2,
+    flags="readonly",
+    keys=(1, 1, 1),
+    group="sem",
+    summary="Lists facts in id order, a page at a time: [next-cursor, [facts]].",
+    syntax="ns [PREFIX p] [KIND kind] [CURSOR c] [COUNT n]",
+    complexity="O(log N + M) with M the facts looked at",
+)
+def sem_list(ctx: Context, argv: list[bytes]) -> list[Any]:
+    """ns [PREFIX p] [KIND kind] [CURSOR c] [COUNT n]"""
+    args = Args(argv, 1)
+    name = args.ident("ns")
+    prefix: bytes | None = None
+    kind: bytes | None = None
+    after: bytes | None = None
+    count = DEFAULT_LIST_COUNT
+    while args:
+        raw = args.next("option")
+        opt = raw.upper()
+        if opt == b"PREFIX":
+            prefix = args.text("PREFIX")
+        elif opt == b"KIND":
+            kind = _kind(args)
+        elif opt == b"CURSOR":
+            after = _cursor(args)
+        elif opt == b"COUNT":
+            count = args.int("COUNT", 1, MAX_LIST_COUNT)
+        else:
+            raise CommandError(errors.bad_argument("option", _LIST_OPTIONS, raw))
+    ns = _store(ctx).get(name)
+    if ns is None:
+        return [b"0", []]
+    resume, facts = ns.list_facts(ctx.now_ms, after=after, prefix=prefix, kind=kind, count=count)
+    cursor = b"0" if resume is None else resume.hex().encode()
+    return [cursor, [fact.record() for fact in facts]]
+
+
+@command(
+    "amem.sem.info",
+    arity=2,
+    flags="readonly fast",
+    keys=(1, 1, 1),
+    group="sem",
+    summary="Returns a namespace's dim, metric, count, capacity, evict, m, ef_construction, "
+    "ef and its last recall self-check.",
+    syntax="ns",
+)
+def sem_info(ctx: Context, argv: list[bytes]) -> dict[str, Any] | None:
+    """ns"""
+    ns = _store(ctx).get(Args(argv, 1).ident("ns"))
+    if ns is None:
+        return None
+    info: dict[str, Any] = {
+        "dim": ns.dim,
+        "metric": ns.metric,
+        "count": ns.live_count(ctx.now_ms),
+        "capacity": ns.capacity,
+        "evict": ns.evict,
+        "m": ns.m,
+        "ef_construction": ns.ef_construction,
+        "ef": ns.ef,
+    }
+    if ns.recall_estimate is not None:  # left out until a self-check has run
+        info["recall_estimate"] = ns.recall_estimate
+        info["recall_sample"] = ns.recall_sample
+        info["recall_checked"] = ns.recall_checked
+    return info
+
+
+@command(
+    "amem.sem.drop",
+    arity=2,
+    flags="write",
+    keys=(1, 1, 1),
+    group="sem",
+    summary="Drops a namespace and all its facts; 1 if it existed, else 0.",
+    syntax="ns",
+    complexity="O(N) with N the facts held",
+)
+def sem_drop(ctx: Context, argv: list[bytes]) -> int:
+    """ns"""
+    name = Args(argv, 1).ident("ns")
+    if _store(ctx).get(name) is None:
+        return 0
+    ctx.emit(["sem.drop", name])
+    return 1

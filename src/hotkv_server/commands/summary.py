@@ -1,0 +1,131 @@
+"""AMEM.SUMMARY.*: one rolling summary text per agent, with a version every update bumps.
+
+``IFVERSION v`` makes an update conditional (optimistic concurrency between summarizers):
+with another current version (0 = no summary yet) the reply is ``CONFLICT`` and nothing
+changes. ``UPTO`` records the last episodic event id the summary covers; a SET without
+UPTO clears it (the new text is not known to cover anything), APPEND keeps it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hotkv_server.commands.epis import parse_event_id
+from hotkv_server.engine import errors
+from hotkv_server.engine.args import Args
+from hotkv_server.engine.context import Context
+from hotkv_server.engine.errors import CommandError
+from hotkv_server.engine.registry import command
+from hotkv_server.stores.summary import SummaryStore
+
+
+def _check_version(store: SummaryStore, agent: bytes, expected: int | None) -> int:
+    """The current version (0 = none), after checking it against IFVERSION if given."""
+    current = store.version(agent)
+    if expected is not None and expected != current:
+        raise CommandError(errors.summary_conflict(agent, current))
+    return current
+
+
+@command(
+    "amem.summary.set",
+    arity=-3,
+    flags="write denyoom",
+    keys=(1, 1, 1),
+    key_flags="RW update",
+    group="summary",
+    summary="Replaces an agent's summary and returns its new version.",
+    syntax="agent text [IFVERSION v] [UPTO event-id]",
+)
+def summary_set(ctx: Context, argv: list[bytes]) -> int:
+    """agent text [IFVERSION v] [UPTO event-id]"""
+    args = Args(argv, 1)
+    agent = args.ident("agent")
+    text = args.text("text")
+    expected: int | None = None
+    upto: bytes | None = None
+    while args:
+        raw = args.next("option")
+        opt = raw.upper()
+        if opt == b"IFVERSION":
+            expected = args.int("IFVERSION", 0, None)
+        elif opt == b"UPTO":
+            upto = args.next("UPTO")
+            if parse_event_id(upto) is None:
+                raise CommandError(errors.bad_argument("UPTO", "an event id <ms>-<seq>", upto))
+        else:
+            raise CommandError(errors.bad_argument("option", "IFVERSION or UPTO", raw))
+    store: SummaryStore = ctx.db.summary
+    version = _check_version(store, agent, expected) + 1
+    ctx.emit(["summary.set", agent, text, version, ctx.now_ms, upto])
+    return version
+
+
+@command(
+    "amem.summary.append",
+    arity=-3,
+    flags="write denyoom",
+    keys=(1, 1, 1),
+    key_flags="RW update",
+    group="summary",
+    summary="Adds a line to an agent's summary and returns its new version.",
+    syntax="agent line [IFVERSION v]",
+    complexity="O(N) with N the summary's length",
+)
+def summary_append(ctx: Context, argv: list[bytes]) -> int:
+    """agent line [IFVERSION v]"""
+    args = Args(argv, 1)
+    agent = args.ident("agent")
+    line = args.text("line")
+    expected: int | None = None
+    while args:
+        raw = args.next("option")
+        if raw.upper() == b"IFVERSION":
+            expected = args.int("IFVERSION", 0, None)
+        else:
+            raise CommandError(errors.bad_argument("option", "IFVERSION", raw))
+    store: SummaryStore = ctx.db.summary
+    version = _check_version(store, agent, expected) + 1
+    ctx.emit(["summary.append", agent, line, version, ctx.now_ms])
+    return version
+
+
+@command(
+    "amem.summary.get",
+    arity=2,
+    flags="readonly fast",
+    keys=(1, 1, 1),
+    key_flags="RO access",
+    group="summary",
+    summary="Returns an agent's summary: text, version, updated and upto.",
+    syntax="agent",
+)
+def summary_get(ctx: Context, argv: list[bytes]) -> dict[str, Any] | None:
+    """agent"""
+    agent = Args(argv, 1).ident("agent")
+    store: SummaryStore = ctx.db.summary
+    item = store.get(agent)
+    if item is None:
+        return None
+    record: dict[str, Any] = {"text": item.text, "version": item.version, "updated": item.updated}
+    if item.upto is not None:
+        record["upto"] = item.upto
+    return record
+
+
+@command(
+    "amem.summary.del",
+    arity=2,
+    flags="write",
+    keys=(1, 1, 1),
+    key_flags="RM delete",
+    group="summary",
+    summary="Deletes an agent's summary.",
+    syntax="agent",
+)
+def summary_del(ctx: Context, argv: list[bytes]) -> int:
+    """agent"""
+    agent = Args(argv, 1).ident("agent")
+    if not ctx.db.summary.exists(agent, ctx.now_ms):
+        return 0
+    return int(ctx.emit(["summary.del", agent]))

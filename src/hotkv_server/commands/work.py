@@ -1,0 +1,271 @@
+"""AMEM.WORK.*: working memory, a flat key/value scratchpad per session.
+
+Each key may have its own TTL, and the whole scratchpad a deadline (EXPIRE); a key's
+effective TTL is the earlier of the two. SET follows Redis SET: without TTL/PX/KEEPTTL an
+earlier TTL goes away. MERGE computes the new value from the current one here, in the
+handler, and the effect stores the result, so replay never merges twice.
+EXPIRE with a zero or negative time deletes the scratchpad at once, as Redis EXPIRE does.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hotkv_server.engine import errors
+from hotkv_server.engine.args import MAX_ID_LEN, Args
+from hotkv_server.engine.context import Context
+from hotkv_server.engine.errors import CommandError
+from hotkv_server.engine.registry import command
+from hotkv_server.server.resp import OK
+from hotkv_server.stores.work import MERGE_MODES, MergeError, WorkingStore, merge
+
+_SET_OPTIONS = "TTL, PX, KEEPTTL, NX, XX or MERGE"
+_MAX_MS = 2**63 - 1
+
+
+def _store(ctx: Context) -> WorkingStore:
+    store: WorkingStore = ctx.db.work
+    return store
+
+
+@command(
+    "amem.work.set",
+    arity=-4,
+    flags="write denyoom",
+    keys=(1, 1, 1),
+    key_flags="RW access update variable_flags",
+    key_notes="ACCESS due to the optional `MERGE` argument (not REPLACE), whose reply is the merged value",
+    group="work",
+    summary="Sets (or merges into) a key of a session's scratchpad.",
+    syntax="session key value [TTL s|PX ms|KEEPTTL] [NX|XX] [MERGE REPLACE|APPEND|INCR|MAX|MIN]",
+    complexity="O(1), O(N) for MERGE APPEND with N the array's size",
+)
+def work_set(ctx: Context, argv: list[bytes]) -> Any:
+    """session key value [TTL s|PX ms|KEEPTTL] [NX|XX] [MERGE REPLACE|APPEND|INCR|MAX|MIN]"""
+    expiry: bytes | None = None  # TTL, PX or KEEPTTL
+    ttl_ms: int | None = None
+    condition: bytes | None = None  # NX or XX
+    mode = b"REPLACE"
+    if len(argv) == 4 and 0 < len(argv[1]) <= MAX_ID_LEN and 0 < len(argv[2]) <= MAX_ID_LEN:
+        _, session, key, value = argv  # the plain form: nothing more to parse
+    else:
+        args = Args(argv, 1)
+        session = args.ident("session")
+        key = args.ident("key")
+        value = args.text("value")
+        while args:
+            raw = args.next("option")
+            opt = raw.upper()
+            if opt in (b"TTL", b"PX", b"KEEPTTL"):
+                if expiry is not None and expiry != opt:
+                    raise CommandError(errors.exclusive_options("TTL", "PX", "KEEPTTL"))
+                expiry = opt
+                if opt != b"KEEPTTL":
+                    ttl_ms = args.duration_ms(opt)
+            elif opt in (b"NX", b"XX"):
+                if condition is not None and condition != opt:
+                    raise CommandError(errors.exclusive_options("NX", "XX"))
+                condition = opt
+            elif opt == b"MERGE":
+                mode = args.choice("MERGE", MERGE_MODES)
+            else:
+                raise CommandError(errors.bad_argument("option", _SET_OPTIONS, raw))
+
+    store: WorkingStore = ctx.db.work
+    now = ctx.now_ms
+    if condition is not None or mode != b"REPLACE":  # only these read the current value
+        current = store.get(session, key, now)
+        if (condition == b"NX" and current is not None) or (condition == b"XX" and current is None):
+            return None
+        if mode != b"REPLACE":
+            try:
+                value = merge(mode, key, current, value)
+            except MergeError as exc:
+                raise CommandError(str(exc)) from None
+    if ttl_ms is not None:
+        expires_at: int | None = now + ttl_ms
+    elif expiry == b"KEEPTTL":
+        expires_at = store.key_deadline(session, key, now)
+    else:
+        expires_at = None
+    if store.present_but_expired(session, now):
+        # the old scratchpad is gone for readers; do not let its other keys come back
+        ctx.emit(["work.clear", session])
+    ctx.emit(["work.set", session, key, value, expires_at])
+    return OK if mode == b"REPLACE" else value
+
+
+@command(
+    "amem.work.get",
+    arity=-3,
+    flags="readonly fast",
+    keys=(1, 1, 1),
+    key_flags="RO access",
+    group="work",
+    summary="Returns a key's value, else the DEFAULT value, else null.",
+    syntax="session key [DEFAULT value]",
+)
+def work_get(ctx: Context, argv: list[bytes]) -> bytes | None:
+    """session key [DEFAULT value]"""
+    if len(argv) == 3:
+        session, key = argv[1], argv[2]
+        if 0 < len(session) <= MAX_ID_LEN and 0 < len(key) <= MAX_ID_LEN:
+            return ctx.db.work.get(session, key, ctx.now_ms)
+    args = Args(argv, 1)
+    session = args.ident("session")
+    key = args.ident("key")
+    default: bytes | None = None
+    while args:
+        raw = args.next("option")
+        if raw.upper() == b"DEFAULT":
+            default = args.next("DEFAULT")
+        else:
+            raise CommandError(errors.bad_argument("option", "DEFAULT", raw))
+    value = _store(ctx).get(session, key, ctx.now_ms)
+    return default if value is None else value
+
+
+@command(
+    "amem.work.mget",
+    arity=-3,
+    flags="readonly fast",
+    keys=(1, 1, 1),
+    key_flags="RO access",
+    group="work",
+    summary="Returns the values of several keys of a session (null for missing ones).",
+    syntax="session key [key ...]",
+    complexity="O(N) with N the keys named",
+)
+def work_mget(ctx: Context, argv: list[bytes]) -> list[bytes | None]:
+    """session key [key ...]"""
+    args = Args(argv, 1)
+    session = args.ident("session")
+    keys = [args.ident("key") for _ in range(args.remaining())]
+    store = _store(ctx)
+    now = ctx.now_ms
+    return [store.get(session, key, now) for key in keys]
+
+
+@command(
+    "amem.work.del",
+    arity=-3,
+    flags="write",
+    keys=(1, 1, 1),
+    key_flags="RW delete",
+    group="work",
+    summary="Deletes keys of a session's scratchpad and returns how many existed.",
+    syntax="session key [key ...]",
+    complexity="O(N) with N the keys named",
+)
+def work_del(ctx: Context, argv: list[bytes]) -> int:
+    """session key [key ...]"""
+    args = Args(argv, 1)
+    session = args.ident("session")
+    keys = [args.ident("key") for _ in range(args.remaining())]
+    store = _store(ctx)
+    now = ctx.now_ms
+    live = [k for k in dict.fromkeys(keys) if store.get(session, k, now) is not None]
+    if not live:
+        return 0
+    return int(ctx.emit(["work.del", session, live]))
+
+
+@command(
+    "amem.work.getall",
+    arity=2,
+    flags="readonly",
+    keys=(1, 1, 1),
+    key_flags="RO access",
+    group="work",
+    summary="Returns every key and value of a session's scratchpad.",
+    syntax="session",
+    complexity="O(N) with N the keys held",
+)
+def work_getall(ctx: Context, argv: list[bytes]) -> dict[bytes, bytes]:
+    """session"""
+    session = Args(argv, 1).ident("session")
+    return _store(ctx).items(session, ctx.now_ms)
+
+
+@command(
+    "amem.work.len",
+    arity=2,
+    flags="readonly fast",
+    keys=(1, 1, 1),
+    key_flags="RO",
+    group="work",
+    summary="Returns the number of keys in a session's scratchpad.",
+    syntax="session",
+)
+def work_len(ctx: Context, argv: list[bytes]) -> int:
+    """session"""
+    session = Args(argv, 1).ident("session")
+    return _store(ctx).length(session, ctx.now_ms)
+
+
+@command(
+    "amem.work.ttl",
+    arity=3,
+    flags="readonly fast",
+    keys=(1, 1, 1),
+    key_flags="RO access",
+    tips="nondeterministic_output",
+    group="work",
+    summary="Returns a key's time to live in ms (-1 none, -2 missing).",
+    syntax="session key",
+)
+def work_ttl(ctx: Context, argv: list[bytes]) -> int:
+    """session key"""
+    args = Args(argv, 1)
+    session = args.ident("session")
+    key = args.ident("key")
+    return _store(ctx).ttl(session, key, ctx.now_ms)
+
+
+@command(
+    "amem.work.expire",
+    arity=3,
+    flags="write fast",
+    keys=(1, 1, 1),
+    key_flags="RW update",
+    group="work",
+    summary="Makes a session's whole scratchpad expire in s seconds.",
+    syntax="session s",
+)
+def work_expire(ctx: Context, argv: list[bytes]) -> int:
+    """session s"""
+    args = Args(argv, 1)
+    session = args.ident("session")
+    seconds = args.int("s")
+    store = _store(ctx)
+    now = ctx.now_ms
+    if seconds > (_MAX_MS - now) // 1000:
+        raise CommandError(errors.invalid_expire("amem.work.expire"))
+    if store.length(session, now) == 0:
+        return 0
+    if seconds <= 0:
+        ctx.emit(["work.clear", session])
+    else:
+        ctx.emit(["work.expire", session, now + seconds * 1000])
+    return 1
+
+
+@command(
+    "amem.work.clear",
+    arity=2,
+    flags="write",
+    keys=(1, 1, 1),
+    key_flags="RM delete",
+    group="work",
+    summary="Removes every key of a session's scratchpad and returns how many there were.",
+    syntax="session",
+    complexity="O(N) with N the keys held",
+)
+def work_clear(ctx: Context, argv: list[bytes]) -> int:
+    """session"""
+    session = Args(argv, 1).ident("session")
+    store = _store(ctx)
+    removed = store.length(session, ctx.now_ms)
+    if removed:
+        ctx.emit(["work.clear", session])
+    return removed

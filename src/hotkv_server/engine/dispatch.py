@@ -1,0 +1,287 @@
+"""The single choke point every command passes through, live or queued in MULTI.
+
+``dispatch(ctx, argv)`` does, in this order and for every command: lookup (unknown command
+and unknown subcommand errors), arity, authentication, ACL, the LOADING / READONLY /
+MISCONF / OOM gates, MULTI queueing, the clock snapshot, the handler call, effect flushing,
+WATCH invalidation, MONITOR feed, slowlog timing and command statistics.
+Handlers never repeat these checks. Errors come back as ``ErrorReply`` values, never raised.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+from hotkv_server.engine import errors
+from hotkv_server.engine.context import Context
+from hotkv_server.engine.core import SlowlogEntry
+from hotkv_server.engine.errors import CommandError
+from hotkv_server.engine.registry import COMMANDS, LOOKUP, CommandSpec
+from hotkv_server.server.resp import QUEUED, ErrorReply
+
+#: commands executed at once even inside MULTI (everything else is queued)
+_NOT_QUEUED = frozenset({"exec", "discard", "multi", "watch", "quit", "reset"})
+
+_time_ns = time.time_ns
+log = logging.getLogger("hotkv")
+
+
+class NoReply:
+    """Returned by handlers that answer nothing (the replica link's REPLCONF ACK)."""
+
+    __slots__ = ()
+
+
+NO_REPLY = NoReply()
+
+
+class Deferred:
+    """A reply that is not known yet, returned by a handler that must wait (WAIT).
+
+    The handler cannot await: it returns a Deferred and whoever holds it later calls
+    ``resolve(value)``. The connection sends nothing for it until then and runs none of
+    the client's later (pipelined) commands before it, so replies keep their order. A
+    Deferred resolved before the handler returns is answered at once. Resolving twice is
+    ignored (a timeout racing an acknowledgement).
+    """
+
+    __slots__ = ("callback", "done", "value")
+
+    def __init__(self) -> None:
+        self.done = False
+        self.value: Any = None
+        #: set by the connection that waits for the reply
+        self.callback: Callable[[Deferred], None] | None = None
+
+    def resolve(self, value: Any) -> None:
+        if self.done:
+            return
+        self.done = True
+        self.value = value
+        callback, self.callback = self.callback, None
+        if callback is not None:
+            callback(self)
+
+
+def resolve(ctx: Context, argv: list[bytes]) -> CommandSpec | str:
+    """The spec of this call, or the error message for an unknown name or a bad arity."""
+    name = argv[0]
+    spec = LOOKUP.get(name)
+    if spec is None:
+        spec = LOOKUP.get(name.lower())
+        if spec is None:
+            return errors.unknown_command(name, argv[1:])
+    if spec.subcommands:
+        if len(argv) >= 2:
+            sub = spec.subcommands.get(argv[1].lower().decode("utf-8", "replace"))
+            if sub is None:
+                return errors.unknown_subcommand(argv[1], spec.name)
+            spec = sub
+        elif spec.handler is None:
+            return errors.wrong_arity(spec.name)
+        # else: a container with its own handler answers the bare form (COMMAND)
+    arity = spec.arity
+    n = len(argv)
+    if (arity > 0 and n != arity) or n < -arity:
+        return errors.wrong_arity(spec.name)
+    return spec
+
+
+def dispatch(ctx: Context, argv: list[bytes]) -> Any:
+    """Run one command from a client and return its reply value."""
+    spec = LOOKUP.get(argv[0])
+    if spec is None or spec.subcommands or (
+        spec.arity != len(argv) and (spec.arity > 0 or len(argv) < -spec.arity)
+    ):
+        found = resolve(ctx, argv)
+        if isinstance(found, str):
+            if argv[0].lower() == b"exec" and not found.startswith("ERR unknown command"):
+                return _abort_exec(ctx, found)
+            return _reject(ctx, found, flag_multi=True)
+        spec = found
+    core = ctx.core
+
+    if not ctx.authenticated and not spec.no_auth:
+        if spec.name == "exec":
+            return _abort_exec(ctx, errors.NOAUTH)
+        return _reject_call(ctx, spec, errors.NOAUTH)
+    user = ctx.user
+    if user is not None and user.restricted:
+        denial = user.check(ctx, spec, argv)
+        if denial is not None:
+            return _reject_call(ctx, spec, denial)
+    if core.gated:  # loading, a replica, MISCONF or maxmemory: the rarer refusals
+        denial = _gate(ctx, core, spec)
+        if denial is not None:
+            return _reject_call(ctx, spec, denial)
+
+    if ctx.multi is not None and spec.name not in _NOT_QUEUED:
+        if not spec.allowed_in_multi:
+            return _reject(ctx, "ERR Command not allowed inside a transaction", flag_multi=True)
+        ctx.multi.append((spec, argv))
+        return QUEUED
+
+    # one clock read: the command's time snapshot and the start of its duration (as Redis
+    # times commands with the wall clock); Clock.now_ms for an injected (test) clock
+    started = _time_ns()
+    ctx.now_ms = started // 1_000_000 if core.wall_clock else core.clock.now_ms()
+    return execute(ctx, spec, argv, started)
+
+
+def _gate(ctx: Context, core: Any, spec: CommandSpec) -> str | None:
+    """The refusal of a command while loading, on a read-only replica, after an AOF write
+    error or over maxmemory; None when it may run."""
+    if core.loading and not spec.allowed_while_loading:
+        return errors.LOADING
+    if ctx.is_master_link:
+        return None
+    if spec.is_write:
+        if core.role == "slave" and core.config.values["replica-read-only"]:
+            return errors.READONLY
+        if core.write_error is not None:
+            return errors.MISCONF
+    if spec.is_denyoom and core.config.values["maxmemory"]:
+        oom = core.extras.get("oom_check")
+        if oom is not None and oom():
+            return errors.OOM
+    return None
+
+
+def execute(ctx: Context, spec: CommandSpec, argv: list[bytes], started: int = 0) -> Any:
+    """Call the handler with timing and bookkeeping (dispatch, and EXEC for each command).
+
+    ``started`` is the ``time.time_ns()`` the command's duration counts from (dispatch
+    passes the read it took the snapshot from; 0 reads the clock here).
+    """
+    core = ctx.core
+    ctx.last_cmd = spec.name
+    is_write = spec.is_write
+    effects_before = len(core.pending_effects) if is_write else 0
+    if not started:
+        started = _time_ns()
+    failed = True
+    try:
+        reply = spec.handler(ctx, argv)  # type: ignore[misc]
+        failed = False
+    except CommandError as exc:
+        reply = ErrorReply(exc.message)
+    except Exception as exc:  # a bug must cost one reply, never the connection or the server
+        log.exception("internal error in %s", spec.name)
+        core.stats.unexpected_error_replies += 1
+        reply = ErrorReply(f"ERR internal error in '{spec.name}': {type(exc).__name__}")
+    elapsed_us = (_time_ns() - started) // 1000
+    if elapsed_us < 0:  # the wall clock stepped back during the command
+        elapsed_us = 0
+    spec.calls += 1
+    spec.usec += elapsed_us
+    if failed:
+        spec.failed_calls += 1
+        _count_error(core, reply)
+    pending = core.pending_effects
+    if pending:  # a handler that failed may still have written
+        if is_write and not failed and core.watchers and len(pending) != effects_before:
+            # as Redis, only a write that changed something (emitted an effect) breaks a
+            # WATCH: DEL of a missing key or SET NX on an existing one leave it alone
+            if spec.name in ("flushall", "flushdb"):
+                core.touch_all()
+            else:
+                core.touch(spec.keys_of(argv))
+        if not core.in_exec:
+            core.flush_effects()
+    if elapsed_us >= core.slowlog_threshold >= 0 and not spec.skip_slowlog:
+        _slowlog_add(ctx, argv, elapsed_us)
+    if core.monitors and not spec.skip_monitor:
+        feed_monitors(ctx, argv)
+    return reply
+
+
+def commands_processed() -> int:
+    """INFO's total_commands_processed: the calls of every command, as commandstats count
+    them (one counter per command instead of a second global one on the hot path)."""
+    total = 0
+    for spec in COMMANDS.values():
+        total += spec.calls
+        for sub in spec.subcommands.values():
+            total += sub.calls
+    return total
+
+
+def _reject_call(ctx: Context, spec: CommandSpec, message: str) -> ErrorReply:
+    spec.rejected_calls += 1
+    return _reject(ctx, message, flag_multi=True)
+
+
+def _abort_exec(ctx: Context, message: str) -> ErrorReply:
+    """A rejected EXEC discards the transaction, as Redis's execCommandAbort does."""
+    ctx.multi = None
+    ctx.multi_error = False
+    ctx.unwatch()
+    reason = message[4:] if message.startswith("ERR ") else message
+    return _reject(ctx, f"EXECABORT Transaction discarded because of: {reason}", flag_multi=False)
+
+
+def _reject(ctx: Context, message: str, *, flag_multi: bool) -> ErrorReply:
+    if flag_multi and ctx.multi is not None:
+        ctx.multi_error = True
+    spec_stats = ctx.core.stats
+    spec_stats.total_error_replies += 1
+    code = message.split(" ", 1)[0]
+    spec_stats.errorstats[code] = spec_stats.errorstats.get(code, 0) + 1
+    return ErrorReply(message)
+
+
+def _count_error(core: Any, reply: ErrorReply) -> None:
+    stats = core.stats
+    stats.total_error_replies += 1
+    code = reply.split(" ", 1)[0]
+    stats.errorstats[code] = stats.errorstats.get(code, 0) + 1
+
+
+def feed_monitors(ctx: Context, argv: list[bytes]) -> None:
+    """Send ``+<time> [0 <addr>] "cmd" "arg"`` to every MONITOR client, as Redis does."""
+    now = time.time()
+    parts = " ".join('"' + _monitor_escape(a) + '"' for a in argv)
+    line = f"+{now:.6f} [0 {ctx.addr or 'lua'}] {parts}\r\n".encode()
+    for mon in list(ctx.core.monitors):
+        if mon is not ctx and mon.writer is not None:
+            mon.writer(line)
+
+
+def _monitor_escape(raw: bytes) -> str:
+    out = []
+    for b in raw:
+        if b == 0x22:
+            out.append('\\"')
+        elif b == 0x5C:
+            out.append("\\\\")
+        elif b == 0x0A:
+            out.append("\\n")
+        elif b == 0x0D:
+            out.append("\\r")
+        elif b == 0x09:
+            out.append("\\t")
+        elif 0x20 <= b < 0x7F:
+            out.append(chr(b))
+        else:
+            out.append(f"\\x{b:02x}")
+    return "".join(out)
+
+
+def _slowlog_add(ctx: Context, argv: list[bytes], elapsed_us: int) -> None:
+    core = ctx.core
+    maxlen = core.config.values["slowlog-max-len"]
+    if maxlen <= 0:
+        return
+    shown = argv[:32]
+    if len(argv) > 32:
+        shown = [*argv[:31], b"... (%d more arguments)" % (len(argv) - 31)]
+    shown = [a if len(a) <= 128 else a[:128] + b"... (%d more bytes)" % (len(a) - 128) for a in shown]
+    core.slowlog.appendleft(
+        SlowlogEntry(core.slowlog_next_id, int(time.time()), elapsed_us, shown, ctx.addr,
+                     ctx.name.decode("utf-8", "replace"))
+    )
+    core.slowlog_next_id += 1
+    while len(core.slowlog) > maxlen:
+        core.slowlog.pop()

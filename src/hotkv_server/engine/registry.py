@@ -1,0 +1,575 @@
+"""The command table: one declarative spec per command, filled by the ``@command`` decorator.
+
+``COMMAND``, ``COMMAND DOCS``, ``ACL CAT``, the generated docs/commands.md, key extraction
+for ACLs and cluster routing, and the dispatch lookup all read this one table.
+
+A spec's ``syntax`` is written in the notation of commands.md (``[x]`` optional, ``a|b``
+one of, ``(...)`` a group, ``...`` repeatable, UPPER-case words are literal tokens) and is
+parsed once into the argument tree that ``COMMAND DOCS`` reports.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+Handler = Callable[[Any, list[bytes]], Any]
+
+#: flags as Redis names them in COMMAND output
+KNOWN_FLAGS = frozenset(
+    ["write", "readonly", "denyoom", "admin", "pubsub", "noscript", "blocking", "loading", "stale",
+     "skip_monitor", "skip_slowlog", "fast", "no_auth", "may_replicate", "no_async_loading",
+     "no_multi", "allow_busy"]
+)
+
+#: key spec flags as Redis 7 names them, in the order COMMAND INFO lists them
+KEY_SPEC_FLAGS = ("RO", "RW", "OW", "RM", "access", "update", "insert", "delete", "not_key",
+                  "incomplete", "variable_flags")
+
+#: command tips as Redis 7 writes them (``request_policy:`` / ``response_policy:`` + a value)
+TIP_WORDS = frozenset(["nondeterministic_output", "nondeterministic_output_order"])
+REQUEST_POLICIES = frozenset(["all_nodes", "all_shards", "multi_shard", "special"])
+RESPONSE_POLICIES = frozenset(
+    ["one_succeeded", "all_succeeded", "agg_logical_and", "agg_logical_or", "agg_min", "agg_max",
+     "agg_sum", "special"]
+)
+
+#: last name part of a write command that removes what it names (fallback key spec flags)
+_REMOVING = frozenset({"del", "unlink", "delete", "drop", "clear"})
+
+#: group -> extra ACL categories every command of the group belongs to
+GROUP_CATEGORIES: dict[str, tuple[str, ...]] = {
+    "string": ("string",),
+    "generic": ("keyspace",),
+    "connection": ("connection",),
+    "server": (),
+    "transactions": ("transaction",),
+    "conv": ("amem",),
+    "sem": ("amem",),
+    "work": ("amem",),
+    "epis": ("amem",),
+    "summary": ("amem",),
+    "amem": ("amem",),
+    "replication": (),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Arg:
+    """One node of a command's argument tree, as COMMAND DOCS reports it."""
+
+    name: str
+    type: str  # string integer double key pattern unix-time pure-token oneof block
+    token: str | None = None
+    optional: bool = False
+    multiple: bool = False
+    children: tuple[Arg, ...] = ()
+    key_spec_index: int | None = None
+
+    def to_docs(self) -> dict[str, Any]:
+        doc: dict[str, Any] = {"name": self.name, "type": self.type}
+        if self.key_spec_index is not None:
+            doc["key_spec_index"] = self.key_spec_index
+        if self.token is not None:
+            doc["token"] = self.token
+        flags = [f for f, on in (("optional", self.optional), ("multiple", self.multiple)) if on]
+        if flags:
+            doc["flags"] = [_simple(f) for f in flags]
+        if self.children:
+            doc["arguments"] = [child.to_docs() for child in self.children]
+        return doc
+
+
+def _simple(text: str) -> Any:
+    from hotkv_server.server.resp import Simple
+
+    return Simple(text)
+
+
+@dataclass(slots=True)
+class CommandSpec:
+    """Everything the server knows about one command (or one subcommand)."""
+
+    name: str  # lower-case full name: "get", "amem.conv.create", "config|get"
+    arity: int  # Redis sign rule: n exact, -n at least n (the name counts)
+    flags: frozenset[str]
+    first_key: int
+    last_key: int
+    step: int
+    categories: frozenset[str]  # without "@"
+    group: str
+    summary: str
+    syntax: str
+    since: str
+    complexity: str
+    handler: Handler | None
+    arguments: tuple[Arg, ...] = ()
+    #: access flags of the command's keys (Redis 7 key spec flags), empty without keys
+    key_flags: tuple[str, ...] = ()
+    #: Redis's ``notes`` of the key spec (why its flags are what they are), if any
+    key_notes: str | None = None
+    #: COMMAND INFO tips (``nondeterministic_output``, ``request_policy:all_shards`` ...)
+    tips: tuple[str, ...] = ()
+    subcommands: dict[str, CommandSpec] = field(default_factory=dict)
+    container: str | None = None  # "config" for "config|get"
+    # derived, precomputed for the hot path
+    is_write: bool = False
+    is_denyoom: bool = False
+    no_auth: bool = False
+    allowed_while_loading: bool = False
+    allowed_in_multi: bool = True
+    stale_ok: bool = False
+    skip_monitor: bool = False
+    skip_slowlog: bool = False
+    # statistics for INFO commandstats
+    calls: int = 0
+    usec: int = 0
+    failed_calls: int = 0
+    rejected_calls: int = 0
+
+    @property
+    def display_name(self) -> str:
+        """How Redis writes the name in errors: ``get``, ``config|get``."""
+        return self.name
+
+    def keys_of(self, argv: list[bytes]) -> list[bytes]:
+        """The key arguments of one call (by first/last/step, as COMMAND GETKEYS does)."""
+        if self.first_key <= 0:
+            return []
+        argc = len(argv)
+        last = self.last_key if self.last_key >= 0 else argc + self.last_key
+        last = min(last, argc - 1)
+        return argv[self.first_key : last + 1 : self.step]
+
+
+COMMANDS: dict[str, CommandSpec] = {}
+#: the dispatch lookup: lower- and upper-case byte names of every top-level command
+LOOKUP: dict[bytes, CommandSpec] = {}
+
+
+def command(
+    name: str,
+    *,
+    arity: int,
+    flags: str = "",
+    keys: tuple[int, int, int] = (0, 0, 0),
+    group: str,
+    summary: str,
+    syntax: str = "",
+    since: str = "0.1.0",
+    complexity: str = "O(1)",
+    acl: str = "",
+    key_flags: str = "",
+    key_notes: str = "",
+    tips: str = "",
+) -> Callable[[Handler], Handler]:
+    """Register ``handler`` under ``name`` (``"container|sub"`` for a subcommand).
+
+    ``key_flags`` are the Redis 7 key spec flags of the keys (``"RO access"``, ``"RW update"``,
+    ``"OW update"``, ``"RM delete"`` ...); without them they are derived from ``flags`` (see
+    ``default_key_flags``). ``tips`` are the COMMAND INFO tips, space-separated.
+    """
+
+    def register(handler: Handler) -> Handler:
+        add_spec(
+            name,
+            handler=handler,
+            arity=arity,
+            flags=flags,
+            keys=keys,
+            group=group,
+            summary=summary,
+            syntax=syntax,
+            since=since,
+            complexity=complexity,
+            acl=acl,
+            key_flags=key_flags,
+            key_notes=key_notes,
+            tips=tips,
+        )
+        return handler
+
+    return register
+
+
+def container(
+    name: str,
+    *,
+    group: str,
+    summary: str,
+    since: str = "0.1.0",
+    handler: Handler | None = None,
+    arity: int = -2,
+    flags: str = "",
+    acl: str = "",
+    tips: str = "",
+) -> None:
+    """Declare a command that holds subcommands (CONFIG, CLIENT, COMMAND ...).
+
+    ``handler`` (with ``arity=-1``) answers the bare form without a subcommand, as
+    ``COMMAND`` alone lists every command. A container takes no categories from its group
+    (its subcommands do), only those of ``acl`` and its flags: Redis's CLIENT is ``@slow``
+    alone while every CLIENT subcommand is ``@connection``.
+    """
+    add_spec(
+        name,
+        handler=handler,
+        arity=arity,
+        flags=flags,
+        keys=(0, 0, 0),
+        group=group,
+        summary=summary,
+        syntax="<subcommand> [arg ...]",
+        since=since,
+        complexity="Depends on subcommand.",
+        acl=acl,
+        tips=tips,
+        group_categories=False,
+    )
+
+
+def add_spec(
+    name: str,
+    *,
+    handler: Handler | None,
+    arity: int,
+    flags: str,
+    keys: tuple[int, int, int],
+    group: str,
+    summary: str,
+    syntax: str,
+    since: str,
+    complexity: str,
+    acl: str,
+    key_flags: str = "",
+    key_notes: str = "",
+    tips: str = "",
+    group_categories: bool = True,
+) -> CommandSpec:
+    name = name.lower()
+    flag_set = frozenset(flags.split())
+    unknown = flag_set - KNOWN_FLAGS
+    if unknown:
+        raise ValueError(f"{name}: unknown flags {sorted(unknown)}")
+    tip_list = tuple(tips.split())
+    for tip in tip_list:
+        check_tip(name, tip)
+    if keys[0] > 0:
+        key_flag_list = _ordered_key_flags(name, key_flags.split()) if key_flags else (
+            default_key_flags(name, flag_set, arity, keys)
+        )
+    elif key_flags:
+        raise ValueError(f"{name}: key_flags given for a command without keys")
+    else:
+        key_flag_list = ()
+    cats = set(acl.replace("@", "").split())
+    if group_categories:
+        cats.update(GROUP_CATEGORIES.get(group, ()))
+    if "write" in flag_set:
+        cats.add("write")
+    if "readonly" in flag_set:
+        cats.add("read")
+    if "admin" in flag_set:
+        cats.update(("admin", "dangerous"))
+    cats.add("fast" if "fast" in flag_set else "slow")
+    if "amem" in cats:
+        if "write" in flag_set:
+            cats.add("amem-write")
+        elif "readonly" in flag_set:
+            cats.add("amem-read")
+    parent_name, _, sub = name.partition("|")
+    spec = CommandSpec(
+        name=name,
+        arity=arity,
+        flags=flag_set,
+        first_key=keys[0],
+        last_key=keys[1],
+        step=keys[2],
+        categories=frozenset(cats),
+        group=group,
+        summary=summary,
+        syntax=syntax,
+        since=since,
+        complexity=complexity,
+        handler=handler,
+        arguments=parse_syntax(syntax, keys[0]) if syntax else (),
+        key_flags=key_flag_list,
+        key_notes=key_notes or None,
+        tips=tip_list,
+        container=parent_name if sub else None,
+        is_write="write" in flag_set,
+        is_denyoom="denyoom" in flag_set,
+        no_auth="no_auth" in flag_set,
+        allowed_while_loading="loading" in flag_set,
+        allowed_in_multi="no_multi" not in flag_set,
+        stale_ok="stale" in flag_set,
+        skip_monitor="skip_monitor" in flag_set,
+        skip_slowlog="skip_slowlog" in flag_set,
+    )
+    if sub:
+        parent = COMMANDS.get(parent_name)
+        if parent is None:
+            raise ValueError(f"{name}: declare container {parent_name!r} first")
+        if sub in parent.subcommands:
+            raise ValueError(f"{name}: registered twice")
+        parent.subcommands[sub] = spec
+    else:
+        if name in COMMANDS:
+            raise ValueError(f"{name}: registered twice")
+        COMMANDS[name] = spec
+        LOOKUP[name.encode()] = spec
+        LOOKUP[name.upper().encode()] = spec
+    return spec
+
+
+def check_tip(name: str, tip: str) -> None:
+    """Refuse a tip Redis 7 would not know (a typo would silently mislead cluster clients)."""
+    kind, sep, value = tip.partition(":")
+    if not sep and tip in TIP_WORDS:
+        return
+    if (kind == "request_policy" and value in REQUEST_POLICIES) or (
+        kind == "response_policy" and value in RESPONSE_POLICIES
+    ):
+        return
+    raise ValueError(f"{name}: unknown command tip {tip!r}")
+
+
+def _ordered_key_flags(name: str, flags: list[str]) -> tuple[str, ...]:
+    unknown = set(flags) - set(KEY_SPEC_FLAGS)
+    if unknown:
+        raise ValueError(f"{name}: unknown key spec flags {sorted(unknown)}")
+    # exactly one of the four access kinds, as Redis requires of every key spec
+    if len(set(flags) & {"RO", "RW", "OW", "RM"}) != 1:
+        raise ValueError(f"{name}: key spec flags need exactly one of RO, RW, OW, RM")
+    return tuple(f for f in KEY_SPEC_FLAGS if f in flags)
+
+
+def default_key_flags(
+    name: str, flags: frozenset[str], arity: int, keys: tuple[int, int, int]
+) -> tuple[str, ...]:
+    """Key spec flags for a command that declares none.
+
+    A write whose name ends in DEL/UNLINK/DELETE/DROP/CLEAR removes: the key itself
+    (``RM delete``) when every argument is a key or it takes just the key, else entries
+    inside the key (``RW delete``, as HDEL). Another write updates (``RW update``), a read
+    reads (``RO access``), and anything else only looks at the key (``RO``).
+    """
+    if "write" in flags:
+        last_word = name.replace("|", ".").rsplit(".", 1)[-1]
+        if last_word in _REMOVING:
+            whole_key = keys[1] == -1 or arity == 2
+            return ("RM", "delete") if whole_key else ("RW", "delete")
+        return ("RW", "update")
+    if "readonly" in flags:
+        return ("RO", "access")
+    return ("RO",)
+
+
+def lookup(name: bytes) -> CommandSpec | None:
+    spec = LOOKUP.get(name)
+    if spec is None:
+        spec = LOOKUP.get(name.lower())
+    return spec
+
+
+def all_specs() -> list[CommandSpec]:
+    """Every top-level command, sorted by name."""
+    return [COMMANDS[n] for n in sorted(COMMANDS)]
+
+
+def find(fullname: str) -> CommandSpec | None:
+    """``"get"`` or ``"config|get"`` -> its spec."""
+    parent, _, sub = fullname.lower().partition("|")
+    spec = COMMANDS.get(parent)
+    if spec is None or not sub:
+        return spec
+    return spec.subcommands.get(sub)
+
+
+# --- syntax -> argument tree -------------------------------------------------------
+
+_TOKEN_RE = re.compile(r"\[|\]|\(|\)|\||\.\.\.|[^\s\[\]()|]+")
+_INTEGER_NAMES = {"n", "count", "k", "dim", "m", "s", "ms", "seconds", "milliseconds", "numreplicas",
+                  "timeout", "cursor", "increment", "decrement", "port", "index",
+                  "db", "v", "version", "id-or-count", "timestamp", "bits", "offset", "protover"}
+#: tokens whose value is text whatever its short name (``SOURCE s`` is not ``TTL s``)
+_TEXT_TOKENS = {"SOURCE", "DESCRIPTION", "KIND", "PREFIX", "META", "TEXT", "DEFAULT"}
+_DOUBLE_NAMES = {"c", "x", "a", "confidence", "v1", "vdim", "alpha"}
+
+
+def parse_syntax(syntax: str, first_key: int) -> tuple[Arg, ...]:
+    """Turn ``"session role content [META json-object]"`` into Arg nodes.
+
+    The first plain argument is typed ``key`` when the command has keys at position 1.
+    """
+    tokens = _TOKEN_RE.findall(syntax)
+    pos = 0
+    key_done = first_key <= 0
+
+    def parse_seq(end: str | None) -> list[Arg]:
+        nonlocal pos
+        items: list[list[Arg]] = [[]]
+        while pos < len(tokens):
+            tok = tokens[pos]
+            if tok == end:
+                pos += 1
+                break
+            pos += 1
+            if tok == "|":
+                items.append([])
+                continue
+            if tok == "...":
+                if items[-1]:
+                    last = items[-1][-1]
+                    items[-1][-1] = _replace(last, multiple=True)
+                continue
+            if tok in ("[", "("):
+                inner = parse_seq("]" if tok == "[" else ")")
+                node = _group(inner, optional=tok == "[")
+                items[-1].append(node)
+                continue
+            items[-1].append(leaf(tok))
+        if len(items) == 1:
+            return items[0]
+        led = _token_led_choice(items)
+        if led is not None:
+            return [led]
+        alternatives = [seq[0] if len(seq) == 1 else _block(seq) for seq in items]
+        return [Arg(name=_alt_name(alternatives), type="oneof", children=tuple(alternatives))]
+
+    def leaf(tok: str) -> Arg:
+        nonlocal key_done
+        if tok.isupper() or (tok[0].isupper() and tok.replace("_", "").replace("-", "").isalnum()
+                             and tok.upper() == tok):
+            return Arg(name=tok.lower(), type="pure-token", token=tok)
+        if not key_done:
+            key_done = True
+            return Arg(name=tok, type="key", key_spec_index=0)
+        if tok.startswith("unix-time"):
+            return Arg(name=tok, type="unix-time")
+        if tok in _INTEGER_NAMES:
+            return Arg(name=tok, type="integer")
+        if tok in _DOUBLE_NAMES:
+            return Arg(name=tok, type="double")
+        if tok in ("pattern", "glob"):
+            return Arg(name=tok, type="pattern")
+        return Arg(name=tok, type="string")
+
+    result = parse_seq(None)
+    return tuple(_fold_tokens(result))
+
+
+def _fold_tokens(args: list[Arg]) -> list[Arg]:
+    """Give a literal token to the argument it introduces, as Redis docs do.
+
+    ``TTL s`` becomes one argument ``s`` with token ``TTL``; ``TYPE (CONV|SEM)`` becomes one
+    ``oneof`` named ``type`` with token ``TYPE`` (as Redis writes SCAN's and CLIENT LIST's
+    TYPE); a block left with a single argument is that argument.
+    """
+    args = _fold_repeats(args)
+    out: list[Arg] = []
+    i = 0
+    while i < len(args):
+        arg = _fold_node(args[i])
+        nxt = _fold_node(args[i + 1]) if i + 1 < len(args) else None
+        if arg.type == "pure-token" and not arg.optional and nxt is not None and nxt.token is None:
+            if nxt.type not in ("pure-token", "oneof", "block"):
+                out.append(_with_token(arg, nxt))
+                i += 2
+                continue
+            if nxt.type == "oneof" and not nxt.optional and not nxt.multiple:
+                out.append(_replace(nxt, name=arg.name, token=arg.token))
+                i += 2
+                continue
+        out.append(arg)
+        i += 1
+    return out
+
+
+def _fold_repeats(args: list[Arg]) -> list[Arg]:
+    """``key [key ...]`` is one ``key`` flagged multiple, ``key value [key value ...]`` one
+    block ``key_value`` flagged multiple, as Redis docs write DEL and MSET (so every key of
+    the repetition is the key argument, not only the first)."""
+    out: list[Arg] = []
+    for arg in args:
+        if arg.optional and arg.type != "block" and arg.multiple and out:
+            prev = out[-1]
+            if prev.name == arg.name and not prev.optional and not prev.multiple and prev.token == arg.token:
+                out[-1] = _replace(prev, multiple=True)
+                continue
+        if arg.optional and arg.type == "block" and arg.children and arg.children[-1].multiple:
+            size = len(arg.children)
+            repeated = [c.name for c in arg.children]
+            if len(out) >= size and [a.name for a in out[-size:]] == repeated and not any(
+                a.optional or a.multiple for a in out[-size:]
+            ):
+                first = out[-size:]
+                del out[-size:]
+                out.append(Arg(name="_".join(repeated), type="block", multiple=True,
+                               children=tuple(first)))
+                continue
+        out.append(arg)
+    return out
+
+
+def _fold_node(arg: Arg) -> Arg:
+    if not arg.children:
+        return arg
+    children = _fold_tokens(list(arg.children))
+    if arg.type == "block" and len(children) == 1 and arg.token is None:
+        only = children[0]
+        return _replace(only, optional=only.optional or arg.optional,
+                        multiple=only.multiple or arg.multiple)
+    return _replace(arg, children=tuple(children))
+
+
+def _token_led_choice(items: list[list[Arg]]) -> Arg | None:
+    """``MERGE REPLACE|APPEND|INCR`` read as MERGE followed by one of the words.
+
+    The notation binds ``|`` loosest, so that text splits into ``MERGE REPLACE``, ``APPEND``
+    ... ; when the first alternative is a token and one word and every other alternative is
+    a single word of the same kind, the token introduces a choice of the words (CLIENT
+    LIST's ``TYPE NORMAL|MASTER``, ``SKIPME yes|no``), which is what such a line means.
+    """
+    first = items[0]
+    if len(first) != 2 or first[0].type != "pure-token" or first[0].optional:
+        return None
+    word = first[1]
+    if word.type in ("oneof", "block") or word.optional or word.multiple:
+        return None
+    for seq in items[1:]:
+        if len(seq) != 1 or seq[0].type != word.type or seq[0].optional or seq[0].multiple:
+            return None
+    choices = (word, *(seq[0] for seq in items[1:]))
+    token = first[0]
+    return Arg(name=token.name, type="oneof", token=token.token, children=choices)
+
+
+def _group(inner: list[Arg], optional: bool) -> Arg:
+    node = inner[0] if len(inner) == 1 else _block(inner)
+    if len(inner) == 2 and inner[0].type == "pure-token" and inner[1].type not in (
+        "pure-token", "oneof", "block"
+    ):
+        node = _with_token(inner[0], inner[1])
+    return _replace(node, optional=optional or node.optional)
+
+
+def _with_token(token: Arg, value: Arg) -> Arg:
+    """``TTL s`` -> ``s`` with token ``TTL`` (text for a token whose value is text)."""
+    kind = "string" if token.token in _TEXT_TOKENS else value.type
+    return _replace(value, token=token.token, type=kind)
+
+
+def _block(seq: list[Arg]) -> Arg:
+    return Arg(name="-".join(a.name for a in seq[:2]), type="block", children=tuple(seq))
+
+
+def _alt_name(alternatives: list[Arg]) -> str:
+    return "-".join(a.name for a in alternatives[:3])
+
+
+def _replace(arg: Arg, **changes: Any) -> Arg:
+    return dataclasses.replace(arg, **changes)

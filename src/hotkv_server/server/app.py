@@ -1,0 +1,326 @@
+"""The Server: start, serve, background tasks (expiry, client timeouts), shutdown.
+
+``hotkv-server [config-file] [--directive value ...]`` and ``python -m hotkv_server`` both end in
+``main()``. Subsystems (persistence, replication, ACL, TLS) plug in through ``Server.start``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import logging
+import os
+import signal
+import socket
+import ssl
+import sys
+import time
+from typing import Any
+
+from hotkv_server import __version__
+from hotkv_server.commands import load_all
+from hotkv_server.engine.clock import Clock
+from hotkv_server.engine.core import Core
+from hotkv_server.server.config import Config, ConfigError, load_config
+from hotkv_server.server.connection import ClientProtocol
+
+log = logging.getLogger("hotkv")
+
+#: at most this much of each expiry cycle is spent purging (ms), as Redis bounds its cycle
+EXPIRE_CYCLE_BUDGET_MS = 25
+EXPIRE_BATCH = 200
+
+
+class StartupError(RuntimeError):
+    """The server cannot start (port taken, bad directory, unreadable data)."""
+
+
+class Server:
+    """One hotkv server process's lifecycle around a Core."""
+
+    def __init__(self, config: Config, clock: Clock | None = None) -> None:
+        load_all()
+        self.config = config
+        self.core = Core(config, clock)
+        self.core.shutdown_requested = self.request_shutdown
+        self.listeners: list[asyncio.base_events.Server] = []
+        self.tasks: list[asyncio.Task[Any]] = []
+        self.stopping: asyncio.Event | None = None
+        self.save_on_shutdown: bool | None = None
+        self.ports: list[int] = []
+        self.subsystems: list[Any] = []
+
+    # --- start --------------------------------------------------------------------
+    async def start(self) -> None:
+        self.stopping = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        await self._open_subsystems()
+        await self._listen(loop)
+        self.tasks.append(asyncio.create_task(self._cron(), name="hotkv-cron"))
+        for sub in self.subsystems:
+            starter = getattr(sub, "started", None)
+            if starter is not None:
+                await starter()
+        tls = self.core.extras.get("tls_port")
+        log.info(
+            "hotkv %s ready to accept connections on %s port %s%s (pid %d, config %s)",
+            __version__,
+            " ".join(self.config.values["bind"]),
+            self.core.tcp_port,
+            f" tls-port {tls}" if tls else "",
+            os.getpid(),
+            self.config.path or "none",
+        )
+
+    async def _open_subsystems(self) -> None:
+        """Persistence, replication, ACL ... each optional module attaches itself here."""
+        import importlib
+
+        for module_name in (
+            "hotkv_server.commands.acl",
+            "hotkv_server.persistence",
+            "hotkv_server.replication",
+            "hotkv_server.server.memory",
+            "hotkv_server.commands.sem",  # the recall self-check
+        ):
+            try:
+                module = importlib.import_module(module_name)
+            except ModuleNotFoundError as exc:
+                if exc.name == module_name:
+                    continue
+                raise
+            attach = getattr(module, "attach", None)
+            if attach is None:
+                continue
+            sub = attach(self)
+            if asyncio.iscoroutine(sub):
+                sub = await sub
+            if sub is not None:
+                self.subsystems.append(sub)
+
+    async def _listen(self, loop: asyncio.AbstractEventLoop) -> None:
+        port = self.config.values["port"]
+        binds = self.config.values["bind"]
+        errors: list[str] = []
+        for entry in binds:
+            host = entry.lstrip("-")
+            try:
+                server = await loop.create_server(
+                    lambda: ClientProtocol(self.core),
+                    host=host,
+                    port=port,
+                    reuse_address=True,
+                    backlog=511,
+                )
+            except OSError as exc:
+                message = f"Could not create server TCP listening socket {host}:{port}: {exc.strerror}"
+                errors.append(message)
+                # as Redis: "-addr" may be missing, and so may IPv6 on a host without it;
+                # an address in use, or any other address that fails, stops the start
+                optional = entry.startswith("-") or host in ("::1", "::")
+                if exc.errno == errno.EADDRINUSE or not optional:
+                    self._close_listeners()
+                    raise StartupError(message) from None
+                continue
+            self.listeners.append(server)
+            for sock in server.sockets:
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                actual = sock.getsockname()[1]
+                if port == 0:
+                    port = actual  # the other addresses bind the same port
+                self.ports.append(actual)
+        tls_port = self.config.values["tls-port"]
+        if tls_port:
+            await self._listen_tls(loop, binds, tls_port)
+        if not self.listeners:
+            raise StartupError("; ".join(errors) or "no address to listen on")
+        for message in errors:
+            log.warning("%s (continuing on the other addresses)", message)
+        self.core.tcp_port = port
+
+    def tls_context(self) -> ssl.SSLContext:
+        """The server's TLS settings from the tls-* directives."""
+        values = self.config.values
+        if not values["tls-cert-file"] or not values["tls-key-file"]:
+            raise StartupError("tls-port needs tls-cert-file and tls-key-file")
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.minimum_version = ssl.TLSVersion.TLSv1_2
+        try:
+            context.load_cert_chain(values["tls-cert-file"], values["tls-key-file"])
+            if values["tls-ca-cert-file"]:
+                context.load_verify_locations(values["tls-ca-cert-file"])
+        except (OSError, ssl.SSLError) as exc:
+            raise StartupError(f"cannot load TLS certificates: {exc}") from None
+        mode = values["tls-auth-clients"]
+        if mode == "yes":
+            if not values["tls-ca-cert-file"]:
+                raise StartupError("tls-auth-clients yes needs tls-ca-cert-file")
+            context.verify_mode = ssl.CERT_REQUIRED
+        elif mode == "optional":
+            context.verify_mode = ssl.CERT_OPTIONAL
+        else:
+            context.verify_mode = ssl.CERT_NONE
+        return context
+
+    async def _listen_tls(self, loop: asyncio.AbstractEventLoop, binds: list[str], port: int) -> None:
+        context = self.tls_context()
+        for host in binds:
+            host = host.lstrip("-")
+            try:
+                server = await loop.create_server(
+                    lambda: ClientProtocol(self.core, tls=True),
+                    host=host,
+                    port=port,
+                    ssl=context,
+                    reuse_address=True,
+                    backlog=511,
+                )
+            except OSError as exc:
+                if host in ("::1", "::") and exc.errno != errno.EADDRINUSE:
+                    log.warning("no TLS listener on %s:%s: %s", host, port, exc.strerror)
+                    continue
+                self._close_listeners()
+                raise StartupError(
+                    f"Could not create server TLS listening socket {host}:{port}: {exc.strerror}"
+                ) from None
+            self.listeners.append(server)
+            for sock in server.sockets:
+                actual = sock.getsockname()[1]
+                if port == 0:
+                    port = actual
+        self.core.extras["tls_port"] = port
+
+    def _close_listeners(self) -> None:
+        for server in self.listeners:
+            server.close()
+        self.listeners.clear()
+
+    # --- background -----------------------------------------------------------------
+    async def _cron(self) -> None:
+        """Active expiry and client timeouts, ``hz`` times a second."""
+        core = self.core
+        while True:
+            await asyncio.sleep(1.0 / core.config.values["hz"])
+            try:
+                self.expire_cycle()
+                self._timeout_clients()
+                for sub in self.subsystems:
+                    tick = getattr(sub, "tick", None)
+                    if tick is not None:
+                        tick()
+            except Exception:
+                log.exception("background cycle failed")
+
+    def expire_cycle(self) -> int:
+        core = self.core
+        if core.loading:
+            return 0
+        started = time.monotonic()
+        removed_total = 0
+        while True:
+            now = core.clock.now_ms()
+            removed = core.db.purge_expired(now, EXPIRE_BATCH)
+            removed_total += removed
+            if removed < EXPIRE_BATCH or (time.monotonic() - started) * 1000 > EXPIRE_CYCLE_BUDGET_MS:
+                break
+        core.stats.expired_keys += removed_total
+        return removed_total
+
+    def _timeout_clients(self) -> None:
+        timeout = self.config.values["timeout"]
+        if not timeout:
+            return
+        now = self.core.clock.now_ms()
+        for ctx in list(self.core.clients.values()):
+            if ctx.flags or ctx.blocked or ctx in self.core.monitors or ctx.is_master_link:
+                continue  # as Redis: replicas, the primary, MONITOR and blocked clients stay
+            if now - ctx.last_interaction_ms > timeout * 1000 and ctx.closer is not None:
+                ctx.closer()
+
+    # --- stop ---------------------------------------------------------------------
+    def request_shutdown(self, save: bool | None = None) -> None:
+        self.save_on_shutdown = save
+        if self.stopping is not None:
+            self.stopping.set()
+
+    async def serve(self) -> None:
+        await self.start()
+        assert self.stopping is not None
+        await self.stopping.wait()
+        await self.shutdown()
+
+    async def shutdown(self) -> None:
+        log.info("shutting down")
+        self._close_listeners()
+        for task in self.tasks:
+            task.cancel()
+        for sub in reversed(self.subsystems):
+            closer = getattr(sub, "close", None)
+            if closer is not None:
+                result = closer(self.save_on_shutdown)
+                if asyncio.iscoroutine(result):
+                    await result
+        for ctx in list(self.core.clients.values()):
+            if ctx.closer is not None:
+                ctx.closer()
+        log.info("hotkv is now ready to exit, bye bye...")
+
+
+def setup_logging(config: Config) -> None:
+    level = {
+        "debug": logging.DEBUG,
+        "verbose": logging.INFO,
+        "notice": logging.INFO,
+        "warning": logging.WARNING,
+        "nothing": logging.CRITICAL + 1,
+    }[config.values["loglevel"]]
+    logfile = config.values["logfile"]
+    handler: logging.Handler
+    handler = logging.FileHandler(logfile) if logfile else logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(process)d:M %(asctime)s %(levelname).1s %(message)s",
+                                           "%d %b %Y %H:%M:%S"))
+    root = logging.getLogger("hotkv")
+    root.handlers[:] = [handler]
+    root.setLevel(level)
+    root.propagate = False
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if args and args[0] in ("-v", "--version"):
+        print(f"hotkv-server v={__version__}")
+        return 0
+    if args and args[0] in ("-h", "--help"):
+        print("usage: hotkv-server [config-file] [--directive value ...]")
+        return 0
+    try:
+        config = load_config(args)
+    except ConfigError as exc:
+        print(f"*** FATAL CONFIG ERROR *** {exc}", file=sys.stderr)
+        return 1
+    setup_logging(config)
+    server = Server(config)
+
+    async def run() -> int:
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, server.request_shutdown, None)
+        try:
+            await server.serve()
+        except StartupError as exc:
+            log.error("%s", exc)
+            return 1
+        return 0
+
+    try:
+        try:
+            import uvloop
+        except ImportError:  # uvloop is optional on platforms without it
+            return asyncio.run(run())
+        return uvloop.run(run())
+    except KeyboardInterrupt:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,250 @@
+"""Conversation memory: per session a bounded sliding window of role-tagged turns.
+
+A session holds at most ``window`` turns (the oldest is dropped when a new one arrives),
+numbers its turns 1, 2, 3 ... over its whole life, and may have an *idle* TTL: every
+append restarts it. Effects (every server-chosen value fixed by the handler)::
+
+    ["conv.create", session, window, ttl_ms|None, expires_at|None, created_ms]
+    ["conv.update", session, window, ttl_ms|None, expires_at|None, updated_ms]
+    ["conv.append", session, seq, role, content, ts, meta|None, expires_at|None]
+    ["conv.del", [session, ...]]
+
+Active expiry uses a heap of ``(deadline, session)`` with lazy invalidation: each session
+keeps at most one live heap entry (``scheduled``); an append that only pushes the deadline
+later does not touch the heap, and the entry is rescheduled when it comes due.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections import deque
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from itertools import islice
+from typing import Any
+
+from hotkv_server.stores.base import Effect, EffectError, Store
+
+DEFAULT_WINDOW = 50
+MAX_WINDOW = 100_000
+ROLES: tuple[bytes, ...] = (b"system", b"user", b"assistant", b"tool")
+
+
+@dataclass(slots=True)
+class Turn:
+    """One message of a conversation."""
+
+    seq: int
+    role: bytes
+    content: bytes
+    ts: int
+    meta: bytes | None = None
+
+    def record(self) -> dict[str, Any]:
+        """The reply record: seq, role, content, ts, meta (only if given)."""
+        rec: dict[str, Any] = {
+            "seq": self.seq,
+            "role": self.role,
+            "content": self.content,
+            "ts": self.ts,
+        }
+        if self.meta is not None:
+            rec["meta"] = self.meta
+        return rec
+
+
+@dataclass(slots=True)
+class Conversation:
+    """A session's settings, counters and its window of turns (oldest first)."""
+
+    window: int
+    ttl_ms: int | None
+    expires_at: int | None
+    created: int
+    updated: int
+    appended: int = 0
+    turns: deque[Turn] = field(default_factory=deque)
+    #: deadline of this session's entry in the expiry heap (None: no entry)
+    scheduled: int | None = None
+
+    def alive(self, now_ms: int) -> bool:
+        return self.expires_at is None or self.expires_at > now_ms
+
+    def ttl_left(self, now_ms: int) -> int:
+        """Milliseconds until the idle deadline, -1 without one."""
+        if self.expires_at is None:
+            return -1
+        return max(self.expires_at - now_ms, 0)
+
+    def last(self, n: int | None = None) -> list[Turn]:
+        """The last ``n`` turns (all when None), oldest first."""
+        held = len(self.turns)
+        if n is None or n >= held:
+            return list(self.turns)
+        return list(islice(self.turns, held - n, None))
+
+
+class ConversationStore(Store):
+    """Every conversation of the server, by session id."""
+
+    name = "conv"
+
+    def __init__(self) -> None:
+        self.sessions: dict[bytes, Conversation] = {}
+        self._heap: list[tuple[int, bytes]] = []
+
+    # --- reads (lazy expiry: a passed deadline reads as absent) -------------------
+    def get(self, session: bytes, now_ms: int) -> Conversation | None:
+        conv = self.sessions.get(session)
+        if conv is None or not conv.alive(now_ms):
+            return None
+        return conv
+
+    def window(self, session: bytes, now_ms: int, n: int | None = None) -> list[Turn]:
+        conv = self.get(session, now_ms)
+        return [] if conv is None else conv.last(n)
+
+    def length(self, session: bytes, now_ms: int) -> int:
+        conv = self.get(session, now_ms)
+        return 0 if conv is None else len(conv.turns)
+
+    # --- effects ------------------------------------------------------------------
+    def appliers(self) -> dict[str, Callable[[Effect], Any]]:
+        return {"conv.append": self._apply_append}
+
+    def apply(self, effect: Effect) -> Any:
+        op = effect[0]
+        try:
+            if op == "conv.append":
+                return self._apply_append(effect)
+            if op == "conv.create":
+                _, session, window, ttl_ms, expires_at, created = effect
+                return self._create(session, window, ttl_ms, expires_at, created)
+            if op == "conv.update":
+                _, session, window, ttl_ms, expires_at, updated = effect
+                return self._update(session, window, ttl_ms, expires_at, updated)
+            if op == "conv.del":
+                return self._delete(effect[1])
+        except (ValueError, TypeError) as exc:
+            raise EffectError(f"bad effect {op!r}: {exc}") from None
+        raise EffectError(f"unknown conversation effect {op!r}")
+
+    def _create(
+        self, session: bytes, window: int, ttl_ms: int | None, expires_at: int | None, created: int
+    ) -> None:
+        # Replaces whatever is there: the handler only creates over an absent or expired one.
+        conv = Conversation(window, ttl_ms, None, created, created, 0, deque(maxlen=window))
+        self.sessions[session] = conv
+        self._set_deadline(session, conv, expires_at)
+
+    def _update(
+        self, session: bytes, window: int, ttl_ms: int | None, expires_at: int | None, updated: int
+    ) -> None:
+        conv = self.sessions.get(session)
+        if conv is None:
+            raise EffectError(f"conv.update of missing session {session!r}")
+        if window != conv.window:
+            # deque(iterable, maxlen) keeps the newest maxlen items: the oldest go at once
+            conv.turns = deque(conv.turns, maxlen=window)
+            conv.window = window
+        conv.ttl_ms = ttl_ms
+        conv.updated = updated
+        self._set_deadline(session, conv, expires_at)
+
+    def _apply_append(self, effect: Effect) -> int:
+        """``["conv.append", session, seq, role, content, ts, meta|None, expires_at|None]``"""
+        _, session, seq, role, content, ts, meta, expires_at = effect
+        conv = self.sessions.get(session)
+        if conv is None:
+            raise EffectError(f"conv.append to missing session {session!r}")
+        conv.turns.append(Turn(seq, role, content, ts, meta))  # maxlen drops the oldest
+        conv.appended += 1
+        conv.updated = ts
+        self._set_deadline(session, conv, expires_at)
+        return seq
+
+    def _delete(self, sessions: list[bytes]) -> int:
+        removed = 0
+        for session in sessions:
+            if self.sessions.pop(session, None) is not None:
+                removed += 1
+        return removed
+
+    def _set_deadline(self, session: bytes, conv: Conversation, expires_at: int | None) -> None:
+        conv.expires_at = expires_at
+        if expires_at is None:
+            return
+        # A later deadline keeps the earlier heap entry: it is rescheduled when it comes due.
+        if conv.scheduled is None or expires_at < conv.scheduled:
+            conv.scheduled = expires_at
+            heapq.heappush(self._heap, (expires_at, session))
+
+    # --- expiry -------------------------------------------------------------------
+    def purge_expired(self, now_ms: int, limit: int) -> int:
+        heap = self._heap
+        removed = 0
+        while heap and heap[0][0] <= now_ms and removed < limit:
+            deadline, session = heapq.heappop(heap)
+            conv = self.sessions.get(session)
+            if conv is None or conv.scheduled != deadline:
+                continue  # stale entry: the session went away or was rescheduled earlier
+            conv.scheduled = None
+            if conv.expires_at is None:
+                continue
+            if conv.expires_at <= now_ms:
+                del self.sessions[session]
+                removed += 1
+            else:
+                conv.scheduled = conv.expires_at
+                heapq.heappush(heap, (conv.expires_at, session))
+        return removed
+
+    # --- id space -----------------------------------------------------------------
+    def ids(self, now_ms: int) -> Iterable[bytes]:
+        return [s for s, conv in self.sessions.items() if conv.alive(now_ms)]
+
+    def exists(self, ident: bytes, now_ms: int) -> bool:
+        return self.get(ident, now_ms) is not None
+
+    def clear(self) -> None:
+        self.sessions.clear()
+        self._heap.clear()
+
+    def stats(self, now_ms: int) -> dict[str, int]:
+        objects = entries = 0
+        for conv in self.sessions.values():
+            if conv.alive(now_ms):
+                objects += 1
+                entries += len(conv.turns)
+        return {"objects": objects, "entries": entries}
+
+    # --- persistence --------------------------------------------------------------
+    def snapshot(self) -> Any:
+        return [
+            [
+                session,
+                conv.window,
+                conv.ttl_ms,
+                conv.expires_at,
+                conv.created,
+                conv.updated,
+                conv.appended,
+                [[t.seq, t.role, t.content, t.ts, t.meta] for t in conv.turns],
+            ]
+            for session, conv in self.sessions.items()
+        ]
+
+    def restore(self, state: Any) -> None:
+        self.clear()
+        for session, window, ttl_ms, expires_at, created, updated, appended, turns in state:
+            conv = Conversation(
+                window,
+                ttl_ms,
+                None,
+                created,
+                updated,
+                appended,
+                deque((Turn(*t) for t in turns), maxlen=window),
+            )
+            self.sessions[session] = conv
+            self._set_deadline(session, conv, expires_at)

@@ -1,0 +1,407 @@
+"""Working memory: a flat key/value scratchpad per session, with a TTL per key and per session.
+
+Effects (the handler computes MERGE results from the current state; the effect carries the
+final value, so replay never re-merges)::
+
+    ["work.set", session, key, value, expires_at|None]   # None removes an earlier TTL
+    ["work.del", session, [key, ...]]
+    ["work.expire", session, at]                          # the whole scratchpad's deadline
+    ["work.clear", session]
+
+A key is live while its own deadline and its session's deadline are both in the future.
+A session with no keys left is removed (as Redis removes an empty hash), deadline included.
+Active expiry uses one heap of ``(deadline, session, key)`` entries (key ``b""`` with
+``is_session`` for session deadlines) validated against the current deadline when popped,
+and rebuilt whenever it has doubled since the last rebuild (dropping stale entries).
+
+The MERGE arithmetic lives here too (``merge``): it is pure and tested against a model.
+"""
+
+from __future__ import annotations
+
+import heapq
+import json
+import math
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from decimal import Decimal, localcontext
+from typing import Any
+
+from hotkv_server.stores.base import Effect, EffectError, Store
+
+MERGE_MODES: tuple[bytes, ...] = (b"REPLACE", b"APPEND", b"INCR", b"MAX", b"MIN")
+
+#: a stale-entry allowance before the expiry heap is rebuilt from the live deadlines
+_HEAP_SLACK = 1024
+
+
+@dataclass(slots=True)
+class Scratchpad:
+    """One session's keys, their own deadlines, and the session's deadline."""
+
+    values: dict[bytes, bytes] = field(default_factory=dict)
+    deadlines: dict[bytes, int] = field(default_factory=dict)
+    expires_at: int | None = None
+
+    def alive(self, now_ms: int) -> bool:
+        return self.expires_at is None or self.expires_at > now_ms
+
+    def key_alive(self, key: bytes, now_ms: int) -> bool:
+        if key not in self.values:
+            return False
+        deadline = self.deadlines.get(key)
+        return deadline is None or deadline > now_ms
+
+    def live_items(self, now_ms: int) -> dict[bytes, bytes]:
+        deadlines = self.deadlines
+        if not deadlines:
+            return dict(self.values)
+        return {
+            k: v for k, v in self.values.items() if (d := deadlines.get(k)) is None or d > now_ms
+        }
+
+
+class WorkingStore(Store):
+    """Every working-memory scratchpad of the server, by session id."""
+
+    name = "work"
+
+    def __init__(self) -> None:
+        self.sessions: dict[bytes, Scratchpad] = {}
+        # (deadline, session, key, is_session); key is b"" for a session deadline
+        self._heap: list[tuple[int, bytes, bytes, bool]] = []
+        self._rebuild_at = _HEAP_SLACK
+
+    # --- reads (lazy expiry) ------------------------------------------------------
+    def pad(self, session: bytes, now_ms: int) -> Scratchpad | None:
+        """The session's scratchpad if its own deadline has not passed (it may hold only
+        expired keys; use ``items`` or ``length`` for what is live)."""
+        pad = self.sessions.get(session)
+        if pad is None or not pad.alive(now_ms):
+            return None
+        return pad
+
+    def get(self, session: bytes, key: bytes, now_ms: int) -> bytes | None:
+        pad = self.pad(session, now_ms)
+        if pad is None or not pad.key_alive(key, now_ms):
+            return None
+        return pad.values[key]
+
+    def items(self, session: bytes, now_ms: int) -> dict[bytes, bytes]:
+        pad = self.pad(session, now_ms)
+        return {} if pad is None else pad.live_items(now_ms)
+
+    def length(self, session: bytes, now_ms: int) -> int:
+        pad = self.pad(session, now_ms)
+        if pad is None:
+            return 0
+        if not pad.deadlines:
+            return len(pad.values)
+        return sum(1 for k in pad.values if pad.key_alive(k, now_ms))
+
+    def key_deadline(self, session: bytes, key: bytes, now_ms: int) -> int | None:
+        """The key's own deadline (not the session's); None without one or when missing."""
+        pad = self.pad(session, now_ms)
+        if pad is None or not pad.key_alive(key, now_ms):
+            return None
+        return pad.deadlines.get(key)
+
+    def ttl(self, session: bytes, key: bytes, now_ms: int) -> int:
+        """Ms left for the key (the earlier of its and its session's deadline), -1 none,
+        -2 missing."""
+        pad = self.pad(session, now_ms)
+        if pad is None or not pad.key_alive(key, now_ms):
+            return -2
+        deadlines = [d for d in (pad.deadlines.get(key), pad.expires_at) if d is not None]
+        if not deadlines:
+            return -1
+        return min(deadlines) - now_ms
+
+    def present_but_expired(self, session: bytes, now_ms: int) -> bool:
+        """Whether a session is still held although its own deadline has passed."""
+        pad = self.sessions.get(session)
+        return pad is not None and not pad.alive(now_ms)
+
+    # --- effects ------------------------------------------------------------------
+    def appliers(self) -> dict[str, Callable[[Effect], Any]]:
+        return {"work.set": self._apply_set}
+
+    def apply(self, effect: Effect) -> Any:
+        op = effect[0]
+        try:
+            if op == "work.set":
+                return self._apply_set(effect)
+            if op == "work.del":
+                _, session, keys = effect
+                return self._delete(session, keys)
+            if op == "work.expire":
+                _, session, at = effect
+                return self._expire(session, at)
+            if op == "work.clear":
+                return self._clear_session(effect[1])
+        except (ValueError, TypeError) as exc:
+            raise EffectError(f"bad effect {op!r}: {exc}") from None
+        raise EffectError(f"unknown working-memory effect {op!r}")
+
+    def _apply_set(self, effect: Effect) -> None:
+        """``["work.set", session, key, value, expires_at|None]``"""
+        _, session, key, value, expires_at = effect
+        pad = self.sessions.get(session)
+        if pad is None:
+            pad = self.sessions[session] = Scratchpad()
+        pad.values[key] = value
+        if expires_at is None:
+            pad.deadlines.pop(key, None)
+        else:
+            pad.deadlines[key] = expires_at
+            self._push((expires_at, session, key, False))
+
+    def _delete(self, session: bytes, keys: list[bytes]) -> int:
+        pad = self.sessions.get(session)
+        if pad is None:
+            return 0
+        removed = 0
+        for key in keys:
+            if pad.values.pop(key, None) is not None:
+                pad.deadlines.pop(key, None)
+                removed += 1
+        if not pad.values:
+            del self.sessions[session]
+        return removed
+
+    def _expire(self, session: bytes, at: int) -> int:
+        pad = self.sessions.get(session)
+        if pad is None:
+            return 0
+        pad.expires_at = at
+        self._push((at, session, b"", True))
+        return 1
+
+    def _clear_session(self, session: bytes) -> int:
+        pad = self.sessions.pop(session, None)
+        return 0 if pad is None else len(pad.values)
+
+    def _push(self, entry: tuple[int, bytes, bytes, bool]) -> None:
+        heapq.heappush(self._heap, entry)
+        # Re-setting a TTL leaves the old entry behind; rebuilding when the heap has doubled
+        # since the last rebuild bounds the stale entries at amortized O(log n) per push.
+        if len(self._heap) > self._rebuild_at:
+            self._rebuild_heap()
+
+    def _rebuild_heap(self) -> None:
+        heap: list[tuple[int, bytes, bytes, bool]] = []
+        for session, pad in self.sessions.items():
+            if pad.expires_at is not None:
+                heap.append((pad.expires_at, session, b"", True))
+            heap.extend((d, session, k, False) for k, d in pad.deadlines.items())
+        heapq.heapify(heap)
+        self._heap = heap
+        self._rebuild_at = max(2 * len(heap), _HEAP_SLACK)
+
+    # --- expiry -------------------------------------------------------------------
+    def purge_expired(self, now_ms: int, limit: int) -> int:
+        heap = self._heap
+        removed = 0
+        while heap and heap[0][0] <= now_ms and removed < limit:
+            deadline, session, key, is_session = heapq.heappop(heap)
+            pad = self.sessions.get(session)
+            if pad is None:
+                continue
+            if is_session:
+                if pad.expires_at == deadline:
+                    del self.sessions[session]
+                    removed += len(pad.values)
+            elif pad.deadlines.get(key) == deadline:
+                del pad.values[key]
+                del pad.deadlines[key]
+                removed += 1
+                if not pad.values:
+                    del self.sessions[session]
+        return removed
+
+    # --- id space -----------------------------------------------------------------
+    def ids(self, now_ms: int) -> Iterable[bytes]:
+        return [s for s in self.sessions if self.exists(s, now_ms)]
+
+    def exists(self, ident: bytes, now_ms: int) -> bool:
+        pad = self.pad(ident, now_ms)
+        return pad is not None and any(pad.key_alive(k, now_ms) for k in pad.values)
+
+    def clear(self) -> None:
+        self.sessions.clear()
+        self._heap = []
+        self._rebuild_at = _HEAP_SLACK
+
+    def stats(self, now_ms: int) -> dict[str, int]:
+        objects = entries = 0
+        for session in self.sessions:
+            n = self.length(session, now_ms)
+            if n:
+                objects += 1
+                entries += n
+        return {"objects": objects, "entries": entries}
+
+    # --- persistence --------------------------------------------------------------
+    def snapshot(self) -> Any:
+        return [
+            [
+                session,
+                pad.expires_at,
+                [[k, v, pad.deadlines.get(k)] for k, v in pad.values.items()],
+            ]
+            for session, pad in self.sessions.items()
+        ]
+
+    def restore(self, state: Any) -> None:
+        self.clear()
+        for session, expires_at, entries in state:
+            pad = Scratchpad(expires_at=expires_at)
+            for key, value, deadline in entries:
+                pad.values[key] = value
+                if deadline is not None:
+                    pad.deadlines[key] = deadline
+            self.sessions[session] = pad
+        self._rebuild_heap()
+
+
+# --- MERGE ------------------------------------------------------------------------------
+
+
+class MergeError(ValueError):
+    """A MERGE that cannot be done; ``str(exc)`` is the full error reply text."""
+
+
+_INT_RE = re.compile(rb"-?(?:0|[1-9][0-9]*)")
+_FLOAT_RE = re.compile(rb"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+_INT64_MIN = -(2**63)
+_INT64_MAX = 2**63 - 1
+#: significant digits of a float result (a long double printed with %.17Lg, as Redis does)
+_FLOAT_DIGITS = 17
+
+Number = int | Decimal
+
+
+def parse_number(raw: bytes) -> Number | None:
+    """A 64-bit integer (Redis-strict text) as int, another finite decimal number as
+    Decimal (exact, so 0.1 + 0.2 is 0.3 as INCRBYFLOAT shows it), else None."""
+    if _INT_RE.fullmatch(raw):
+        value = int(raw)
+        if _INT64_MIN <= value <= _INT64_MAX:
+            return value
+    if not _FLOAT_RE.fullmatch(raw):
+        return None
+    if not math.isfinite(float(raw)):
+        return None
+    return Decimal(raw.decode("ascii"))
+
+
+def format_number(value: Number) -> bytes:
+    """Integers as they are; other numbers in plain notation rounded to 17 significant
+    digits without trailing zeros (``10.5``, ``3``, ``0.3``), like Redis INCRBYFLOAT."""
+    if isinstance(value, int):
+        return b"%d" % value
+    with localcontext() as ctx:
+        ctx.prec = _FLOAT_DIGITS
+        rounded = +value
+    text = format(rounded, "f")
+    if "." in text:
+        text = text.rstrip("0").rstrip(".")
+    if text in ("-0", ""):
+        text = "0"
+    return text.encode()
+
+
+def _add(a: Number, b: Number) -> Number:
+    if isinstance(a, int) and isinstance(b, int):
+        total = a + b
+        if not _INT64_MIN <= total <= _INT64_MAX:
+            raise MergeError("ERR increment or decrement would overflow")
+        return total
+    with localcontext() as ctx:
+        ctx.prec = _FLOAT_DIGITS
+        result = Decimal(a) + Decimal(b)
+    if not math.isfinite(float(result)):
+        raise MergeError("ERR increment would produce NaN or Infinity")
+    return result
+
+
+def _show(raw: bytes) -> str:
+    return raw[:128].decode("utf-8", "replace").replace("\r", " ").replace("\n", " ")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError("not a finite number")
+    return value
+
+
+def _reject_constant(text: str) -> Any:
+    raise ValueError(f"{text} is not JSON")
+
+
+def _load_json(text: str) -> Any:
+    """Strict JSON (no NaN/Infinity, no numbers beyond a double); ValueError otherwise."""
+    try:
+        return json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float)
+    except RecursionError:
+        raise ValueError("nested too deeply") from None
+
+
+def merge(mode: bytes, key: bytes, current: bytes | None, value: bytes) -> bytes:
+    """The value stored after ``SET ... MERGE mode`` of ``value`` over ``current``
+    (None: the key is absent). Raises MergeError naming what is wrong."""
+    if mode == b"REPLACE":
+        return value
+    if mode == b"APPEND":
+        return _merge_append(key, current, value)
+    if mode not in (b"INCR", b"MAX", b"MIN"):
+        raise MergeError(
+            f"ERR invalid MERGE '{_show(mode)}': expected one of REPLACE|APPEND|INCR|MAX|MIN"
+        )
+    operand = parse_number(value)
+    if operand is None:
+        raise MergeError(
+            f"ERR invalid value '{_show(value)}': MERGE {mode.decode()} expects a number "
+            "(integer or float)"
+        )
+    if current is None:
+        return format_number(operand)
+    stored = parse_number(current)
+    if stored is None:
+        raise MergeError(
+            f"ERR MERGE {mode.decode()}: the stored value of '{_show(key)}' is not a number"
+        )
+    if mode == b"INCR":
+        return format_number(_add(stored, operand))
+    if mode == b"MAX":
+        return format_number(operand if operand > stored else stored)
+    return format_number(operand if operand < stored else stored)
+
+
+def _merge_append(key: bytes, current: bytes | None, value: bytes) -> bytes:
+    items: Any = []
+    if current is not None:
+        try:
+            items = _load_json(current.decode("utf-8"))
+        except ValueError:  # UnicodeDecodeError included
+            items = None
+        if not isinstance(items, list):
+            raise MergeError(
+                f"ERR MERGE APPEND: the stored value of '{_show(key)}' is not a JSON array"
+            )
+    try:
+        text = value.decode("utf-8")
+    except UnicodeDecodeError:
+        raise MergeError("ERR invalid value: MERGE APPEND needs UTF-8 text") from None
+    try:
+        element: Any = _load_json(text)
+    except ValueError:
+        element = text  # not JSON: appended as a string
+    items.append(element)
+    text = json.dumps(items, ensure_ascii=False, separators=(",", ":"))
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate from a JSON escape: keep it escaped
+        return json.dumps(items, separators=(",", ":")).encode("ascii")
