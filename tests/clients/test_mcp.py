@@ -289,5 +289,8 @@ def test_config_from_flags_and_environment() -> None:
 
 def test_console_script_is_declared() -> None:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    assert project["scripts"]["hotkv-mcp"] == "hotkv_server.clients.mcp_server:main"
+    assert project["scripts"]["hotkv-memory-mcp"] == "hotkv_server.clients.mcp_server:main"
+    # the official hotkv-mcp package owns the name ``hotkv-mcp``; both install in one venv
+    assert "hotkv-mcp" not in project["scripts"]
+    assert "hotkv-mcp==1.0.0" in project["optional-dependencies"]["test"]
     assert any(dep.startswith("mcp") for dep in project["optional-dependencies"]["mcp"])

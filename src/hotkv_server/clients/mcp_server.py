@@ -1,4 +1,4 @@
-"""``hotkv-mcp``: an MCP server that gives a coding assistant memory kept in hotkv.
+"""``hotkv-memory-mcp``: an MCP server that gives a coding assistant memory kept in hotkv.
 
 Tools cover conversation memory, working notes (the scratchpad), the event log, the
 rolling summary and semantic memory (store / recall / list / forget facts). It speaks
@@ -327,7 +327,7 @@ def parse_config(argv: Sequence[str] | None = None,
     """Settings from flags, then ``HOTKV_*`` environment variables, then defaults."""
     env = os.environ if environ is None else environ
     base = McpConfig()
-    parser = argparse.ArgumentParser(prog="hotkv-mcp", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="hotkv-memory-mcp", description=__doc__.split("\n\n")[0])
     parser.add_argument("--url", default=env.get("HOTKV_URL", base.url),
                         help="hotkv server URL (hotkv://, redis://, rediss://, unix://)")
     parser.add_argument("--prefix", default=env.get("HOTKV_MCP_PREFIX", base.prefix),
