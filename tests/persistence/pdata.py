@@ -171,7 +171,7 @@ def dump(r: redis.Redis) -> dict[str, Any]:
         agent: records(ex("AMEM.EPIS.QUERY", agent, "LIMIT", 10000))
         for agent in _scan_ids(r, "epis")
     }
-    state["summary"] = {agent: record(ex("AMEM.SUMMARY.GET", agent)) for agent in _scan_ids(r, "summary")}
+    state["summary"] = {agent: record(ex("AMEM.SUMMARY.GET", agent, "RECORD")) for agent in _scan_ids(r, "summary")}
     state["dbsize"] = r.dbsize()
     return state
 

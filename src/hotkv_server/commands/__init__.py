@@ -14,10 +14,12 @@ MODULES = (
     "introspection",
     "conv",
     "sem",
+    "sem_forget",
     "work",
     "epis",
     "summary",
     "amem",
+    "search",
     "acl",
     "replication",
 )

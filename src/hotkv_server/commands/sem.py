@@ -87,7 +87,8 @@ _NAN = frozenset((b"nan", b"+nan", b"-nan"))
 _VECTOR_DTYPE = np.dtype("<f4")
 
 _CREATE_OPTIONS = "METRIC, M, EF_CONSTRUCTION, EF, CAPACITY, EVICT or UPDATE"
-_STORE_OPTIONS = "NX, XX, TTL, PX, KIND, CONFIDENCE, SOURCE, DESCRIPTION or META"
+_STORE_OPTIONS = ("NX, XX, TTL, PX, PXAT, KIND, CONFIDENCE, SOURCE, DESCRIPTION, META or "
+                  "WITHCREATED")
 _RECALL_OPTIONS = "MINSIM, KIND, MINCONF, PREFIX, EF, EXACT or WITHVECTORS"
 _SEARCH_OPTIONS = "TEXT, VECTOR, FUSION, ALPHA, MINSCORE, KIND, MINCONF or PREFIX"
 
@@ -367,6 +368,8 @@ def _fact_record(ns: Namespace, fact: Fact, similarity: float | None, vector: bo
     syntax="ns dim [METRIC COSINE|IP|L2] [M m] [EF_CONSTRUCTION n] [EF n] "
     "[CAPACITY n [EVICT LOWCONF|OLDEST|NONE]] [UPDATE]",
     complexity="O(1), O(N log N) when UPDATE lowers the capacity below the N facts held",
+    dialect=True,
+    extensions="METRIC M EF_CONSTRUCTION EF CAPACITY EVICT UPDATE",
 )
 def sem_create(ctx: Context, argv: list[bytes]) -> Any:
     """ns dim [METRIC COSINE|IP|L2] [M m] [EF_CONSTRUCTION n] [EF n] [CAPACITY n [EVICT LOWCONF|OLDEST|NONE]] [UPDATE]"""
@@ -451,13 +454,16 @@ def sem_create(ctx: Context, argv: list[bytes]) -> Any:
     flags="write denyoom",
     keys=(1, 1, 1),
     group="sem",
-    summary="Stores (or replaces) a fact with its vector; 1 created, 0 replaced, null if NX/XX blocked it.",
-    syntax="ns id text (FP32 blob | v1 ... vdim) [NX|XX] [TTL s|PX ms] [KIND kind] "
-    "[CONFIDENCE c] [SOURCE s] [DESCRIPTION d] [META json-object]",
+    summary="Stores (or replaces) a fact with its vector: OK (WITHCREATED: 1 created, 0 "
+    "replaced), null if NX/XX blocked it.",
+    syntax="ns id text (FP32 blob | v1 ... vdim) [NX|XX] [TTL s|PX ms|PXAT unix-time-ms] "
+    "[KIND kind] [CONFIDENCE c] [SOURCE s] [DESCRIPTION d] [META json-object] [WITHCREATED]",
     complexity="O(log N) index insertion",
+    dialect=True,
+    extensions="FP32 NX XX PX KIND CONFIDENCE SOURCE DESCRIPTION META WITHCREATED",
 )
 def sem_store(ctx: Context, argv: list[bytes]) -> Any:
-    """ns id text (FP32 blob | v1 ... vdim) [NX|XX] [TTL s|PX ms] [KIND kind] [CONFIDENCE c] [SOURCE s] [DESCRIPTION d] [META json-object]"""
+    """ns id text (FP32 blob | v1 ... vdim) [NX|XX] [TTL s|PX ms|PXAT unix-time-ms] [KIND kind] [CONFIDENCE c] [SOURCE s] [DESCRIPTION d] [META json-object] [WITHCREATED]"""
     args = Args(argv, 1)
     name = args.ident("ns")
     ns = _namespace(ctx, name)
@@ -472,6 +478,8 @@ def sem_store(ctx: Context, argv: list[bytes]) -> Any:
     source: bytes | None = None
     description: bytes | None = None
     meta: bytes | None = None
+    pxat: int | None = None
+    withcreated = False
     while args:
         raw = args.next("option")
         opt = raw.upper()
@@ -479,11 +487,16 @@ def sem_store(ctx: Context, argv: list[bytes]) -> Any:
             if condition is not None and condition != opt:
                 raise CommandError(errors.exclusive_options("NX", "XX"))
             condition = opt
-        elif opt in (b"TTL", b"PX"):
+        elif opt in (b"TTL", b"PX", b"PXAT"):
             if ttl_option is not None and ttl_option != opt:
-                raise CommandError(errors.exclusive_options("TTL", "PX"))
+                raise CommandError(errors.exclusive_options(ttl_option.decode(), opt.decode()))
             ttl_option = opt
-            ttl_ms = args.duration_ms(opt)
+            if opt == b"PXAT":
+                pxat = args.unix_ms("PXAT", ctx.now_ms)
+            else:
+                ttl_ms = args.duration_ms(opt)
+        elif opt == b"WITHCREATED":
+            withcreated = True
         elif opt == b"KIND":
             kind = _kind(args)
         elif opt == b"CONFIDENCE":
@@ -505,9 +518,11 @@ def sem_store(ctx: Context, argv: list[bytes]) -> Any:
     if evicted is None:
         raise CommandError(errors.sem_full(name, ns.capacity))
     created = now if existing is None else existing.created
-    expires = None if ttl_ms is None else now + ttl_ms
+    expires = pxat if ttl_ms is None else now + ttl_ms
     ctx.emit(["sem.store", name, ident, text, vector, kind, confidence, source, description,
               meta, created, now, expires, evicted])
+    if not withcreated:
+        return OK
     return 1 if existing is None else 0
 
 
@@ -521,6 +536,8 @@ def sem_store(ctx: Context, argv: list[bytes]) -> Any:
     syntax="ns k (FP32 blob | v1 ... vdim) [MINSIM x] [KIND kind] [MINCONF c] [PREFIX p] "
     "[EF n] [EXACT] [WITHVECTORS]",
     complexity="O(log N) for the HNSW search, O(N) with EXACT",
+    dialect=True,
+    extensions="FP32 MINSIM KIND MINCONF PREFIX EF EXACT WITHVECTORS",
 )
 def sem_recall(ctx: Context, argv: list[bytes]) -> Any:
     """ns k (FP32 blob | v1 ... vdim) [MINSIM x] [KIND kind] [MINCONF c] [PREFIX p] [EF n] [EXACT] [WITHVECTORS]"""
@@ -740,9 +757,12 @@ def sem_del(ctx: Context, argv: list[bytes]) -> int:
     flags="readonly",
     keys=(1, 1, 1),
     group="sem",
-    summary="Lists facts in id order, a page at a time: [next-cursor, [facts]].",
+    summary="Lists the ids of a namespace's facts in id order; with CURSOR or COUNT a page "
+    "of facts at a time: [next-cursor, [facts]].",
     syntax="ns [PREFIX p] [KIND kind] [CURSOR c] [COUNT n]",
     complexity="O(log N + M) with M the facts looked at",
+    dialect=True,
+    extensions="PREFIX KIND CURSOR COUNT",
 )
 def sem_list(ctx: Context, argv: list[bytes]) -> list[Any]:
     """ns [PREFIX p] [KIND kind] [CURSOR c] [COUNT n]"""
@@ -752,6 +772,7 @@ def sem_list(ctx: Context, argv: list[bytes]) -> list[Any]:
     kind: bytes | None = None
     after: bytes | None = None
     count = DEFAULT_LIST_COUNT
+    paged = False  # CURSOR or COUNT ask for hotkv's paged form
     while args:
         raw = args.next("option")
         opt = raw.upper()
@@ -761,11 +782,18 @@ def sem_list(ctx: Context, argv: list[bytes]) -> list[Any]:
             kind = _kind(args)
         elif opt == b"CURSOR":
             after = _cursor(args)
+            paged = True
         elif opt == b"COUNT":
             count = args.int("COUNT", 1, MAX_LIST_COUNT)
+            paged = True
         else:
             raise CommandError(errors.bad_argument("option", _LIST_OPTIONS, raw))
     ns = _store(ctx).get(name)
+    if not paged:  # the dialect's form: every id, no cursor
+        if ns is None:
+            return []
+        _, every = ns.list_facts(ctx.now_ms, prefix=prefix, kind=kind, count=len(ns.facts))
+        return [fact.id for fact in every]
     if ns is None:
         return [b"0", []]
     resume, facts = ns.list_facts(ctx.now_ms, after=after, prefix=prefix, kind=kind, count=count)

@@ -7,6 +7,7 @@ append restarts it. Effects (every server-chosen value fixed by the handler)::
     ["conv.create", session, window, ttl_ms|None, expires_at|None, created_ms]
     ["conv.update", session, window, ttl_ms|None, expires_at|None, updated_ms]
     ["conv.append", session, seq, role, content, ts, meta|None, expires_at|None]
+    ["conv.clear", session, updated_ms]        (drops every turn, keeps settings and counters)
     ["conv.del", [session, ...]]
 
 Active expiry uses a heap of ``(deadline, session)`` with lazy invalidation: each session
@@ -125,6 +126,9 @@ class ConversationStore(Store):
                 return self._update(session, window, ttl_ms, expires_at, updated)
             if op == "conv.del":
                 return self._delete(effect[1])
+            if op == "conv.clear":
+                _, session, updated = effect
+                return self._clear(session, updated)
         except (ValueError, TypeError) as exc:
             raise EffectError(f"bad effect {op!r}: {exc}") from None
         raise EffectError(f"unknown conversation effect {op!r}")
@@ -162,6 +166,15 @@ class ConversationStore(Store):
         conv.updated = ts
         self._set_deadline(session, conv, expires_at)
         return seq
+
+    def _clear(self, session: bytes, updated: int) -> int:
+        conv = self.sessions.get(session)
+        if conv is None:
+            raise EffectError(f"conv.clear of missing session {session!r}")
+        removed = len(conv.turns)
+        conv.turns.clear()
+        conv.updated = updated
+        return removed
 
     def _delete(self, sessions: list[bytes]) -> int:
         removed = 0
