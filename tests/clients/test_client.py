@@ -578,3 +578,10 @@ def test_expired_conversation_is_gone(hk: hotkv.Hotkv) -> None:
     hk.amem_conv_append("short", "user", "x")
     time.sleep(0.25)
     assert hk.amem_conv_window("short") == [] and hk.amem_conv_info("short") is None
+
+
+def test_dir_shows_the_lazily_imported_names() -> None:
+    """``dir(hotkv_server)`` in a REPL lists the client names loaded on first use."""
+    names = set(dir(hotkv))
+    assert set(hotkv.__all__) <= names
+    assert {"Hotkv", "from_url", "NotFound", "to_fp32", "__version__"} <= names
