@@ -14,10 +14,9 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
+import hotkv as official
 import numpy as np
 import pytest
-
-import hotkv as official
 import redis
 
 import hotkv_server as hotkv
