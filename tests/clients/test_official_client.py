@@ -293,3 +293,24 @@ def test_asyncio_client(server: HotkvProcess) -> None:
 def _record(reply: Any) -> dict[Any, Any]:
     """A map reply as a dict, whether RESP3 sent a map or RESP2 a flat array."""
     return reply if isinstance(reply, dict) else dict(zip(reply[::2], reply[1::2], strict=True))
+
+
+def test_installs_beside_the_official_packages_without_a_clash() -> None:
+    """hotkv, hotkv-client, hotkv-mcp and langgraph-checkpoint-hotkv share one environment:
+    no installed file (module, console script) belongs to two of them."""
+    import importlib.metadata as md
+
+    owners: dict[str, list[str]] = {}
+    for name in ("hotkv", "hotkv-client", "hotkv-mcp", "langgraph-checkpoint-hotkv"):
+        dist = md.distribution(name)
+        for path in dist.files or []:
+            if "__pycache__" not in str(path) and ".dist-info" not in str(path):
+                owners.setdefault(str(path), []).append(name)
+    assert {path: names for path, names in owners.items() if len(names) > 1} == {}
+    scripts = {ep.name: ep.value for ep in md.entry_points(group="console_scripts")
+               if ep.name.startswith("hotkv")}
+    assert scripts["hotkv-mcp"] == "hotkv_mcp.__main__:main"  # the official server's
+    assert scripts["hotkv-memory-mcp"] == "hotkv_server.clients.mcp_server:main"
+    import hotkv_server
+
+    assert hotkv.__file__ != hotkv_server.__file__ and hotkv.__version__ == "1.0.0"
