@@ -86,7 +86,8 @@ def test_recall_after_a_write_in_the_same_pipeline_sees_it(
     fill(r, "kb", vectors[:1000])
     pipe = r.pipeline(transaction=False)
     pipe.execute_command("AMEM.SEM.RECALL", "kb", 1, "FP32", fp32(vectors[2000]))
-    pipe.execute_command("AMEM.SEM.STORE", "kb", "new", "fact w", "FP32", fp32(vectors[2000]))
+    pipe.execute_command("AMEM.SEM.STORE", "kb", "new", "fact w", "FP32", fp32(vectors[2000]),
+                         "WITHCREATED")
     pipe.execute_command("AMEM.SEM.RECALL", "kb", 1, "FP32", fp32(vectors[2000]))
     pipe.execute_command("AMEM.SEM.DEL", "kb", "new")
     pipe.execute_command("AMEM.SEM.RECALL", "kb", 1, "FP32", fp32(vectors[2000]))
