@@ -34,6 +34,7 @@ from hotkv_server.engine.errors import CommandError
 from hotkv_server.engine.registry import CommandSpec, all_specs, command, container
 from hotkv_server.server.config import DIRECTIVES, ConfigError
 from hotkv_server.server.resp import OK, Simple, Verbatim
+from hotkv_server.stores.effect import FlushAll
 
 # --- INFO ------------------------------------------------------------------------------
 
@@ -539,7 +540,7 @@ def config_help(ctx: Context, argv: list[bytes]) -> Any:
 def _flush(ctx: Context, argv: list[bytes]) -> Any:
     if len(argv) > 2 or (len(argv) == 2 and argv[1].upper() not in (b"ASYNC", b"SYNC")):
         raise CommandError(errors.SYNTAX)
-    ctx.emit(["flushall"])
+    ctx.emit(FlushAll())
     return OK
 
 

@@ -55,15 +55,14 @@ def exec_(ctx: Context, argv: list[bytes]) -> Any:
         ctx.unwatch()
         return NULL_ARRAY
     ctx.unwatch()
-    core = ctx.core
+    effects = ctx.core.effects
     replies: list[Any] = []
-    core.in_exec = True
+    effects.begin()
     try:
         for spec, args in queued:
             replies.append(execute(ctx, spec, args))
     finally:
-        core.in_exec = False
-        core.flush_effects()
+        effects.commit()
     return replies
 
 

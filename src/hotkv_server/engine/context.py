@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from hotkv_server.engine.core import Core
     from hotkv_server.engine.registry import CommandSpec
+    from hotkv_server.stores.effect import Effect
 
 
 class Context:
@@ -53,9 +54,9 @@ class Context:
     def __init__(self, core: Core, addr: str = "", laddr: str = "") -> None:
         self.core = core
         self.db = core.db
-        #: ``ctx.emit(effect)``: apply one effect and queue it for the AOF and the replicas
-        #: (Core.emit itself, bound here: one call less on every write)
-        self.emit: Callable[[list[Any]], Any] = core.emit
+        #: ``ctx.emit(record)``: apply one effect record and queue it for the AOF and the
+        #: replicas (``core.effects.emit`` itself, bound here: one call less per write)
+        self.emit: Callable[[Effect], Any] = core.effects.emit
         self.id = core.new_client_id()
         self.addr = addr
         self.laddr = laddr

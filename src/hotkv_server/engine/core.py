@@ -1,4 +1,4 @@
-"""The server's state apart from the network: database, clients, statistics, effect sinks.
+"""The server's state apart from the network: database, clients, statistics, the effect log.
 
 Handlers reach everything through ``ctx.core``. Tests can build a Core with a
 ``ManualClock`` and drive ``dispatch`` without sockets.
@@ -15,24 +15,16 @@ from typing import TYPE_CHECKING, Any
 
 from hotkv_server import __version__
 from hotkv_server.engine.clock import Clock
+from hotkv_server.engine.effects import EffectLog
+from hotkv_server.engine.turn import RepliesWithheld, Turn
 from hotkv_server.server.config import Config, output_limits
 from hotkv_server.server.framing import short_header
-from hotkv_server.stores.base import Effect
 from hotkv_server.stores.database import Database, default_database
 
 if TYPE_CHECKING:
     from hotkv_server.engine.context import Context
 
-EffectSink = Callable[[Effect], None]
-
-
-class RepliesWithheld(Exception):
-    """Raised by a ``before_reply`` hook: this batch's replies must not leave.
-
-    They would acknowledge writes that could not be made durable (a failed AOF write under
-    ``appendfsync always``); the connection is closed without answering, so the client
-    sees an error instead of a false acknowledgement.
-    """
+__all__ = ["Core", "RepliesWithheld", "SlowlogEntry", "Stats", "current_rss"]
 
 
 @dataclass
@@ -86,24 +78,12 @@ class Core:
         self.monitors: set[Context] = set()
         self.slowlog: deque[SlowlogEntry] = deque()
         self.slowlog_next_id = 0
-        #: who must hear about every applied effect (AOF writer, replication backlog): only
-        #: the sinks with work to do are listed (``set_sink``), so a write with no AOF, no
-        #: replica and no maxmemory builds no record at all
-        self.sinks: list[EffectSink] = []
-        #: run once at the end of an event-loop turn in which writes reached a sink that
-        #: must be on disk before they are acknowledged (the AOF write, fsync under always)
-        self.before_reply: list[Callable[[], None]] = []
-        #: set by such a sink (the AOF buffer holds data): replies wait for the turn's end
-        self.reply_barrier = False
-        #: connections holding replies until the end of this turn (server/connection.py)
-        self.turn_waiting: list[Any] = []
-        #: run at the end of this turn, after the AOF write (the replication stream)
-        self.after_turn: list[Callable[[], None]] = []
-        self.pending_effects: list[Effect] = []
-        self.in_exec = False
         #: key -> contexts watching it (WATCH); any write naming the key makes them dirty
         self.watchers: dict[bytes, set[Context]] = {}
-        self.dirty = 0  # writes since the last save, as Redis counts them
+        #: the one pipeline every write goes through (engine/effects.py)
+        self.effects = EffectLog(self.db, self.watchers)
+        #: the reply barrier of the current event-loop turn (engine/turn.py)
+        self.turn = Turn()
         #: True while any of the dispatch point's gates may refuse a command (loading, a
         #: replica, MISCONF, maxmemory set): with it False, dispatch tests nothing else
         self.gated = False
@@ -183,47 +163,18 @@ class Core:
         return cid
 
     # --- effects ------------------------------------------------------------------
-    def set_sink(self, sink: EffectSink, active: bool) -> None:
-        """List ``sink`` in ``sinks`` while it has work to do (an AOF open, a backlog, a
-        memory limit); subsystems call this when that state changes."""
-        listed = sink in self.sinks
-        if active and not listed:
-            self.sinks.append(sink)
-        elif not active and listed:
-            self.sinks.remove(sink)
+    @property
+    def dirty(self) -> int:
+        """Writes since the last save, as Redis counts them (``effects.dirty``)."""
+        return self.effects.dirty
 
-    def emit(self, effect: Effect) -> Any:
-        """Apply one effect to the database and queue it for the AOF and the replicas."""
-        result = self.db.apply(effect)
-        self.pending_effects.append(effect)
-        self.dirty += 1
-        return result
-
-    def flush_effects(self) -> None:
-        """Hand the effects of the last command (or EXEC) to the sinks as one record."""
-        pending = self.pending_effects
-        if not pending:
-            return
-        self.pending_effects = []
-        if not self.sinks:
-            return
-        record = pending[0] if len(pending) == 1 else ["tx", pending]
-        for sink in self.sinks:
-            sink(record)
-
-    # --- WATCH --------------------------------------------------------------------
-    def touch(self, keys: list[bytes]) -> None:
-        watchers = self.watchers
-        for key in keys:
-            ctxs = watchers.get(key)
-            if ctxs:
-                for ctx in ctxs:
-                    ctx.dirty_cas = True
+    @dirty.setter
+    def dirty(self, value: int) -> None:
+        self.effects.dirty = value
 
     def touch_all(self) -> None:
-        for ctxs in self.watchers.values():
-            for ctx in ctxs:
-                ctx.dirty_cas = True
+        """Every WATCH fails (the whole data set was replaced)."""
+        self.effects.touch_all()
 
     # --- memory -------------------------------------------------------------------
     def used_memory(self) -> int:

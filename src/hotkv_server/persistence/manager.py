@@ -34,8 +34,8 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from hotkv_server.engine.core import RepliesWithheld
 from hotkv_server.engine.errors import CommandError
+from hotkv_server.engine.turn import RepliesWithheld
 from hotkv_server.persistence import rewrite
 from hotkv_server.persistence.aof import AofFile, FsyncWorker
 from hotkv_server.persistence.fsutil import file_size, fsync_dir
@@ -106,6 +106,7 @@ class Persistence:
         self.saves = 0
         self.write_status = "ok"
         self.write_failing = False  # the buffer could not be written: retried from tick
+        self.lost_in_turn = False  # records of this turn could not be encoded
         self.need_fresh = False  # the files do not cover the memory: a fresh rewrite must run
         self.failures = 0
         self.retry_at = 0.0
@@ -134,7 +135,7 @@ class Persistence:
         core = self.core
         core.loading = True
         # the sink is listed while an AOF is open (the ``aof`` property)
-        core.before_reply.append(self._before_reply)
+        core.turn.durable.append(self._before_reply)
         core.info_sections["persistence"] = self.info
         core.extras["persistence"] = self
         core.extras.setdefault("config_listeners", []).append(self._config_changed)
@@ -196,6 +197,7 @@ class Persistence:
             core.db,
             truncate_torn_tail=bool(core.config.values["aof-load-truncated"]),
             now_ms=core.clock.now_ms,
+            apply=core.effects.replay,
         )
         self.loading_started = time.time()
         try:
@@ -249,16 +251,29 @@ class Persistence:
     @aof.setter
     def aof(self, aof: AofFile | None) -> None:
         self._aof = aof
-        self.core.set_sink(self._sink, aof is not None)
+        self.core.effects.set_sink(self, aof is not None)
 
-    def _sink(self, record: Any) -> None:
+    def write_effects(self, payload: bytes) -> None:
+        """Effect sink: one unit of records, framed with the rest of the turn's in _flush."""
         aof = self.aof
         if aof is not None:
-            aof.records.append(record)  # framed with the rest of the turn's, in _flush
-            self.core.reply_barrier = True  # acknowledged only once written: end of turn
+            aof.records.append(payload)
+            self.core.turn.barrier = True  # acknowledged only once written: end of turn
+
+    def effects_lost(self, reason: str) -> None:
+        """Effect sink: applied records could not be encoded; the files no longer cover the
+        memory, so a fresh rewrite must run, and under ``always`` this turn's replies
+        (which would acknowledge them) never leave."""
+        self._failed(reason, fresh=True)
+        self.lost_in_turn = True
+        self.core.turn.barrier = True
 
     def _before_reply(self) -> None:
-        self.core.reply_barrier = False
+        """The turn's durable work: write the turn's records (fsync under always)."""
+        if self.lost_in_turn:
+            self.lost_in_turn = False
+            if self.core.config.values["appendfsync"] == "always":
+                raise AofUnavailable("an effect could not be encoded")
         aof = self.aof
         if aof is None or not aof.pending or self.write_failing:
             return
@@ -271,14 +286,6 @@ class Persistence:
         that the replies which would acknowledge unsaved writes are never sent.
         """
         always = self.core.config.values["appendfsync"] == "always"
-        try:
-            aof.encode()
-        except Exception as exc:  # a store bug: an effect msgpack cannot encode
-            log.exception("Can't encode an effect for the AOF")
-            self._failed(f"an effect could not be encoded for the AOF ({exc})", fresh=True)
-            if strict and always:
-                raise AofUnavailable("an effect could not be encoded") from None
-            return False
         try:
             aof.write_out()
         except OSError as exc:
@@ -707,7 +714,7 @@ class Persistence:
             try:
                 aof.write_out()
                 os.fdatasync(aof.fd)
-            except Exception as exc:  # OSError, or a record msgpack cannot encode
+            except OSError as exc:
                 log.error("Can't flush the AOF on shutdown: %s", exc)
                 self.need_fresh = True
         points = bool(self.core.config.values["save"].split())

@@ -24,7 +24,7 @@ def attach(server: Server) -> Replication:
     core = server.core
     repl = Replication(server)
     core.extras["replication"] = repl
-    core.set_sink(repl.on_effect, repl.backlog is not None)  # Replication.backlog keeps it up to date
+    core.effects.set_sink(repl, repl.backlog is not None)  # Replication.backlog keeps it up to date
     core.info_sections["replication"] = repl.info_replication
 
     earlier_stats = core.info_sections.get("stats")

@@ -19,9 +19,6 @@ as Redis sends an RDB: ``msgpack(Database.snapshot())``.
 
 from __future__ import annotations
 
-from typing import Any
-
-from hotkv_server.persistence.framing import pack
 from hotkv_server.server.resp import encode
 
 EFFECT = b"HOTKV.EFFECT"
@@ -37,12 +34,11 @@ def encode_command(*args: bytes) -> bytes:
     return encode(list(args), 2)
 
 
-def effect_command(record: Any) -> bytes:
-    """The stream bytes of one effect record (on every write: kept cheap).
+def effect_command(payload: bytes) -> bytes:
+    """The stream bytes of one packed unit of effect records (on every write: kept cheap).
 
-    The payload is msgpack as the persistence files store records (``framing.pack``).
+    The payload is msgpack as the persistence files store records (the effect log packs it).
     """
-    payload = pack(record)
     return _EFFECT_HEAD + b"$%d\r\n" % len(payload) + payload + b"\r\n"
 
 
