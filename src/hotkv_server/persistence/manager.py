@@ -34,7 +34,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from hotkv_server.engine.errors import CommandError
+from hotkv_server.engine.errors import RequestRefused, StartupError
 from hotkv_server.engine.turn import RepliesWithheld
 from hotkv_server.persistence import rewrite
 from hotkv_server.persistence.aof import AofFile, FsyncWorker
@@ -50,7 +50,7 @@ from hotkv_server.persistence.manifest import Entry, Layout, Manifest, ManifestE
 from hotkv_server.persistence.snapshot import write_base_file
 
 if TYPE_CHECKING:
-    from hotkv_server.server.app import Server
+    from hotkv_server.engine.core import Host
 
 log = logging.getLogger("hotkv")
 
@@ -81,7 +81,7 @@ class RewriteJob:
 class Persistence:
     """One server's persistence; ``core.extras["persistence"]`` (SAVE, BGREWRITEAOF ...)."""
 
-    def __init__(self, server: Server) -> None:
+    def __init__(self, server: Host) -> None:
         self.server = server
         core = self.core = server.core
         cfg = core.config.values
@@ -119,8 +119,6 @@ class Persistence:
     # --- attach / load ----------------------------------------------------------------
     def prepare(self) -> None:
         """Check the directory and the manifest before the server listens."""
-        from hotkv_server.server.app import StartupError
-
         layout = self.layout
         try:
             os.makedirs(layout.aof_dir, exist_ok=True)
@@ -169,8 +167,10 @@ class Persistence:
             layout.write_manifest(manifest)
         referenced = {e.name for e in manifest.entries()} if manifest else set()
         files = layout.data_files()
+        kept = []
         for entry in files:
             if entry.name in referenced:
+                kept.append(entry)
                 continue
             path = layout.path(entry.name)
             if file_size(path) > 0:
@@ -179,7 +179,9 @@ class Persistence:
                 raise LoadError(f"{path} holds data but {what}: a manifest entry is missing; {hint}")
             log.warning("Removing %s: an empty file no manifest lists", path)
             os.unlink(path)
-        for entry in files + (manifest.entries() if manifest else []):
+        # the next files continue the manifest's numbering: a removed file's number is
+        # free again (skipping it would leave a gap the manifest check refuses)
+        for entry in kept + (manifest.entries() if manifest else []):
             if entry.kind == "b":
                 self.next_base_seq = max(self.next_base_seq, entry.seq + 1)
             else:
@@ -188,8 +190,6 @@ class Persistence:
 
     async def started(self) -> None:
         """Load the data (answering -LOADING meanwhile), then open the AOF."""
-        from hotkv_server.server.app import StartupError
-
         core = self.core
         loader = self.loader = Loader(
             self.layout,
@@ -617,24 +617,24 @@ class Persistence:
     # --- commands (core.extras["persistence"]) -----------------------------------------------
     def save(self) -> str:
         if self.job is not None:
-            raise CommandError(SAVE_IN_PROGRESS)
+            raise RequestRefused(SAVE_IN_PROGRESS)
         try:
             self._save_foreground()
         except OSError as exc:
             log.error("SAVE failed: %s", exc)
             self.last_bgsave_status = "err"
-            raise CommandError(f"ERR SAVE failed: {exc.strerror or exc}") from None
+            raise RequestRefused(f"ERR SAVE failed: {exc.strerror or exc}") from None
         return "OK"
 
     def bgsave(self) -> str:
         if self.job is not None:
-            raise CommandError(SAVE_IN_PROGRESS)
+            raise RequestRefused(SAVE_IN_PROGRESS)
         self._start_or_error("bgsave", "Background saving requested by a client")
         return "Background saving started"
 
     def bgrewrite(self) -> str:
         if self.job is not None:
-            raise CommandError(REWRITE_IN_PROGRESS)
+            raise RequestRefused(REWRITE_IN_PROGRESS)
         self._start_or_error("rewrite", "Background append only file rewriting requested by a client")
         return "Background append only file rewriting started"
 
@@ -642,7 +642,7 @@ class Persistence:
         try:
             self._start_background(kind, why)
         except StartFailed as exc:
-            raise CommandError(f"ERR Can't start the background {'save' if kind == 'bgsave' else 'rewrite'}: {exc}") from None
+            raise RequestRefused(f"ERR Can't start the background {'save' if kind == 'bgsave' else 'rewrite'}: {exc}") from None
 
     def dataset_replaced(self) -> None:
         """The whole dataset was replaced without effects (a replica's full resync).
