@@ -16,10 +16,10 @@ from typing import Any
 
 import pytest
 
+from hotkv_server.engine.config import load_config
 from hotkv_server.engine.core import Core
 from hotkv_server.persistence.loader import Loader, read_checked_manifest
 from hotkv_server.persistence.manager import AofUnavailable, Persistence
-from hotkv_server.server.config import load_config
 from hotkv_server.stores.database import default_database
 from hotkv_server.stores.keyspace_effects import KvSet
 from persistence.recording import RecordingTransport

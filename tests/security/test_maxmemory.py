@@ -18,10 +18,10 @@ from hypothesis import strategies as st
 from helpers import HotkvProcess
 from hotkv_server.commands import load_all
 from hotkv_server.engine.clock import ManualClock
+from hotkv_server.engine.config import Config
 from hotkv_server.engine.context import Context
 from hotkv_server.engine.core import Core
 from hotkv_server.engine.dispatch import dispatch
-from hotkv_server.server.config import Config
 from hotkv_server.server.memory import MemoryGuard, UsedMemory, install
 from hotkv_server.server.resp import NULL_ARRAY, ErrorReply
 from hotkv_server.stores.effect import FlushAll, decode, unpack

@@ -18,7 +18,7 @@ from hotkv_server.engine.args import parse_int
 from hotkv_server.engine.context import Context
 from hotkv_server.engine.errors import CommandError
 from hotkv_server.engine.registry import command
-from hotkv_server.server.resp import Simple
+from hotkv_server.engine.replies import Simple
 from hotkv_server.stores.keyspace_effects import KvDel, KvExpire, KvPersist
 
 LLONG_MAX = 2**63 - 1

@@ -49,7 +49,7 @@ from hotkv_server.engine.context import Context
 from hotkv_server.engine.dispatch import Deferred
 from hotkv_server.engine.errors import CommandError
 from hotkv_server.engine.registry import command
-from hotkv_server.server.resp import OK, ErrorReply
+from hotkv_server.engine.replies import OK, ErrorReply
 from hotkv_server.stores.sem import (
     DEFAULT_ALPHA,
     DEFAULT_EF,

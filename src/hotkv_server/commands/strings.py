@@ -14,7 +14,7 @@ from hotkv_server.engine.args import parse_int
 from hotkv_server.engine.context import Context
 from hotkv_server.engine.errors import CommandError
 from hotkv_server.engine.registry import command
-from hotkv_server.server.resp import OK
+from hotkv_server.engine.replies import OK
 from hotkv_server.stores.keyspace_effects import KvMset, KvSet
 
 LLONG_MAX = 2**63 - 1

@@ -13,7 +13,7 @@ from hotkv_server.engine.context import Context
 from hotkv_server.engine.dispatch import execute
 from hotkv_server.engine.errors import CommandError
 from hotkv_server.engine.registry import command
-from hotkv_server.server.resp import NULL_ARRAY, OK
+from hotkv_server.engine.replies import NULL_ARRAY, OK
 
 
 @command("multi", arity=1, flags="noscript loading stale fast allow_busy", group="transactions",

@@ -16,7 +16,7 @@ from hotkv_server.engine.args import MAX_ID_LEN, Args
 from hotkv_server.engine.context import Context
 from hotkv_server.engine.errors import CommandError
 from hotkv_server.engine.registry import command
-from hotkv_server.server.resp import OK
+from hotkv_server.engine.replies import OK
 from hotkv_server.stores.work import MERGE_MODES, MergeError, WorkingStore, merge
 from hotkv_server.stores.work_effects import WorkClear, WorkDel, WorkExpire, WorkSet
 

@@ -19,7 +19,7 @@ from hotkv_server.engine.context import Context
 from hotkv_server.engine.core import SlowlogEntry
 from hotkv_server.engine.errors import CommandError
 from hotkv_server.engine.registry import COMMANDS, LOOKUP, CommandSpec
-from hotkv_server.server.resp import QUEUED, ErrorReply
+from hotkv_server.engine.replies import QUEUED, ErrorReply
 
 #: commands executed at once even inside MULTI (everything else is queued)
 _NOT_QUEUED = frozenset({"exec", "discard", "multi", "watch", "quit", "reset"})

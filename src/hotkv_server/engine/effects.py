@@ -25,19 +25,22 @@ event-loop turn is ``hotkv_server.engine.turn``.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import Callable, Mapping, Set
+from typing import Any, Protocol
 
 from hotkv_server.stores.database import Database
 from hotkv_server.stores.effect import Effect, EffectError, decode, group_wire, pack, unpack
-
-if TYPE_CHECKING:
-    from hotkv_server.engine.context import Context
 
 log = logging.getLogger("hotkv")
 
 #: takes each applied record
 Observer = Callable[[Effect], None]
+
+
+class Watcher(Protocol):
+    """A client in WATCH (``Context``): a write to a watched id sets ``dirty_cas``."""
+
+    dirty_cas: bool
 
 
 class Sink(Protocol):
@@ -54,7 +57,7 @@ class Sink(Protocol):
 class EffectLog:
     """See the module docstring; one per Core (``core.effects``)."""
 
-    def __init__(self, db: Database, watchers: dict[bytes, set[Context]]) -> None:
+    def __init__(self, db: Database, watchers: Mapping[bytes, Set[Watcher]]) -> None:
         self.db = db
         self._routes = db._routes
         #: key -> contexts watching it (WATCH), the Core's own dict

@@ -15,12 +15,12 @@ from hotkv_server.replication.manager import Replication
 
 if TYPE_CHECKING:
     from hotkv_server.engine.context import Context
-    from hotkv_server.server.app import Server
+    from hotkv_server.engine.core import Host
 
 __all__ = ["Replication", "attach"]
 
 
-def attach(server: Server) -> Replication:
+def attach(server: Host) -> Replication:
     core = server.core
     repl = Replication(server)
     core.extras["replication"] = repl

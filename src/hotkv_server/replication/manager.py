@@ -25,20 +25,20 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from hotkv_server.engine.config import output_limits
 from hotkv_server.engine.dispatch import NO_REPLY, Deferred, dispatch
-from hotkv_server.engine.errors import CommandError
+from hotkv_server.engine.errors import CommandError, RequestRefused
+from hotkv_server.engine.replies import OK, ErrorReply
 from hotkv_server.engine.turn import RepliesWithheld
-from hotkv_server.persistence.framing import pack, unpack
 from hotkv_server.replication import state
 from hotkv_server.replication.backlog import Backlog
 from hotkv_server.replication.link import REPL_TIMEOUT_S, PrimaryLink
 from hotkv_server.replication.stream import EFFECT, GETACK, PING, effect_command
-from hotkv_server.server.config import output_limits
-from hotkv_server.server.resp import OK, ErrorReply
+from hotkv_server.stores.effect import pack, unpack
 
 if TYPE_CHECKING:
     from hotkv_server.engine.context import Context
-    from hotkv_server.server.app import Server
+    from hotkv_server.engine.core import Host
 
 log = logging.getLogger("hotkv")
 
@@ -95,7 +95,7 @@ class Handshake:
 class Replication:
     """The replication subsystem of one server (see the module docstring)."""
 
-    def __init__(self, server: Server) -> None:
+    def __init__(self, server: Host) -> None:
         self.server = server
         core = self.core = server.core
         self.replid = new_replid()
@@ -571,7 +571,7 @@ class Replication:
                 replaced()
             else:
                 persistence.save()  # a new base of the current data and an empty increment
-        except CommandError as exc:
+        except RequestRefused as exc:
             log.warning("Can't write a new base after the full sync: %s", exc.message)
         except OSError as exc:
             log.warning("Can't write a new base after the full sync: %s", exc)

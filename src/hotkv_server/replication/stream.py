@@ -19,8 +19,6 @@ as Redis sends an RDB: ``msgpack(Database.snapshot())``.
 
 from __future__ import annotations
 
-from hotkv_server.server.resp import encode
-
 EFFECT = b"HOTKV.EFFECT"
 _EFFECT_HEAD = b"*2\r\n$%d\r\n%b\r\n" % (len(EFFECT), EFFECT)
 
@@ -31,7 +29,7 @@ class StreamError(Exception):
 
 def encode_command(*args: bytes) -> bytes:
     """A command in canonical form: an array of bulk strings, as RESP encodes it."""
-    return encode(list(args), 2)
+    return b"*%d\r\n" % len(args) + b"".join(b"$%d\r\n%b\r\n" % (len(a), a) for a in args)
 
 
 def effect_command(payload: bytes) -> bytes:

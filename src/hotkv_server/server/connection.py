@@ -15,9 +15,10 @@ from typing import TYPE_CHECKING, Any
 
 import hiredis
 
+from hotkv_server.engine.config import output_limits
 from hotkv_server.engine.context import Context
 from hotkv_server.engine.dispatch import NO_REPLY, Deferred, dispatch
-from hotkv_server.server.config import output_limits
+from hotkv_server.engine.words import UnbalancedQuotes, split_args
 from hotkv_server.server.framing import (
     SUSPICIOUS_COUNT,
     UNAUTH_MAX_BULK,
@@ -27,7 +28,6 @@ from hotkv_server.server.framing import (
     ProtocolViolation,
 )
 from hotkv_server.server.resp import OK, OK_BYTES, encode, encode_error
-from hotkv_server.server.words import UnbalancedQuotes, split_args
 
 if TYPE_CHECKING:
     from hotkv_server.engine.core import Core
@@ -40,7 +40,7 @@ WRITE_HIGH_WATER = 4 * 1024 * 1024
 
 
 def split_inline(line: bytes) -> list[bytes]:
-    """Split an inline request into words (see ``hotkv_server.server.words.split_args``)."""
+    """Split an inline request into words (see ``hotkv_server.engine.words.split_args``)."""
     try:
         return split_args(line)
     except UnbalancedQuotes:
