@@ -13,7 +13,7 @@ from hotkv_server.engine.clock import ManualClock
 from hotkv_server.engine.context import Context
 from hotkv_server.engine.core import Core
 from hotkv_server.engine.dispatch import dispatch
-from hotkv_server.server.resp import ErrorReply
+from hotkv_server.engine.replies import ErrorReply
 
 DIM = 32
 

@@ -21,8 +21,9 @@ from hotkv_server.engine.args import MAX_ID_LEN, Args
 from hotkv_server.engine.context import Context
 from hotkv_server.engine.errors import CommandError
 from hotkv_server.engine.registry import command
-from hotkv_server.server.resp import OK
+from hotkv_server.engine.replies import OK
 from hotkv_server.stores.conv import DEFAULT_WINDOW, MAX_WINDOW, ROLES, ConversationStore
+from hotkv_server.stores.conv_effects import ConvAppend, ConvClear, ConvCreate, ConvDel, ConvUpdate
 
 _ROLES_TEXT = "one of " + "|".join(r.decode() for r in ROLES)
 _CREATE_OPTIONS = "WINDOW, TTL, PX, PXAT or UPDATE"
@@ -89,21 +90,13 @@ def conv_create(ctx: Context, argv: list[bytes]) -> Any:
         else:
             assert ttl_ms is not None
             new_ttl, expires_at = ttl_ms, now + ttl_ms
-        ctx.emit(["conv.update", session, new_window, new_ttl, expires_at, now])
+        ctx.emit(ConvUpdate(session, new_window, new_ttl, expires_at, now))
         return OK
     if conv is not None:
         raise CommandError(errors.conv_exists(session))
     expires_at = pxat if ttl_ms is None else now + ttl_ms
-    ctx.emit(
-        [
-            "conv.create",
-            session,
-            DEFAULT_WINDOW if window is None else window,
-            ttl_ms,
-            expires_at,
-            now,
-        ]
-    )
+    ctx.emit(ConvCreate(session, DEFAULT_WINDOW if window is None else window, ttl_ms,
+                        expires_at, now))
     return OK
 
 
@@ -148,7 +141,7 @@ def conv_append(ctx: Context, argv: list[bytes]) -> Any:
     seq = conv.appended + 1
     # an idle TTL restarts; a fixed end (PXAT, or none) stays where it is
     expires_at = conv.expires_at if conv.ttl_ms is None else now + conv.ttl_ms
-    ctx.emit(["conv.append", session, seq, role, content, now, meta, expires_at])
+    ctx.emit(ConvAppend(session, seq, role, content, now, meta, expires_at))
     return seq if withseq else OK
 
 
@@ -246,7 +239,7 @@ def conv_del(ctx: Context, argv: list[bytes]) -> int:
     live = [s for s in dict.fromkeys(sessions) if store.exists(s, now)]
     if not live:
         return 0
-    return int(ctx.emit(["conv.del", live]))
+    return int(ctx.emit(ConvDel(live)))
 
 
 @command(
@@ -286,7 +279,7 @@ def conv_clear(ctx: Context, argv: list[bytes]) -> int:
     conv = _store(ctx).get(session, now)
     if conv is None or not conv.turns:
         return 0
-    ctx.emit(["conv.clear", session, now])  # the deadline stays as it is
+    ctx.emit(ConvClear(session, now))  # the deadline stays as it is
     return 1
 
 
@@ -306,4 +299,4 @@ def conv_drop(ctx: Context, argv: list[bytes]) -> int:
     session = Args(argv, 1).ident("session")
     if not _store(ctx).exists(session, ctx.now_ms):
         return 0
-    return int(ctx.emit(["conv.del", [session]]))
+    return int(ctx.emit(ConvDel([session])))

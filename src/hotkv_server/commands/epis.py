@@ -23,7 +23,7 @@ from hotkv_server.engine.args import Args, parse_int
 from hotkv_server.engine.context import Context
 from hotkv_server.engine.errors import CommandError
 from hotkv_server.engine.registry import command
-from hotkv_server.server.resp import OK
+from hotkv_server.engine.replies import OK
 from hotkv_server.stores.epis import (
     MAX_KEY,
     MIN_KEY,
@@ -33,6 +33,7 @@ from hotkv_server.stores.epis import (
     event_key,
     format_id,
 )
+from hotkv_server.stores.epis_effects import EpisDel, EpisLog, EpisTrim
 
 LIMIT_DEFAULT = 100
 LIMIT_MAX = 10_000
@@ -128,7 +129,7 @@ def epis_log(ctx: Context, argv: list[bytes]) -> Any:
                 errors.bad_argument("option", "METADATA, META, SOURCE or WITHID", raw))
     store: EpisodicStore = ctx.db.epis
     ms, seq = store.next_id(agent, ctx.now_ms)
-    ctx.emit(["epis.log", agent, ms, seq, type_, text, source, meta])
+    ctx.emit(EpisLog(agent, ms, seq, type_, text, source, meta))
     return format_id(ms, seq) if withid else OK
 
 
@@ -215,7 +216,7 @@ def epis_trim(ctx: Context, argv: list[bytes]) -> int:
         boundary = store.trim_boundary_before(agent, start)
     if boundary is None:
         return 0
-    return int(ctx.emit(["epis.trim", agent, boundary[0], boundary[1]]))
+    return int(ctx.emit(EpisTrim(agent, boundary[0], boundary[1])))
 
 
 @command(
@@ -233,7 +234,7 @@ def epis_del(ctx: Context, argv: list[bytes]) -> int:
     agent = Args(argv, 1).ident("agent")
     if not ctx.db.epis.exists(agent, ctx.now_ms):
         return 0
-    return int(ctx.emit(["epis.del", agent]))
+    return int(ctx.emit(EpisDel(agent)))
 
 
 @command(
@@ -255,7 +256,7 @@ def epis_clear(ctx: Context, argv: list[bytes]) -> int:
     boundary = store.trim_boundary_maxlen(agent, 0)
     if boundary is None:
         return 0
-    ctx.emit(["epis.trim", agent, boundary[0], boundary[1]])
+    ctx.emit(EpisTrim(agent, boundary[0], boundary[1]))
     return 1
 
 

@@ -35,7 +35,7 @@ from hotkv_server.engine.context import Context
 from hotkv_server.engine.dispatch import Deferred
 from hotkv_server.engine.errors import CommandError
 from hotkv_server.engine.registry import command
-from hotkv_server.server.resp import ErrorReply
+from hotkv_server.engine.replies import ErrorReply
 from hotkv_server.stores.epis import EpisodicStore
 from hotkv_server.stores.sem import Namespace, SemanticStore
 from hotkv_server.stores.text import doc_terms, query_terms

@@ -9,6 +9,7 @@ from hotkv_server.engine.args import Args
 from hotkv_server.engine.context import Context
 from hotkv_server.engine.registry import command
 from hotkv_server.stores.sem import SemanticStore
+from hotkv_server.stores.sem_effects import SemDel
 
 
 @command(
@@ -31,5 +32,5 @@ def sem_forget(ctx: Context, argv: list[bytes]) -> int:
     ns = store.get(name)
     if ns is None or ns.get(ident, ctx.now_ms) is None:
         return 0
-    ctx.emit(["sem.del", name, [ident]])
+    ctx.emit(SemDel(name, [ident]))
     return 1
