@@ -19,10 +19,12 @@ class Context:
 
     __slots__ = (
         "addr",
+        "asking",
         "authenticated",
         "blocked",
         "close_after_reply",
         "closer",
+        "cluster_readonly",
         "core",
         "created_ms",
         "db",
@@ -83,6 +85,10 @@ class Context:
         #: waiting for a deferred reply (WAIT, RECALL off the loop): idle timeouts skip it
         self.blocked = False
         self.killed = False
+        #: cluster mode: ASKING was sent (one command may enter an importing slot), and
+        #: READONLY (a replica serves this client reads of its primary's slots)
+        self.asking = False
+        self.cluster_readonly = False
         self.is_master_link = False
         self.flags = ""
         #: writes out-of-band bytes (MONITOR feed, replication) to this client, if connected

@@ -21,6 +21,7 @@ from hotkv_server.stores.base import Effect
 from hotkv_server.stores.database import Database, default_database
 
 if TYPE_CHECKING:
+    from hotkv_server.cluster.state import ClusterState
     from hotkv_server.engine.context import Context
 
 EffectSink = Callable[[Effect], None]
@@ -116,6 +117,8 @@ class Core:
         self.tcp_port = 0
         self.users: Any = None  # hotkv_server.commands.acl.UserTable, set by the ACL module
         self.extras: dict[str, Any] = {}  # room for subsystems (persistence, replication)
+        #: the cluster subsystem, set only with cluster-enabled (hotkv_server.cluster)
+        self._cluster: ClusterState | None = None
         #: slowlog-log-slower-than, kept here so the dispatch point reads one attribute
         self.slowlog_threshold: int = self.config.values["slowlog-log-slower-than"]
         #: the header of a read that needs no check (server/framing.py ``short_header``)
@@ -155,9 +158,20 @@ class Core:
         self._write_error = value
         self._update_gated()
 
+    @property
+    def cluster(self) -> ClusterState | None:
+        """The cluster subsystem when ``cluster-enabled`` is on: commands with keys are routed."""
+        return self._cluster
+
+    @cluster.setter
+    def cluster(self, value: ClusterState | None) -> None:
+        self._cluster = value
+        self._update_gated()
+
     def _update_gated(self) -> None:
         self.gated = bool(
             self._loading
+            or getattr(self, "_cluster", None) is not None
             or self._role == "slave"
             or self._write_error is not None
             or self.config.values["maxmemory"]
