@@ -292,3 +292,33 @@ def test_replica_serves_reads_after_readonly(nodes: list[HotkvProcess]) -> None:
         assert [e[1] for e in mine[3:]] == [replica.port]
     finally:
         replica.cleanup()
+
+
+def test_official_cluster_client_routes_agent_memory(nodes: list[HotkvProcess]) -> None:
+    """The HotKV product's own ClusterHotKV (hotkv-client 1.0.0) across the three shards."""
+    import hotkv
+
+    for resp3 in (True, False):
+        client = hotkv.ClusterHotKV([("127.0.0.1", nodes[0].port)], resp3=resp3, decode_responses=True)
+        try:
+            sessions = [f"agent-session-{i}" for i in range(12)]
+            for s in sessions:
+                client.set(f"k:{s}", s)
+                client.execute_command("AMEM.CONV.CREATE", s, "WINDOW", "10")
+                client.execute_command("AMEM.CONV.APPEND", s, "user", f"hi {s}")
+                client.execute_command("AMEM.WORK.SET", s, "step", "one")
+            assert len({owner_of(nodes, key_slot(s.encode())).port for s in sessions}) == 3
+            for s in sessions:
+                assert client.get(f"k:{s}") == s
+                assert client.execute_command("AMEM.WORK.GET", s, "step") == "one"
+                assert f"hi {s}" in json.dumps(client.execute_command("AMEM.CONV.WINDOW", s, 5), default=str)
+        finally:
+            client.close()
+            for p in nodes:
+                p.client().flushall()
+
+
+def key_slot(key: bytes) -> int:
+    from binascii import crc_hqx
+
+    return crc_hqx(key, 0) % SLOTS
