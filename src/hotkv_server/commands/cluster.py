@@ -45,14 +45,14 @@ def _slot_arg(raw: bytes) -> int:
 container("cluster", group="cluster", summary="A container for Redis Cluster commands.")
 
 
-@command("cluster|myid", arity=2, flags="loading stale", group="cluster",
+@command("cluster|myid", arity=2, flags="stale", group="cluster",
          summary="Returns the ID of a node.")
 def cluster_myid(ctx: Context, argv: list[bytes]) -> Any:
     """CLUSTER MYID"""
     return _cluster(ctx).myid.encode()
 
 
-@command("cluster|keyslot", arity=3, flags="loading stale", group="cluster",
+@command("cluster|keyslot", arity=3, flags="stale", group="cluster",
          summary="Returns the hash slot for a key.", syntax="key", complexity="O(N) where N is the number of bytes in the key")
 def cluster_keyslot(ctx: Context, argv: list[bytes]) -> Any:
     """CLUSTER KEYSLOT key"""
@@ -60,8 +60,8 @@ def cluster_keyslot(ctx: Context, argv: list[bytes]) -> Any:
     return key_slot(argv[2])
 
 
-@command("cluster|info", arity=2, flags="loading stale", group="cluster",
-         summary="Returns information about the state of a node.", tips="nondeterministic_output")
+@command("cluster|info", arity=2, flags="stale", group="cluster", tips="nondeterministic_output",
+         summary="Returns information about the state of a node.")
 def cluster_info(ctx: Context, argv: list[bytes]) -> Any:
     """CLUSTER INFO"""
     state = _cluster(ctx)
@@ -89,9 +89,9 @@ def _node_entry(node: Node) -> list[Any]:
     return [node.host.encode(), node.port, node.id.encode(), {}]
 
 
-@command("cluster|slots", arity=2, flags="loading stale", group="cluster",
+@command("cluster|slots", arity=2, flags="stale", group="cluster", tips="nondeterministic_output",
          summary="Returns the mapping of cluster slots to nodes.",
-         complexity="O(N) where N is the total number of Cluster nodes", tips="nondeterministic_output")
+         complexity="O(N) where N is the total number of Cluster nodes")
 def cluster_slots(ctx: Context, argv: list[bytes]) -> Any:
     """CLUSTER SLOTS"""
     topo = _cluster(ctx).topology
@@ -104,9 +104,9 @@ def cluster_slots(ctx: Context, argv: list[bytes]) -> Any:
     return out
 
 
-@command("cluster|shards", arity=2, flags="loading stale", group="cluster",
+@command("cluster|shards", arity=2, flags="stale", group="cluster", tips="nondeterministic_output",
          summary="Returns the mapping of cluster slots to shards.",
-         complexity="O(N) where N is the total number of cluster nodes", tips="nondeterministic_output")
+         complexity="O(N) where N is the total number of cluster nodes")
 def cluster_shards(ctx: Context, argv: list[bytes]) -> Any:
     """CLUSTER SHARDS"""
     state = _cluster(ctx)
@@ -155,17 +155,17 @@ def nodes_lines(state: ClusterState, only: list[Node] | None = None) -> str:
     return "".join(lines)
 
 
-@command("cluster|nodes", arity=2, flags="loading stale", group="cluster",
+@command("cluster|nodes", arity=2, flags="stale", group="cluster", tips="nondeterministic_output",
          summary="Returns the cluster configuration for a node.",
-         complexity="O(N) where N is the total number of Cluster nodes", tips="nondeterministic_output")
+         complexity="O(N) where N is the total number of Cluster nodes")
 def cluster_nodes(ctx: Context, argv: list[bytes]) -> Any:
     """CLUSTER NODES"""
     return Verbatim(nodes_lines(_cluster(ctx)))
 
 
-@command("cluster|replicas", arity=3, flags="admin loading stale", group="cluster",
+@command("cluster|replicas", arity=3, flags="admin stale", group="cluster", tips="nondeterministic_output",
          summary="Lists the replica nodes of a master node.", syntax="node-id",
-         complexity="O(N) where N is the number of replicas.", tips="nondeterministic_output")
+         complexity="O(N) where N is the number of replicas.")
 def cluster_replicas(ctx: Context, argv: list[bytes]) -> Any:
     """CLUSTER REPLICAS node-id"""
     state = _cluster(ctx)
@@ -178,7 +178,12 @@ def cluster_replicas(ctx: Context, argv: list[bytes]) -> Any:
     return [nodes_lines(state, [r]).rstrip("\n").encode() for r in state.topology.replicas_of(node_id)]
 
 
-@command("cluster|countkeysinslot", arity=3, flags="loading stale", group="cluster",
+command("cluster|slaves", arity=3, flags="admin stale", group="cluster", tips="nondeterministic_output",
+        summary="Lists the replica nodes of a master node (an old name of CLUSTER REPLICAS).",
+        syntax="node-id", since="3.0.0")(cluster_replicas)
+
+
+@command("cluster|countkeysinslot", arity=3, flags="stale", group="cluster",
          summary="Returns the number of keys in a hash slot.", syntax="slot",
          complexity="O(N) where N is the number of keys of the node (hotkv keeps no slot index)")
 def cluster_countkeysinslot(ctx: Context, argv: list[bytes]) -> Any:
@@ -193,7 +198,7 @@ def cluster_countkeysinslot(ctx: Context, argv: list[bytes]) -> Any:
     return len(state.ids_in_slot(ctx, slot))
 
 
-@command("cluster|getkeysinslot", arity=4, flags="loading stale", group="cluster",
+@command("cluster|getkeysinslot", arity=4, flags="stale", group="cluster", tips="nondeterministic_output",
          summary="Returns the key names in a hash slot.", syntax="slot count",
          complexity="O(N) where N is the number of keys of the node (hotkv keeps no slot index)")
 def cluster_getkeysinslot(ctx: Context, argv: list[bytes]) -> Any:
@@ -242,7 +247,7 @@ def _change_slots(ctx: Context, argv: list[bytes], *, add: bool, ranged: bool) -
     return OK
 
 
-@command("cluster|addslots", arity=-3, flags="admin loading stale no_async_loading", group="cluster",
+@command("cluster|addslots", arity=-3, flags="admin stale no_async_loading", group="cluster",
          summary="Assigns new hash slots to a node.", syntax="slot [slot ...]",
          complexity="O(N) where N is the total number of hash slot arguments")
 def cluster_addslots(ctx: Context, argv: list[bytes]) -> Any:
@@ -250,7 +255,7 @@ def cluster_addslots(ctx: Context, argv: list[bytes]) -> Any:
     return _change_slots(ctx, argv, add=True, ranged=False)
 
 
-@command("cluster|addslotsrange", arity=-4, flags="admin loading stale no_async_loading", group="cluster",
+@command("cluster|addslotsrange", arity=-4, flags="admin stale no_async_loading", group="cluster",
          summary="Assigns new hash slot ranges to a node.", syntax="start-slot end-slot [start-slot end-slot ...]",
          since="7.0.0", complexity="O(N) where N is the total number of the slots between the start slot and end slot arguments.")
 def cluster_addslotsrange(ctx: Context, argv: list[bytes]) -> Any:
@@ -258,7 +263,7 @@ def cluster_addslotsrange(ctx: Context, argv: list[bytes]) -> Any:
     return _change_slots(ctx, argv, add=True, ranged=True)
 
 
-@command("cluster|delslots", arity=-3, flags="admin loading stale no_async_loading", group="cluster",
+@command("cluster|delslots", arity=-3, flags="admin stale no_async_loading", group="cluster",
          summary="Sets hash slots as unbound for a node.", syntax="slot [slot ...]",
          complexity="O(N) where N is the total number of hash slot arguments")
 def cluster_delslots(ctx: Context, argv: list[bytes]) -> Any:
@@ -266,7 +271,7 @@ def cluster_delslots(ctx: Context, argv: list[bytes]) -> Any:
     return _change_slots(ctx, argv, add=False, ranged=False)
 
 
-@command("cluster|delslotsrange", arity=-4, flags="admin loading stale no_async_loading", group="cluster",
+@command("cluster|delslotsrange", arity=-4, flags="admin stale no_async_loading", group="cluster",
          summary="Sets hash slot ranges as unbound for a node.", syntax="start-slot end-slot [start-slot end-slot ...]",
          since="7.0.0", complexity="O(N) where N is the total number of the slots between the start slot and end slot arguments.")
 def cluster_delslotsrange(ctx: Context, argv: list[bytes]) -> Any:
@@ -279,7 +284,7 @@ def _db_empty(ctx: Context) -> bool:
     return not any(next(iter(store.ids(now)), None) is not None for store in ctx.core.db.stores.values())
 
 
-@command("cluster|flushslots", arity=2, flags="admin loading stale no_async_loading", group="cluster",
+@command("cluster|flushslots", arity=2, flags="admin stale no_async_loading", group="cluster",
          summary="Deletes all slots information from a node.")
 def cluster_flushslots(ctx: Context, argv: list[bytes]) -> Any:
     """CLUSTER FLUSHSLOTS"""
@@ -292,7 +297,7 @@ def cluster_flushslots(ctx: Context, argv: list[bytes]) -> Any:
     return OK
 
 
-@command("cluster|setslot", arity=-4, flags="admin loading stale no_async_loading", group="cluster",
+@command("cluster|setslot", arity=-4, flags="admin stale no_async_loading", group="cluster",
          summary="Binds a hash slot to a node.", syntax="slot IMPORTING node-id|MIGRATING node-id|NODE node-id|STABLE")
 def cluster_setslot(ctx: Context, argv: list[bytes]) -> Any:
     """CLUSTER SETSLOT slot IMPORTING node-id|MIGRATING node-id|NODE node-id|STABLE"""
@@ -363,7 +368,7 @@ def cluster_reset(ctx: Context, argv: list[bytes]) -> Any:
     return OK
 
 
-@command("cluster|saveconfig", arity=2, flags="admin loading stale no_async_loading", group="cluster",
+@command("cluster|saveconfig", arity=2, flags="admin stale no_async_loading", group="cluster",
          summary="Forces a node to save the cluster configuration to disk.")
 def cluster_saveconfig(ctx: Context, argv: list[bytes]) -> Any:
     """CLUSTER SAVECONFIG"""
@@ -400,11 +405,19 @@ def _no_gossip(ctx: Context, argv: list[bytes]) -> Any:
     raise CommandError(NO_GOSSIP.format(argv[1].upper().decode("utf-8", "replace")))
 
 
-for _name, _arity, _syntax in (("meet", -4, "ip port [cluster-bus-port]"), ("forget", 3, "node-id"),
-                               ("failover", -2, "[FORCE|TAKEOVER]"), ("replicate", 3, "node-id"),
-                               ("bumpepoch", 2, ""), ("set-config-epoch", 3, "config-epoch"),
-                               ("count-failure-reports", 3, "node-id"), ("links", 2, "")):
-    command(f"cluster|{_name}", arity=_arity, flags="admin stale", group="cluster",
+#: the gossip subcommands hotkv refuses: (name, arity, flags, tips, syntax), Redis 7's metadata
+_GOSSIP = (
+    ("meet", -4, "admin stale no_async_loading", "", "ip port [cluster-bus-port]"),
+    ("forget", 3, "admin stale no_async_loading", "", "node-id"),
+    ("failover", -2, "admin stale no_async_loading", "", "[FORCE|TAKEOVER]"),
+    ("replicate", 3, "admin stale no_async_loading", "", "node-id"),
+    ("bumpepoch", 2, "admin stale no_async_loading", "nondeterministic_output", ""),
+    ("set-config-epoch", 3, "admin stale no_async_loading", "", "config-epoch"),
+    ("count-failure-reports", 3, "admin stale", "nondeterministic_output", "node-id"),
+    ("links", 2, "stale", "nondeterministic_output", ""),
+)
+for _name, _arity, _flags, _tips, _syntax in _GOSSIP:
+    command(f"cluster|{_name}", arity=_arity, flags=_flags, tips=_tips, group="cluster",
             summary="Refused: hotkv has no cluster bus (hotkv-cluster sets the topology).",
             syntax=_syntax)(_no_gossip)
 
