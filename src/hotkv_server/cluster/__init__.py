@@ -12,25 +12,26 @@ import os
 from typing import TYPE_CHECKING
 
 from hotkv_server.cluster.state import ClusterState
-from hotkv_server.cluster.topology import TopologyError
+from hotkv_server.engine.errors import StartupError
+from hotkv_server.engine.topology import TopologyError
 
 if TYPE_CHECKING:
-    from hotkv_server.server.app import Server
+    from hotkv_server.engine.core import Host
 
 
 class ClusterSubsystem:
     """Keeps the announced address right once the server listens (``--port 0`` included)."""
 
-    def __init__(self, server: Server, state: ClusterState) -> None:
+    def __init__(self, server: Host, state: ClusterState) -> None:
         self.server = server
         self.state = state
 
     async def started(self) -> None:
-        values = self.server.config.values
+        values = self.server.core.config.values
         self.state.port = values["cluster-announce-port"] or self.server.core.tcp_port
 
     def config_changed(self, name: str, value: object) -> None:
-        values = self.server.config.values
+        values = self.server.core.config.values
         if name == "cluster-require-full-coverage":
             self.state.require_full_coverage = bool(value)
         elif name == "cluster-announce-ip":
@@ -50,11 +51,10 @@ def announce_host(values: dict[str, object]) -> str:
     return "127.0.0.1"
 
 
-def attach(server: Server) -> ClusterSubsystem | None:
-    values = server.config.values
+def attach(server: Host) -> ClusterSubsystem | None:
+    values = server.core.config.values
     if not values["cluster-enabled"]:
         return None
-    from hotkv_server.server.app import StartupError
 
     path = values["cluster-config-file"]
     if not os.path.isabs(path):
@@ -67,6 +67,7 @@ def attach(server: Server) -> ClusterSubsystem | None:
         raise StartupError(str(exc)) from None
     core = server.core
     core.cluster = state
+    core.extras["cluster"] = state  # the CLUSTER commands' view (engine.services.ClusterService)
     core.info_sections["cluster"] = state.info
     sub = ClusterSubsystem(server, state)
     core.extras.setdefault("config_listeners", []).append(sub.config_changed)

@@ -14,8 +14,8 @@ import logging
 import os
 from typing import TYPE_CHECKING, Any
 
-from hotkv_server.cluster.slots import SLOTS, key_slot
-from hotkv_server.cluster.topology import Node, Topology, TopologyError
+from hotkv_server.engine.slots import SLOTS, key_slot
+from hotkv_server.engine.topology import Node, Topology, TopologyError
 from hotkv_server.persistence.fsutil import atomic_write
 
 if TYPE_CHECKING:
@@ -62,6 +62,15 @@ class ClusterState:
         self.migrating = {int(k): v for k, v in data.get("migrating", {}).items()}
         self.importing = {int(k): v for k, v in data.get("importing", {}).items()}
 
+    def reset(self, hard: bool) -> None:
+        """CLUSTER RESET: forget the topology and migration marks (HARD: a new id too)."""
+        self.topology = Topology()
+        self.migrating.clear()
+        self.importing.clear()
+        if hard:
+            self.myid = os.urandom(20).hex()
+        self.save()
+
     def save(self) -> None:
         data = {"myid": self.myid, "topology": self.topology.to_json(),
                 "migrating": {str(k): v for k, v in self.migrating.items()},
@@ -102,6 +111,11 @@ class ClusterState:
         return node.address if node is not None else "?:0"
 
     # --- routing -------------------------------------------------------------------------------
+    @staticmethod
+    def keys_of(spec: CommandSpec, argv: list[bytes]) -> list[bytes]:
+        """The keys a call is routed by."""
+        return spec.keys_of(argv)
+
     def route(self, ctx: Context, spec: CommandSpec, keys: list[bytes], asking: bool = False) -> str | None:
         """None to run the command here, else the error reply that redirects or refuses it."""
         slot = key_slot(keys[0])

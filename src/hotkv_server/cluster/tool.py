@@ -24,8 +24,8 @@ from typing import Any
 
 import redis
 
-from hotkv_server.cluster.slots import SLOTS
-from hotkv_server.cluster.topology import Node, Topology, TopologyError
+from hotkv_server.engine.slots import SLOTS
+from hotkv_server.engine.topology import Node, Topology, TopologyError
 
 
 class ToolError(RuntimeError):

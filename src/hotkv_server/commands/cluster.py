@@ -12,21 +12,21 @@ from __future__ import annotations
 
 from typing import Any
 
-from hotkv_server.cluster.slots import SLOTS, key_slot
-from hotkv_server.cluster.state import ClusterState
-from hotkv_server.cluster.topology import Node, Topology, TopologyError
 from hotkv_server.engine.context import Context
 from hotkv_server.engine.errors import CommandError
 from hotkv_server.engine.registry import command, container
-from hotkv_server.server.resp import OK, Verbatim
+from hotkv_server.engine.replies import OK, Verbatim
+from hotkv_server.engine.services import ClusterService
+from hotkv_server.engine.slots import SLOTS, key_slot
+from hotkv_server.engine.topology import Node, Topology, TopologyError
 
 DISABLED = "ERR This instance has cluster support disabled"
 NO_GOSSIP = ("ERR CLUSTER {} is not supported by hotkv: the topology is set by the "
              "hotkv-cluster tool (CLUSTER SETTOPOLOGY)")
 
 
-def _cluster(ctx: Context) -> ClusterState:
-    state = ctx.core.cluster
+def _cluster(ctx: Context) -> ClusterService:
+    state: ClusterService | None = ctx.core.extras.get("cluster")
     if state is None:
         raise CommandError(DISABLED)
     return state
@@ -137,7 +137,7 @@ def _offset(ctx: Context) -> int:
     return int(value) if isinstance(value, int) else 0
 
 
-def nodes_lines(state: ClusterState, only: list[Node] | None = None) -> str:
+def nodes_lines(state: ClusterService, only: list[Node] | None = None) -> str:
     """CLUSTER NODES's text: one line per node, Redis 7.0's field order (bus port 0: hotkv has
     no cluster bus)."""
     topo = state.topology
@@ -357,14 +357,7 @@ def cluster_reset(ctx: Context, argv: list[bytes]) -> Any:
     me = state.topology.nodes.get(state.myid)
     if (me is None or me.is_primary) and not _db_empty(ctx):
         raise CommandError("ERR CLUSTER RESET can't be called with master nodes containing keys")
-    state.topology = Topology()
-    state.migrating.clear()
-    state.importing.clear()
-    if hard:
-        import os
-
-        state.myid = os.urandom(20).hex()
-    state.save()
+    state.reset(hard)
     return OK
 
 

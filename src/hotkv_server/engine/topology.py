@@ -20,7 +20,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from hotkv_server.cluster.slots import SLOTS, ranges
+from hotkv_server.engine.slots import SLOTS, ranges
 
 ID_LENGTH = 40
 
