@@ -22,6 +22,7 @@ MODULES = (
     "search",
     "acl",
     "replication",
+    "cluster",
 )
 
 _loaded = False
