@@ -69,9 +69,10 @@ class RecallSelfCheck:
                 return
         if check.step(budget):
             self.current = None
-            if not check.ns.record_recall_check(check, now):
+            checked = store.get(self.current_name)  # check.ns, as the whole Namespace
+            if checked is not None and not checked.record_recall_check(check, now):
                 # nothing to measure (emptied): remember the version so it is not retried
-                check.ns.recall_version = check.version
+                checked.recall_version = check.version
 
     @staticmethod
     def due(ns: Namespace, now_ms: int) -> bool:
