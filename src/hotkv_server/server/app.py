@@ -84,6 +84,7 @@ class Server:
             "hotkv_server.replication",
             "hotkv_server.server.memory",
             "hotkv_server.commands.sem_service",  # RECALL's threads, the recall self-check
+            "hotkv_server.cluster",
         ):
             try:
                 module = importlib.import_module(module_name)
