@@ -37,5 +37,5 @@ def test_nan_and_infinity_are_not_json(raw: bytes) -> None:
 
 @pytest.mark.parametrize("raw", [b"[]", b"1", b'"s"', b"null", b"{", b"\xff", b""])
 def test_anything_but_an_object_is_refused(raw: bytes) -> None:
-    with pytest.raises(JSONRejected, match="^a JSON object$"):
+    with pytest.raises(JSONRejected, match=r"^a JSON object$"):
         load_object(raw)
