@@ -57,21 +57,27 @@ def spawn(db: Database, temp_path: str, now_ms: int) -> tuple[int, int]:
     return pid, read_fd
 
 
+def prepare_child(keep_fd: int, parent: int) -> None:
+    """In a freshly forked child: default signals, die with the parent, and close every
+    inherited descriptor but stdio and ``keep_fd`` (also used by the replication snapshot)."""
+    gc.disable()
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_DFL)
+    try:
+        signal.set_wakeup_fd(-1)
+    except ValueError:
+        pass
+    if _libc is not None:
+        _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != parent:  # the parent died before prctl took effect
+        os._exit(2)
+    os.closerange(3, keep_fd)
+    os.closerange(keep_fd + 1, _MAX_FD)
+
+
 def _child(db: Database, temp_path: str, now_ms: int, report_fd: int, parent: int) -> NoReturn:
     try:
-        gc.disable()
-        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-            signal.signal(sig, signal.SIG_DFL)
-        try:
-            signal.set_wakeup_fd(-1)
-        except ValueError:
-            pass
-        if _libc is not None:
-            _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-        if os.getppid() != parent:  # the parent died before prctl took effect
-            os._exit(2)
-        os.closerange(3, report_fd)
-        os.closerange(report_fd + 1, _MAX_FD)
+        prepare_child(report_fd, parent)
         # the copy may drop what expired: its deadlines are absolute, so nothing changes
         while db.purge_expired(now_ms, 100_000) >= 100_000:
             pass
