@@ -63,13 +63,15 @@ class Server:
                 await starter()
         tls = self.core.extras.get("tls_port")
         log.info(
-            "hotkv %s ready to accept connections on %s port %s%s (pid %d, config %s)",
+            "hotkv %s ready to accept connections on %s port %s%s (pid %d, config %s, dir %s)",
             __version__,
             " ".join(self.config.values["bind"]),
             self.core.tcp_port,
             f" tls-port {tls}" if tls else "",
             os.getpid(),
-            self.config.path or "none",
+            os.path.abspath(self.config.path) if self.config.path else "none",
+            # relative paths are the start directory's: say which directory that made it
+            os.path.abspath(self.config.values["dir"]),
         )
 
     async def _open_subsystems(self) -> None:
