@@ -92,7 +92,6 @@ def amem_scan(ctx: Context, argv: list[bytes]) -> list[Any]:
         raise CommandError(
             "ERR syntax error: TYPE conv|sem|work|epis|summary is required"
         )
-    store_name = store_name.upper()
     after = decode_cursor(ctx, store_name, argv[1])
     ids: Iterable[bytes] = ctx.db.stores[store_name.lower().decode()].ids(ctx.now_ms)
     readable = readable_filter(ctx)

@@ -59,7 +59,7 @@ def spawn_snapshot(db: Database) -> tuple[int, int]:
         raise
     if pid == 0:  # pragma: no cover - runs in the child, seen through the pipe
         _child(db, write_fd, parent)
-    gc.unfreeze()
+    # frozen until the job ends (SnapshotJob._finish), as for a rewrite's child
     os.close(write_fd)
     os.set_blocking(read_fd, False)
     return pid, read_fd
@@ -170,6 +170,7 @@ class SnapshotJob:
         except ChildProcessError:
             status = -1
         os.close(self.fd)
+        gc.unfreeze()
         if error is None and (status != 0 or self.size is None or self.forwarded != self.size):
             error = f"the snapshot child ended with status {status} after {self.forwarded} bytes"
         sync = self.sync
