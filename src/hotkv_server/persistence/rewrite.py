@@ -11,25 +11,15 @@ handlers, no loop shutdown, no buffered output of the parent flushed twice).
 
 from __future__ import annotations
 
-import ctypes
 import gc
 import os
 import signal
 from dataclasses import dataclass
 from typing import NoReturn
 
+from hotkv_server.engine.child import prepare_child
 from hotkv_server.persistence.snapshot import write_base_file
 from hotkv_server.stores.database import Database
-
-_PR_SET_PDEATHSIG = 1
-try:
-    _libc: ctypes.CDLL | None = ctypes.CDLL(None, use_errno=True)
-except OSError:  # not Linux/glibc: the child still exits when done
-    _libc = None
-try:
-    _MAX_FD = max(256, min(int(os.sysconf("SC_OPEN_MAX")), 1 << 20))
-except (ValueError, OSError):
-    _MAX_FD = 65536
 
 
 @dataclass
@@ -55,24 +45,6 @@ def spawn(db: Database, temp_path: str, now_ms: int) -> tuple[int, int]:
     os.close(write_fd)
     os.set_blocking(read_fd, False)
     return pid, read_fd
-
-
-def prepare_child(keep_fd: int, parent: int) -> None:
-    """In a freshly forked child: default signals, die with the parent, and close every
-    inherited descriptor but stdio and ``keep_fd`` (also used by the replication snapshot)."""
-    gc.disable()
-    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-        signal.signal(sig, signal.SIG_DFL)
-    try:
-        signal.set_wakeup_fd(-1)
-    except ValueError:
-        pass
-    if _libc is not None:
-        _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-    if os.getppid() != parent:  # the parent died before prctl took effect
-        os._exit(2)
-    os.closerange(3, keep_fd)
-    os.closerange(keep_fd + 1, _MAX_FD)
 
 
 def _child(db: Database, temp_path: str, now_ms: int, report_fd: int, parent: int) -> NoReturn:

@@ -2,7 +2,7 @@
 
 Packing ``Database.snapshot()`` for a replica takes time in proportion to the data (about
 170 ms for 200k entries), and on the event loop every other client would wait for it. So,
-as Redis forks for the RDB of a full sync, a forked child (``persistence.rewrite``'s child
+as Redis forks for the RDB of a full sync, a forked child (``engine.child``'s
 set-up) packs the copy-on-write image of the fork instant and writes it into a pipe,
 ``<length>\\n`` then the bytes; the parent reads the pipe when it is readable, a slice at a
 time, and forwards the bytes to the replicas at once, so the loop never holds more than
@@ -25,15 +25,38 @@ import logging
 import os
 import signal
 import time
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn, Protocol
 
-from hotkv_server.persistence.framing import pack
-from hotkv_server.persistence.rewrite import prepare_child
-from hotkv_server.server.config import output_limits
+from hotkv_server.engine.child import prepare_child
+from hotkv_server.engine.config import output_limits
+from hotkv_server.stores.effect import pack
 
 if TYPE_CHECKING:
-    from hotkv_server.replication.manager import Peer, Replication
+    from hotkv_server.engine.core import Core
     from hotkv_server.stores.database import Database
+
+
+class Peer(Protocol):
+    """What this module uses of a replica (``replication.manager.Peer``)."""
+
+    ctx: Any
+    transport: Any
+    state: str
+    written: int
+    bulk_end: int
+
+
+class Replication(Protocol):
+    """What this module uses of the replication subsystem (``replication.manager``)."""
+
+    core: Core
+    loop: asyncio.AbstractEventLoop | None
+    peers: dict[int, Any]
+    replid: str
+    offset: int
+    net_out: int
+
+    def drop_peer(self, peer: Any, why: str) -> None: ...
 
 log = logging.getLogger("hotkv")
 
