@@ -278,11 +278,12 @@ class FullSync:
 
     def tick(self, now: float) -> None:
         """Keep-alives for replicas that wait before their ``$<length>`` line."""
-        if now - self.last_keepalive < KEEPALIVE_S:
+        job = self.job
+        # only once a replica has waited a while: a quick snapshot comes without them
+        if job is None or now - job.started < KEEPALIVE_S or now - self.last_keepalive < KEEPALIVE_S:
             return
         self.last_keepalive = now
-        job = self.job
-        if job is not None and job.size is None:
+        if job.size is None:
             for peer in job.live_peers():
                 self.send(peer, b"\n")
         for peer, _ in self.queued:
