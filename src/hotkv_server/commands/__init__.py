@@ -20,6 +20,7 @@ MODULES = (
     "amem",
     "acl",
     "replication",
+    "cluster",
 )
 
 _loaded = False

@@ -54,6 +54,7 @@ GROUP_CATEGORIES: dict[str, tuple[str, ...]] = {
     "summary": ("amem",),
     "amem": ("amem",),
     "replication": (),
+    "cluster": (),
 }
 
 
