@@ -1,8 +1,12 @@
 # hotkv-server in a container: slim Python, non-root, data in the /data volume.
 #
 #   docker build -t hotkv .
-#   docker run -p 6379:6379 -v hotkv-data:/data hotkv
-#   docker run -e HOTKV_REQUIREPASS=secret -e HOTKV_APPENDFSYNC=always hotkv --maxmemory 1gb
+#   docker run -p 6379:6379 -v hotkv-data:/data -e HOTKV_REQUIREPASS=secret hotkv
+#   docker run -e HOTKV_REQUIREPASS_FILE=/run/secrets/pw -e HOTKV_APPENDFSYNC=always hotkv --maxmemory 1gb
+#
+# The image listens on every interface, so it requires a password (HOTKV_REQUIREPASS, a
+# file named by HOTKV_REQUIREPASS_FILE, or an aclfile) and refuses to start without one,
+# unless it listens on the loopback only (HOTKV_BIND=127.0.0.1, a sidecar).
 #
 # Configuration: HOTKV_<DIRECTIVE> environment variables and --directive flags (flags
 # win); see src/hotkv_server/clients/entrypoint.py. The health check PINGs the server on

@@ -19,7 +19,7 @@ import redis
 import yaml
 
 from helpers import ROOT, free_port
-from hotkv_server.clients.entrypoint import server_arguments
+from hotkv_server.clients.entrypoint import refuse_open, server_arguments
 from hotkv_server.engine.config import DIRECTIVES
 
 Instruction = tuple[str, str]
@@ -128,12 +128,45 @@ def test_compose_sidecar() -> None:
     compile(agent["command"][0], "agent", "exec")
 
 
+def test_compose_builds_every_image_it_runs() -> None:
+    """``docker compose up`` must not pull an image named like ours from a registry: every
+    service running the project's image builds it from this checkout."""
+    compose = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
+    built = {svc["image"] for svc in compose["services"].values() if "build" in svc}
+    assert built == {"hotkv:latest"}
+    for name, svc in compose["services"].items():
+        assert svc.get("image") in built, f"service {name} runs an image nobody builds"
+        assert svc.get("build") == ".", f"service {name} does not build its image"
+        assert (ROOT / svc["build"] / "Dockerfile").is_file()
+    # and the hotkv service's settings pass the entrypoint's no-open-server rule
+    env = {k: str(v) for k, v in compose["services"]["hotkv"]["environment"].items()}
+    assert refuse_open(server_arguments([], env)) is None
+
+
+@pytest.mark.parametrize("env", [{}, {"HOTKV_BIND": "0.0.0.0"}, {"HOTKV_BIND": "0.0.0.0 ::"},
+                                 {"HOTKV_BIND": "127.0.0.1 0.0.0.0"}, {"HOTKV_REQUIREPASS": ""}])
+def test_the_image_refuses_to_serve_the_network_without_a_password(env: dict[str, str]) -> None:
+    assert refuse_open(server_arguments([], env)) is not None
+
+
+@pytest.mark.parametrize("env,argv", [
+    ({"HOTKV_REQUIREPASS": "pw"}, []),
+    ({}, ["--requirepass", "pw"]),
+    ({"HOTKV_BIND": "127.0.0.1 ::1"}, []),  # a sidecar
+    ({}, ["--bind", "127.0.0.1"]),
+    ({"HOTKV_PROTECTED_MODE": "no"}, []),  # open on purpose
+    ({}, ["--aclfile", "/data/users.acl"]),
+])
+def test_the_image_starts_with_a_password_or_on_the_loopback(env: dict[str, str], argv: list[str]) -> None:
+    assert refuse_open(server_arguments(argv, env)) is None
+
+
 def test_environment_becomes_directives_and_flags_win() -> None:
     args = server_arguments(["--appendfsync", "always"],
                             {"HOTKV_PORT": "7000", "HOTKV_BIND": "127.0.0.1 ::1",
                              "HOTKV_APPENDFSYNC": "no", "HOTKV_URL": "hotkv://x",
                              "HOTKV_MCP_PREFIX": "p", "OTHER": "1"})
-    assert args == ["--bind", "0.0.0.0", "--dir", "/data", "--protected-mode", "no",
+    assert args == ["--bind", "0.0.0.0", "--dir", "/data",
                     "--appendfsync", "no", "--bind", "127.0.0.1", "::1", "--port", "7000",
                     "--appendfsync", "always"]
 
@@ -223,3 +256,41 @@ def test_health_check_uses_the_password(data_dir: str) -> None:
         proc.wait(20)
         if proc.stderr:
             proc.stderr.close()
+
+
+def test_an_open_container_refuses_to_start(data_dir: str) -> None:
+    env = container_env(data_dir, HOTKV_BIND="0.0.0.0")
+    done = subprocess.run(entrypoint_command(), env=env, capture_output=True, text=True, timeout=30)
+    assert done.returncode == 1
+    assert done.stderr.startswith("hotkv container: refusing to start without a password")
+    assert "HOTKV_REQUIREPASS_FILE" in done.stderr and done.stderr.count("\n") == 1
+    assert not (Path(data_dir) / "hotkv.log").exists()  # no server was started
+
+
+def test_a_password_from_a_secret_file(data_dir: str, tmp_path: Path) -> None:
+    secret = tmp_path / "hotkv_password"
+    secret.write_text("from-a-secret\n")  # as `echo pw > file` writes it
+    env = container_env(data_dir, HOTKV_BIND="0.0.0.0", HOTKV_REQUIREPASS_FILE=str(secret),
+                        HOTKV_APPENDONLY="no")
+    proc = start_container(env)  # the health check reads the same file
+    try:
+        port = int(env["HOTKV_PORT"])
+        with pytest.raises(redis.AuthenticationError):
+            redis.Redis(port=port).ping()
+        assert redis.Redis(port=port, password="from-a-secret").ping()
+        with pytest.raises(redis.AuthenticationError):
+            redis.Redis(port=port, password="from-a-secret\n").ping()
+    finally:
+        proc.terminate()
+        proc.wait(20)
+        if proc.stderr:
+            proc.stderr.close()
+    for content, expected in (("", "is empty"), (None, "cannot read")):
+        bad = tmp_path / "bad"
+        if content is None:
+            bad.unlink(missing_ok=True)
+        else:
+            bad.write_text(content)
+        done = subprocess.run(entrypoint_command(), env=dict(env, HOTKV_REQUIREPASS_FILE=str(bad)),
+                              capture_output=True, text=True, timeout=30)
+        assert done.returncode == 1 and expected in done.stderr, done.stderr

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 from typing import Any
 
@@ -88,14 +89,19 @@ def test_walk_in_byte_order_with_count(r: redis.Redis) -> None:
     assert scan(r, 0, "summary", "COUNT", 1000) == (b"0", agents)
 
 
-def test_binary_ids_and_hex_cursor(r: redis.Redis) -> None:
+def test_binary_ids_and_opaque_cursor(r: redis.Redis) -> None:
     agents = [b"\x00", b"\x00\x01", b"a b", b"\xff\xfe", b"0"]
     summaries(r, agents)
     assert walk(r, "summary", "COUNT", 1) == sorted(agents)
     cursor, ids = scan(r, 0, "summary", "COUNT", 2)
     assert ids == [b"\x00", b"\x00\x01"]
-    assert cursor == b"0001"  # the hex of the last id looked at
-    assert scan(r, "30", "summary") == (b"0", [b"a b", b"\xff\xfe"])  # after id "0"
+    assert cursor not in (b"0", b"0001") and b"\x00" not in cursor  # not the id, nor its hex
+    assert re.fullmatch(rb"[A-Za-z0-9_-]+", cursor)  # base64url: safe to print and paste
+    assert scan(r, cursor, "summary", "COUNT", 2) == scan(r, cursor, "summary", "COUNT", 2)
+    assert scan(r, cursor, "summary", "COUNT", 10)[1] == [b"0", b"a b", b"\xff\xfe"]
+    # the old hex spelling of a position is no cursor: it cannot start a walk anywhere
+    assert error(r, "AMEM.SCAN", "30", "TYPE", "summary").startswith(
+        "invalid cursor '30'")
 
 
 def test_walk_while_the_store_changes(r: redis.Redis) -> None:
@@ -146,7 +152,7 @@ def test_expired_ids_are_not_listed(r: redis.Redis) -> None:
 def test_errors(r: redis.Redis) -> None:
     summaries(r, [b"a"])
     cursor_expected = "expected 0 or a cursor returned by AMEM.SCAN"
-    for bad in ("abc", "1", "4A", "0x61", "-1", ""):
+    for bad in ("abc", "1", "4A", "0x61", "-1", "", "61", "0001"):
         assert error(r, "AMEM.SCAN", bad, "TYPE", "summary") == (
             f"invalid cursor '{bad}': {cursor_expected}")
     assert error(r, "AMEM.SCAN", 0, "TYPE", "keys") == (

@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
+import redis
 
 from helpers import ROOT, HotkvProcess, free_port
 
@@ -188,3 +189,33 @@ def test_idle_timeout_spares_a_client_blocked_in_wait() -> None:
             assert sock.recv(100) == b"+PONG\r\n"
     finally:
         proc.cleanup()
+
+
+def test_scripts_serve_resolves_paths_against_the_callers_directory(tmp_path: Path) -> None:
+    """``scripts/serve ./my.conf --dir ./data`` from any directory: the config file is found
+    and the data lands there, not in the checkout; the start-up log names the directory."""
+    port = free_port()
+    (tmp_path / "my.conf").write_text(f"port {port}\nappendonly yes\nlogfile ./hotkv.log\n")
+    before = set(ROOT.iterdir())
+    proc = subprocess.Popen([str(ROOT / "scripts" / "serve"), "./my.conf", "--dir", "./data",
+                             "--bind", "127.0.0.1"], cwd=tmp_path, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE)
+    try:
+        logfile = tmp_path / "hotkv.log"
+        deadline = time.monotonic() + 60
+        while "ready to accept" not in (logfile.read_text() if logfile.exists() else ""):
+            assert proc.poll() is None, proc.stderr.read().decode() if proc.stderr else ""
+            assert time.monotonic() < deadline, "scripts/serve did not start the server"
+            time.sleep(0.05)
+        client = redis.Redis(port=port)
+        client.set("where", "here")
+        client.close()
+        line = next(x for x in logfile.read_text().splitlines() if "ready to accept" in x)
+        assert f"config {tmp_path / 'my.conf'}, dir {tmp_path / 'data'})" in line
+        assert (tmp_path / "data" / "appendonlydir").is_dir()
+        assert set(ROOT.iterdir()) == before  # nothing written into the checkout
+    finally:
+        proc.terminate()
+        proc.wait(20)
+        if proc.stderr:
+            proc.stderr.close()

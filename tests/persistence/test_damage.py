@@ -271,3 +271,21 @@ def test_loading_is_answered_while_a_large_aof_loads(procs: list[HotkvProcess], 
     assert replies.startswith(b"-LOADING hotkv is loading the dataset in memory\r\n"), replies[:200]
     assert b"loading:1" in replies and b"loading_loaded_perc:" in replies
     assert proc.client().dbsize() == 10_000
+
+
+def test_a_damaged_base_is_refused_with_one_true_remedy(procs: list[HotkvProcess],
+                                                        data_dir: str) -> None:
+    """Truncation (hotkv-check-aof --fix) cannot repair a base, so the message does not
+    send the user there: it says the one thing that helps."""
+    layout = _three_incrs(data_dir)
+    base = layout.path("appendonly.aof.1.base.hkv")
+    with open(base, "r+b") as fh:
+        data = bytearray(fh.read())
+        data[len(data) // 2] ^= 0x40
+        fh.seek(0)
+        fh.write(data)
+    message = start_fails(server(procs, data_dir))
+    line = next(x for x in message.splitlines() if "Bad base file" in x)
+    assert f"Bad base file {base}" in line
+    assert line.endswith(f"a damaged base cannot be repaired: restore {base} from a backup")
+    assert "--fix" not in line and "check-aof" not in line

@@ -43,7 +43,11 @@ def test_replicas_get_a_turns_writes_after_the_aof_has_them(tmp_path: Path) -> N
         replica.connection_made(RecordingTransport("replica", log, lambda: aof[0] if aof else None))  # type: ignore[arg-type]
         replica.data_received(command(b"REPLCONF", b"listening-port", b"7000"))
         replica.data_received(command(b"PSYNC", b"?", b"-1"))
-        await asyncio.sleep(0.01)
+        repl = core.extras["replication"]
+        for _ in range(1000):  # the snapshot comes from a forked child: wait until it is sent
+            await asyncio.sleep(0.01)
+            if repl.fullsync.job is None:
+                break
         assert any(data.startswith(b"+FULLRESYNC") for name, data, _ in log if name == "replica")
         log.clear()
 

@@ -2,7 +2,7 @@
 
 The container's HEALTHCHECK, usable anywhere (``redis-cli ping`` is not in the image).
 It reads the same environment as the container: ``HOTKV_PORT`` (6379), ``HOTKV_HOST``
-(127.0.0.1) and ``HOTKV_REQUIREPASS``; ``--host``, ``--port``, ``--password`` and
+(127.0.0.1) and ``HOTKV_REQUIREPASS`` (or the file ``HOTKV_REQUIREPASS_FILE`` names); ``--host``, ``--port``, ``--password`` and
 ``--timeout`` override them. Exit status: 0 healthy, 1 not (the reason on stderr).
 """
 
@@ -16,6 +16,8 @@ from collections.abc import Sequence
 import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
+
+from hotkv_server.clients.entrypoint import EntrypointError, password_from_file
 
 
 def check(host: str, port: int, password: str | None, timeout: float) -> str | None:
@@ -40,10 +42,17 @@ def main(argv: Sequence[str] | None = None) -> int:
                                      description="Exit 0 when hotkv answers PING.")
     parser.add_argument("--host", default=env.get("HOTKV_HOST", "127.0.0.1"))
     parser.add_argument("--port", type=int, default=int(env.get("HOTKV_PORT", "6379")))
-    parser.add_argument("--password", default=env.get("HOTKV_REQUIREPASS"))
+    parser.add_argument("--password", default=None)
     parser.add_argument("--timeout", type=float, default=2.0, help="seconds")
     args = parser.parse_args(argv)
-    problem = check(args.host, args.port, args.password, args.timeout)
+    password = args.password
+    if password is None:
+        try:
+            password = password_from_file(env) or env.get("HOTKV_REQUIREPASS")
+        except EntrypointError as exc:
+            print(f"hotkv health check: {exc}", file=sys.stderr)
+            return 1
+    problem = check(args.host, args.port, password, args.timeout)
     if problem is not None:
         print(f"hotkv at {args.host}:{args.port} is not healthy: {problem}", file=sys.stderr)
         return 1

@@ -178,6 +178,7 @@ def section_stats(core: Core) -> Fields:
         ("rejected_connections", s.rejected_connections),
         ("expired_keys", s.expired_keys),
         ("evicted_keys", s.evicted_keys),
+        ("evicted_clients", s.evicted_clients),
         ("keyspace_hits", s.keyspace_hits),
         ("keyspace_misses", s.keyspace_misses),
         ("pubsub_channels", 0),

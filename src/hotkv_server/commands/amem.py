@@ -1,24 +1,33 @@
 """Commands across the memory stores: AMEM.SCAN, and the ``# Amem`` section of INFO.
 
 AMEM.SCAN walks one store's live ids in byte order. The cursor is ``0`` to start and at
-the end; otherwise it is the hex of the last id the previous call looked at, and the next
-call goes on with the ids above it. So the walk needs no state on the server and stays
-right while the store changes: every id present for the whole walk is returned exactly
-once, ids added or removed meanwhile may or may not be (as Redis SCAN promises).
+the end; otherwise it is an opaque token (``hotkv_server.engine.cursor``) sealing the last
+id the previous call looked at, and the next call goes on with the ids above it. So the
+walk needs no state on the server and stays right while the store changes: every id
+present for the whole walk is returned exactly once, ids added or removed meanwhile may
+or may not be (as Redis SCAN promises). A token is bound to the store and the user that
+got it and to this server process: anything else is refused as an invalid cursor.
 COUNT (default 10) is how many ids a call looks at, MATCH filters those, so a call may
 return fewer than COUNT ids, or none, before the walk ends (as Redis SCAN does). Each
 call costs O(N log COUNT) over the store's N ids.
+
+A user confined by ACL key patterns walks only the ids it may read: the others are left
+out before COUNT and the cursor are decided, so neither the ids returned, nor the cursor,
+nor how the walk advances depends on another tenant's ids.
 """
 
 from __future__ import annotations
 
 import heapq
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from hotkv_server.commands.glob import compile_glob
+from hotkv_server.commands.tenancy import readable_filter
 from hotkv_server.engine import errors
 from hotkv_server.engine.args import Args
 from hotkv_server.engine.context import Context
+from hotkv_server.engine.cursor import PROCESS_CODEC
 from hotkv_server.engine.errors import CommandError
 from hotkv_server.engine.registry import command
 
@@ -31,20 +40,21 @@ MEMORY_STORES: tuple[bytes, ...] = (b"CONV", b"SEM", b"WORK", b"EPIS", b"SUMMARY
 SCAN_COUNT_DEFAULT = 10
 
 
-def encode_cursor(last_id: bytes) -> bytes:
-    return last_id.hex().encode()
+def _scope(ctx: Context, store_name: bytes) -> bytes:
+    """What a cursor is bound to: the store walked and the user walking it."""
+    return store_name + b"\0" + ctx.username.encode("utf-8", "surrogateescape")
 
 
-def decode_cursor(raw: bytes) -> bytes | None:
+def encode_cursor(ctx: Context, store_name: bytes, last_id: bytes) -> bytes:
+    return PROCESS_CODEC.seal(_scope(ctx, store_name), last_id)
+
+
+def decode_cursor(ctx: Context, store_name: bytes, raw: bytes) -> bytes | None:
     """The id a cursor continues after; None for ``0`` (the start)."""
     if raw == b"0":
         return None
-    try:
-        last_id = bytes.fromhex(raw.decode("ascii"))
-    except (UnicodeDecodeError, ValueError):
-        last_id = b""
-    # a hex cursor is never empty and always has an even number of lower-case digits
-    if not last_id or encode_cursor(last_id) != raw:
+    last_id = PROCESS_CODEC.open(_scope(ctx, store_name), raw)
+    if last_id is None:
         raise CommandError(
             errors.bad_argument("cursor", "0 or a cursor returned by AMEM.SCAN", raw)
         )
@@ -63,7 +73,6 @@ def decode_cursor(raw: bytes) -> bytes | None:
 )
 def amem_scan(ctx: Context, argv: list[bytes]) -> list[Any]:
     """cursor TYPE (CONV|SEM|WORK|EPIS|SUMMARY) [MATCH glob] [COUNT n]"""
-    after = decode_cursor(argv[1])
     args = Args(argv, 2)
     store_name: bytes | None = None
     pattern: bytes | None = None
@@ -83,20 +92,20 @@ def amem_scan(ctx: Context, argv: list[bytes]) -> list[Any]:
         raise CommandError(
             "ERR syntax error: TYPE conv|sem|work|epis|summary is required"
         )
-    ids = ctx.db.stores[store_name.lower().decode()].ids(ctx.now_ms)
+    after = decode_cursor(ctx, store_name, argv[1])
+    ids: Iterable[bytes] = ctx.db.stores[store_name.lower().decode()].ids(ctx.now_ms)
+    readable = readable_filter(ctx)
+    if readable is not None:
+        ids = filter(readable, ids)
     if after is not None:
         ids = (ident for ident in ids if ident > after)
     batch = heapq.nsmallest(count + 1, ids)  # one more tells whether the walk goes on
     more = len(batch) > count
     batch = batch[:count]
-    cursor = encode_cursor(batch[-1]) if more else b"0"
+    cursor = encode_cursor(ctx, store_name, batch[-1]) if more else b"0"
     if pattern is not None:
         matches = compile_glob(pattern)
         batch = [ident for ident in batch if matches(ident)]
-    user = ctx.user
-    if user is not None and user.restricted and not user.allkeys:
-        # a tenant confined by ACL key patterns sees only the ids it may read
-        batch = [ident for ident in batch if user.key_allowed(ident, read=True, write=False)]
     return [cursor, batch]
 
 

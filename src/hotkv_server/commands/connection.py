@@ -329,11 +329,19 @@ def _kill(target: Context) -> None:
 
 
 @command("client|no-evict", arity=3, flags="admin noscript loading stale", group="connection",
-         summary="Accepted for compatibility; hotkv never evicts clients.", syntax="ON|OFF")
+         summary="Sets the client eviction mode of the connection (maxmemory-clients).",
+         syntax="ON|OFF")
 def client_no_evict(ctx: Context, argv: list[bytes]) -> Any:
     """CLIENT NO-EVICT ON|OFF"""
-    if argv[2].upper() not in (b"ON", b"OFF"):
+    mode = argv[2].upper()
+    if mode not in (b"ON", b"OFF"):
         raise CommandError(errors.SYNTAX)
+    # ids are never reused, so an id left behind by a closed client matches nobody
+    exempt: set[int] = ctx.core.extras.setdefault("no_evict_clients", set())
+    if mode == b"ON":
+        exempt.add(ctx.id)
+    else:
+        exempt.discard(ctx.id)
     return OK
 
 

@@ -4,7 +4,9 @@ DEL UNLINK EXISTS TYPE KEYS SCAN EXPIRE PEXPIRE EXPIREAT PEXPIREAT TTL PTTL PERS
 RANDOMKEY. The string cache is the only id space these commands see: the memory stores
 have their own commands (``AMEM.SCAN``, ``AMEM.CONV.DEL`` ...). Deadlines are made absolute
 from the command's clock snapshot ``ctx.now_ms``; a deadline already passed deletes the key
-(the effect is a ``kv.del``, as Redis propagates a DEL).
+(the effect is a ``kv.del``, as Redis propagates a DEL). For a user confined by ACL key
+patterns, KEYS, SCAN, RANDOMKEY and DBSIZE see only the keys it may read (a hotkv
+extension, ``tenancy.py``).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import random
 from typing import Any
 
 from hotkv_server.commands.glob import glob_match
+from hotkv_server.commands.tenancy import readable_filter
 from hotkv_server.engine import errors
 from hotkv_server.engine.args import parse_int
 from hotkv_server.engine.context import Context
@@ -88,6 +91,9 @@ def type_(ctx: Context, argv: list[bytes]) -> Any:
          summary="Returns the number of keys in the string cache.", syntax="")
 def dbsize(ctx: Context, argv: list[bytes]) -> Any:
     """DBSIZE"""
+    readable = readable_filter(ctx)
+    if readable is not None:  # a tenant counts only the keys it may read (tenancy.py)
+        return sum(1 for key in ctx.db.kv.ids(ctx.now_ms) if readable(key))
     # as in Redis, keys past their deadline count until expiry (lazy or active) removes them
     return len(ctx.db.kv)
 
@@ -100,6 +106,10 @@ def randomkey(ctx: Context, argv: list[bytes]) -> Any:
     """RANDOMKEY"""
     kv = ctx.db.kv
     now = ctx.now_ms
+    readable = readable_filter(ctx)
+    if readable is not None:  # a tenant picks among the keys it may read (tenancy.py)
+        mine = [key for key in kv.ids(now) if readable(key)]
+        return random.choice(mine) if mine else None
     for _ in range(100):
         n = len(kv)
         if n == 0:
@@ -121,6 +131,9 @@ def keys(ctx: Context, argv: list[bytes]) -> Any:
     """KEYS pattern"""
     pattern = argv[1]
     names = ctx.db.kv.ids(ctx.now_ms)
+    readable = readable_filter(ctx)
+    if readable is not None:  # a tenant lists only the keys it may read (tenancy.py)
+        names = [name for name in names if readable(name)]
     if pattern == b"*":
         return names
     return [name for name in names if glob_match(pattern, name)]
@@ -180,7 +193,8 @@ def scan(ctx: Context, argv: list[bytes]) -> Any:
         else:
             raise CommandError(errors.SYNTAX)
         i += 2
-    next_cursor, found = ctx.db.kv.scan(cursor, count, ctx.now_ms)
+    # a tenant walks only the keys it may read (tenancy.py)
+    next_cursor, found = ctx.db.kv.scan(cursor, count, ctx.now_ms, readable_filter(ctx))
     if type_name is not None and type_name != b"string":
         found = []  # the cache holds strings only; an unknown type matches nothing (Redis 7.0)
     elif pattern is not None:

@@ -82,6 +82,7 @@ _FUSION_TOKENS = tuple(f.encode() for f in FUSIONS)
 _KIND_RE = re.compile(rb"[a-z0-9_-]{1,32}")
 _HEX_RE = re.compile(rb"(?:[0-9a-f]{2})+")
 _NAN = frozenset((b"nan", b"+nan", b"-nan"))
+_NUMBERISH = re.compile(rb"[+-]?\.?[0-9]")
 _VECTOR_DTYPE = np.dtype("<f4")
 
 _CREATE_OPTIONS = "METRIC, M, EF_CONSTRUCTION, EF, CAPACITY, EVICT or UPDATE"
@@ -152,6 +153,9 @@ def read_vector(args: Args, ns: Namespace) -> bytes:
             args.next("vector")
             values.append(value)
             raws.append(raw)
+        if len(values) < dim and raw is not None and _NUMBERISH.match(raw):
+            # a value that starts as a number but is not one is a typo, not a short vector
+            raise CommandError(errors.dim_bad_value(raw, len(values) + 1))
         if len(values) != dim:
             raise CommandError(errors.dim_count(dim, len(values)))
         with np.errstate(over="ignore"):

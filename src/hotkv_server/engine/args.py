@@ -11,12 +11,12 @@
 from __future__ import annotations
 
 import builtins
-import json
 import math
 from typing import Any
 
 from hotkv_server.engine import errors
 from hotkv_server.engine.errors import CommandError
+from hotkv_server.engine.strict_json import JSONRejected, load_object
 
 MAX_ID_LEN = 512
 #: the furthest ahead an absolute deadline (PXAT) may lie: 100 years
@@ -180,10 +180,8 @@ def check_id(raw: bytes, name: str) -> bytes:
 
 
 def check_json_object(raw: bytes, name: str) -> Any:
+    """Strict JSON (strict_json.py): no NaN/Infinity, at most MAX_DEPTH levels deep."""
     try:
-        value = json.loads(raw)
-    except (ValueError, UnicodeDecodeError):
-        raise CommandError(f"ERR invalid {name}: expected a JSON object") from None
-    if not isinstance(value, dict):
-        raise CommandError(f"ERR invalid {name}: expected a JSON object")
-    return value
+        return load_object(raw)
+    except JSONRejected as exc:
+        raise CommandError(f"ERR invalid {name}: expected {exc.reason}") from None

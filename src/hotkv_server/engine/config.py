@@ -176,6 +176,8 @@ DIRECTIVES: dict[str, Directive] = {
         Directive("protected-mode", True, *_B),
         Directive("maxclients", 10000, _int_range(1, 1_000_000), str),
         Directive("maxmemory", 0, _memory, _format_memory),
+        # all clients' unread replies together (Redis: 0, no cap): server/client_memory.py
+        Directive("maxmemory-clients", 1024**3, _memory, _format_memory),
         Directive(
             "maxmemory-policy",
             "noeviction",
@@ -198,7 +200,9 @@ DIRECTIVES: dict[str, Directive] = {
         Directive("slowlog-max-len", 128, _int_range(0, 2**31 - 1), str),
         Directive("hz", 10, _int_range(1, 500), str),
         Directive("databases", 1, _int_range(1, 1), str, mutable=False),
-        Directive("client-output-buffer-limit", "normal 0 0 0 replica 256mb 64mb 60 pubsub 32mb 8mb 60",
+        # normal clients are limited by default (Redis: 0 0 0), so that one client that
+        # never reads cannot take the server's memory (docs/security.md)
+        Directive("client-output-buffer-limit", "normal 64mb 16mb 60 replica 256mb 64mb 60 pubsub 32mb 8mb 60",
                   _text, str),
         Directive("tls-port", 0, _int_range(0, 65535), str, mutable=False),
         Directive("tls-cert-file", "", _single(_str), str, mutable=False),
@@ -258,6 +262,11 @@ class Config:
     def matching(self, pattern: str) -> Iterable[tuple[str, str]]:
         """(name, formatted value) for CONFIG GET with a glob pattern."""
         for name, directive in DIRECTIVES.items():
+            if directive.repeatable:
+                # ``user`` lines are ACL state (with passwords in the clear): as in Redis,
+                # where ``user`` is a config-file directive only, CONFIG GET does not list
+                # them; ACL LIST shows the users with password digests
+                continue
             if fnmatch.fnmatchcase(name, pattern.lower()):
                 yield name, directive.format(self.values[name])
 

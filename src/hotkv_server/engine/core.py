@@ -38,6 +38,7 @@ class Stats:
     rejected_connections: int = 0
     expired_keys: int = 0
     evicted_keys: int = 0
+    evicted_clients: int = 0
     keyspace_hits: int = 0
     keyspace_misses: int = 0
     total_net_input_bytes: int = 0

@@ -147,6 +147,11 @@ def sem_full(ns: bytes, capacity: int) -> str:
             "and EVICT is NONE")
 
 
+def dim_bad_value(raw: bytes, position: int) -> str:
+    """``DIM invalid vector value '0.3x' at position 3: expected a decimal number``."""
+    return f"DIM invalid vector value '{_clip(raw, 64)}' at position {position}: expected a decimal number"
+
+
 def dim_count(expected: int, got: int) -> str:
     """``DIM expected 3 values, got 2``."""
     return f"DIM expected {expected} values, got {got}"

@@ -444,6 +444,13 @@ def parse_syntax(syntax: str, first_key: int) -> tuple[Arg, ...]:
             if tok == "...":
                 if items[-1]:
                     last = items[-1][-1]
+                    stem = last.name[:-1]
+                    after = tokens[pos] if pos < len(tokens) else ""
+                    if last.name.endswith("1") and stem and after.startswith(stem) and after != last.name:
+                        # ``v1 ... vdim``: one argument given several times (``v [v ...]``),
+                        # not a ``v1`` repeated and then a ``vdim``
+                        pos += 1
+                        last = _replace(last, name=stem)
                     items[-1][-1] = _replace(last, multiple=True)
                 continue
             if tok in ("[", "("):

@@ -41,6 +41,11 @@ def repair_hint(layout: Layout) -> str:
     return f"make a backup of {layout.aof_dir}, then run 'hotkv-check-aof --fix {layout.data_dir}'"
 
 
+def base_hint(path: str) -> str:
+    """What to do about a damaged base: truncation (hotkv-check-aof --fix) cannot repair it."""
+    return f"a damaged base cannot be repaired: restore {path} from a backup"
+
+
 def manifest_hint(layout: Layout) -> str:
     """What to do about a manifest that does not match the files (no automatic repair)."""
     return (f"'hotkv-check-aof {layout.data_dir}' lists the files; restore the manifest from a "
@@ -119,15 +124,14 @@ class Loader:
             except BaseFormatError as exc:
                 raise LoadError(
                     f"Bad base file {path} at offset {exc.offset}: {exc.reason}; "
-                    f"{repair_hint(self.layout)} (a damaged base cannot be repaired: restore it "
-                    "from a backup)"
+                    f"{base_hint(path)}"
                 ) from None
         try:
             self.db.restore(state)
         except Exception as exc:
             raise LoadError(
                 f"Bad base file {path}: a store could not restore its snapshot "
-                f"({type(exc).__name__}: {exc}); restore the file from a backup"
+                f"({type(exc).__name__}: {exc}); {base_hint(path)}"
             ) from None
         self.stats.base_size = size
         self.stats.loaded_bytes = size

@@ -11,25 +11,15 @@ handlers, no loop shutdown, no buffered output of the parent flushed twice).
 
 from __future__ import annotations
 
-import ctypes
 import gc
 import os
 import signal
 from dataclasses import dataclass
 from typing import NoReturn
 
+from hotkv_server.engine.child import prepare_child
 from hotkv_server.persistence.snapshot import write_base_file
 from hotkv_server.stores.database import Database
-
-_PR_SET_PDEATHSIG = 1
-try:
-    _libc: ctypes.CDLL | None = ctypes.CDLL(None, use_errno=True)
-except OSError:  # not Linux/glibc: the child still exits when done
-    _libc = None
-try:
-    _MAX_FD = max(256, min(int(os.sysconf("SC_OPEN_MAX")), 1 << 20))
-except (ValueError, OSError):
-    _MAX_FD = 65536
 
 
 @dataclass
@@ -59,19 +49,7 @@ def spawn(db: Database, temp_path: str, now_ms: int) -> tuple[int, int]:
 
 def _child(db: Database, temp_path: str, now_ms: int, report_fd: int, parent: int) -> NoReturn:
     try:
-        gc.disable()
-        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-            signal.signal(sig, signal.SIG_DFL)
-        try:
-            signal.set_wakeup_fd(-1)
-        except ValueError:
-            pass
-        if _libc is not None:
-            _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-        if os.getppid() != parent:  # the parent died before prctl took effect
-            os._exit(2)
-        os.closerange(3, report_fd)
-        os.closerange(report_fd + 1, _MAX_FD)
+        prepare_child(report_fd, parent)
         # the copy may drop what expired: its deadlines are absolute, so nothing changes
         while db.purge_expired(now_ms, 100_000) >= 100_000:
             pass

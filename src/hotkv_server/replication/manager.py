@@ -32,9 +32,10 @@ from hotkv_server.engine.replies import OK, ErrorReply
 from hotkv_server.engine.turn import RepliesWithheld
 from hotkv_server.replication import state
 from hotkv_server.replication.backlog import Backlog
+from hotkv_server.replication.fullsync import FullSync
 from hotkv_server.replication.link import REPL_TIMEOUT_S, PrimaryLink
 from hotkv_server.replication.stream import EFFECT, GETACK, PING, effect_command
-from hotkv_server.stores.effect import pack, unpack
+from hotkv_server.stores.effect import unpack
 
 if TYPE_CHECKING:
     from hotkv_server.engine.context import Context
@@ -124,8 +125,7 @@ class Replication:
         self.net_in = 0
         self.net_out = 0
         self.last_ping = time.monotonic()
-        self.snapshot_cache: tuple[str, int, int, bytes] | None = None  # replid, offset, dirty, bytes
-        self.snapshot_cache_time = 0.0
+        self.fullsync = FullSync(self)
         self.loop: asyncio.AbstractEventLoop | None = None
         self.closed = False
         saved = state.take(core.config.values["dir"])
@@ -165,14 +165,14 @@ class Replication:
                     self.check_output_limit(peer, now)
         else:
             self.last_ping = now
-        if self.snapshot_cache is not None and now - self.snapshot_cache_time > 5.0:
-            self.snapshot_cache = None
+        self.fullsync.tick(now)
 
     async def close(self, save: bool | None = None) -> None:
         """Shutdown: stop the link, hand the last bytes to the replicas, save id and offset."""
         if self.closed:
             return
         self.closed = True
+        self.fullsync.close()
         if self.link is not None:
             self.link.stop()
             await self.link.wait_closed()
@@ -254,6 +254,7 @@ class Replication:
             return
         data = b"".join(self.pending) if len(self.pending) > 1 else self.pending[0]
         self.pending.clear()
+        self.fullsync.hold(data)
         now = time.monotonic()
         for peer in list(self.peers.values()):
             self._write(peer, data)
@@ -261,8 +262,8 @@ class Replication:
 
     def _write(self, peer: Peer, data: bytes) -> None:
         transport = peer.transport
-        if transport.is_closing():
-            return
+        if transport.is_closing() or peer.state == "wait_bgsave":
+            return  # (a replica waiting for its snapshot gets this from fullsync.hold)
         transport.write(data)
         peer.written += len(data)
         self.net_out += len(data)
@@ -387,13 +388,10 @@ class Replication:
                     log.info("Full resync requested by replica %s", name)
             self.sync_full += 1
             self.create_backlog()
-            payload = self.snapshot_payload()
-            head = b"+FULLRESYNC %s %d\r\n" % (self.replid.encode(), self.offset) if offset is not None else b""
-            self._write(peer, head + b"$%d\r\n" % len(payload))
-            self._write(peer, payload)
-            peer.bulk_end = peer.written
-            log.info("Starting full sync with replica %s: %d bytes of snapshot at offset %d",
-                     name, len(payload), self.offset)
+            self.peers[ctx.id] = peer
+            # the snapshot is made by a forked child, off the loop (fullsync.py)
+            self.fullsync.add(peer, with_head=offset is not None)
+            log.info("Starting full sync with replica %s at offset %d", name, self.offset)
         self.peers[ctx.id] = peer
         return NO_REPLY
 
@@ -402,19 +400,6 @@ class Replication:
         if replid != self.replid and (replid != self.replid2 or offset > self.second_offset):
             return False
         return self.backlog is not None and self.backlog.covers(offset)
-
-    def snapshot_payload(self) -> bytes:
-        """``msgpack(Database.snapshot())``, shared by replicas that sync at the same point."""
-        core = self.core
-        cached = self.snapshot_cache
-        if cached is not None and cached[:3] == (self.replid, self.offset, core.dirty):
-            return cached[3]
-        started = time.monotonic()
-        payload = pack(core.db.snapshot())
-        self.snapshot_cache = (self.replid, self.offset, core.dirty, payload)
-        self.snapshot_cache_time = time.monotonic()
-        log.info("Snapshot for replication: %d bytes in %.3f s", len(payload), time.monotonic() - started)
-        return payload
 
     def client_gone(self, ctx: Context) -> None:
         """A connection closed: a replica, a handshake in progress, or a client in WAIT."""
@@ -556,7 +541,6 @@ class Replication:
         self.offset = offset
         self.backlog = Backlog(core.config.values["repl-backlog-size"], offset + 1)
         self.pending.clear()
-        self.snapshot_cache = None
         core.dirty += 1
         core.touch_all()
         log.info("MASTER <-> REPLICA sync: loaded the snapshot in %.3f s", time.monotonic() - started)

@@ -164,13 +164,19 @@ class KeyValueStore(Store):
             return None
         return next(islice(self._values, index, None))
 
-    def scan(self, cursor: int, count: int, now_ms: int) -> tuple[int, list[bytes]]:
+    def scan(self, cursor: int, count: int, now_ms: int,
+             keep: Callable[[bytes], bool] | None = None) -> tuple[int, list[bytes]]:
         """One SCAN step: ``(next cursor, live keys)``; cursor 0 starts and ends a walk.
 
         Keys are visited in the order of their 64-bit hash and the cursor is the hash to
         resume at, so every key that exists for a whole walk is returned, whatever is
         written in between, and keys sharing a hash are never split across two steps.
+        With ``keep`` (a tenant's key patterns) the walk sees only the keys it keeps:
+        COUNT counts those and the cursor is the hash of the next one kept, so nothing in
+        the reply depends on the other keys.
         """
+        if keep is not None:
+            return self._scan_kept(cursor, count, now_ms, keep)
         if self._scan_cursors is None or (cursor == 0 and self._scan_added != self._added):
             self._build_scan_order()
         cursors = self._scan_cursors
@@ -185,6 +191,33 @@ class KeyValueStore(Store):
         if end < n:
             return int(cursors[end]), found
         # the walk is over: let go of the key list (a walk still running rebuilds it)
+        self._scan_cursors = None
+        self._scan_keys = None
+        return 0, found
+
+    def _scan_kept(self, cursor: int, count: int, now_ms: int,
+                   keep: Callable[[bytes], bool]) -> tuple[int, list[bytes]]:
+        if self._scan_cursors is None or (cursor == 0 and self._scan_added != self._added):
+            self._build_scan_order()
+        cursors = self._scan_cursors
+        keys_in_order = self._scan_keys
+        assert cursors is not None and keys_in_order is not None
+        n = len(keys_in_order)
+        i = int(np.searchsorted(cursors, np.uint64(cursor))) if cursor else 0
+        seen = 0
+        found: list[bytes] = []
+        count = max(count, 1)
+        while i < n and (seen < count or cursors[i] == cursors[i - 1]):
+            key = keys_in_order[i]
+            if keep(key):
+                seen += 1
+                if self.peek(key, now_ms) is not None:
+                    found.append(key)
+            i += 1
+        while i < n and not keep(keys_in_order[i]):
+            i += 1
+        if i < n:
+            return int(cursors[i]), found
         self._scan_cursors = None
         self._scan_keys = None
         return 0, found
