@@ -20,6 +20,7 @@ MODULES = (
     "amem",
     "acl",
     "replication",
+    "pubsub",
 )
 
 _loaded = False

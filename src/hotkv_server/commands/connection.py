@@ -24,6 +24,8 @@ def ping(ctx: Context, argv: list[bytes]) -> Any:
     """PING [message]"""
     if len(argv) > 2:
         raise CommandError(errors.wrong_arity("ping"))
+    if ctx.pubsub is not None and ctx.proto == 2:  # subscribed mode: an array, as Redis
+        return [b"pong", argv[1] if len(argv) == 2 else b""]
     if len(argv) == 2:
         return argv[1]
     return PONG
@@ -64,6 +66,7 @@ def reset(ctx: Context, argv: list[bytes]) -> Any:
     ctx.multi_error = False
     ctx.unwatch()
     ctx.core.monitors.discard(ctx)
+    ctx.core.pubsub.drop(ctx)
     ctx.proto = 2
     ctx.name = b""
     users = ctx.core.users

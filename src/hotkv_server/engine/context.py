@@ -42,6 +42,7 @@ class Context:
         "name",
         "now_ms",
         "proto",
+        "pubsub",
         "push",
         "transport",
         "user",
@@ -87,7 +88,10 @@ class Context:
         self.flags = ""
         #: writes out-of-band bytes (MONITOR feed, replication) to this client, if connected
         self.writer: Callable[[bytes], None] | None = None
-        self.push: Callable[[Any], None] | None = None
+        #: writes encoded out-of-band bytes (pub/sub messages) in order with the replies
+        self.push: Callable[[bytes], None] | None = None
+        #: this client's subscriptions (engine/pubsub.py), None while it has none
+        self.pubsub: Any = None
         #: closes this client's connection (CLIENT KILL, timeout); set by the network layer
         self.closer: Callable[[], None] | None = None
         #: the connection's transport (the replication primary writes a replica's stream

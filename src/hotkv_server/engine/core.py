@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from hotkv_server import __version__
 from hotkv_server.engine.clock import Clock
+from hotkv_server.engine.pubsub import Hub
 from hotkv_server.server.config import Config, output_limits
 from hotkv_server.server.framing import short_header
 from hotkv_server.stores.base import Effect
@@ -84,6 +85,8 @@ class Core:
         self.clients: dict[int, Context] = {}
         self._next_client_id = 1
         self.monitors: set[Context] = set()
+        #: channels, patterns and shard channels with their subscribers (engine/pubsub.py)
+        self.pubsub = Hub()
         self.slowlog: deque[SlowlogEntry] = deque()
         self.slowlog_next_id = 0
         #: who must hear about every applied effect (AOF writer, replication backlog): only

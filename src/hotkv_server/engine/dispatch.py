@@ -23,6 +23,11 @@ from hotkv_server.server.resp import QUEUED, ErrorReply
 
 #: commands executed at once even inside MULTI (everything else is queued)
 _NOT_QUEUED = frozenset({"exec", "discard", "multi", "watch", "quit", "reset"})
+#: commands a RESP2 client may run while subscribed (as Redis's processCommand allows)
+_SUBSCRIBED_MODE = frozenset(
+    {"ping", "subscribe", "ssubscribe", "unsubscribe", "sunsubscribe", "psubscribe",
+     "punsubscribe", "quit", "reset"}
+)
 
 _time_ns = time.time_ns
 log = logging.getLogger("hotkv")
@@ -116,6 +121,9 @@ def dispatch(ctx: Context, argv: list[bytes]) -> Any:
         denial = _gate(ctx, core, spec)
         if denial is not None:
             return _reject_call(ctx, spec, denial)
+
+    if ctx.pubsub is not None and ctx.proto == 2 and spec.name not in _SUBSCRIBED_MODE:
+        return _reject_call(ctx, spec, errors.subscribed_mode(spec.name))
 
     if ctx.multi is not None and spec.name not in _NOT_QUEUED:
         if not spec.allowed_in_multi:

@@ -57,6 +57,15 @@ def unknown_subcommand(sub: bytes, container: str) -> str:
     return f"ERR unknown subcommand '{_clip(sub)}'. Try {container.upper()} HELP."
 
 
+def subscribed_mode(fullname: str) -> str:
+    """A RESP2 client in subscribed mode ran anything but the subscription commands."""
+    return (f"ERR Can't execute '{fullname}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / "
+            "QUIT / RESET are allowed in this context")
+
+
+NOPERM_CHANNEL = "NOPERM this user has no permissions to access one of the channels used as arguments"
+
+
 def wrong_arity(fullname: str) -> str:
     return f"ERR wrong number of arguments for '{fullname}' command"
 

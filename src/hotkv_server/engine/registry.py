@@ -54,6 +54,7 @@ GROUP_CATEGORIES: dict[str, tuple[str, ...]] = {
     "summary": ("amem",),
     "amem": ("amem",),
     "replication": (),
+    "pubsub": ("pubsub",),
 }
 
 
@@ -341,7 +342,10 @@ def _ordered_key_flags(name: str, flags: list[str]) -> tuple[str, ...]:
     unknown = set(flags) - set(KEY_SPEC_FLAGS)
     if unknown:
         raise ValueError(f"{name}: unknown key spec flags {sorted(unknown)}")
-    # exactly one of the four access kinds, as Redis requires of every key spec
+    # exactly one of the four access kinds, as Redis requires of every key spec (but for
+    # a ``not_key`` spec: a shard channel, routed as a key, is no data at all)
+    if flags == ["not_key"]:
+        return ("not_key",)
     if len(set(flags) & {"RO", "RW", "OW", "RM"}) != 1:
         raise ValueError(f"{name}: key spec flags need exactly one of RO, RW, OW, RM")
     return tuple(f for f in KEY_SPEC_FLAGS if f in flags)

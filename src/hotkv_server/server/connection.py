@@ -85,6 +85,8 @@ class ClientProtocol(asyncio.Protocol):
         self.held: deque[list[bytes] | bytes] = deque()
         #: replies held until the end of this event-loop turn (see ``_send``), else None
         self.turn_out: list[bytes] | None = None
+        #: the replies of the read being processed: pushes (pub/sub) join them in order
+        self.current_out: list[bytes] | None = None
 
     # --- lifecycle ----------------------------------------------------------------
     def connection_made(self, base: asyncio.BaseTransport) -> None:
@@ -115,6 +117,7 @@ class ClientProtocol(asyncio.Protocol):
         ctx = Context(core, addr, laddr)
         ctx.writer = self._write_out_of_band
         ctx.closer = self._close_from_server
+        ctx.push = self._push
         ctx.transport = transport
         self.ctx = ctx
         core.clients[ctx.id] = ctx
@@ -128,12 +131,14 @@ class ClientProtocol(asyncio.Protocol):
         core = self.core
         core.clients.pop(ctx.id, None)
         core.monitors.discard(ctx)
+        core.pubsub.drop(ctx)
         ctx.unwatch()
         hook = core.extras.get("client_gone")
         if hook is not None:
             hook(ctx)
         ctx.writer = None
         ctx.closer = None
+        ctx.push = None
         ctx.transport = None
 
     def pause_writing(self) -> None:
@@ -155,6 +160,7 @@ class ClientProtocol(asyncio.Protocol):
         if self.held and type(self.held[-1]) is bytes:
             return  # a protocol error waits behind a deferred reply: the rest is never read
         out: list[bytes] = []
+        self.current_out = out
         try:
             self._process(ctx, data, out)
         except hiredis.ProtocolError as exc:
@@ -165,6 +171,7 @@ class ClientProtocol(asyncio.Protocol):
             log.exception("internal error reading from client %s", ctx.addr)
             out.append(encode_error("ERR internal error while reading the request"))
             ctx.close_after_reply = True
+        self.current_out = None
         ctx.last_interaction_ms = ctx.now_ms
         self._send(out)
 
@@ -188,7 +195,8 @@ class ClientProtocol(asyncio.Protocol):
             reader = self.reader
             reader.feed(data)
             got = None
-            out_limit = self._hard_output_limit(ctx) if ctx.flags else self.core.normal_output_hard_limit
+            out_limit = (self._hard_output_limit(ctx) if ctx.flags or ctx.pubsub is not None
+                         else self.core.normal_output_hard_limit)
             out_size = 0
             proto = ctx.proto
             while True:
@@ -389,9 +397,9 @@ class ClientProtocol(asyncio.Protocol):
             transport.close()
 
     def _hard_output_limit(self, ctx: Context) -> int:
-        if ctx.flags:
+        if ctx.flags or ctx.pubsub is not None:
             return output_limits(self.core.config.values["client-output-buffer-limit"],
-                                 "replica" if "S" in ctx.flags else "normal")[0]
+                                 limit_class(ctx))[0]
         return self.core.normal_output_hard_limit
 
     def _over_output_limit(self, ctx: Context, out: list[bytes], size: int) -> bool:
@@ -408,7 +416,7 @@ class ClientProtocol(asyncio.Protocol):
     def _check_output_limit(self, ctx: Context, pending: int) -> None:
         """Enforce ``client-output-buffer-limit normal <hard> <soft> <seconds>``."""
         hard, soft, seconds = output_limits(self.core.config.values["client-output-buffer-limit"],
-                                            "replica" if "S" in ctx.flags else "normal")
+                                            limit_class(ctx))
         now = ctx.now_ms
         over_soft = soft > 0 and pending > soft
         if not over_soft:
@@ -510,6 +518,7 @@ class ClientProtocol(asyncio.Protocol):
         out: list[bytes] = []
         if deferred.value is not NO_REPLY:
             out.append(encode(deferred.value, ctx.proto))
+        self.current_out = out
         held = self.held
         while held and self.deferred is None and not ctx.close_after_reply:
             item = held.popleft()
@@ -520,6 +529,7 @@ class ClientProtocol(asyncio.Protocol):
             reply = self._run(ctx, item)  # type: ignore[arg-type]
             if reply is not NO_REPLY:
                 out.append(encode(reply, ctx.proto))
+        self.current_out = None
         # the snapshot of the parked command is old: never move the idle clock back to it
         ctx.last_interaction_ms = max(ctx.last_interaction_ms, ctx.now_ms)
         self._send(out)
@@ -535,6 +545,15 @@ class ClientProtocol(asyncio.Protocol):
         ctx.close_after_reply = True
 
     # --- out of band ----------------------------------------------------------------
+    def _push(self, payload: bytes) -> None:
+        """Pub/sub bytes for this client: after the replies already made for its current
+        read, else as a reply of their own (held with the turn's replies when those wait)."""
+        out = self.current_out
+        if out is not None:
+            out.append(payload)
+        elif not self.closed and self.transport is not None:
+            self._send([payload])
+
     def _write_out_of_band(self, payload: bytes) -> None:
         if self.transport is not None and not self.closed:
             self.core.stats.total_net_output_bytes += len(payload)
@@ -549,6 +568,15 @@ class ClientProtocol(asyncio.Protocol):
         """Send one reply outside a request (used by subsystems such as replication)."""
         if self.ctx is not None:
             self._write_out_of_band(encode(value, self.ctx.proto))
+
+
+def limit_class(ctx: Context) -> str:
+    """The client-output-buffer-limit class of a client, as Redis's getClientType picks it."""
+    if "S" in ctx.flags:
+        return "replica"
+    if ctx.pubsub is not None:
+        return "pubsub"
+    return "normal"
 
 
 def end_turn(core: Core) -> None:
