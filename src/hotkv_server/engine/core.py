@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from hotkv_server import __version__
 from hotkv_server.engine.clock import Clock
+from hotkv_server.engine.notify import NEW, Notifier
 from hotkv_server.engine.pubsub import Hub
 from hotkv_server.server.config import Config, output_limits
 from hotkv_server.server.framing import short_header
@@ -87,6 +88,10 @@ class Core:
         self.monitors: set[Context] = set()
         #: channels, patterns and shard channels with their subscribers (engine/pubsub.py)
         self.pubsub = Hub()
+        #: notify-keyspace-events as bits: 0 (the default) costs a write one test
+        self.notify_flags = 0
+        self.notifier = Notifier(self)
+        self.db.observe_expiry(self.expired)
         self.slowlog: deque[SlowlogEntry] = deque()
         self.slowlog_next_id = 0
         #: who must hear about every applied effect (AOF writer, replication backlog): only
@@ -124,6 +129,7 @@ class Core:
         #: the header of a read that needs no check (server/framing.py ``short_header``)
         self.short_header = short_header(self.config.values["proto-max-bulk-len"])
         self.extras["config_listeners"] = [self._config_changed]
+        self.notifier.configure(self.config.values["notify-keyspace-events"])
         self.normal_output_hard_limit = self._normal_output_limit()
         self._update_gated()
 
@@ -178,6 +184,8 @@ class Core:
             self.short_header = short_header(int(value))
         elif name == "maxmemory":
             self._update_gated()
+        elif name == "notify-keyspace-events":
+            self.notifier.configure(value)
 
     # --- clients ------------------------------------------------------------------
     def new_client_id(self) -> int:
@@ -197,10 +205,28 @@ class Core:
 
     def emit(self, effect: Effect) -> Any:
         """Apply one effect to the database and queue it for the AOF and the replicas."""
-        result = self.db.apply(effect)
+        if self.notify_flags:
+            new = self.notifier.new_keys(effect) if self.notify_flags & NEW else None
+            result = self.db.apply(effect)
+            self.notifier.effect(effect, new)
+        else:
+            result = self.db.apply(effect)
         self.pending_effects.append(effect)
         self.dirty += 1
         return result
+
+    def applied(self, effect: Effect) -> None:
+        """An effect applied outside ``emit`` (a replica applying its primary's stream):
+        it notifies as a live write does."""
+        if self.notify_flags:
+            self.notifier.effect(effect, None)
+
+    def expired(self, store: str, ident: bytes, entry: bytes | None) -> None:
+        """A store removed an entry whose deadline passed (lazily or actively)."""
+        if store == "kv" and self.watchers:
+            self.touch([ident])  # an expired key breaks a WATCH, as in Redis
+        if self.notify_flags:
+            self.notifier.expired(store, ident, entry)
 
     def flush_effects(self) -> None:
         """Hand the effects of the last command (or EXEC) to the sinks as one record."""

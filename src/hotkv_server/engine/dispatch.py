@@ -165,6 +165,8 @@ def execute(ctx: Context, spec: CommandSpec, argv: list[bytes], started: int = 0
     """
     core = ctx.core
     ctx.last_cmd = spec.name
+    if core.notify_flags:
+        core.notifier.call = (spec.name, argv)
     is_write = spec.is_write
     effects_before = len(core.pending_effects) if is_write else 0
     if not started:

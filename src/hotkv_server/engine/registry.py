@@ -119,6 +119,7 @@ class CommandSpec:
     # derived, precomputed for the hot path
     is_write: bool = False
     is_denyoom: bool = False
+    is_pubsub: bool = False
     no_auth: bool = False
     allowed_while_loading: bool = False
     allowed_in_multi: bool = True
@@ -303,6 +304,7 @@ def add_spec(
         container=parent_name if sub else None,
         is_write="write" in flag_set,
         is_denyoom="denyoom" in flag_set,
+        is_pubsub="pubsub" in flag_set,
         no_auth="no_auth" in flag_set,
         allowed_while_loading="loading" in flag_set,
         allowed_in_multi="no_multi" not in flag_set,

@@ -599,6 +599,7 @@ class Replication:
             try:
                 record = unpack(argv[1])
                 core.db.apply(record)
+                core.applied(record)
             except Exception:
                 self.diverged = True
                 log.exception("Can't apply an effect from the primary: a full resync follows")

@@ -157,6 +157,12 @@ def _str(text: str) -> str:
 
 _B = (_single(_parse_bool), _format_bool)
 
+
+def _notify_flags(values: list[str]) -> str:
+    from hotkv_server.engine.notify import format_flags, parse_flags
+
+    return format_flags(parse_flags(" ".join(values) if len(values) == 1 else "".join(values)))
+
 DIRECTIVES: dict[str, Directive] = {
     d.name: d
     for d in [
@@ -205,6 +211,7 @@ DIRECTIVES: dict[str, Directive] = {
         Directive("tls-ca-cert-file", "", _single(_str), str, mutable=False),
         Directive("tls-auth-clients", "yes", _enum("yes", "no", "optional"), str, mutable=False),
         Directive("save", "", _text, str),
+        Directive("notify-keyspace-events", "", _notify_flags, str),
         Directive("daemonize", False, *_B, mutable=False),
     ]
 }

@@ -275,7 +275,11 @@ class MemoryGuard:
     def _remove(self, keys: list[bytes], size: int) -> None:
         core = self.core
         self.used.released += size
-        core.emit(["kv.del", keys])
+        core.notifier.cause = "evicted"
+        try:
+            core.emit(["kv.del", keys])
+        finally:
+            core.notifier.cause = None
         if not core.in_exec:
             core.flush_effects()
         core.stats.evicted_keys += len(keys)

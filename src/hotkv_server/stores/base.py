@@ -16,6 +16,10 @@ from typing import Any, ClassVar
 
 Effect = list[Any]
 
+#: told of each entry a store removes because its deadline passed: (store name, id, the
+#: entry inside the id or None for the whole object); set by the core (engine/notify.py)
+ExpiryObserver = Callable[[str, bytes, "bytes | None"], None]
+
 
 class EffectError(ValueError):
     """An effect that does not fit the store (unknown op or bad shape): a bug or bad file."""
@@ -26,6 +30,8 @@ class Store(ABC):
 
     #: the id space's name, also the prefix of its effects' ops and the AMEM.SCAN TYPE
     name: ClassVar[str]
+    #: who hears of expired entries (None: nobody); a callback, so the store stays pure
+    on_expire: ExpiryObserver | None = None
 
     @abstractmethod
     def apply(self, effect: Effect) -> Any:

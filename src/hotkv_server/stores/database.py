@@ -61,6 +61,11 @@ class Database:
         self._routes[op] = route
         return route(effect)
 
+    def observe_expiry(self, observer: Any) -> None:
+        """Tell ``observer(store, id, entry)`` of every entry any store expires."""
+        for store in self.stores.values():
+            store.on_expire = observer
+
     def clear(self) -> None:
         for store in self.stores.values():
             store.clear()

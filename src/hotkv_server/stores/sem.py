@@ -305,6 +305,9 @@ def _min_max(values: dict[bytes, float]) -> dict[bytes, float]:
 
 
 class Namespace:
+    #: told of each fact removed by expiry (set by SemanticStore from its own observer)
+    on_expire: Callable[[str, bytes, bytes | None], None] | None = None
+
     """One namespace: settings, the HNSW index, and the facts beside it."""
 
     def __init__(
@@ -1017,6 +1020,8 @@ class Namespace:
             if fact is not None and fact.expires == deadline:
                 self.delete(ident)
                 removed += 1
+                if self.on_expire is not None:
+                    self.on_expire("sem", self.name, ident)
                 heap = self._expiry  # delete() may have reset the namespace
         return removed
 
@@ -1344,8 +1349,13 @@ class SemanticStore(Store):
 
     def _apply_create(self, effect: Effect) -> None:
         _, name, dim, metric, m, ef_construction, ef, capacity, evict = effect
-        self.namespaces[name] = Namespace(name, dim, metric, m, ef_construction, ef,
-                                          capacity, evict)
+        ns = Namespace(name, dim, metric, m, ef_construction, ef, capacity, evict)
+        ns.on_expire = self._fact_expired
+        self.namespaces[name] = ns
+
+    def _fact_expired(self, store: str, ns: bytes, fact: bytes | None) -> None:
+        if self.on_expire is not None:
+            self.on_expire(store, ns, fact)
 
     def _apply_update(self, effect: Effect) -> int:
         _, name, changes, evicted = effect
@@ -1413,6 +1423,7 @@ class SemanticStore(Store):
         self.clear()
         for name, ns_state in state.items():
             ns = Namespace.from_snapshot(name, ns_state)
+            ns.on_expire = self._fact_expired
             self.namespaces[name] = ns
             if ns.has_expiring():
                 self._expiring.add(name)
