@@ -166,7 +166,8 @@ def test_config_get(r: redis.Redis, server: HotkvProcess) -> None:
     else:
         assert isinstance(reply, list)
     both = record(raw(r, "CONFIG", "GET", "maxmemory*", "MAXMEMORY", "appendonly"))
-    assert both == {b"maxmemory": b"0", b"maxmemory-policy": b"noeviction", b"appendonly": b"no"}
+    assert both == {b"maxmemory": b"0", b"maxmemory-policy": b"noeviction", b"appendonly": b"no",
+                    b"maxmemory-samples": b"5", b"maxmemory-clients": b"0"}
     assert record(raw(r, "CONFIG", "GET", "nosuch")) == {}
     assert r.config_get("maxclients") in ({"maxclients": "10000"}, {b"maxclients": b"10000"})
 

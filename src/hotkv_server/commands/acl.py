@@ -112,12 +112,14 @@ class UserTable:
         ctx.authenticated = True
         return None
 
-    def log_denial(self, ctx: Context, reason: str, obj: str) -> None:
-        self._log(ctx, reason, obj, ctx.username)
+    def log_denial(self, ctx: Context, reason: str, obj: str, *, context: str | None = None) -> None:
+        self._log(ctx, reason, obj, ctx.username, context)
 
-    def _log(self, ctx: Context, reason: str, obj: str, username: str) -> None:
+    def _log(self, ctx: Context, reason: str, obj: str, username: str,
+             context: str | None = None) -> None:
         now = time.time()
-        context = "multi" if ctx.multi is not None else "toplevel"
+        if context is None:
+            context = "multi" if ctx.multi is not None else "toplevel"
         for entry in self.log:
             if (entry.reason, entry.context, entry.object, entry.username) == (
                 reason, context, obj, username

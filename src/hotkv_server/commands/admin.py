@@ -15,7 +15,9 @@ Subsystems plug in without this module knowing them:
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
+import logging
 import os
 import platform
 import resource
@@ -32,8 +34,10 @@ from hotkv_server.engine.core import Core, Stats, current_rss
 from hotkv_server.engine.dispatch import NO_REPLY, commands_processed
 from hotkv_server.engine.errors import CommandError
 from hotkv_server.engine.registry import CommandSpec, all_specs, command, container
-from hotkv_server.server.config import DIRECTIVES, ConfigError
+from hotkv_server.server.config import DIRECTIVES, ConfigError, canonical
 from hotkv_server.server.resp import OK, Simple, Verbatim
+
+log = logging.getLogger("hotkv")
 
 # --- INFO ------------------------------------------------------------------------------
 
@@ -437,20 +441,21 @@ def config_set(ctx: Context, argv: list[bytes]) -> Any:
     # validate every pair before changing anything: CONFIG SET is all or nothing
     for i in range(2, len(argv), 2):
         raw_name = argv[i].decode("utf-8", "replace")
-        name = raw_name.lower()
+        name = canonical(raw_name)
         value = argv[i + 1].decode("utf-8", "replace")
         directive = DIRECTIVES.get(name)
         if directive is None:
             raise CommandError(f"ERR Unknown option or number of arguments for CONFIG SET - '{raw_name}'")
+        shown = raw_name.lower()  # errors name the parameter as written (an alias too)
         if name in seen:
-            raise _set_failed(name, "duplicate parameter")
+            raise _set_failed(shown, "duplicate parameter")
         seen.add(name)
         if not directive.mutable:
-            raise _set_failed(name, "can't set immutable config")
+            raise _set_failed(shown, "can't set immutable config")
         try:
             directive.parse([value])
         except ValueError as exc:
-            raise _set_failed(name, str(exc)) from None
+            raise _set_failed(shown, str(exc)) from None
         pairs.append((name, value))
     before = {name: config.values[name] for name, _ in pairs}
     current = pairs[0][0]
@@ -539,7 +544,13 @@ def config_help(ctx: Context, argv: list[bytes]) -> Any:
 def _flush(ctx: Context, argv: list[bytes]) -> Any:
     if len(argv) > 2 or (len(argv) == 2 and argv[1].upper() not in (b"ASYNC", b"SYNC")):
         raise CommandError(errors.SYNTAX)
+    core = ctx.core
+    # as Redis: only WATCHes of keys that existed are broken (a missing key stays missing)
+    present = [key for key in core.watchers
+               if any(store.exists(key, ctx.now_ms) for store in ctx.db.stores.values())]
     ctx.emit(["flushall"])
+    if present:
+        core.touch(present)
     return OK
 
 
@@ -613,7 +624,21 @@ def bgsave(ctx: Context, argv: list[bytes]) -> Any:
          complexity="O(N) where N is the total number of keys and memories")
 def bgrewriteaof(ctx: Context, argv: list[bytes]) -> Any:
     """BGREWRITEAOF"""
+    if ctx.core.in_exec:
+        # as Redis: inside a transaction the rewrite is scheduled for after it
+        persistence = ctx.core.extras.get("persistence")
+        if persistence is None:
+            raise CommandError(NO_PERSISTENCE)
+        asyncio.get_running_loop().call_soon(_scheduled_rewrite, persistence)
+        return Simple("Background append only file rewriting scheduled")
     return _persistence_call(ctx, "bgrewrite", "Background append only file rewriting started")
+
+
+def _scheduled_rewrite(persistence: Any) -> None:
+    try:
+        persistence.bgrewrite()
+    except CommandError as exc:  # one already running: it covers what this one asked for
+        log.info("scheduled rewrite not started: %s", exc.message)
 
 
 # --- SLOWLOG ---------------------------------------------------------------------------

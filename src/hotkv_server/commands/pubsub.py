@@ -209,7 +209,7 @@ _HELP = [
 ]
 
 
-@command("pubsub|help", arity=2, flags="loading stale", group="pubsub",
+@command("pubsub|help", arity=2, flags="loading stale", group="server",
          summary="Returns helpful text about the different subcommands.", since="6.2.0")
 def pubsub_help(ctx: Context, argv: list[bytes]) -> Any:
     """PUBSUB HELP"""

@@ -23,6 +23,7 @@ class Context:
         "blocked",
         "close_after_reply",
         "closer",
+        "conn",
         "core",
         "created_ms",
         "db",
@@ -97,6 +98,9 @@ class Context:
         #: the connection's transport (the replication primary writes a replica's stream
         #: to it directly); None for contexts without a connection
         self.transport: Any = None
+        #: the network side (server/connection.py ClientProtocol): CLIENT LIST reads its
+        #: buffer sizes; None for contexts without a connection
+        self.conn: Any = None
 
 
     def unwatch(self) -> None:

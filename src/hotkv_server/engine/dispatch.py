@@ -70,8 +70,9 @@ class Deferred:
             callback(self)
 
 
-def resolve(ctx: Context, argv: list[bytes]) -> CommandSpec | str:
-    """The spec of this call, or the error message for an unknown name or a bad arity."""
+def resolve(ctx: Context, argv: list[bytes], *, count: bool = False) -> CommandSpec | str:
+    """The spec of this call, or the error message for an unknown name or a bad arity
+    (``count``: a bad arity counts as a rejected call of the command, as Redis counts it)."""
     name = argv[0]
     spec = LOOKUP.get(name)
     if spec is None:
@@ -85,11 +86,15 @@ def resolve(ctx: Context, argv: list[bytes]) -> CommandSpec | str:
                 return errors.unknown_subcommand(argv[1], spec.name)
             spec = sub
         elif spec.handler is None:
+            if count:
+                spec.rejected_calls += 1
             return errors.wrong_arity(spec.name)
         # else: a container with its own handler answers the bare form (COMMAND)
     arity = spec.arity
     n = len(argv)
     if (arity > 0 and n != arity) or n < -arity:
+        if count:
+            spec.rejected_calls += 1
         return errors.wrong_arity(spec.name)
     return spec
 
@@ -100,7 +105,7 @@ def dispatch(ctx: Context, argv: list[bytes]) -> Any:
     if spec is None or spec.subcommands or (
         spec.arity != len(argv) and (spec.arity > 0 or len(argv) < -spec.arity)
     ):
-        found = resolve(ctx, argv)
+        found = resolve(ctx, argv, count=True)
         if isinstance(found, str):
             if argv[0].lower() == b"exec" and not found.startswith("ERR unknown command"):
                 return _abort_exec(ctx, found)
@@ -120,6 +125,9 @@ def dispatch(ctx: Context, argv: list[bytes]) -> Any:
     if core.gated:  # loading, a replica, MISCONF or maxmemory: the rarer refusals
         denial = _gate(ctx, core, spec)
         if denial is not None:
+            if spec.name == "exec" and ctx.multi is not None:
+                spec.rejected_calls += 1
+                return _abort_exec(ctx, denial)
             return _reject_call(ctx, spec, denial)
 
     if ctx.pubsub is not None and ctx.proto == 2 and spec.name not in _SUBSCRIBED_MODE:
@@ -150,7 +158,9 @@ def _gate(ctx: Context, core: Any, spec: CommandSpec) -> str | None:
             return errors.READONLY
         if core.write_error is not None:
             return errors.MISCONF
-    if spec.is_denyoom and core.config.values["maxmemory"]:
+    if (spec.is_denyoom or (spec.name == "exec" and ctx.multi and any(
+            queued.is_denyoom for queued, _ in ctx.multi))) and core.config.values["maxmemory"]:
+        # EXEC of a transaction holding a denyoom command is refused as that command would be
         oom = core.extras.get("oom_check")
         if oom is not None and oom():
             return errors.OOM
@@ -171,16 +181,20 @@ def execute(ctx: Context, spec: CommandSpec, argv: list[bytes], started: int = 0
     effects_before = len(core.pending_effects) if is_write else 0
     if not started:
         started = _time_ns()
-    failed = True
+    stats = core.stats
+    errors_before = stats.total_error_replies
     try:
         reply = spec.handler(ctx, argv)  # type: ignore[misc]
-        failed = False
     except CommandError as exc:
         reply = ErrorReply(exc.message)
+        _count_error(core, reply)
     except Exception as exc:  # a bug must cost one reply, never the connection or the server
         log.exception("internal error in %s", spec.name)
-        core.stats.unexpected_error_replies += 1
+        stats.unexpected_error_replies += 1
         reply = ErrorReply(f"ERR internal error in '{spec.name}': {type(exc).__name__}")
+        _count_error(core, reply)
+    # as Redis: a call failed when it produced an error reply, also inside it (EXEC's)
+    failed = stats.total_error_replies != errors_before
     elapsed_us = (_time_ns() - started) // 1000
     if elapsed_us < 0:  # the wall clock stepped back during the command
         elapsed_us = 0
@@ -188,16 +202,12 @@ def execute(ctx: Context, spec: CommandSpec, argv: list[bytes], started: int = 0
     spec.usec += elapsed_us
     if failed:
         spec.failed_calls += 1
-        _count_error(core, reply)
     pending = core.pending_effects
     if pending:  # a handler that failed may still have written
         if is_write and not failed and core.watchers and len(pending) != effects_before:
             # as Redis, only a write that changed something (emitted an effect) breaks a
             # WATCH: DEL of a missing key or SET NX on an existing one leave it alone
-            if spec.name in ("flushall", "flushdb"):
-                core.touch_all()
-            else:
-                core.touch(spec.keys_of(argv))
+            core.touch(spec.keys_of(argv))  # (FLUSHALL touches what it removes itself)
         if not core.in_exec:
             core.flush_effects()
     if elapsed_us >= core.slowlog_threshold >= 0 and not spec.skip_slowlog:

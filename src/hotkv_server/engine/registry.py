@@ -40,6 +40,15 @@ RESPONSE_POLICIES = frozenset(
 #: last name part of a write command that removes what it names (fallback key spec flags)
 _REMOVING = frozenset({"del", "unlink", "delete", "drop", "clear"})
 
+#: Redis 7's 21 ACL categories in the order ACL CAT lists them: every one exists (``+@geo``
+#: is a valid rule, ``ACL CAT geo`` answers its commands, none here), then hotkv's own
+REDIS_CATEGORIES = (
+    "keyspace", "read", "write", "set", "sortedset", "list", "hash", "string", "bitmap",
+    "hyperloglog", "geo", "stream", "pubsub", "admin", "fast", "slow", "blocking", "dangerous",
+    "connection", "transaction", "scripting",
+)
+HOTKV_CATEGORIES = ("amem", "amem-read", "amem-write")
+
 #: group -> extra ACL categories every command of the group belongs to
 GROUP_CATEGORIES: dict[str, tuple[str, ...]] = {
     "string": ("string",),
@@ -297,7 +306,9 @@ def add_spec(
         since=since,
         complexity=complexity,
         handler=handler,
-        arguments=parse_syntax(syntax, keys[0]) if syntax else (),
+        # a not_key spec's arguments (shard channels) are documented as strings, not keys
+        arguments=parse_syntax(syntax, 0 if key_flag_list == ("not_key",) else keys[0])
+        if syntax else (),
         key_flags=key_flag_list,
         key_notes=key_notes or None,
         tips=tip_list,

@@ -26,6 +26,7 @@ from hotkv_server.server.framing import (
     Framer,
     Position,
     ProtocolViolation,
+    drop_negative_counts,
 )
 from hotkv_server.server.resp import OK, OK_BYTES, encode, encode_error
 from hotkv_server.server.words import UnbalancedQuotes, split_args
@@ -87,6 +88,8 @@ class ClientProtocol(asyncio.Protocol):
         self.turn_out: list[bytes] | None = None
         #: the replies of the read being processed: pushes (pub/sub) join them in order
         self.current_out: list[bytes] | None = None
+        #: bytes of the read being processed (CLIENT LIST's qbuf counts them)
+        self.reading = 0
 
     # --- lifecycle ----------------------------------------------------------------
     def connection_made(self, base: asyncio.BaseTransport) -> None:
@@ -119,6 +122,7 @@ class ClientProtocol(asyncio.Protocol):
         ctx.closer = self._close_from_server
         ctx.push = self._push
         ctx.transport = transport
+        ctx.conn = self
         self.ctx = ctx
         core.clients[ctx.id] = ctx
         transport.set_write_buffer_limits(high=WRITE_HIGH_WATER)
@@ -140,6 +144,7 @@ class ClientProtocol(asyncio.Protocol):
         ctx.closer = None
         ctx.push = None
         ctx.transport = None
+        ctx.conn = None
 
     def pause_writing(self) -> None:
         self.paused_writing = True
@@ -161,6 +166,7 @@ class ClientProtocol(asyncio.Protocol):
             return  # a protocol error waits behind a deferred reply: the rest is never read
         out: list[bytes] = []
         self.current_out = out
+        self.reading = len(data)
         try:
             self._process(ctx, data, out)
         except hiredis.ProtocolError as exc:
@@ -172,10 +178,13 @@ class ClientProtocol(asyncio.Protocol):
             out.append(encode_error("ERR internal error while reading the request"))
             ctx.close_after_reply = True
         self.current_out = None
+        self.reading = 0
         ctx.last_interaction_ms = ctx.now_ms
         self._send(out)
 
     def _process(self, ctx: Context, data: bytes, out: list[bytes]) -> None:
+        if b"*-" in data and self.frame is None and self._is_fresh():
+            data = drop_negative_counts(data)  # Redis ignores a count <= 0
         while data:
             if self.inline_buf or (data[0] != 42 and self.frame is None and self._is_fresh()):
                 data = self._inline(data, out)  # 42 == '*'
@@ -563,6 +572,25 @@ class ClientProtocol(asyncio.Protocol):
         if self.transport is not None and not self.closed:
             self.closed = True
             self.transport.close()
+
+    def buffers(self) -> dict[str, int]:
+        """CLIENT LIST's buffer fields, measured: ``fd``; ``qbuf`` the request bytes read and
+        not yet consumed (the read being run, or a partial request); ``qbuf-free`` what the
+        next read may add (asyncio reads 64 KiB); ``obl`` replies made and not yet handed to
+        the socket (held for the AOF at the end of the turn); ``oll`` how many of them;
+        ``omem`` those plus what waits in the transport's write buffer."""
+        transport = self.transport
+        fd = -1
+        pending = 0
+        if transport is not None and not self.closed:
+            sock = transport.get_extra_info("socket")
+            fd = sock.fileno() if sock is not None else -1
+            pending = transport.get_write_buffer_size()
+        qbuf = self.reading or self.partial_bytes + len(self.inline_buf)
+        held = (self.turn_out or []) + (self.current_out or [])
+        obl = sum(len(chunk) for chunk in held)
+        return {"fd": fd, "qbuf": qbuf, "qbuf-free": max(0, 65536 - qbuf), "obl": obl,
+                "oll": len(held), "omem": obl + pending}
 
     def write_reply(self, value: Any) -> None:
         """Send one reply outside a request (used by subsystems such as replication)."""
