@@ -115,9 +115,9 @@ class Notifier:
         self.cause: str | None = None
         core.pubsub.visibility = may_see
 
-    def configure(self, text: str) -> None:
-        self.flags = parse_flags(text)
-        self.core.notify_flags = self.flags
+    def configure(self, flags: int) -> None:
+        self.flags = flags
+        self.core.notify_flags = flags
 
     # --- publishing -----------------------------------------------------------------
     def keyspace(self, kind: int, event: bytes, key: bytes) -> None:
@@ -165,18 +165,17 @@ class Notifier:
             for inner in effect[1]:
                 self.effect(inner, None)
             return
-        if new:
-            for key in new:
-                self.keyspace(NEW, b"new", key)
         store, _, verb = op.partition(".")
         if store == "kv":
-            self._kv(verb, effect, self.cause)
+            self._kv(verb, effect, self.cause, new or ())
         elif self.flags & AMEM:
             self._amem(store, verb, effect)
 
-    def _kv(self, verb: str, effect: list[Any], cause: str | None) -> None:
+    def _kv(self, verb: str, effect: list[Any], cause: str | None, new: Any) -> None:
         name, argv = self.call or ("", [])
         if verb == "set":
+            if new:
+                self.keyspace(NEW, b"new", effect[1])
             self.keyspace(STRING, _SET_EVENTS.get(name, b"set"), effect[1])
             if effect[3] is not None and name in _EXPIRING_SETS and (
                 name != "set" or any(a.upper() in (b"EX", b"PX", b"EXAT", b"PXAT") for a in argv[3:])
@@ -185,6 +184,8 @@ class Notifier:
         elif verb == "mset":
             pairs = effect[1]
             for i in range(0, len(pairs), 2):
+                if pairs[i] in new:  # as Redis: each key's "new" right before its "set"
+                    self.keyspace(NEW, b"new", pairs[i])
                 self.keyspace(STRING, b"set", pairs[i])
         elif verb == "del":
             kind, event = (EVICTED, b"evicted") if cause == "evicted" else (GENERIC, b"del")

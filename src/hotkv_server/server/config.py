@@ -169,10 +169,18 @@ def _memory_or_percent(text: str) -> str:
     return str(parse_memory(text))
 
 
-def _notify_flags(values: list[str]) -> str:
-    from hotkv_server.engine.notify import format_flags, parse_flags
+def _notify_flags(values: list[str]) -> int:
+    """notify-keyspace-events: the class bits (kept as bits: Redis shows ``AKEn`` as ``AKE``
+    yet still publishes ``new``)."""
+    from hotkv_server.engine.notify import parse_flags
 
-    return format_flags(parse_flags(" ".join(values) if len(values) == 1 else "".join(values)))
+    return parse_flags("".join(values))
+
+
+def _format_notify_flags(value: Any) -> str:
+    from hotkv_server.engine.notify import format_flags
+
+    return format_flags(int(value))
 
 DIRECTIVES: dict[str, Directive] = {
     d.name: d
@@ -222,7 +230,7 @@ DIRECTIVES: dict[str, Directive] = {
         Directive("tls-ca-cert-file", "", _single(_str), str),
         Directive("tls-auth-clients", "yes", _enum("yes", "no", "optional"), str),
         Directive("save", "", _text, str),
-        Directive("notify-keyspace-events", "", _notify_flags, str),
+        Directive("notify-keyspace-events", 0, _notify_flags, _format_notify_flags),
         Directive("acl-pubsub-default", "resetchannels", _enum("resetchannels", "allchannels"), str),
         Directive("acllog-max-len", 128, _int_range(0, 2**63 - 1), str),
         Directive("min-replicas-to-write", 0, _int_range(0, 2**31 - 1), str),
