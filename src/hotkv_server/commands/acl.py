@@ -345,8 +345,8 @@ def acl_list(ctx: Context, argv: list[bytes]) -> Any:
 def acl_cat(ctx: Context, argv: list[bytes]) -> Any:
     """ACL CAT [category]"""
     if len(argv) > 3:
-        raise CommandError("ERR unknown subcommand or wrong number of arguments for 'cat'. "
-                           "Try ACL HELP.")
+        raise CommandError("ERR unknown subcommand or wrong number of arguments for "
+                           f"'{argv[1].decode('utf-8', 'replace')}'. Try ACL HELP.")
     if len(argv) == 2:
         return all_categories()
     category = argv[2].decode("utf-8", "replace").lower().lstrip("@")

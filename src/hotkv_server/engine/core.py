@@ -83,6 +83,9 @@ class Core:
         self.started_s = time.time()
         self.pid = os.getpid()
         self.stats = Stats()
+        #: total_error_replies when the last command ended or was refused: a command failed
+        #: if errors were replied since (Redis's incrCommandStatsOnError)
+        self.error_mark = 0
         self.clients: dict[int, Context] = {}
         self._next_client_id = 1
         self.monitors: set[Context] = set()
@@ -170,6 +173,7 @@ class Core:
             or self._role == "slave"
             or self._write_error is not None
             or self.config.values["maxmemory"]
+            or self.config.values["min-replicas-to-write"]
         )
 
     def _normal_output_limit(self) -> int:
@@ -182,7 +186,7 @@ class Core:
             self.normal_output_hard_limit = self._normal_output_limit()
         elif name == "proto-max-bulk-len":
             self.short_header = short_header(int(value))
-        elif name == "maxmemory":
+        elif name in ("maxmemory", "min-replicas-to-write"):
             self._update_gated()
         elif name == "notify-keyspace-events":
             self.notifier.configure(value)

@@ -147,24 +147,48 @@ def dispatch(ctx: Context, argv: list[bytes]) -> Any:
 
 
 def _gate(ctx: Context, core: Any, spec: CommandSpec) -> str | None:
-    """The refusal of a command while loading, on a read-only replica, after an AOF write
-    error or over maxmemory; None when it may run."""
-    if core.loading and not spec.allowed_while_loading:
-        return errors.LOADING
+    """The refusal of a command over maxmemory, after an AOF write error, without enough
+    good replicas, on a read-only replica or while loading (Redis's order); None when it
+    may run. EXEC is judged by what it would run (a queued write makes it a write)."""
     if ctx.is_master_link:
-        return None
-    if spec.is_write:
-        if core.role == "slave" and core.config.values["replica-read-only"]:
-            return errors.READONLY
+        return errors.LOADING if core.loading and not spec.allowed_while_loading else None
+    queued = ctx.multi if spec.name == "exec" else None
+    is_write = spec.is_write or bool(queued and any(q.is_write for q, _ in queued))
+    values = core.config.values
+    if values["maxmemory"]:
+        # in MULTI, queueing anything costs memory: refused too (not EXEC/DISCARD/QUIT/RESET)
+        denyoom = spec.is_denyoom or bool(queued and any(q.is_denyoom for q, _ in queued)) or (
+            ctx.multi is not None and spec.name not in _QUEUE_UNDER_OOM)
+        if denyoom:
+            oom = core.extras.get("oom_check")
+            if oom is not None and oom():
+                return errors.OOM
+    if is_write:
         if core.write_error is not None:
             return errors.MISCONF
-    if (spec.is_denyoom or (spec.name == "exec" and ctx.multi and any(
-            queued.is_denyoom for queued, _ in ctx.multi))) and core.config.values["maxmemory"]:
-        # EXEC of a transaction holding a denyoom command is refused as that command would be
-        oom = core.extras.get("oom_check")
-        if oom is not None and oom():
-            return errors.OOM
+        if values["min-replicas-to-write"] and core.role == "master" and not _enough_replicas(core):
+            return errors.NOREPLICAS
+        if core.role == "slave" and values["replica-read-only"]:
+            return errors.READONLY
+    if core.loading and not spec.allowed_while_loading:
+        return errors.LOADING
     return None
+
+
+#: what a client in MULTI may still send over maxmemory (as Redis's processCommand)
+_QUEUE_UNDER_OOM = frozenset({"exec", "discard", "quit", "reset"})
+
+
+def _enough_replicas(core: Any) -> bool:
+    """min-replicas-to-write: replicas online that acknowledged within min-replicas-max-lag."""
+    repl = core.extras.get("replication")
+    if repl is None:
+        return False
+    max_lag = core.config.values["min-replicas-max-lag"]
+    now = time.monotonic()
+    good = sum(1 for peer in repl.peers.values()
+               if peer.state == "online" and now - peer.ack_time <= max_lag)
+    return bool(good >= core.config.values["min-replicas-to-write"])
 
 
 def execute(ctx: Context, spec: CommandSpec, argv: list[bytes], started: int = 0) -> Any:
@@ -182,7 +206,6 @@ def execute(ctx: Context, spec: CommandSpec, argv: list[bytes], started: int = 0
     if not started:
         started = _time_ns()
     stats = core.stats
-    errors_before = stats.total_error_replies
     try:
         reply = spec.handler(ctx, argv)  # type: ignore[misc]
     except CommandError as exc:
@@ -193,8 +216,10 @@ def execute(ctx: Context, spec: CommandSpec, argv: list[bytes], started: int = 0
         stats.unexpected_error_replies += 1
         reply = ErrorReply(f"ERR internal error in '{spec.name}': {type(exc).__name__}")
         _count_error(core, reply)
-    # as Redis: a call failed when it produced an error reply, also inside it (EXEC's)
-    failed = stats.total_error_replies != errors_before
+    # as Redis: a call failed when an error reply was made since the last command ended
+    # (so EXEC fails for its own errors, not for those of the commands it ran)
+    failed = stats.total_error_replies > core.error_mark
+    core.error_mark = stats.total_error_replies
     elapsed_us = (_time_ns() - started) // 1000
     if elapsed_us < 0:  # the wall clock stepped back during the command
         elapsed_us = 0
@@ -249,6 +274,7 @@ def _reject(ctx: Context, message: str, *, flag_multi: bool) -> ErrorReply:
     spec_stats.total_error_replies += 1
     code = message.split(" ", 1)[0]
     spec_stats.errorstats[code] = spec_stats.errorstats.get(code, 0) + 1
+    ctx.core.error_mark = spec_stats.total_error_replies
     return ErrorReply(message)
 
 

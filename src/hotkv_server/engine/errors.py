@@ -42,6 +42,7 @@ READONLY = "READONLY You can't write against a read only replica."
 LOADING = "LOADING hotkv is loading the dataset in memory"
 NOPROTO = "NOPROTO unsupported protocol version"
 OOM = "OOM command not allowed when used memory > 'maxmemory'."
+NOREPLICAS = "NOREPLICAS Not enough good replicas to write."
 MISCONF = (
     "MISCONF Errors writing to the AOF file: hotkv refuses writes until the disk works again "
     "(see the server log and INFO persistence)"

@@ -74,20 +74,40 @@ class Rebinder:
         self.tcp: list[Any] = []  # asyncio servers of the plain port
         self.tls: list[Any] = []  # asyncio servers of the TLS port
         self._pending: list[asyncio.Task[Any]] = []
+        #: the addresses the plain port listens on now (to return to if a new bind fails)
+        self.hosts: list[str] = list(server.config.values["bind"])
 
     def config_changed(self, name: str, value: Any) -> None:
         values = self.server.config.values
-        if name in ("port", "bind"):
-            if name == "port" and value == self.server.core.tcp_port and value:
+        core = self.server.core
+        if name == "port":
+            if value == core.tcp_port and value:
                 return  # unchanged: keep the sockets
             try:
-                socks, port = bind_sockets(values["bind"], values["port"])
+                socks, port = bind_sockets(values["bind"], value)
             except OSError as exc:
-                log.warning("CONFIG SET %s: cannot listen: %s", name, exc)
-                raise ValueError("Unable to listen on this port" if name == "port"
-                                 else "Failed to bind to specified addresses.") from None
+                log.warning("CONFIG SET port: cannot listen: %s", exc)
+                raise ValueError("Unable to listen on this port. Check server logs.") from None
             self._replace(self.tcp, socks, None)
-            self.server.core.tcp_port = port
+            core.tcp_port = port
+            log.info("listening on %s port %s", " ".join(values["bind"]), port)
+            if values["tls-port"]:
+                self._rebind_tls()
+        elif name == "bind":
+            # the same port on other addresses: the old sockets must go first (as Redis, which
+            # listens on the old addresses again if the new ones cannot be had)
+            port = core.tcp_port or values["port"]
+            self._replace(self.tcp, [], None)
+            try:
+                socks, port = bind_sockets(value, port)
+            except OSError as exc:
+                log.warning("CONFIG SET bind: cannot listen: %s; back on %s", exc, self.hosts)
+                socks, port = bind_sockets(self.hosts, port)
+                self._replace(self.tcp, socks, None)
+                raise ValueError("Failed to bind to specified addresses.") from None
+            self.hosts = list(value)
+            self._replace(self.tcp, socks, None)
+            core.tcp_port = port
             log.info("listening on %s port %s", " ".join(values["bind"]), port)
             if values["tls-port"]:
                 self._rebind_tls()
