@@ -6,10 +6,10 @@ Rules: ``on|off``, ``>pass``, ``<pass``, ``#sha256``, ``!sha256``, ``nopass``, `
 ``+@category``, ``-@category``, ``allcommands``, ``nocommands``, ``sanitize-payload``,
 ``skip-sanitize-payload``, ``reset``.
 
-Command rules are kept as Redis keeps them, so ``ACL LIST`` reads the same: a rule replaces
-earlier rules about the same command (or category), and a rule that changes nothing
-against what the remaining rules already give is not written (``+incr -incr`` leaves no
-trace, ``+@all -config|get +config|get`` reads ``+@all``).
+Command rules compile into the set of commands allowed (and first arguments allowed); ACL
+LIST and GETUSER describe that set as Redis 7.0 does, not the rules as typed: from
+``+@all`` or ``-@all``, the categories that fit best, then single commands for the rest
+(``+incr -incr`` reads ``-@all``, ``+@all -config|get +config|get`` reads ``+@all``).
 
 Channel rules gate PUBLISH/SUBSCRIBE/SSUBSCRIBE (a channel matching one of the user's
 glob patterns) and PSUBSCRIBE (the pattern itself must be one of them, literally).
@@ -225,20 +225,10 @@ class User:
 
     def _command_rule(self, rule: str, lowered: str) -> None:
         """``+cmd``, ``-cmd``, ``+cmd|sub``, ``+cmd|first-arg``, ``+@cat``, ``-@cat``."""
-        target = lowered[1:]
         _change(self.allowed, self.first_args, lowered, rule)
         if lowered[0] == "-":
             self.allcommands = False
-        # the rules about the same command (its subcommands and first arguments) or the same
-        # category go; the new one is written only if the others do not already give this
-        kept = [r for r in self.command_rules if not _same_target(r[1:], target)]
-        allowed = set(all_command_names()) if self.base_all else set()
-        first: dict[str, set[bytes]] = {}
-        for earlier in kept:
-            _change(allowed, first, earlier, earlier)
-        if allowed != self.allowed or _nonempty(first) != _nonempty(self.first_args):
-            kept.append(lowered)
-        self.command_rules = kept
+        self.command_rules.append(lowered)
 
     def _add_pattern(self, pattern: str, read: bool, write: bool) -> None:
         if self.allkeys and read and write:
@@ -347,8 +337,53 @@ class User:
         return out
 
     def commands_text(self) -> str:
-        base = "+@all" if self.base_all else "-@all"
-        return " ".join([base, *self.command_rules])
+        """The allowed commands as Redis 7.0 writes them (ACLDescribeSelectorCommandRules):
+        the base, then while some category not yet used has more commands agreeing with
+        the user than not, the one with the fewest disagreements (most agreements on a
+        tie), then single commands (and first arguments) to make up the difference. Redis
+        lists the single commands in its hash-table order; here they are sorted."""
+        additive = not self.base_all
+        parts = ["-@all" if additive else "+@all"]
+        every = all_command_names()
+        fake = set() if additive else set(every)
+        rest = set(self.allowed)  # what the categories chosen so far have not explained
+        used: set[str] = set()
+        members = {cat: set(commands_in(cat)) for cat in all_categories()}
+        while True:
+            best, fewest, most = None, 1 << 62, 0
+            for cat, names in members.items():
+                if cat in used or not names:
+                    continue
+                on = len(names & rest)
+                off = len(names) - on
+                diff, same = (off, on) if additive else (on, off)
+                if same > diff and (diff < fewest or (diff == fewest and same > most)):
+                    best, fewest, most = cat, diff, same
+            if best is None:
+                break
+            used.add(best)
+            if additive:
+                fake |= members[best]
+                rest -= members[best]
+            else:
+                fake -= members[best]
+                rest |= members[best]
+            parts.append(("+@" if additive else "-@") + best)
+        for name in sorted(COMMANDS):
+            spec = COMMANDS[name]
+            for full in (name, *sorted(sub.name for sub in spec.subcommands.values())):
+                mine = full in self.allowed
+                if mine != (full in fake):
+                    parts.append(("+" if mine else "-") + full)
+                    changed = [full] if full != name else [name, *(s.name for s in spec.subcommands.values())]
+                    if mine:
+                        fake.update(changed)
+                    else:
+                        fake.difference_update(changed)
+                if not mine and self.first_args.get(full):
+                    parts.extend(f"+{full}|{arg.decode('utf-8', 'replace')}"
+                                 for arg in sorted(self.first_args[full]))
+        return " ".join(parts)
 
     def keys_text(self) -> str:
         return " ".join(k.render() for k in self.key_patterns)
@@ -374,20 +409,6 @@ class User:
                 parts.append(self.channels_text())
         parts.append(self.commands_text())
         return " ".join(parts)
-
-
-def _nonempty(first: dict[str, set[bytes]]) -> dict[str, set[bytes]]:
-    return {cmd: args for cmd, args in first.items() if args}
-
-
-def _same_target(a: str, b: str) -> bool:
-    """Whether two rule targets (without the sign) are about the same thing: equal, or one
-    a command and the other its subcommand or first argument (``config`` / ``config|get``)."""
-    if a == b:
-        return True
-    if a.startswith("@") or b.startswith("@"):
-        return False
-    return a.startswith(b + "|") or b.startswith(a + "|")
 
 
 def _change(allowed: set[str], first: dict[str, set[bytes]], lowered: str, rule: str) -> None:
