@@ -74,8 +74,12 @@ class Rebinder:
         self.tcp: list[Any] = []  # asyncio servers of the plain port
         self.tls: list[Any] = []  # asyncio servers of the TLS port
         self._pending: list[asyncio.Task[Any]] = []
+        #: sockets bound and not yet served, by the id of their kind's server list
+        self._waiting: dict[int, list[socket.socket]] = {}
         #: the addresses the plain port listens on now (to return to if a new bind fails)
         self.hosts: list[str] = list(server.config.values["bind"])
+        #: the TLS settings the TLS port serves with now (to return to on a failed move)
+        self.tls_context: ssl.SSLContext | None = None
 
     def config_changed(self, name: str, value: Any) -> None:
         values = self.server.config.values
@@ -115,11 +119,14 @@ class Rebinder:
             self._rebind_tls()
 
     def _rebind_tls(self) -> None:
+        """Listen on tls-port with the current tls-* settings (the old TLS sockets are
+        closed first, as the port may be the same; on failure the old port comes back)."""
         values = self.server.config.values
         port = values["tls-port"]
+        core = self.server.core
         if not port:
             self._replace(self.tls, [], None)
-            self.server.core.extras.pop("tls_port", None)
+            core.extras.pop("tls_port", None)
             return
         if not values["tls-cert-file"] or not values["tls-key-file"]:
             return  # not complete yet (cert and key are usually set one after the other)
@@ -130,34 +137,53 @@ class Rebinder:
         except StartupError as exc:
             log.warning("CONFIG SET tls: %s", exc)
             raise ValueError("Unable to update TLS configuration. Check server logs.") from None
+        previous = core.extras.get("tls_port") if self.tls else None
+        self._replace(self.tls, [], None)
         try:
             socks, port = bind_sockets(values["bind"], port)
         except OSError as exc:
             log.warning("CONFIG SET tls-port: cannot listen: %s", exc)
-            raise ValueError("Unable to listen on this port") from None
+            if previous and self.tls_context is not None:
+                socks, _ = bind_sockets(values["bind"], previous)
+                self._replace(self.tls, socks, self.tls_context)
+            raise ValueError("Unable to listen on this port. Check server logs.") from None
+        self.tls_context = context
         self._replace(self.tls, socks, context)
-        self.server.core.extras["tls_port"] = port
+        core.extras["tls_port"] = port
 
     def _replace(self, servers: list[Any], socks: list[socket.socket],
                  context: ssl.SSLContext | None) -> None:
-        """Close the old listeners of one kind, serve the new sockets in their place."""
+        """Close the old listeners of one kind (also sockets bound but not served yet),
+        serve the new sockets in their place."""
         for old in servers:
             old.close()
             if old in self.server.listeners:
                 self.server.listeners.remove(old)
         servers.clear()
+        key = id(servers)
+        for sock in self._waiting.pop(key, []):
+            sock.close()
         if not socks:
             return
+        self._waiting[key] = list(socks)
         loop = asyncio.get_running_loop()
         core = self.server.core
         tls = context is not None
 
         async def serve() -> None:
             for sock in socks:
+                if sock.fileno() < 0:
+                    continue  # replaced before it was served
                 listener = await loop.create_server(lambda: ClientProtocol(core, tls=tls),
                                                     sock=sock, ssl=context, backlog=511)
+                if sock.fileno() < 0:  # replaced while being wrapped
+                    listener.close()
+                    continue
                 servers.append(listener)
                 self.server.listeners.append(listener)
+            waiting = self._waiting.get(key)
+            if waiting is not None and waiting[0] is socks[0]:
+                del self._waiting[key]
 
         task = loop.create_task(serve())
         self._pending.append(task)
