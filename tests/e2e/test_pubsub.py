@@ -383,3 +383,20 @@ def test_pubsub_clients_are_not_timed_out() -> None:
         client.close()
     finally:
         proc.cleanup()
+
+
+@pytest.mark.parametrize("protocol", [2, 3])
+def test_subscribe_inside_multi_as_redis(both: tuple[int, int], protocol: int) -> None:
+    """The confirmations go inside EXEC's reply where each command made them (in RESP2
+    the array holds more elements than its count: the same bytes as redis-server's)."""
+    run_both(both, protocol, [
+        ("m", ["MULTI"]),
+        ("m", ["SUBSCRIBE", "tx-a", "tx-b"]),
+        ("m", ["PING"]),
+        ("m", ["PUBLISH", "tx-a", "to-myself"]),
+        ("m", ["EXEC"]),
+        ("m", ["<read>"]),
+        ("m", ["<read>"]),
+        ("m", ["<quiet>"]),
+        ("o", ["PUBSUB", "NUMSUB", "tx-a", "tx-b"]),
+    ])

@@ -10,10 +10,10 @@ from typing import Any
 
 from hotkv_server.engine import errors
 from hotkv_server.engine.context import Context
-from hotkv_server.engine.dispatch import execute
+from hotkv_server.engine.dispatch import NO_REPLY, execute
 from hotkv_server.engine.errors import CommandError
 from hotkv_server.engine.registry import command
-from hotkv_server.server.resp import NULL_ARRAY, OK, ErrorReply
+from hotkv_server.server.resp import NULL_ARRAY, OK, ErrorReply, Raw, encode
 
 
 @command("multi", arity=1, flags="noscript loading stale fast allow_busy", group="transactions",
@@ -62,6 +62,8 @@ def exec_(ctx: Context, argv: list[bytes]) -> Any:
         return NULL_ARRAY
     ctx.unwatch()
     core = ctx.core
+    if ctx.pubsub is not None or any(spec.is_pubsub for spec, _ in queued):
+        return _exec_with_pushes(ctx, queued)
     replies: list[Any] = []
     user = ctx.user
     core.in_exec = True
@@ -78,6 +80,29 @@ def exec_(ctx: Context, argv: list[bytes]) -> Any:
         core.in_exec = False
         core.flush_effects()
     return replies
+
+
+def _exec_with_pushes(ctx: Context, queued: list[Any]) -> Raw:
+    """EXEC of a transaction that (un)subscribes or may hear its own messages: the pushes
+    go inside EXEC's reply, where each command made them, as Redis writes them (in RESP2
+    the array then holds more elements than its count says, exactly as redis-server's)."""
+    core = ctx.core
+    parts = [b"*%d\r\n" % len(queued)]
+    push = ctx.push
+    ctx.push = parts.append
+    user = ctx.user
+    core.in_exec = True
+    try:
+        for spec, args in queued:
+            denied = user.denial(spec, args) if user is not None and user.restricted else None
+            reply = _revoked(ctx, denied) if denied is not None else execute(ctx, spec, args)
+            if reply is not NO_REPLY:
+                parts.append(encode(reply, ctx.proto))
+    finally:
+        ctx.push = push
+        core.in_exec = False
+        core.flush_effects()
+    return Raw(b"".join(parts))
 
 
 _REVOKED = {
