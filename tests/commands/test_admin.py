@@ -197,7 +197,7 @@ def test_config_set(r: redis.Redis, restore_config: None) -> None:
         (["maxclients", "abc"],
          "CONFIG SET failed (possibly related to argument 'maxclients') - "
          "expected an integer 1..1000000, got 'abc'"),
-        (["port", "1"], "CONFIG SET failed (possibly related to argument 'port') - can't set immutable config"),
+        (["dir", "/tmp"], "CONFIG SET failed (possibly related to argument 'dir') - can't set immutable config"),
         (["timeout", "1", "timeout", "2"],
          "CONFIG SET failed (possibly related to argument 'timeout') - duplicate parameter"),
         (["timeout", "1", "maxclients"], "wrong number of arguments for 'config|set' command"),

@@ -397,3 +397,19 @@ def test_bgrewriteaof_inside_multi_is_scheduled(reference: RedisServer, tmp_path
         assert info["aof_rewrite_in_progress"] == 0
     finally:
         proc.cleanup()
+
+
+def test_min_replicas_to_write_refuses_writes_without_replicas(ports: tuple[int, int]) -> None:
+    run_both(ports, 2, [
+        ("c", ["CONFIG", "SET", "min-replicas-to-write", "1"]),
+        ("c", ["SET", "k", "v"]),
+        ("c", ["GET", "k"]),
+        ("c", ["MULTI"]),
+        ("c", ["SET", "k", "v"]),
+        ("c", ["EXEC"]),
+        ("c", ["MULTI"]),
+        ("c", ["GET", "k"]),
+        ("c", ["EXEC"]),
+        ("c", ["CONFIG", "SET", "min-replicas-to-write", "0"]),
+        ("c", ["SET", "k", "v"]),
+    ])
