@@ -413,3 +413,24 @@ def test_min_replicas_to_write_refuses_writes_without_replicas(ports: tuple[int,
         ("c", ["CONFIG", "SET", "min-replicas-to-write", "0"]),
         ("c", ["SET", "k", "v"]),
     ])
+
+
+def test_replica_serve_stale_data_no_refuses_while_the_link_is_down() -> None:
+    dead = free_port()
+    hot = HotkvProcess("--replicaof", "127.0.0.1", str(dead), "--replica-serve-stale-data", "no").start()
+    ref = RedisServer("--replicaof", "127.0.0.1", str(dead), "--replica-serve-stale-data", "no")
+    try:
+        run_both((hot.port, ref.port), 2, [
+            ("c", ["GET", "k"]),
+            ("c", ["PING"]),
+            ("c", ["CONFIG", "GET", "replica-serve-stale-data"]),
+            ("c", ["CONFIG", "SET", "replica-serve-stale-data", "yes"]),
+            ("c", ["GET", "k"]),
+            ("c", ["CONFIG", "SET", "replica-serve-stale-data", "no"]),
+            ("c", ["MULTI"]),
+            ("c", ["GET", "k"]),
+            ("c", ["DISCARD"]),
+        ])
+    finally:
+        hot.cleanup()
+        ref.stop()

@@ -170,9 +170,18 @@ def _gate(ctx: Context, core: Any, spec: CommandSpec) -> str | None:
             return errors.NOREPLICAS
         if core.role == "slave" and values["replica-read-only"]:
             return errors.READONLY
+    if (core.role == "slave" and not values["replica-serve-stale-data"] and not spec.stale_ok
+            and not _link_up(core)):
+        return errors.MASTERDOWN
     if core.loading and not spec.allowed_while_loading:
         return errors.LOADING
     return None
+
+
+def _link_up(core: Any) -> bool:
+    repl = core.extras.get("replication")
+    link = getattr(repl, "link", None)
+    return bool(link is not None and link.connected)
 
 
 #: what a client in MULTI may still send over maxmemory (as Redis's processCommand)

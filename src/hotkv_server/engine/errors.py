@@ -43,6 +43,7 @@ LOADING = "LOADING hotkv is loading the dataset in memory"
 NOPROTO = "NOPROTO unsupported protocol version"
 OOM = "OOM command not allowed when used memory > 'maxmemory'."
 NOREPLICAS = "NOREPLICAS Not enough good replicas to write."
+MASTERDOWN = ("MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.")
 MISCONF = (
     "MISCONF Errors writing to the AOF file: hotkv refuses writes until the disk works again "
     "(see the server log and INFO persistence)"
