@@ -64,9 +64,12 @@ def string_commands(client: redis.Redis) -> None:
     client.set("short", "v", px=30)
     time.sleep(0.3)
     client.get("short")
+    client.get("never-there")
+    client.mget("n", "absent")
+    client.set("absent-too", "v", get=True)
 
 
-@pytest.mark.parametrize("flags", ["KEA", "K$", "Eg", "KEx", "KEAn", "Kgn", "E$x"])
+@pytest.mark.parametrize("flags", ["KEA", "K$", "Eg", "KEx", "KEAn", "Kgn", "E$x", "KEm", "Em$"])
 @pytest.mark.parametrize("protocol", [2, 3])
 def test_string_keyspace_events_as_redis(server: HotkvProcess, reference: RedisServer,
                                          flags: str, protocol: int) -> None:

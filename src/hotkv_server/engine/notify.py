@@ -6,10 +6,10 @@ and ``expired`` for each entry a store removes because its deadline passed (lazi
 access or by active expiry). What is published is chosen by ``notify-keyspace-events``:
 
 * Redis's classes for the string keyspace: ``g`` generic (del, expire, persist), ``$``
-  string (set, incrby, ...), ``x`` expired, ``e`` evicted, ``n`` new key, ``A`` the alias
-  of ``g$lshzxetd``; ``K`` publishes on ``__keyspace@0__:<key>`` (message: the event),
-  ``E`` on ``__keyevent@0__:<event>`` (message: the key). ``l s h z t m d`` are accepted
-  for the Redis data types hotkv does not have (or will publish as they come).
+  string (set, incrby, ...), ``x`` expired, ``e`` evicted, ``n`` new key, ``m`` keymiss,
+  ``A`` the alias of ``g$lshzxetd``; ``K`` publishes on ``__keyspace@0__:<key>`` (message:
+  the event), ``E`` on ``__keyevent@0__:<event>`` (message: the key). ``l s h z t d`` are
+  accepted for the Redis data types hotkv does not have (or will publish as they come).
 * ``a`` for agent memory, independent of K/E/A: ``__amem@0__:<store>:<id>`` with the event
   as message, followed by a space and a detail where one names an entry
   (``append 7``, ``store fact-1``, ``expired ticket``). See docs/notifications.md.
@@ -137,6 +137,11 @@ class Notifier:
         if detail is not None:
             message += b" " + (detail if isinstance(detail, bytes) else str(detail).encode())
         self.core.pubsub.publish(AMEM_PREFIX + store.encode() + b":" + ident, message, names=ident)
+
+    def missed(self, key: bytes) -> None:
+        """A read found no such cache key (``m``: Redis's keymiss, published by the reads
+        that count keyspace_misses: GET, MGET, SET ... GET)."""
+        self.keyspace(KEY_MISS, b"keymiss", key)
 
     # --- the pipeline's two entry points --------------------------------------------
     def expired(self, store: str, ident: bytes, detail: bytes | None) -> None:
