@@ -400,3 +400,20 @@ def test_subscribe_inside_multi_as_redis(both: tuple[int, int], protocol: int) -
         ("m", ["<quiet>"]),
         ("o", ["PUBSUB", "NUMSUB", "tx-a", "tx-b"]),
     ])
+
+
+def test_info_stats_counts_channels_and_patterns(both: tuple[int, int]) -> None:
+    seen = []
+    for port in both:
+        listener = Conn(port)
+        listener.send("SUBSCRIBE", "i1", "i2")
+        listener.read()
+        listener.read()
+        listener.send("PSUBSCRIBE", "i*")
+        listener.read()
+        listener.send("SSUBSCRIBE", "s1")
+        listener.read()
+        stats = redis.Redis(port=port).info("stats")
+        seen.append((stats["pubsub_channels"], stats["pubsub_patterns"], stats["pubsubshard_channels"]))
+        listener.close()
+    assert seen[0] == seen[1] == (2, 1, 1)

@@ -183,8 +183,9 @@ def section_stats(core: Core) -> Fields:
         ("evicted_keys", s.evicted_keys),
         ("keyspace_hits", s.keyspace_hits),
         ("keyspace_misses", s.keyspace_misses),
-        ("pubsub_channels", 0),
-        ("pubsub_patterns", 0),
+        ("pubsub_channels", len(core.pubsub.channels)),
+        ("pubsub_patterns", len(core.pubsub.patterns)),
+        ("pubsubshard_channels", len(core.pubsub.shard)),
         ("total_error_replies", s.total_error_replies),
         ("unexpected_error_replies", s.unexpected_error_replies),
     ]
