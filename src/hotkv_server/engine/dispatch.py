@@ -1,9 +1,11 @@
 """The single choke point every command passes through, live or queued in MULTI.
 
 ``dispatch(ctx, argv)`` does, in this order and for every command: lookup (unknown command
-and unknown subcommand errors), arity, authentication, ACL, the LOADING / READONLY /
-MISCONF / OOM gates, MULTI queueing, the clock snapshot, the handler call, effect flushing,
-WATCH invalidation, MONITOR feed, slowlog timing and command statistics.
+and unknown subcommand errors), arity, authentication, ACL, the OOM / MISCONF / NOREPLICAS
+/ READONLY / MASTERDOWN / LOADING gates (Redis's order), RESP2 subscribed mode, MULTI
+queueing, the clock snapshot, the handler call, effect flushing, WATCH invalidation,
+MONITOR feed, slowlog timing and command statistics (rejected and failed calls counted as
+Redis counts them).
 Handlers never repeat these checks. Errors come back as ``ErrorReply`` values, never raised.
 """
 
