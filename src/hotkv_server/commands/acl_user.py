@@ -114,7 +114,6 @@ class User:
     allowed: set[str] = field(default_factory=set)
     #: command -> lower-case first arguments allowed although the command is not (+select|0)
     first_args: dict[str, set[bytes]] = field(default_factory=dict)
-    command_rules: list[str] = field(default_factory=list)
     allchannels: bool = False
     channel_patterns: list[bytes] = field(default_factory=list)
     base_all: bool = False  # the command rules start from +@all (else from -@all)
@@ -143,7 +142,7 @@ class User:
             [KeyPattern(k.pattern, k.read, k.write) for k in self.key_patterns],
             self.allkeys, self.allcommands, set(self.allowed),
             {cmd: set(args) for cmd, args in self.first_args.items()},
-            list(self.command_rules), self.allchannels, list(self.channel_patterns),
+            self.allchannels, list(self.channel_patterns),
             self.base_all,
         )
 
@@ -207,13 +206,11 @@ class User:
             self.base_all = True
             self.allowed = set(all_command_names())
             self.first_args = {}
-            self.command_rules = []
         elif lowered in ("nocommands", "-@all"):
             self.allcommands = False
             self.base_all = False
             self.allowed = set()
             self.first_args = {}
-            self.command_rules = []
         elif lowered == "reset":
             fresh = User.new(self.name)
             fresh.sanitize = "sanitize-payload"
@@ -228,7 +225,6 @@ class User:
         _change(self.allowed, self.first_args, lowered, rule)
         if lowered[0] == "-":
             self.allcommands = False
-        self.command_rules.append(lowered)
 
     def _add_pattern(self, pattern: str, read: bool, write: bool) -> None:
         if self.allkeys and read and write:
