@@ -417,3 +417,29 @@ def test_info_stats_counts_channels_and_patterns(both: tuple[int, int]) -> None:
         seen.append((stats["pubsub_channels"], stats["pubsub_patterns"], stats["pubsubshard_channels"]))
         listener.close()
     assert seen[0] == seen[1] == (2, 1, 1)
+
+
+def test_slow_subscriber_over_the_soft_limit_for_its_seconds_is_dropped() -> None:
+    """Soft limit: over 64kb for 1 s drops the subscriber although it never passes the hard
+    limit and runs no command of its own (the time is the server's, not its last command's)."""
+    proc = HotkvProcess("--client-output-buffer-limit", "pubsub 64mb 64kb 1").start()
+    try:
+        sleeper = socket.create_connection(("127.0.0.1", proc.port))
+        sleeper.sendall(b"*2\r\n$9\r\nSUBSCRIBE\r\n$4\r\nsoft\r\n")
+        client = proc.client(protocol=2)
+        deadline = time.monotonic() + 5
+        while client.pubsub_numsub("soft")[0][1] != 1:
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+        payload = b"y" * 256 * 1024
+        for _ in range(40):  # about 10 MB: far over the soft limit, under the hard one
+            client.publish("soft", payload)
+        deadline = time.monotonic() + 10
+        while client.publish("soft", b"tick") == 1:
+            assert time.monotonic() < deadline, "the soft limit never dropped the subscriber"
+            time.sleep(0.1)
+        assert client.pubsub_numsub("soft")[0][1] == 0
+        sleeper.close()
+        client.close()
+    finally:
+        proc.cleanup()

@@ -426,7 +426,7 @@ class ClientProtocol(asyncio.Protocol):
         """Enforce ``client-output-buffer-limit normal <hard> <soft> <seconds>``."""
         hard, soft, seconds = output_limits(self.core.config.values["client-output-buffer-limit"],
                                             limit_class(ctx))
-        now = ctx.now_ms
+        now = self.core.clock.now_ms()  # not ctx.now_ms: a subscriber runs no commands
         over_soft = soft > 0 and pending > soft
         if not over_soft:
             self.soft_since = 0
