@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from hotkv_server.engine.notify import (
+from hotkv_server.engine.notify import key_in_channel
+from hotkv_server.engine.notify_flags import (
     ALL,
     AMEM,
     KEYEVENT,
     KEYSPACE,
     NEW,
     format_flags,
-    key_in_channel,
     parse_flags,
 )
 

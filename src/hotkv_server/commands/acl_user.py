@@ -23,9 +23,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from hotkv_server.commands.glob import glob_match
 from hotkv_server.commands.introspection import call_key_flags
 from hotkv_server.engine.errors import NOPERM_CHANNEL, CommandError
+from hotkv_server.engine.glob import glob_match
 from hotkv_server.engine.pubsub import PATTERN
 from hotkv_server.engine.registry import (
     COMMANDS,

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from hotkv_server.commands.glob import glob_match
 from hotkv_server.engine.context import Context
 from hotkv_server.engine.dispatch import NO_REPLY
+from hotkv_server.engine.glob import glob_match
 from hotkv_server.engine.pubsub import CHANNEL, PATTERN, SHARD
 from hotkv_server.engine.registry import command, container
-from hotkv_server.server.resp import Simple
+from hotkv_server.engine.replies import Simple
 
 #: command -> (kind of its channel arguments, whether they are all arguments from 1 on):
 #: what ACL channel permissions are checked against (as Redis's getChannelsFromCommand)

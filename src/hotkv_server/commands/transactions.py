@@ -13,7 +13,7 @@ from hotkv_server.engine.context import Context
 from hotkv_server.engine.dispatch import NO_REPLY, execute
 from hotkv_server.engine.errors import CommandError
 from hotkv_server.engine.registry import command
-from hotkv_server.server.resp import NULL_ARRAY, OK, ErrorReply, Raw, encode
+from hotkv_server.engine.replies import NULL_ARRAY, OK, ErrorReply, Spliced
 
 
 @command("multi", arity=1, flags="noscript loading stale fast allow_busy", group="transactions",
@@ -64,9 +64,10 @@ def exec_(ctx: Context, argv: list[bytes]) -> Any:
     core = ctx.core
     if ctx.pubsub is not None or any(spec.is_pubsub for spec, _ in queued):
         return _exec_with_pushes(ctx, queued)
+    effects = core.effects
     replies: list[Any] = []
     user = ctx.user
-    core.in_exec = True
+    effects.begin()
     try:
         for spec, args in queued:
             if user is not None and user.restricted:
@@ -77,32 +78,30 @@ def exec_(ctx: Context, argv: list[bytes]) -> Any:
                     continue
             replies.append(execute(ctx, spec, args))
     finally:
-        core.in_exec = False
-        core.flush_effects()
+        effects.commit()
     return replies
 
 
-def _exec_with_pushes(ctx: Context, queued: list[Any]) -> Raw:
+def _exec_with_pushes(ctx: Context, queued: list[Any]) -> Spliced:
     """EXEC of a transaction that (un)subscribes or may hear its own messages: the pushes
     go inside EXEC's reply, where each command made them, as Redis writes them (in RESP2
     the array then holds more elements than its count says, exactly as redis-server's)."""
-    core = ctx.core
-    parts = [b"*%d\r\n" % len(queued)]
+    effects = ctx.core.effects
+    parts: list[Any] = []
     push = ctx.push
     ctx.push = parts.append
     user = ctx.user
-    core.in_exec = True
+    effects.begin()
     try:
         for spec, args in queued:
             denied = user.denial(spec, args) if user is not None and user.restricted else None
             reply = _revoked(ctx, denied) if denied is not None else execute(ctx, spec, args)
             if reply is not NO_REPLY:
-                parts.append(encode(reply, ctx.proto))
+                parts.append(reply)
     finally:
         ctx.push = push
-        core.in_exec = False
-        core.flush_effects()
-    return Raw(b"".join(parts))
+        effects.commit()
+    return Spliced(parts, len(queued))
 
 
 _REVOKED = {

@@ -3,9 +3,9 @@
 ``dispatch(ctx, argv)`` does, in this order and for every command: lookup (unknown command
 and unknown subcommand errors), arity, authentication, ACL, the OOM / MISCONF / NOREPLICAS
 / READONLY / MASTERDOWN / LOADING gates (Redis's order), RESP2 subscribed mode, MULTI
-queueing, the clock snapshot, the handler call, effect flushing, WATCH invalidation,
-MONITOR feed, slowlog timing and command statistics (rejected and failed calls counted as
-Redis counts them).
+queueing, the clock snapshot, the handler call, handing the command's effects on
+(``core.effects.flush``), MONITOR feed, slowlog timing and command statistics (rejected and
+failed calls counted as Redis counts them).
 Handlers never repeat these checks. Errors come back as ``ErrorReply`` values, never raised.
 """
 
@@ -21,7 +21,7 @@ from hotkv_server.engine.context import Context
 from hotkv_server.engine.core import SlowlogEntry
 from hotkv_server.engine.errors import CommandError
 from hotkv_server.engine.registry import COMMANDS, LOOKUP, CommandSpec
-from hotkv_server.server.resp import QUEUED, ErrorReply
+from hotkv_server.engine.replies import QUEUED, ErrorReply
 
 #: commands executed at once even inside MULTI (everything else is queued)
 _NOT_QUEUED = frozenset({"exec", "discard", "multi", "watch", "quit", "reset"})
@@ -212,8 +212,6 @@ def execute(ctx: Context, spec: CommandSpec, argv: list[bytes], started: int = 0
     ctx.last_cmd = spec.name
     if core.notify_flags:
         core.notifier.call = (spec.name, argv)
-    is_write = spec.is_write
-    effects_before = len(core.pending_effects) if is_write else 0
     if not started:
         started = _time_ns()
     stats = core.stats
@@ -238,14 +236,9 @@ def execute(ctx: Context, spec: CommandSpec, argv: list[bytes], started: int = 0
     spec.usec += elapsed_us
     if failed:
         spec.failed_calls += 1
-    pending = core.pending_effects
-    if pending:  # a handler that failed may still have written
-        if is_write and not failed and core.watchers and len(pending) != effects_before:
-            # as Redis, only a write that changed something (emitted an effect) breaks a
-            # WATCH: DEL of a missing key or SET NX on an existing one leave it alone
-            core.touch(spec.keys_of(argv))  # (FLUSHALL touches what it removes itself)
-        if not core.in_exec:
-            core.flush_effects()
+    effects = core.effects
+    if effects.pending:  # a handler that failed may still have written
+        effects.flush()  # (inside EXEC it waits for the commit)
     if elapsed_us >= core.slowlog_threshold >= 0 and not spec.skip_slowlog:
         _slowlog_add(ctx, argv, elapsed_us)
     if core.monitors and not spec.skip_monitor:

@@ -1,9 +1,11 @@
 """Keyspace and memory notifications: the one place that turns changes into pub/sub events.
 
-Every change reaches ``Notifier`` from the effect pipeline: ``effect`` for each applied
-effect (a live write, an eviction, an AOF replay, a replica applying its primary's stream)
-and ``expired`` for each entry a store removes because its deadline passed (lazily on
-access or by active expiry). What is published is chosen by ``notify-keyspace-events``:
+Every change reaches ``Notifier`` from the effect pipeline: the effect log
+(``engine/effects.py``) calls ``before``/``applied`` for each record it applies (a live
+write, an eviction, a replica applying its primary's stream; not an AOF replay, when no
+one listens), and ``expired`` comes for each entry a store removes because its deadline
+passed (lazily on access or by active expiry). Records are read in their wire form
+(``[op, field ...]``, the AOF's), so this module depends on no record class. What is published is chosen by ``notify-keyspace-events``:
 
 * Redis's classes for the string keyspace: ``g`` generic (del, expire, persist), ``$``
   string (set, incrby, ...), ``x`` expired, ``e`` evicted, ``n`` new key, ``m`` keymiss,
@@ -23,58 +25,28 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from hotkv_server.engine.context import Context
-    from hotkv_server.engine.core import Core
+    from hotkv_server.stores.effect import Effect
 
-KEYSPACE = 1 << 0  # K
-KEYEVENT = 1 << 1  # E
-GENERIC = 1 << 2  # g
-STRING = 1 << 3  # $
-LIST = 1 << 4  # l
-SET = 1 << 5  # s
-HASH = 1 << 6  # h
-ZSET = 1 << 7  # z
-EXPIRED = 1 << 8  # x
-EVICTED = 1 << 9  # e
-STREAM = 1 << 10  # t
-KEY_MISS = 1 << 11  # m
-MODULE = 1 << 12  # d
-NEW = 1 << 13  # n
-AMEM = 1 << 14  # a (hotkv's own)
-ALL = GENERIC | STRING | LIST | SET | HASH | ZSET | EXPIRED | EVICTED | STREAM | MODULE
+from hotkv_server.engine.notify_flags import (
+    AMEM,
+    EVICTED,
+    EXPIRED,
+    GENERIC,
+    KEY_MISS,
+    KEYEVENT,
+    KEYSPACE,
+    NEW,
+    STRING,
+    format_flags,
+    parse_flags,
+)
 
-_LETTERS = {"K": KEYSPACE, "E": KEYEVENT, "g": GENERIC, "$": STRING, "l": LIST, "s": SET,
-            "h": HASH, "z": ZSET, "x": EXPIRED, "e": EVICTED, "t": STREAM, "m": KEY_MISS,
-            "d": MODULE, "n": NEW, "A": ALL, "a": AMEM}
-#: the order Redis 7.0 writes classes back (``A`` stands for all of them; ``n`` is
-#: written only without ``A``, as redis-server 7.0 does)
-_CLASS_ORDER = "g$lshzxetdn"
+__all__ = ["Notifier", "format_flags", "key_in_channel", "may_see", "parse_flags"]
 
 KEYSPACE_PREFIX = b"__keyspace@0__:"
 KEYEVENT_PREFIX = b"__keyevent@0__:"
 AMEM_PREFIX = b"__amem@0__:"
 AMEM_STORES = (b"conv", b"sem", b"work", b"epis", b"summary")
-
-
-def parse_flags(text: str) -> int:
-    """``"KEA"`` -> the class bits; ValueError with Redis's message for a bad letter."""
-    flags = 0
-    for letter in text:
-        bit = _LETTERS.get(letter)
-        if bit is None:
-            raise ValueError("Invalid event class character. Use 'Ag$lshzxeKEtmdna'.")
-        flags |= bit
-    return flags
-
-
-def format_flags(flags: int) -> str:
-    out = []
-    if flags & ALL == ALL:
-        out.append("A")
-    else:
-        out.extend(c for c in _CLASS_ORDER if flags & _LETTERS[c])
-    out.extend(c for c in "KEma" if flags & _LETTERS[c])
-    return "".join(out)
 
 
 def key_in_channel(channel: bytes) -> bytes | None:
@@ -96,7 +68,7 @@ _SET_EVENTS = {"incr": b"incrby", "decr": b"incrby", "incrby": b"incrby", "decrb
 _EXPIRING_SETS = frozenset({"set", "setex", "psetex"})
 
 
-def may_see(ctx: Context, key: bytes) -> bool:
+def may_see(ctx: Any, key: bytes) -> bool:
     """Whether a subscriber's user may read ``key`` (a notification's subject)."""
     user = ctx.user
     return user is None or user.allkeys or user.key_allowed(key)
@@ -105,7 +77,7 @@ def may_see(ctx: Context, key: bytes) -> bool:
 class Notifier:
     """Publishes the events of applied effects and expiries, per ``notify-keyspace-events``."""
 
-    def __init__(self, core: Core) -> None:
+    def __init__(self, core: Any) -> None:
         self.core = core
         self.flags = 0
         #: (command name, argv) of the command running, set by the dispatch point while
@@ -118,6 +90,8 @@ class Notifier:
     def configure(self, flags: int) -> None:
         self.flags = flags
         self.core.notify_flags = flags
+        # the effect log tells us of each record it applies, only while something is on
+        self.core.effects.notify = self if flags else None
 
     # --- publishing -----------------------------------------------------------------
     def keyspace(self, kind: int, event: bytes, key: bytes) -> None:
@@ -150,6 +124,13 @@ class Notifier:
             self.keyspace(EXPIRED, b"expired", ident)
         else:
             self.amem(store, ident, "expired", detail)
+
+    # --- the effect log's hooks (engine/effects.py Notify) ----------------------------
+    def before(self, record: Effect) -> list[bytes] | None:
+        return self.new_keys(record.wire()) if self.flags & NEW else None
+
+    def applied(self, record: Effect, before: list[bytes] | None) -> None:
+        self.effect(record.wire(), before)
 
     def new_keys(self, effect: list[Any]) -> list[bytes]:
         """Before a write: the cache keys it will create (for ``n``, Redis's "new")."""

@@ -4,9 +4,10 @@ The hub maps each channel (pattern, shard channel) to the clients subscribed to 
 subscription order, and each client keeps its own sets in ``ctx.pubsub`` (None while it
 has no subscription, so the dispatch point tests one attribute for RESP2 subscribed mode).
 
-A message is encoded once per protocol and handed to each receiver's ``ctx.push``, which
-the network layer sets: the bytes join that client's output in order with its replies and
-count against its output-buffer limit (class ``pubsub``). Keyspace and memory
+A message is one ``Push`` value handed to each receiver's ``ctx.push``, which the network
+layer sets: it encodes it (once per protocol for all receivers of one message), and the
+bytes join that client's output in order with its replies and count against its
+output-buffer limit (class ``pubsub``). Keyspace and memory
 notifications (``engine/notify.py``) are published here too, filtered by ``may_see`` so a
 user confined by ACL key patterns never hears of another tenant's keys.
 """
@@ -14,13 +15,13 @@ user confined by ACL key patterns never hears of another tenant's keys.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from hotkv_server.commands.glob import glob_match
-from hotkv_server.server.resp import Push, encode
+from hotkv_server.engine.glob import glob_match
+from hotkv_server.engine.replies import Push
 
-if TYPE_CHECKING:
-    from hotkv_server.engine.context import Context
+#: a client (``engine.core.Context``; not imported: the Core imports this module)
+Context = Any
 
 #: kinds of subscription: (field of Subscriptions, confirmation word, unsubscribe word)
 CHANNEL, PATTERN, SHARD = "channels", "patterns", "shard"
@@ -31,7 +32,7 @@ WORDS = {
 }
 
 #: who may receive one notification: (subscriber, the key or id it names) -> bool
-Visibility = Callable[["Context", bytes], bool]
+Visibility = Callable[[Any, bytes], bool]
 
 
 class Subscriptions:
@@ -132,23 +133,21 @@ class Hub:
         visible = self.visibility if names is not None else None
         listeners = self.channels.get(channel)
         if listeners:
-            cache: dict[int, bytes] = {}
             value = Push([b"message", channel, message])
             for ctx in list(listeners):
                 if visible is not None and not visible(ctx, names):  # type: ignore[arg-type]
                     continue
-                _deliver(ctx, value, cache)
+                send(ctx, value)
                 receivers += 1
         if self.patterns:
             for pattern, subscribers in list(self.patterns.items()):
                 if not glob_match(pattern, channel):
                     continue
-                cache = {}
                 value = Push([b"pmessage", pattern, channel, message])
                 for ctx in list(subscribers):
                     if visible is not None and not visible(ctx, names):  # type: ignore[arg-type]
                         continue
-                    _deliver(ctx, value, cache)
+                    send(ctx, value)
                     receivers += 1
         return receivers
 
@@ -156,10 +155,9 @@ class Hub:
         listeners = self.shard.get(channel)
         if not listeners:
             return 0
-        cache: dict[int, bytes] = {}
         value = Push([b"smessage", channel, message])
         for ctx in list(listeners):
-            _deliver(ctx, value, cache)
+            send(ctx, value)
         return len(listeners)
 
     def listened(self, channel: bytes) -> bool:
@@ -168,18 +166,7 @@ class Hub:
 
 
 def send(ctx: Context, value: Any) -> None:
-    """Write one out-of-band value (a confirmation, a message) to a client, in order."""
+    """Hand one out-of-band value (a confirmation, a message) to a client, in order."""
     push = ctx.push
     if push is not None:
-        push(encode(value, ctx.proto))
-
-
-def _deliver(ctx: Context, value: Any, cache: dict[int, bytes]) -> None:
-    push = ctx.push
-    if push is None:
-        return
-    proto = ctx.proto
-    payload = cache.get(proto)
-    if payload is None:
-        payload = cache[proto] = encode(value, proto)
-    push(payload)
+        push(value)

@@ -20,9 +20,9 @@ import queue
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any
 
-from hotkv_server.persistence.framing import frame, pack
+from hotkv_server.persistence.framing import frame
+from hotkv_server.stores.effect import pack_group
 
 log = logging.getLogger("hotkv")
 
@@ -36,8 +36,9 @@ class AofFile:
     size: int  # bytes in the file (records written so far)
     buf: bytearray = field(default_factory=bytearray)
     unsynced: bool = False  # written but not fsynced (everysec, no)
-    #: records of this turn, framed into ``buf`` by ``encode`` (write_out does it first)
-    records: list[Any] = field(default_factory=list)
+    #: the packed records of this turn (effect-log payloads), framed into ``buf`` by
+    #: ``encode`` (write_out does it first)
+    records: list[bytes] = field(default_factory=list)
 
     @classmethod
     def open(cls, path: str, *, create: bool, exclusive: bool = False) -> AofFile:
@@ -53,18 +54,14 @@ class AofFile:
         return bool(self.records or self.buf)
 
     def encode(self) -> None:
-        """Frame the records appended since the last write, as one frame.
-
-        Raises what msgpack raises for a record it cannot encode; the records are dropped
-        then (the caller arranges a fresh rewrite from memory, which covers them).
-        """
+        """Frame the records appended since the last write, as one frame (a ``tx`` of
+        them when there are several: one checksum for the turn, about 5x cheaper per
+        record than a frame each, for the same records on replay)."""
         records = self.records
         if not records:
             return
         self.records = []
-        # one msgpack call and one checksum for the turn: about 5x cheaper per record
-        # than a frame each, for the same bytes on replay
-        self.buf += frame(pack(records[0] if len(records) == 1 else ["tx", records]))
+        self.buf += frame(pack_group(records))
 
     def write_out(self) -> None:
         """Write the whole buffer; on failure cut the file back and keep the buffer.

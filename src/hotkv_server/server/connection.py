@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING, Any
 
 import hiredis
 
+from hotkv_server.engine.config import output_limits
 from hotkv_server.engine.context import Context
-from hotkv_server.engine.core import RepliesWithheld
 from hotkv_server.engine.dispatch import NO_REPLY, Deferred, dispatch
-from hotkv_server.server.config import output_limits
+from hotkv_server.engine.words import UnbalancedQuotes, split_args
 from hotkv_server.server.framing import (
     SUSPICIOUS_COUNT,
     UNAUTH_MAX_BULK,
@@ -29,7 +29,6 @@ from hotkv_server.server.framing import (
     drop_negative_counts,
 )
 from hotkv_server.server.resp import OK, OK_BYTES, encode, encode_error
-from hotkv_server.server.words import UnbalancedQuotes, split_args
 
 if TYPE_CHECKING:
     from hotkv_server.engine.core import Core
@@ -42,7 +41,7 @@ WRITE_HIGH_WATER = 4 * 1024 * 1024
 
 
 def split_inline(line: bytes) -> list[bytes]:
-    """Split an inline request into words (see ``hotkv_server.server.words.split_args``)."""
+    """Split an inline request into words (see ``hotkv_server.engine.words.split_args``)."""
     try:
         return split_args(line)
     except UnbalancedQuotes:
@@ -352,12 +351,13 @@ class ClientProtocol(asyncio.Protocol):
     def _send(self, out: list[bytes]) -> None:
         """Write the replies of one read, or hold them until the end of this loop turn.
 
-        While writes of this turn wait in the AOF buffer (``core.reply_barrier``), replies
+        While writes of this turn wait in the AOF buffer (``core.turn.barrier``), replies
         are held: at the end of the turn the AOF is written once (and fsynced under
         ``always``) for every client of the turn, then the held replies leave, as Redis
-        does in beforeSleep. Once a client holds replies, its later ones queue behind them.
+        does in beforeSleep (``hotkv_server.engine.turn``). Once a client holds replies,
+        its later ones queue behind them.
         """
-        if self.turn_out is not None or self.core.reply_barrier:
+        if self.turn_out is not None or self.core.turn.barrier:
             if out or (self.ctx is not None and self.ctx.close_after_reply):
                 self._hold(out)
             return
@@ -367,20 +367,16 @@ class ClientProtocol(asyncio.Protocol):
         held = self.turn_out
         if held is None:
             held = self.turn_out = []
-            core = self.core
-            core.turn_waiting.append(self)
-            if len(core.turn_waiting) == 1:
-                # call_soon runs after every read of this turn has been processed
-                asyncio.get_running_loop().call_soon(end_turn, core)
+            self.core.turn.hold(self)
         held.extend(out)
 
-    def _release(self) -> None:
+    def release(self) -> None:
         """End of the turn: the AOF has the writes these replies acknowledge."""
         out, self.turn_out = self.turn_out, None
         if out is not None and not self.closed:
             self._deliver(out)
 
-    def _withhold(self, exc: Exception) -> None:
+    def withhold(self, exc: Exception) -> None:
         """End of the turn: the writes could not be made durable; answer nothing, close."""
         self.turn_out = None
         if self.ctx is not None and self.transport is not None and not self.closed:
@@ -554,9 +550,17 @@ class ClientProtocol(asyncio.Protocol):
         ctx.close_after_reply = True
 
     # --- out of band ----------------------------------------------------------------
-    def _push(self, payload: bytes) -> None:
-        """Pub/sub bytes for this client: after the replies already made for its current
-        read, else as a reply of their own (held with the turn's replies when those wait)."""
+    def _push(self, value: Any) -> None:
+        """A pub/sub value for this client: after the replies already made for its current
+        read, else as a reply of their own (held with the turn's replies when those wait).
+        One message goes to many subscribers in turn: encoded once per protocol."""
+        proto = self.ctx.proto if self.ctx is not None else 2
+        last = _LAST_PUSH.get(proto)
+        if last is not None and last[0] is value:
+            payload = last[1]
+        else:
+            payload = encode(value, proto)
+            _LAST_PUSH[proto] = (value, payload)
         out = self.current_out
         if out is not None:
             out.append(payload)
@@ -598,6 +602,11 @@ class ClientProtocol(asyncio.Protocol):
             self._write_out_of_band(encode(value, self.ctx.proto))
 
 
+#: protocol -> (the last pushed value, its bytes): a message published to many subscribers
+#: is the same value for each of them
+_LAST_PUSH: dict[int, tuple[Any, bytes]] = {}
+
+
 def limit_class(ctx: Context) -> str:
     """The client-output-buffer-limit class of a client, as Redis's getClientType picks it."""
     if "S" in ctx.flags:
@@ -608,21 +617,8 @@ def limit_class(ctx: Context) -> str:
 
 
 def end_turn(core: Core) -> None:
-    """Write the turn's AOF data once, then release every reply held for it, then run what
-    waited for the AOF (the replicas' copy of the turn's writes)."""
-    waiting, core.turn_waiting = core.turn_waiting, []
-    try:
-        for hook in core.before_reply:
-            hook()
-    except RepliesWithheld as exc:
-        for protocol in waiting:
-            protocol._withhold(exc)
-    else:
-        for protocol in waiting:
-            protocol._release()
-    after, core.after_turn = core.after_turn, []
-    for callback in after:
-        callback()
+    """End the event-loop turn now (``core.turn.end``; benchmarks and tests call it)."""
+    core.turn.end()
 
 
 def _format_addr(info: Any) -> str:

@@ -15,12 +15,13 @@ import errno
 import logging
 import socket
 import ssl
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from hotkv_server.engine.errors import StartupError
 from hotkv_server.server.connection import ClientProtocol
 
-if TYPE_CHECKING:
-    from hotkv_server.server.app import Server
+#: the process (``server.app.Server``: not imported, it imports this module)
+Server = Any
 
 log = logging.getLogger("hotkv")
 
@@ -130,8 +131,6 @@ class Rebinder:
             return
         if not values["tls-cert-file"] or not values["tls-key-file"]:
             return  # not complete yet (cert and key are usually set one after the other)
-        from hotkv_server.server.app import StartupError
-
         try:
             context = self.server.tls_context()
         except StartupError as exc:
