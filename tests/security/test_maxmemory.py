@@ -301,8 +301,11 @@ class Rig:
     def run(self, *argv: Any) -> Any:
         return dispatch(self.ctx, [a if isinstance(a, bytes) else str(a).encode() for a in argv])
 
-    def write_effects(self, payload: bytes) -> None:
-        self.records.extend(r.wire() for r in decode(unpack(payload)))
+    wants_bytes = True  # check the packed form too
+
+    def write_effects(self, records: list[Any], payload: bytes | None) -> None:
+        assert payload is not None and decode(unpack(payload)) == records
+        self.records.extend(r.wire() for r in records)
 
     def effects_lost(self, reason: str) -> None:
         raise AssertionError(reason)

@@ -16,6 +16,8 @@ from hotkv_server.stores.effect import (
     decode,
     pack,
     pack_group,
+    pack_unit,
+    unit_value,
     unpack,
 )
 from hotkv_server.stores.keyspace_effects import KvDel, KvMset, KvSet
@@ -63,6 +65,17 @@ def test_a_group_packs_to_the_same_bytes_as_the_whole_tx() -> None:
     assert pack_group(payloads) == pack(["tx", [r.wire() for r in records]])
     assert decode(unpack(pack_group(payloads))) == records
     assert pack_group(payloads[:1]) == payloads[0]
+
+
+def test_records_pack_as_their_wire_lists_without_building_them() -> None:
+    one = [KvSet(b"k", b"v", 5)]
+    two = [KvSet(b"k", b"v", None), KvDel([b"k"])]
+    assert pack_unit(unit_value(one)) == pack(["kv.set", b"k", b"v", 5])
+    assert pack_unit(unit_value(two)) == pack(["tx", [r.wire() for r in two]])
+    # a turn of units, as the AOF frames it: nested groups stay nested
+    turn = [unit_value(one), unit_value(two)]
+    assert pack_unit(["tx", turn]) == pack(["tx", [one[0].wire(), ["tx", [r.wire() for r in two]]]])
+    assert decode(unpack(pack_unit(["tx", turn]))) == one + two
 
 
 @pytest.mark.parametrize("value, why", [

@@ -21,6 +21,7 @@ MODULES = (
     "acl",
     "replication",
     "pubsub",
+    "cluster",
 )
 
 _loaded = False

@@ -243,6 +243,11 @@ DIRECTIVES: dict[str, Directive] = {
         Directive("busy-reply-threshold", 5000, _int_range(0, 2**63 - 1), str),
         Directive("latency-tracking", True, *_B),
         Directive("daemonize", False, *_B, mutable=False),
+        Directive("cluster-enabled", False, *_B, mutable=False),
+        Directive("cluster-config-file", "nodes.conf", _single(_str), str, mutable=False),
+        Directive("cluster-require-full-coverage", True, *_B),
+        Directive("cluster-announce-ip", "", _single(_str), str),
+        Directive("cluster-announce-port", 0, _int_range(0, 65535), str),
     ]
 }
 

@@ -125,7 +125,7 @@ def dispatch(ctx: Context, argv: list[bytes]) -> Any:
         if denial is not None:
             return _reject_call(ctx, spec, denial)
     if core.gated:  # loading, a replica, MISCONF or maxmemory: the rarer refusals
-        denial = _gate(ctx, core, spec)
+        denial = _gate(ctx, core, spec, argv)
         if denial is not None:
             if spec.name == "exec" and ctx.multi is not None:
                 spec.rejected_calls += 1
@@ -148,12 +148,17 @@ def dispatch(ctx: Context, argv: list[bytes]) -> Any:
     return execute(ctx, spec, argv, started)
 
 
-def _gate(ctx: Context, core: Any, spec: CommandSpec) -> str | None:
-    """The refusal of a command over maxmemory, after an AOF write error, without enough
-    good replicas, on a read-only replica or while loading (Redis's order); None when it
-    may run. EXEC is judged by what it would run (a queued write makes it a write)."""
+def _gate(ctx: Context, core: Any, spec: CommandSpec, argv: list[bytes]) -> str | None:
+    """The refusal of a command: its cluster redirection, over maxmemory, after an AOF
+    write error, without enough good replicas, on a read-only replica, with the primary's
+    link down or while loading (Redis's order); None when it may run here. EXEC is judged
+    by what it would run (a queued write makes it a write)."""
     if ctx.is_master_link:
         return errors.LOADING if core.loading and not spec.allowed_while_loading else None
+    if core.cluster is not None:
+        moved = _route(ctx, core.cluster, spec, argv)
+        if moved is not None:
+            return moved
     queued = ctx.multi if spec.name == "exec" else None
     is_write = spec.is_write or bool(queued and any(q.is_write for q, _ in queued))
     values = core.config.values
@@ -200,6 +205,25 @@ def _enough_replicas(core: Any) -> bool:
     good = sum(1 for peer in repl.peers.values()
                if peer.state == "online" and now - peer.ack_time <= max_lag)
     return bool(good >= core.config.values["min-replicas-to-write"])
+
+
+def _route(ctx: Context, cluster: Any, spec: CommandSpec, argv: list[bytes]) -> str | None:
+    """Cluster mode: None when this node serves the command's keys, else -MOVED, -ASK ...
+
+    ASKING lets exactly one following command into an importing slot (a whole MULTI block
+    when sent inside it), as Redis resets the flag after every other command.
+    """
+    asking = ctx.asking
+    if spec.name != "asking" and ctx.multi is None:
+        ctx.asking = False
+    if spec.name == "exec":
+        keys = [key for queued, qargv in (ctx.multi or ()) for key in cluster.keys_of(queued, qargv)]
+    else:
+        keys = cluster.keys_of(spec, argv)
+    if not keys:
+        return None
+    result: str | None = cluster.route(ctx, spec, keys, asking)
+    return result
 
 
 def execute(ctx: Context, spec: CommandSpec, argv: list[bytes], started: int = 0) -> Any:

@@ -7,9 +7,12 @@ Every change to the data goes through here:
   database, counted in ``dirty``, breaks the WATCH of the ids it names (``keys()``) and is
   queued in ``pending``.
 * ``flush()`` (the dispatch point, after every command): the pending records leave as one
-  unit: packed once (msgpack of the record, or of ``["tx", [...]]`` for several) and
-  handed to every sink (the AOF buffer, the replication stream); the records themselves
-  go to the observers (the memory estimate). Inside a group nothing leaves.
+  unit, handed to every sink (the AOF buffer, the replication stream) and, record by
+  record, to the observers (the memory estimate). Inside a group nothing leaves.
+  A unit is packed once (msgpack of the record, or of ``["tx", [...]]`` for several): here,
+  when a sink needs the bytes at once (``wants_bytes``: the replication stream), and the
+  bytes go to every sink; otherwise the AOF packs its turn's units in one call at the end
+  of the turn.
 * ``begin()`` / ``commit()``: a group (EXEC) whose records leave as one ``tx`` when the
   outermost group commits, so a torn AOF tail or a replica never sees half of it.
 * ``apply_replicated(payload)``: a record decided elsewhere (a primary's
@@ -33,7 +36,7 @@ from collections.abc import Callable, Mapping, Set
 from typing import Any, Protocol
 
 from hotkv_server.stores.database import Database
-from hotkv_server.stores.effect import Effect, EffectError, decode, group_wire, pack, unpack
+from hotkv_server.stores.effect import Effect, EffectError, decode, pack_unit, unit_value, unpack
 
 log = logging.getLogger("hotkv")
 
@@ -60,8 +63,13 @@ class Notify(Protocol):
 class Sink(Protocol):
     """Keeps a copy of every write: the AOF, the replication stream."""
 
-    def write_effects(self, payload: bytes) -> None:
-        """One unit of applied records (a command's, an EXEC's, a primary's), as msgpack."""
+    #: True: every unit must come packed (``payload`` is never None)
+    wants_bytes: bool
+
+    def write_effects(self, records: list[Effect], payload: bytes | None) -> None:
+        """One unit of applied records (a command's, an EXEC's, a primary's), with its
+        msgpack (``pack_unit``) when a sink wanted it or it came packed, else None. The
+        list is the sink's to keep."""
 
     def effects_lost(self, reason: str) -> None:
         """Records were applied but could not be packed (a store bug): the copy can no
@@ -83,6 +91,8 @@ class EffectLog:
         #: open groups (EXEC): records leave when the outermost commits
         self.depth = 0
         self.sinks: list[Sink] = []
+        #: a listed sink wants bytes: units are packed in ``flush``
+        self.eager = False
         self.observers: list[Observer] = []
         #: the keyspace notifier while notify-keyspace-events is on, else None
         self.notify: Notify | None = None
@@ -138,15 +148,17 @@ class EffectLog:
                 observe(record)
         sinks = self.sinks
         if sinks:
-            try:
-                payload = pack(group_wire(pending))
-            except Exception as exc:  # a store bug: a record msgpack cannot encode
-                log.exception("Can't encode an effect for the AOF and the replicas")
-                for sink in sinks:
-                    sink.effects_lost(f"an effect could not be encoded ({exc})")
-                return
+            payload = None
+            if self.eager:
+                try:
+                    payload = pack_unit(unit_value(pending))
+                except Exception as exc:  # a store bug: a record msgpack cannot encode
+                    log.exception("Can't encode an effect for the AOF and the replicas")
+                    for sink in sinks:
+                        sink.effects_lost(f"an effect could not be encoded ({exc})")
+                    return
             for sink in sinks:
-                sink.write_effects(payload)
+                sink.write_effects(pending, payload)
 
     # --- records decided elsewhere -----------------------------------------------------
     def apply_replicated(self, payload: bytes) -> int:
@@ -169,7 +181,7 @@ class EffectLog:
             for record in records:
                 observe(record)
         for sink in self.sinks:
-            sink.write_effects(payload)
+            sink.write_effects(records, payload)
         return len(records)
 
     def replay(self, value: Any) -> int:
@@ -183,6 +195,7 @@ class EffectLog:
     def set_sink(self, sink: Sink, active: bool) -> None:
         """List ``sink`` while it has work to do (an AOF open, a backlog)."""
         _listed(self.sinks, sink, active)
+        self.eager = any(s.wants_bytes for s in self.sinks)
 
     def set_observer(self, observer: Observer, active: bool) -> None:
         """List ``observer`` while it has work to do (a memory limit)."""

@@ -64,6 +64,7 @@ GROUP_CATEGORIES: dict[str, tuple[str, ...]] = {
     "amem": ("amem",),
     "replication": (),
     "pubsub": ("pubsub",),
+    "cluster": (),
 }
 
 

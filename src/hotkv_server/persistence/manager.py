@@ -51,6 +51,7 @@ from hotkv_server.persistence.snapshot import write_base_file
 
 if TYPE_CHECKING:
     from hotkv_server.engine.core import Host
+    from hotkv_server.stores.effect import Effect
 
 log = logging.getLogger("hotkv")
 
@@ -253,11 +254,14 @@ class Persistence:
         self._aof = aof
         self.core.effects.set_sink(self, aof is not None)
 
-    def write_effects(self, payload: bytes) -> None:
+    #: effect sink: the AOF packs its turn's units itself, in one call (``AofFile.encode``)
+    wants_bytes = False
+
+    def write_effects(self, records: list[Effect], payload: bytes | None) -> None:
         """Effect sink: one unit of records, framed with the rest of the turn's in _flush."""
         aof = self.aof
         if aof is not None:
-            aof.records.append(payload)
+            aof.add(records, payload)
             self.core.turn.barrier = True  # acknowledged only once written: end of turn
 
     def effects_lost(self, reason: str) -> None:
@@ -286,6 +290,14 @@ class Persistence:
         that the replies which would acknowledge unsaved writes are never sent.
         """
         always = self.core.config.values["appendfsync"] == "always"
+        try:
+            aof.encode()
+        except Exception as exc:  # a store bug: an effect msgpack cannot encode
+            log.exception("Can't encode an effect for the AOF")
+            self._failed(f"an effect could not be encoded for the AOF ({exc})", fresh=True)
+            if strict and always:
+                raise AofUnavailable("an effect could not be encoded") from None
+            return False
         try:
             aof.write_out()
         except OSError as exc:

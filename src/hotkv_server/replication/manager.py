@@ -39,6 +39,7 @@ from hotkv_server.stores.effect import pack, unpack
 if TYPE_CHECKING:
     from hotkv_server.engine.context import Context
     from hotkv_server.engine.core import Host
+    from hotkv_server.stores.effect import Effect
 
 log = logging.getLogger("hotkv")
 
@@ -207,9 +208,12 @@ class Replication:
         self._backlog = backlog
         self.core.effects.set_sink(self, backlog is not None)
 
-    def write_effects(self, payload: bytes) -> None:
+    #: effect sink: every unit arrives packed (the stream carries it at once)
+    wants_bytes = True
+
+    def write_effects(self, records: list[Effect], payload: bytes | None) -> None:
         """Effect sink: one applied unit of records (a whole EXEC as one ``tx``), packed."""
-        if self.core.role == "slave":
+        if self.core.role == "slave" or payload is None:
             return  # a replica forwards its primary's bytes instead (apply_from_primary)
         # listed only while a backlog exists (the ``backlog`` setter): as Redis, no history
         # is kept before the first replica comes

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, fields
-from operator import attrgetter
+from operator import methodcaller
 from typing import Any, ClassVar, TypeVar, dataclass_transform
 
 import msgpack
@@ -92,13 +92,16 @@ def effect(op: str) -> Callable[[E], E]:
 
 
 def _wire_method(op: str, names: tuple[str, ...]) -> Callable[[Any], list[Any]]:
-    if not names:
-        return lambda self: [op]
-    if len(names) == 1:
-        one = attrgetter(names[0])
-        return lambda self: [op, one(self)]
-    many = attrgetter(*names)
-    return lambda self: [op, *many(self)]
+    # generated as a plain function (``[op, self.a, self.b]``): the AOF and the replicas
+    # ask for it on every write, and slot reads in one list display are the cheapest form
+    for name in names:
+        if not name.isidentifier():
+            raise TypeError(f"bad field name {name!r}")
+    body = ", ".join([repr(op), *(f"self.{name}" for name in names)])
+    scope: dict[str, Any] = {}
+    exec(f"def wire(self):\n    return [{body}]\n", scope)  # field names checked above
+    wire: Callable[[Any], list[Any]] = scope["wire"]
+    return wire
 
 
 @effect("flushall")
@@ -139,13 +142,6 @@ def _decode_into(value: Any, out: list[Effect]) -> None:
         ) from None
 
 
-def group_wire(records: list[Effect]) -> list[Any]:
-    """One wire value for records applied together: the record itself, or a tx."""
-    if len(records) == 1:
-        return records[0].wire()
-    return [TX, [r.wire() for r in records]]
-
-
 _packer = msgpack.Packer(use_bin_type=True)
 
 
@@ -157,6 +153,22 @@ def pack(value: Any) -> bytes:
 
 def unpack(payload: bytes | memoryview) -> Any:
     return msgpack.unpackb(payload, raw=False, strict_map_key=False)
+
+
+#: packs records in place of their wire lists (msgpack calls ``wire`` from C for each)
+_record_packer = msgpack.Packer(use_bin_type=True, default=methodcaller("wire"))
+
+
+def unit_value(records: list[Effect]) -> Any:
+    """What ``pack_unit`` packs for records applied together: the record, or a tx of them
+    (records stand for their wire lists)."""
+    return records[0] if len(records) == 1 else [TX, records]
+
+
+def pack_unit(value: Any) -> bytes:
+    """msgpack of a ``unit_value`` (or a list of them, or ``[TX, [...]]`` of them): the
+    same bytes as packing the wire lists, without building them."""
+    return _record_packer.pack(value)
 
 
 _TX_HEAD = b"\x92" + _packer.pack(TX)
