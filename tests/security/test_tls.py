@@ -5,6 +5,7 @@ from __future__ import annotations
 import socket
 import ssl
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -81,5 +82,39 @@ def test_client_certificate_required(pki: Path) -> None:
                                 ssl_ca_certs=str(pki / "ca.crt"),
                                 ssl_certfile=str(pki / "client.crt"), ssl_keyfile=str(pki / "client.key"))
         assert with_cert.ping() is True
+    finally:
+        proc.cleanup()
+
+
+def test_config_set_tls_at_run_time(pki: Path) -> None:
+    """A server started without TLS gets a TLS port by CONFIG SET, as Redis: the certificate
+    is checked first (a bad one is refused and nothing changes), then the port listens;
+    moving tls-port closes the old one."""
+    proc = HotkvProcess().start()
+    try:
+        admin = proc.client()
+        with pytest.raises(redis.ResponseError, match="Unable to update TLS configuration"):
+            admin.config_set("tls-cert-file", str(pki / "server.crt"), "tls-key-file",
+                             str(pki / "ca.key"), "tls-auth-clients", "no",
+                             "tls-port", str(free_port()))
+        assert admin.config_get("tls-port") in ({"tls-port": "0"}, {b"tls-port": b"0"})
+        first = free_port()
+        assert admin.config_set("tls-cert-file", str(pki / "server.crt"), "tls-key-file",
+                                str(pki / "server.key"), "tls-auth-clients", "no",
+                                "tls-port", str(first)) is True
+        time.sleep(0.2)
+        secure = redis.Redis(host="127.0.0.1", port=first, ssl=True,
+                             ssl_ca_certs=str(pki / "ca.crt"))
+        assert secure.ping() is True
+        second = free_port()
+        assert admin.config_set("tls-port", str(second)) is True
+        time.sleep(0.2)
+        assert redis.Redis(host="127.0.0.1", port=second, ssl=True,
+                           ssl_ca_certs=str(pki / "ca.crt")).ping() is True
+        assert secure.ping() is True  # connected clients stay
+        with pytest.raises(OSError):
+            socket.create_connection(("127.0.0.1", first), timeout=1).close()
+        secure.close()
+        admin.close()
     finally:
         proc.cleanup()

@@ -22,6 +22,7 @@ MODULES = (
     "search",
     "acl",
     "replication",
+    "pubsub",
     "cluster",
 )
 

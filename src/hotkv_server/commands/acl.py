@@ -1,10 +1,8 @@
-"""ACL users, authentication, protected mode, and the ACL command.
+"""The ACL user table, authentication, the ACL log, protected mode, and the ACL command.
 
-Rules follow Redis's ``ACL SETUSER`` syntax: ``on|off``, ``>pass``, ``<pass``, ``#sha256``,
-``!sha256``, ``nopass``, ``resetpass``, ``~pattern``, ``%R~``/``%W~``/``%RW~pattern``,
-``allkeys``, ``resetkeys``, ``+cmd``, ``-cmd``, ``+cmd|sub``, ``+@category``, ``-@category``,
-``allcommands``, ``nocommands``, ``reset`` (channel rules ``&pattern``, ``allchannels``,
-``resetchannels`` are accepted; hotkv has no pub/sub).
+A user's rules (Redis's ``ACL SETUSER`` syntax) and checks are in ``acl_user.py``. When a
+user's channel rules change, its clients subscribed to what it may no longer use are
+disconnected, as Redis 7 does.
 
 Every AMEM command's id is its key (position 1), so ``~tenant-a:*`` confines a user to
 tenant a's sessions, namespaces, logs and summaries; a read needs an R pattern and a write
@@ -14,27 +12,35 @@ command; AMEM.SCAN filters ids with ``User.key_allowed``.
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import os
 import time
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from hotkv_server.commands.glob import glob_match
-from hotkv_server.commands.introspection import call_key_flags
+from hotkv_server.commands.acl_user import (
+    NOPERM_KEY,
+    PUBSUB_DEFAULT,
+    User,
+    all_categories,
+    commands_in,
+    default_user,
+    key_permissions,
+    noperm_command,
+)
 from hotkv_server.engine import errors
 from hotkv_server.engine.args import parse_int
 from hotkv_server.engine.context import Context
 from hotkv_server.engine.errors import CommandError
-from hotkv_server.engine.registry import COMMANDS, CommandSpec, command, container
+from hotkv_server.engine.registry import command, container
 from hotkv_server.engine.replies import OK, Simple
 
 if TYPE_CHECKING:
     from hotkv_server.engine.core import Core
 
-NOPERM_KEY = "NOPERM this user has no permissions to access one of the keys used as arguments"
+#: what other modules import from here (the user model lives in acl_user.py)
+__all__ = ["NOPERM_KEY", "User", "UserTable", "key_permissions", "noperm_command"]
+
 ACL_LOG_MAX = 128
 #: failed AUTH attempts per client address in one window before attempts are refused unchecked
 AUTH_FAILURE_LIMIT = 20
@@ -47,274 +53,6 @@ PROTECTED_MODE_DENIED = (
     "ACL SETUSER default >password), or disable protected mode with "
     "'CONFIG SET protected-mode no' from the loopback interface or '--protected-mode no'."
 )
-
-
-def noperm_command(name: str) -> str:
-    return f"NOPERM this user has no permissions to run the '{name}' command"
-
-
-def all_command_names() -> list[str]:
-    names = []
-    for spec in COMMANDS.values():
-        names.append(spec.name)
-        names.extend(sub.name for sub in spec.subcommands.values())
-    return names
-
-
-def all_categories() -> list[str]:
-    cats: set[str] = set()
-    for spec in COMMANDS.values():
-        cats.update(spec.categories)
-        for sub in spec.subcommands.values():
-            cats.update(sub.categories)
-    return sorted(cats)
-
-
-def _commands_in(category: str) -> list[str]:
-    out: list[str] = []
-    for spec in COMMANDS.values():
-        if spec.subcommands:
-            out.extend(s.name for s in spec.subcommands.values() if category in s.categories)
-            if category in spec.categories:
-                out.append(spec.name)
-        elif category in spec.categories:
-            out.append(spec.name)
-    return out
-
-
-@dataclass
-class KeyPattern:
-    pattern: bytes
-    read: bool
-    write: bool
-
-    def render(self) -> str:
-        text = self.pattern.decode("utf-8", "replace")
-        if self.read and self.write:
-            return f"~{text}"
-        return f"%{'R' if self.read else ''}{'W' if self.write else ''}~{text}"
-
-
-@dataclass
-class User:
-    """One ACL user. ``check`` is on the hot path: the common cases return at once."""
-
-    name: str
-    enabled: bool = False
-    nopass: bool = False
-    passwords: set[str] = field(default_factory=set)  # sha256 hex digests
-    key_patterns: list[KeyPattern] = field(default_factory=list)
-    allkeys: bool = False
-    allcommands: bool = False
-    allowed: set[str] = field(default_factory=set)
-    command_rules: list[str] = field(default_factory=list)
-    allchannels: bool = False
-    base_all: bool = False  # the command rules start from +@all (else from -@all)
-    #: False when every key and every command is allowed: the dispatch point skips check()
-    restricted: bool = True
-
-    # --- rules ----------------------------------------------------------------------
-    def apply_rules(self, rules: list[str]) -> None:
-        """Apply ``ACL SETUSER`` rules in order; on a bad rule nothing changes."""
-        staged = self.copy()
-        for rule in rules:
-            staged._apply(rule)
-        staged.restricted = not (staged.allkeys and set(all_command_names()) <= staged.allowed)
-        self.__dict__.update(staged.__dict__)
-
-    def copy(self) -> User:
-        return User(
-            self.name,
-            self.enabled,
-            self.nopass,
-            set(self.passwords),
-            [KeyPattern(k.pattern, k.read, k.write) for k in self.key_patterns],
-            self.allkeys,
-            self.allcommands,
-            set(self.allowed),
-            list(self.command_rules),
-            self.allchannels,
-            self.base_all,
-        )
-
-    def _apply(self, rule: str) -> None:
-        lowered = rule.lower()
-        if lowered == "on":
-            self.enabled = True
-        elif lowered == "off":
-            self.enabled = False
-        elif lowered == "nopass":
-            self.nopass = True
-            self.passwords.clear()
-        elif lowered == "resetpass":
-            self.nopass = False
-            self.passwords.clear()
-        elif rule.startswith(">"):
-            self.passwords.add(hashlib.sha256(rule[1:].encode()).hexdigest())
-            self.nopass = False
-        elif rule.startswith("<"):
-            self.passwords.discard(hashlib.sha256(rule[1:].encode()).hexdigest())
-        elif rule.startswith("#"):
-            digest = rule[1:].lower()
-            if len(digest) != 64 or any(c not in "0123456789abcdef" for c in digest):
-                raise CommandError(_setuser_error(rule, "The password hash must be exactly 64 characters and contain only lowercase hexadecimal characters"))
-            self.passwords.add(digest)
-            self.nopass = False
-        elif rule.startswith("!"):
-            self.passwords.discard(rule[1:].lower())
-        elif lowered == "allkeys" or rule == "~*":
-            self.allkeys = True
-            self.key_patterns = [KeyPattern(b"*", True, True)]
-        elif lowered == "resetkeys":
-            self.allkeys = False
-            self.key_patterns = []
-        elif rule.startswith("~"):
-            self._add_pattern(rule[1:], True, True)
-        elif rule.startswith("%"):
-            perms, sep, pattern = rule[1:].partition("~")
-            if not sep or not perms or any(c not in "RWrw" for c in perms):
-                raise CommandError(_setuser_error(rule, "Syntax error"))
-            self._add_pattern(pattern, "R" in perms.upper(), "W" in perms.upper())
-        elif lowered in ("allchannels", "resetchannels") or rule.startswith("&"):
-            self.allchannels = lowered == "allchannels" or rule == "&*"
-        elif lowered in ("allcommands", "+@all"):
-            self.allcommands = True
-            self.base_all = True
-            self.allowed = set(all_command_names())
-            self.command_rules = []
-        elif lowered in ("nocommands", "-@all"):
-            self.allcommands = False
-            self.base_all = False
-            self.allowed = set()
-            self.command_rules = []
-        elif lowered == "reset":
-            fresh = User(self.name)
-            self.__dict__.update(fresh.__dict__)
-        elif rule.startswith(("+@", "-@")):
-            category = lowered[2:]
-            if category not in all_categories():
-                raise CommandError(_setuser_error(rule, "Unknown command or category name in ACL"))
-            names = _commands_in(category)
-            if rule[0] == "+":
-                self.allowed.update(names)
-            else:
-                self.allowed.difference_update(names)
-                self.allcommands = False
-            self.command_rules.append(lowered)
-        elif rule.startswith(("+", "-")):
-            fullname = lowered[1:]
-            parent, _, sub = fullname.partition("|")
-            spec = COMMANDS.get(parent)
-            if spec is None or (sub and sub not in spec.subcommands):
-                raise CommandError(_setuser_error(rule, "Unknown command or category name in ACL"))
-            names = [fullname] if sub else [parent, *(s.name for s in spec.subcommands.values())]
-            if rule[0] == "+":
-                self.allowed.update(names)
-            else:
-                self.allowed.difference_update(names)
-                self.allcommands = False
-            self.command_rules.append(lowered)
-        else:
-            raise CommandError(_setuser_error(rule, "Syntax error"))
-
-    def _add_pattern(self, pattern: str, read: bool, write: bool) -> None:
-        if self.allkeys and read and write:
-            raise CommandError(_setuser_error(
-                "~" + pattern,
-                "Adding a pattern after the * pattern (or the 'allkeys' flag) is not valid and "
-                "does not have any effect. Try 'resetkeys' to start with an empty list of patterns",
-            ))
-        raw = pattern.encode()
-        for known in self.key_patterns:  # as Redis: the same pattern again adds its flags
-            if known.pattern == raw:
-                known.read = known.read or read
-                known.write = known.write or write
-                break
-        else:
-            known = KeyPattern(raw, read, write)
-            self.key_patterns.append(known)
-        if pattern == "*" and known.read and known.write:
-            self.allkeys = True
-
-    # --- checks ---------------------------------------------------------------------
-    def check(self, ctx: Context, spec: CommandSpec, argv: list[bytes]) -> str | None:
-        """None if this user may run this call, else the NOPERM message (and an ACL LOG entry)."""
-        denied = self.denial(spec, argv)
-        if denied is None:
-            return None
-        reason, obj = denied
-        log_denial(ctx, reason, obj.decode("utf-8", "replace"))
-        return noperm_command(spec.name) if reason == "command" else NOPERM_KEY
-
-    def denial(self, spec: CommandSpec, argv: list[bytes]) -> tuple[str, bytes] | None:
-        """None if this user may run this call, else what is denied, as ACL LOG names it:
-        ``("command", name)`` or ``("key", the first key refused)``. Logs nothing (ACL
-        DRYRUN asks this too)."""
-        if spec.name not in self.allowed and not spec.no_auth:
-            # commands that work before authentication (AUTH, HELLO, QUIT) are never denied
-            return "command", spec.name.encode()
-        if self.allkeys or spec.first_key <= 0:
-            return None
-        read, write = key_permissions(spec, argv)
-        for key in spec.keys_of(argv):
-            if not self.key_allowed(key, read=read, write=write):
-                return "key", key
-        return None
-
-    def key_allowed(self, key: bytes, *, read: bool = True, write: bool = False) -> bool:
-        """Whether one pattern matching ``key`` grants every permission asked (as Redis,
-        a pattern named twice with %R~ and %W~ holds both)."""
-        if self.allkeys:
-            return True
-        for pat in self.key_patterns:
-            if (not read or pat.read) and (not write or pat.write) and glob_match(pat.pattern, key):
-                return True
-        return False
-
-    def password_ok(self, password: bytes) -> bool:
-        if self.nopass:
-            return True
-        digest = hashlib.sha256(password).hexdigest()
-        return any(hmac.compare_digest(digest, known) for known in self.passwords)
-
-    # --- rendering --------------------------------------------------------------------
-    def flags(self) -> list[str]:
-        out = ["on" if self.enabled else "off"]
-        if self.nopass:
-            out.append("nopass")
-        return out
-
-    def commands_text(self) -> str:
-        base = "+@all" if self.base_all else "-@all"
-        return " ".join([base, *self.command_rules])
-
-    def keys_text(self) -> str:
-        return " ".join(k.render() for k in self.key_patterns)
-
-    def describe(self) -> str:
-        """The ``ACL LIST`` line (also the aclfile line) for this user."""
-        parts = [f"user {self.name}", *self.flags()]
-        parts.extend(f"#{p}" for p in sorted(self.passwords))
-        keys = self.keys_text()
-        if keys:
-            parts.append(keys)
-        parts.append("&*" if self.allchannels else "resetchannels")
-        parts.append(self.commands_text())
-        return " ".join(parts)
-
-
-def _setuser_error(rule: str, reason: str) -> str:
-    return f"ERR Error in ACL SETUSER modifier '{rule}': {reason}"
-
-
-def default_user(requirepass: str) -> User:
-    user = User("default")
-    user.apply_rules(["on", "~*", "&*", "+@all"])
-    if requirepass:
-        user.apply_rules([">" + requirepass])
-    else:
-        user.apply_rules(["nopass"])
-    return user
 
 
 @dataclass
@@ -374,9 +112,14 @@ class UserTable:
         ctx.authenticated = True
         return None
 
-    def _log(self, ctx: Context, reason: str, obj: str, username: str) -> None:
+    def log_denial(self, ctx: Context, reason: str, obj: str, *, context: str | None = None) -> None:
+        self._log(ctx, reason, obj, ctx.username, context)
+
+    def _log(self, ctx: Context, reason: str, obj: str, username: str,
+             context: str | None = None) -> None:
         now = time.time()
-        context = "multi" if ctx.multi is not None else "toplevel"
+        if context is None:
+            context = "multi" if ctx.multi is not None else "toplevel"
         for entry in self.log:
             if (entry.reason, entry.context, entry.object, entry.username) == (
                 reason, context, obj, username
@@ -389,7 +132,7 @@ class UserTable:
         self.log.appendleft(
             LogEntry(1, reason, context, obj, username, now, now, client_line(ctx, ctx.now_ms))
         )
-        while len(self.log) > ACL_LOG_MAX:
+        while len(self.log) > self.core.config.values.get("acllog-max-len", ACL_LOG_MAX):
             self.log.pop()
 
     # --- files ----------------------------------------------------------------------
@@ -404,7 +147,7 @@ class UserTable:
             words = split_line(line)
             if len(words) < 2 or words[0] != "user":
                 raise ValueError(f"{source}:{number}: expected 'user <name> [rules ...]'")
-            user = User(words[1])
+            user = User.new(words[1])
             try:
                 user.apply_rules(words[2:])
             except CommandError as exc:
@@ -432,7 +175,25 @@ class UserTable:
 def log_denial(ctx: Context, reason: str, obj: str) -> None:
     users = ctx.core.users
     if users is not None:
-        users._log(ctx, reason, obj, ctx.username)
+        users.log_denial(ctx, reason, obj)
+
+
+def drop_lost_subscribers(core: Core, user: User, current: Context | None) -> None:
+    """Disconnect the clients of ``user`` subscribed to a channel, pattern or shard channel
+    its rules no longer allow (as Redis 7's ACLKillPubsubClientsIfNeeded)."""
+    if user.allchannels:
+        return
+    for client in list(core.clients.values()):
+        subs = client.pubsub
+        if subs is None or client.user is not user:
+            continue
+        lost = any(not user.channel_allowed(p, pattern=True) for p in subs.patterns) or any(
+            not user.channel_allowed(c) for c in (*subs.channels, *subs.shard)
+        )
+        if lost and client.closer is not None:
+            client.close_after_reply = True
+            if client is not current:
+                client.closer()
 
 
 def _is_loopback(peer: Any) -> bool:
@@ -473,7 +234,11 @@ def attach(server: Any) -> None:
 
     core.extras["connection_gate"] = gate
 
+    PUBSUB_DEFAULT["allchannels"] = config.values.get("acl-pubsub-default") == "allchannels"
+
     def on_config_set(name: str, value: Any) -> None:
+        if name == "acl-pubsub-default":
+            PUBSUB_DEFAULT["allchannels"] = value == "allchannels"
         if name == "requirepass":  # requirepass is the default user's password, as in Redis
             table.set_requirepass(str(value))
 
@@ -505,13 +270,12 @@ def acl_setuser(ctx: Context, argv: list[bytes]) -> Any:
     rules = [a.decode("utf-8", "replace") for a in argv[3:]]
     user = table.users.get(name)
     if user is None:
-        fresh = User(name)
+        fresh = User.new(name)
         fresh.apply_rules(rules)
         table.users[name] = fresh
     else:
         user.apply_rules(rules)
-        if name == "default" and not user.nopass:
-            pass
+        drop_lost_subscribers(ctx.core, user, ctx)
     return OK
 
 
@@ -522,19 +286,12 @@ def acl_getuser(ctx: Context, argv: list[bytes]) -> Any:
     user = _table(ctx).users.get(argv[2].decode("utf-8", "replace"))
     if user is None:
         return None
-    flags = user.flags()
-    if user.allkeys:
-        flags.append("allkeys")
-    if user.allchannels:
-        flags.append("allchannels")
-    if user.allcommands and not user.command_rules:
-        flags.append("allcommands")
     return {
-        "flags": flags,
+        "flags": user.flags(),
         "passwords": sorted(user.passwords),
         "commands": user.commands_text(),
         "keys": user.keys_text(),
-        "channels": "&*" if user.allchannels else "",
+        "channels": user.channels_text(),
         "selectors": [],
     }
 
@@ -587,12 +344,15 @@ def acl_list(ctx: Context, argv: list[bytes]) -> Any:
          summary="Lists the ACL categories, or the commands inside a category.", syntax="[category]")
 def acl_cat(ctx: Context, argv: list[bytes]) -> Any:
     """ACL CAT [category]"""
+    if len(argv) > 3:
+        raise CommandError("ERR unknown subcommand or wrong number of arguments for "
+                           f"'{argv[1].decode('utf-8', 'replace')}'. Try ACL HELP.")
     if len(argv) == 2:
         return all_categories()
     category = argv[2].decode("utf-8", "replace").lower().lstrip("@")
     if category not in all_categories():
         raise CommandError(f"ERR Unknown category '{argv[2].decode('utf-8', 'replace')}'")
-    return sorted(_commands_in(category))
+    return sorted(commands_in(category))
 
 
 @command("acl|log", arity=-2, flags="admin noscript loading stale", group="server",
@@ -628,8 +388,10 @@ def _aclfile(ctx: Context) -> str:
     path: str = ctx.core.config.values["aclfile"]
     if not path:
         raise CommandError(
-            "ERR This hotkv instance is not configured to use an ACL file. Set the 'aclfile' "
-            "directive, or use ACL SETUSER and CONFIG REWRITE with 'user' directives."
+            "ERR This Redis instance is not configured to use an ACL file. You may want to "
+            "specify users via the ACL SETUSER command and then issue a CONFIG REWRITE "
+            "(assuming you have a Redis configuration file set) in order to store users in "
+            "the Redis configuration."
         )
     return path
 
@@ -664,6 +426,7 @@ def acl_load(ctx: Context, argv: list[bytes]) -> Any:
                 client.closer()
         else:
             client.user = user
+            drop_lost_subscribers(ctx.core, user, ctx)
     return OK
 
 
@@ -705,16 +468,9 @@ def acl_dryrun(ctx: Context, argv: list[bytes]) -> Any:
     reason, obj = denied
     if reason == "command":
         return f"This user has no permissions to run the '{found.name}' command"
+    if reason == "channel":
+        return f"This user has no permissions to access the '{obj.decode('utf-8', 'replace')}' channel"
     return f"This user has no permissions to access the '{obj.decode('utf-8', 'replace')}' key"
-
-
-def key_permissions(spec: CommandSpec, argv: list[bytes]) -> tuple[bool, bool]:
-    """The (read, write) permissions a call needs on its keys, from its key spec flags as
-    Redis 7 takes them: ``access`` reads the data; ``insert``, ``delete`` and ``update``
-    write it; a key only looked at (EXISTS, TYPE, STRLEN: ``RO`` alone) needs neither, so
-    any pattern matching it will do."""
-    flags = call_key_flags(spec, argv)
-    return "access" in flags, any(f in flags for f in ("insert", "delete", "update"))
 
 
 @command("acl|help", arity=2, flags="loading stale", group="server",

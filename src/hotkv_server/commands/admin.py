@@ -15,7 +15,9 @@ Subsystems plug in without this module knowing them:
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
+import logging
 import os
 import platform
 import resource
@@ -27,7 +29,7 @@ from typing import Any
 from hotkv_server.commands.connection import REDIS_COMPAT_VERSION
 from hotkv_server.engine import errors
 from hotkv_server.engine.args import parse_float, parse_int
-from hotkv_server.engine.config import DIRECTIVES, ConfigError
+from hotkv_server.engine.config import DIRECTIVES, ConfigError, canonical
 from hotkv_server.engine.context import Context
 from hotkv_server.engine.core import Core, Stats, current_rss
 from hotkv_server.engine.dispatch import NO_REPLY, commands_processed
@@ -35,6 +37,8 @@ from hotkv_server.engine.errors import CommandError, RequestRefused
 from hotkv_server.engine.registry import CommandSpec, all_specs, command, container
 from hotkv_server.engine.replies import OK, Simple, Verbatim
 from hotkv_server.stores.effect import FlushAll
+
+log = logging.getLogger("hotkv")
 
 # --- INFO ------------------------------------------------------------------------------
 
@@ -181,8 +185,9 @@ def section_stats(core: Core) -> Fields:
         ("evicted_clients", s.evicted_clients),
         ("keyspace_hits", s.keyspace_hits),
         ("keyspace_misses", s.keyspace_misses),
-        ("pubsub_channels", 0),
-        ("pubsub_patterns", 0),
+        ("pubsub_channels", len(core.pubsub.channels)),
+        ("pubsub_patterns", len(core.pubsub.patterns)),
+        ("pubsubshard_channels", len(core.pubsub.shard)),
         ("total_error_replies", s.total_error_replies),
         ("unexpected_error_replies", s.unexpected_error_replies),
     ]
@@ -439,20 +444,21 @@ def config_set(ctx: Context, argv: list[bytes]) -> Any:
     # validate every pair before changing anything: CONFIG SET is all or nothing
     for i in range(2, len(argv), 2):
         raw_name = argv[i].decode("utf-8", "replace")
-        name = raw_name.lower()
+        name = canonical(raw_name)
         value = argv[i + 1].decode("utf-8", "replace")
         directive = DIRECTIVES.get(name)
         if directive is None:
             raise CommandError(f"ERR Unknown option or number of arguments for CONFIG SET - '{raw_name}'")
+        shown = raw_name.lower()  # errors name the parameter as written (an alias too)
         if name in seen:
-            raise _set_failed(name, "duplicate parameter")
+            raise _set_failed(shown, "duplicate parameter")
         seen.add(name)
         if not directive.mutable:
-            raise _set_failed(name, "can't set immutable config")
+            raise _set_failed(shown, "can't set immutable config")
         try:
             directive.parse([value])
         except ValueError as exc:
-            raise _set_failed(name, str(exc)) from None
+            raise _set_failed(shown, str(exc)) from None
         pairs.append((name, value))
     before = {name: config.values[name] for name, _ in pairs}
     current = pairs[0][0]
@@ -541,7 +547,7 @@ def config_help(ctx: Context, argv: list[bytes]) -> Any:
 def _flush(ctx: Context, argv: list[bytes]) -> Any:
     if len(argv) > 2 or (len(argv) == 2 and argv[1].upper() not in (b"ASYNC", b"SYNC")):
         raise CommandError(errors.SYNTAX)
-    ctx.emit(FlushAll())
+    ctx.emit(FlushAll())  # (the effect log breaks only the WATCHes of ids that existed)
     return OK
 
 
@@ -618,7 +624,21 @@ def bgsave(ctx: Context, argv: list[bytes]) -> Any:
          complexity="O(N) where N is the total number of keys and memories")
 def bgrewriteaof(ctx: Context, argv: list[bytes]) -> Any:
     """BGREWRITEAOF"""
+    if ctx.core.effects.grouped:
+        # as Redis: inside a transaction the rewrite is scheduled for after it
+        persistence = ctx.core.extras.get("persistence")
+        if persistence is None:
+            raise CommandError(NO_PERSISTENCE)
+        asyncio.get_running_loop().call_soon(_scheduled_rewrite, persistence)
+        return Simple("Background append only file rewriting scheduled")
     return _persistence_call(ctx, "bgrewrite", "Background append only file rewriting started")
+
+
+def _scheduled_rewrite(persistence: Any) -> None:
+    try:
+        persistence.bgrewrite()
+    except CommandError as exc:  # one already running: it covers what this one asked for
+        log.info("scheduled rewrite not started: %s", exc.message)
 
 
 # --- SLOWLOG ---------------------------------------------------------------------------

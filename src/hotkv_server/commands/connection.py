@@ -24,6 +24,8 @@ def ping(ctx: Context, argv: list[bytes]) -> Any:
     """PING [message]"""
     if len(argv) > 2:
         raise CommandError(errors.wrong_arity("ping"))
+    if ctx.pubsub is not None and ctx.proto == 2:  # subscribed mode: an array, as Redis
+        return [b"pong", argv[1] if len(argv) == 2 else b""]
     if len(argv) == 2:
         return argv[1]
     return PONG
@@ -64,6 +66,7 @@ def reset(ctx: Context, argv: list[bytes]) -> Any:
     ctx.multi_error = False
     ctx.unwatch()
     ctx.core.monitors.discard(ctx)
+    ctx.core.pubsub.drop(ctx)
     ctx.proto = 2
     ctx.name = b""
     users = ctx.core.users
@@ -219,16 +222,42 @@ def client_setinfo(ctx: Context, argv: list[bytes]) -> Any:
     return OK
 
 
-def client_line(ctx: Context, now_ms: int) -> str:
-    """One CLIENT LIST line with Redis's fields."""
+#: what a client costs beyond its buffers (its Context, protocol object, parser), measured
+#: on CPython 3.11; tot-mem adds it as Redis adds sizeof(client)
+CLIENT_OVERHEAD = 2200
+_NO_BUFFERS = {"fd": -1, "qbuf": 0, "qbuf-free": 0, "obl": 0, "oll": 0, "omem": 0}
+
+
+def client_flags(ctx: Context) -> str:
+    """CLIENT LIST's flags: S replica, M primary, O monitor, P subscriber, x in MULTI."""
+    flags = ctx.flags
+    if ctx in ctx.core.monitors:
+        flags += "O"
+    if ctx.pubsub is not None:
+        flags += "P"
+    if ctx.multi is not None:
+        flags += "x"
+    return flags or "N"
+
+
+def client_line(ctx: Context, now_ms: int, argv: list[bytes] | None = None) -> str:
+    """One CLIENT LIST line with Redis's fields (``argv``: the command this client runs)."""
     multi = -1 if ctx.multi is None else len(ctx.multi)
-    flags = ctx.flags or ("x" if ctx.multi is not None else "") or ("O" if ctx in ctx.core.monitors else "N")
+    conn = ctx.conn
+    buffers = conn.buffers() if conn is not None else _NO_BUFFERS
+    argv_mem = sum(len(a) for a in argv) if argv else 0
+    multi_mem = sum(sum(len(a) for a in args) for _, args in ctx.multi) if ctx.multi else 0
+    subs = ctx.pubsub
+    sub, psub, ssub = (len(subs.channels), len(subs.patterns), len(subs.shard)) if subs else (0, 0, 0)
+    tot = CLIENT_OVERHEAD + buffers["qbuf"] + buffers["qbuf-free"] + argv_mem + multi_mem + buffers["omem"]
     return (
-        f"id={ctx.id} addr={ctx.addr} laddr={ctx.laddr} fd=-1 "
+        f"id={ctx.id} addr={ctx.addr} laddr={ctx.laddr} fd={buffers['fd']} "
         f"name={ctx.name.decode('utf-8', 'replace')} "
         f"age={(now_ms - ctx.created_ms) // 1000} idle={(now_ms - ctx.last_interaction_ms) // 1000} "
-        f"flags={flags} db=0 sub=0 psub=0 ssub=0 multi={multi} qbuf=0 qbuf-free=0 argv-mem=0 "
-        f"multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r "
+        f"flags={client_flags(ctx)} db=0 sub={sub} psub={psub} ssub={ssub} multi={multi} "
+        f"qbuf={buffers['qbuf']} qbuf-free={buffers['qbuf-free']} argv-mem={argv_mem} "
+        f"multi-mem={multi_mem} rbs={buffers['qbuf'] + buffers['qbuf-free']} rbp={buffers['qbuf']} "
+        f"obl={buffers['obl']} oll={buffers['oll']} omem={buffers['omem']} tot-mem={tot} events=r "
         f"cmd={ctx.last_cmd} user={ctx.username} redir=-1 resp={ctx.proto} "
         f"lib-name={ctx.lib_name.decode('utf-8', 'replace')} "
         f"lib-ver={ctx.lib_ver.decode('utf-8', 'replace')}"
@@ -242,18 +271,11 @@ def client_list(ctx: Context, argv: list[bytes]) -> Any:
     """CLIENT LIST [TYPE NORMAL|MASTER|REPLICA|PUBSUB] [ID id ...]"""
     clients = list(ctx.core.clients.values())
     args = Args(argv, 2)
+    kind_filter: str | None = None
     while args:
         opt = args.token()
         if opt == b"TYPE":
-            kind = args.choice("TYPE", (b"NORMAL", b"MASTER", b"REPLICA", b"SLAVE", b"PUBSUB"))
-            if kind == b"NORMAL":
-                clients = [c for c in clients if "S" not in c.flags and "M" not in c.flags]
-            elif kind in (b"REPLICA", b"SLAVE"):
-                clients = [c for c in clients if "S" in c.flags]
-            elif kind == b"MASTER":
-                clients = [c for c in clients if "M" in c.flags]
-            else:
-                clients = []
+            kind_filter = _type_by_name(args.next("type"))
         elif opt == b"ID":
             ids = set()
             for raw in args.rest():
@@ -264,8 +286,11 @@ def client_list(ctx: Context, argv: list[bytes]) -> Any:
             clients = [c for c in clients if c.id in ids]
         else:
             raise CommandError(errors.SYNTAX)
+    if kind_filter is not None:
+        clients = [c for c in clients if client_type(c) == kind_filter]
     now = ctx.now_ms
-    text = "".join(client_line(c, now) + "\n" for c in sorted(clients, key=lambda c: c.id))
+    text = "".join(client_line(c, now, argv if c is ctx else None) + "\n"
+                   for c in sorted(clients, key=lambda c: c.id))
     return text.encode()
 
 
@@ -274,21 +299,22 @@ def client_list(ctx: Context, argv: list[bytes]) -> Any:
          summary="Returns information about the connection.")
 def client_info(ctx: Context, argv: list[bytes]) -> Any:
     """CLIENT INFO"""
-    return (client_line(ctx, ctx.now_ms) + "\n").encode()
+    return (client_line(ctx, ctx.now_ms, argv) + "\n").encode()
 
 
 @command("client|kill", arity=-3, flags="admin noscript loading stale", group="connection",
          summary="Terminates open connections.",
-         syntax="ip:port|([ID client-id] [ADDR ip:port] [LADDR ip:port] [USER username] [SKIPME yes|no])")
+         syntax="ip:port|([ID client-id] [TYPE NORMAL|MASTER|SLAVE|REPLICA|PUBSUB] [USER username] "
+                "[ADDR ip:port] [LADDR ip:port] [SKIPME yes|no])")
 def client_kill(ctx: Context, argv: list[bytes]) -> Any:
-    """CLIENT KILL ip:port | [ID id] [ADDR ip:port] [LADDR ip:port] [USER name] [SKIPME yes|no]"""
+    """CLIENT KILL ip:port | [ID id] [TYPE type] [USER name] [ADDR ip:port] [LADDR ip:port] [SKIPME yes|no]"""
     clients = list(ctx.core.clients.values())
     if len(argv) == 3:
         addr = argv[2].decode("utf-8", "replace")
         targets = [c for c in clients if c.addr == addr]
         if not targets:
             raise CommandError("ERR No such client")
-        _kill(targets[0])
+        _kill(targets[0], ctx)
         return OK
     args = Args(argv, 2)
     skipme = True
@@ -306,7 +332,13 @@ def client_kill(ctx: Context, argv: list[bytes]) -> Any:
         elif opt == b"LADDR":
             selected = [c for c in selected if c.laddr.encode() == value]
         elif opt == b"USER":
+            users = ctx.core.users
+            if users is not None and value.decode("utf-8", "replace") not in users.users:
+                raise CommandError(f"ERR No such user '{value.decode('utf-8', 'replace')}'")
             selected = [c for c in selected if c.username.encode() == value]
+        elif opt == b"TYPE":
+            kind = _type_by_name(value)
+            selected = [c for c in selected if client_type(c) == kind]
         elif opt == b"SKIPME":
             if value.lower() not in (b"yes", b"no"):
                 raise CommandError(errors.SYNTAX)
@@ -317,15 +349,35 @@ def client_kill(ctx: Context, argv: list[bytes]) -> Any:
     for target in selected:
         if skipme and target is ctx:
             continue
-        _kill(target)
+        _kill(target, ctx)
         count += 1
     return count
 
 
-def _kill(target: Context) -> None:
-    if target.closer is not None:
-        target.close_after_reply = True
+def _kill(target: Context, caller: Context | None = None) -> None:
+    """Close a client; the caller itself closes once its reply has left (SKIPME no)."""
+    target.close_after_reply = True
+    if target is not caller and target.closer is not None:
         target.closer()
+
+
+def client_type(ctx: Context) -> str:
+    """Redis's client type: replica, pubsub, master or normal (getClientType's order)."""
+    if "S" in ctx.flags:
+        return "replica"
+    if ctx.pubsub is not None:
+        return "pubsub"
+    if "M" in ctx.flags or ctx.is_master_link:
+        return "master"
+    return "normal"
+
+
+def _type_by_name(raw: bytes) -> str:
+    name = raw.lower().decode("utf-8", "replace")
+    kind = {"slave": "replica"}.get(name, name)
+    if kind not in ("normal", "master", "replica", "pubsub"):
+        raise CommandError(f"ERR Unknown client type '{raw.decode('utf-8', 'replace')}'")
+    return kind
 
 
 @command("client|no-evict", arity=3, flags="admin noscript loading stale", group="connection",

@@ -284,7 +284,7 @@ def _keys_of_call(call: list[bytes]) -> tuple[CommandSpec, list[bytes]]:
     if spec is None:
         raise CommandError("ERR Invalid command specified")
     # Redis checks for keys before the argument count (getKeysSubcommandImpl)
-    if spec.first_key <= 0:
+    if spec.first_key <= 0 or spec.key_flags == ("not_key",):  # shard channels are no keys
         raise CommandError("ERR The command has no key arguments")
     n = len(call)
     if (spec.arity > 0 and n != spec.arity) or n < -spec.arity:

@@ -13,6 +13,7 @@ from hotkv_server.engine import errors
 from hotkv_server.engine.args import parse_int
 from hotkv_server.engine.context import Context
 from hotkv_server.engine.errors import CommandError
+from hotkv_server.engine.notify import KEY_MISS
 from hotkv_server.engine.registry import command
 from hotkv_server.engine.replies import OK
 from hotkv_server.stores.keyspace_effects import KvMset, KvSet
@@ -42,6 +43,8 @@ def get(ctx: Context, argv: list[bytes]) -> Any:
     stats = ctx.core.stats
     if value is None:
         stats.keyspace_misses += 1
+        if ctx.core.notify_flags & KEY_MISS:
+            ctx.core.notifier.missed(argv[1])
     else:
         stats.keyspace_hits += 1
     return value
@@ -69,6 +72,8 @@ def set_(ctx: Context, argv: list[bytes]) -> Any:
         stats = ctx.core.stats
         if old is None:
             stats.keyspace_misses += 1
+            if ctx.core.notify_flags & KEY_MISS:
+                ctx.core.notifier.missed(key)
         else:
             stats.keyspace_hits += 1
     if (flags & _NX and old is not None) or (flags & _XX and old is None):
@@ -142,6 +147,10 @@ def mget(ctx: Context, argv: list[bytes]) -> Any:
     misses = values.count(None)
     stats = ctx.core.stats
     stats.keyspace_misses += misses
+    if misses and ctx.core.notify_flags & KEY_MISS:
+        for key, value in zip(argv[1:], values, strict=True):
+            if value is None:
+                ctx.core.notifier.missed(key)
     stats.keyspace_hits += len(values) - misses
     return values
 

@@ -10,10 +10,10 @@ from typing import Any
 
 from hotkv_server.engine import errors
 from hotkv_server.engine.context import Context
-from hotkv_server.engine.dispatch import execute
+from hotkv_server.engine.dispatch import NO_REPLY, execute
 from hotkv_server.engine.errors import CommandError
 from hotkv_server.engine.registry import command
-from hotkv_server.engine.replies import NULL_ARRAY, OK
+from hotkv_server.engine.replies import NULL_ARRAY, OK, ErrorReply, Spliced
 
 
 @command("multi", arity=1, flags="noscript loading stale fast allow_busy", group="transactions",
@@ -51,19 +51,79 @@ def exec_(ctx: Context, argv: list[bytes]) -> Any:
         ctx.multi_error = False
         ctx.unwatch()
         raise CommandError(errors.EXECABORT)
+    if ctx.watched and not ctx.dirty_cas:
+        # a watched key whose deadline passed since WATCH aborts, as in Redis: looking it
+        # up removes it, and its removal (Core.expired) marks this client dirty
+        kv = ctx.db.kv
+        for key in ctx.watched:
+            kv.peek(key, ctx.now_ms)
     if ctx.dirty_cas:
         ctx.unwatch()
         return NULL_ARRAY
     ctx.unwatch()
-    effects = ctx.core.effects
+    core = ctx.core
+    if ctx.pubsub is not None or any(spec.is_pubsub for spec, _ in queued):
+        return _exec_with_pushes(ctx, queued)
+    effects = core.effects
     replies: list[Any] = []
+    user = ctx.user
     effects.begin()
     try:
         for spec, args in queued:
+            if user is not None and user.restricted:
+                # the rules may have changed since the command was queued: check again
+                denied = user.denial(spec, args)
+                if denied is not None:
+                    replies.append(_revoked(ctx, denied))
+                    continue
             replies.append(execute(ctx, spec, args))
     finally:
         effects.commit()
     return replies
+
+
+def _exec_with_pushes(ctx: Context, queued: list[Any]) -> Spliced:
+    """EXEC of a transaction that (un)subscribes or may hear its own messages: the pushes
+    go inside EXEC's reply, where each command made them, as Redis writes them (in RESP2
+    the array then holds more elements than its count says, exactly as redis-server's)."""
+    effects = ctx.core.effects
+    parts: list[Any] = []
+    push = ctx.push
+    ctx.push = parts.append
+    user = ctx.user
+    effects.begin()
+    try:
+        for spec, args in queued:
+            denied = user.denial(spec, args) if user is not None and user.restricted else None
+            reply = _revoked(ctx, denied) if denied is not None else execute(ctx, spec, args)
+            if reply is not NO_REPLY:
+                parts.append(reply)
+    finally:
+        ctx.push = push
+        effects.commit()
+    return Spliced(parts, len(queued))
+
+
+_REVOKED = {
+    "command": "no permission to execute the command or subcommand",
+    "key": "no permission to touch the specified keys",
+    "channel": "no permission to access one of the channels used as arguments",
+}
+
+
+def _revoked(ctx: Context, denied: tuple[str, bytes]) -> ErrorReply:
+    """The reply of a queued command its user may no longer run (logged as ``multi``)."""
+    reason, obj = denied
+    users = ctx.core.users
+    if users is not None:
+        users.log_denial(ctx, reason, obj.decode("utf-8", "replace"), context="multi")
+    message = ("NOPERM ACLs rules changed between the moment the transaction was accumulated "
+               "and the EXEC call. This command is no longer allowed for the following "
+               f"reason: {_REVOKED[reason]}")
+    stats = ctx.core.stats
+    stats.total_error_replies += 1
+    stats.errorstats["NOPERM"] = stats.errorstats.get("NOPERM", 0) + 1
+    return ErrorReply(message)
 
 
 @command("watch", arity=-2, flags="noscript loading stale fast allow_busy", keys=(1, -1, 1),
@@ -74,7 +134,9 @@ def watch(ctx: Context, argv: list[bytes]) -> Any:
     if ctx.multi is not None:
         raise CommandError(errors.WATCH_INSIDE_MULTI)
     watchers = ctx.core.watchers
+    kv = ctx.db.kv
     for key in argv[1:]:
+        kv.peek(key, ctx.now_ms)  # a key already past its deadline is watched as missing
         if key not in ctx.watched:
             ctx.watched.add(key)
             watchers.setdefault(key, set()).add(ctx)

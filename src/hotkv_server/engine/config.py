@@ -125,9 +125,10 @@ def _memory(values: list[str]) -> int:
 
 
 def _words(values: list[str]) -> list[str]:
-    if not values:
+    words = [word for value in values for word in value.split()]
+    if not words:
         raise ValueError("expected at least one value")
-    return list(values)
+    return words
 
 
 def _text(values: list[str]) -> str:
@@ -158,11 +159,35 @@ def _str(text: str) -> str:
 
 _B = (_single(_parse_bool), _format_bool)
 
+
+def _memory_or_percent(text: str) -> str:
+    """``maxmemory-clients``: a size (``64mb``) or a share of maxmemory (``10%``)."""
+    if text.endswith("%"):
+        digits = text[:-1]
+        if not digits.isdigit() or not 0 <= int(digits) <= 100:
+            raise ValueError(f"expected a size like 64mb or a percentage like 10%, got '{text}'")
+        return f"{int(digits)}%"
+    return str(parse_memory(text))
+
+
+def _notify_flags(values: list[str]) -> int:
+    """notify-keyspace-events: the class bits (kept as bits: Redis shows ``AKEn`` as ``AKE``
+    yet still publishes ``new``)."""
+    from hotkv_server.engine.notify_flags import parse_flags
+
+    return parse_flags("".join(values))
+
+
+def _format_notify_flags(value: Any) -> str:
+    from hotkv_server.engine.notify_flags import format_flags
+
+    return format_flags(int(value))
+
 DIRECTIVES: dict[str, Directive] = {
     d.name: d
     for d in [
-        Directive("bind", ["127.0.0.1", "::1"], _words, " ".join, mutable=False),
-        Directive("port", 6379, _int_range(0, 65535), str, mutable=False),
+        Directive("bind", ["127.0.0.1", "::1"], _words, " ".join),
+        Directive("port", 6379, _int_range(0, 65535), str),
         Directive("dir", "./data", _single(_str), str, mutable=False),
         Directive("appendonly", True, *_B),
         Directive("appendfilename", "appendonly.aof", _single(_str), str, mutable=False),
@@ -204,12 +229,22 @@ DIRECTIVES: dict[str, Directive] = {
         # never reads cannot take the server's memory (docs/security.md)
         Directive("client-output-buffer-limit", "normal 64mb 16mb 60 replica 256mb 64mb 60 pubsub 32mb 8mb 60",
                   _text, str),
-        Directive("tls-port", 0, _int_range(0, 65535), str, mutable=False),
-        Directive("tls-cert-file", "", _single(_str), str, mutable=False),
-        Directive("tls-key-file", "", _single(_str), str, mutable=False),
-        Directive("tls-ca-cert-file", "", _single(_str), str, mutable=False),
-        Directive("tls-auth-clients", "yes", _enum("yes", "no", "optional"), str, mutable=False),
+        Directive("tls-port", 0, _int_range(0, 65535), str),
+        Directive("tls-cert-file", "", _single(_str), str),
+        Directive("tls-key-file", "", _single(_str), str),
+        Directive("tls-ca-cert-file", "", _single(_str), str),
+        Directive("tls-auth-clients", "yes", _enum("yes", "no", "optional"), str),
         Directive("save", "", _text, str),
+        Directive("notify-keyspace-events", 0, _notify_flags, _format_notify_flags),
+        Directive("acl-pubsub-default", "resetchannels", _enum("resetchannels", "allchannels"), str),
+        Directive("acllog-max-len", 128, _int_range(0, 2**63 - 1), str),
+        Directive("min-replicas-to-write", 0, _int_range(0, 2**31 - 1), str),
+        Directive("min-replicas-max-lag", 10, _int_range(0, 2**31 - 1), str),
+        Directive("repl-ping-replica-period", 10, _int_range(1, 2**31 - 1), str),
+        Directive("replica-serve-stale-data", True, *_B),
+        Directive("maxmemory-samples", 5, _int_range(1, 64), str),
+        Directive("busy-reply-threshold", 5000, _int_range(0, 2**63 - 1), str),
+        Directive("latency-tracking", True, *_B),
         Directive("daemonize", False, *_B, mutable=False),
         Directive("cluster-enabled", False, *_B, mutable=False),
         Directive("cluster-config-file", "nodes.conf", _single(_str), str, mutable=False),
@@ -218,6 +253,15 @@ DIRECTIVES: dict[str, Directive] = {
         Directive("cluster-announce-port", 0, _int_range(0, 65535), str),
     ]
 }
+
+
+#: other names of directives, as Redis keeps them (CONFIG GET lists both names)
+ALIASES = {"slaveof": "replicaof", "lua-time-limit": "busy-reply-threshold"}
+
+
+def canonical(name: str) -> str:
+    lowered = name.lower()
+    return ALIASES.get(lowered, lowered)
 
 
 class Config:
@@ -244,7 +288,7 @@ class Config:
 
     def set(self, name: str, values: list[str], *, where: str, initial: bool = True) -> None:
         """Set one directive from its words; raise ConfigError naming ``where`` on bad input."""
-        lname = name.lower()
+        lname = canonical(name)
         directive = DIRECTIVES.get(lname)
         if directive is None:
             raise ConfigError(f"{where}: unknown directive '{name}'")
@@ -260,15 +304,20 @@ class Config:
             self.values[lname] = value
 
     def matching(self, pattern: str) -> Iterable[tuple[str, str]]:
-        """(name, formatted value) for CONFIG GET with a glob pattern."""
+        """(name, formatted value) for CONFIG GET with a glob pattern (aliases included; not
+        the ``user`` directive, which is no config parameter in Redis either)."""
+        lowered = pattern.lower()
         for name, directive in DIRECTIVES.items():
             if directive.repeatable:
                 # ``user`` lines are ACL state (with passwords in the clear): as in Redis,
                 # where ``user`` is a config-file directive only, CONFIG GET does not list
                 # them; ACL LIST shows the users with password digests
                 continue
-            if fnmatch.fnmatchcase(name, pattern.lower()):
+            if fnmatch.fnmatchcase(name, lowered):
                 yield name, directive.format(self.values[name])
+        for alias, name in ALIASES.items():
+            if fnmatch.fnmatchcase(alias, lowered):
+                yield alias, DIRECTIVES[name].format(self.values[name])
 
     def render(self) -> str:
         """The whole configuration as hotkv.conf lines (CONFIG REWRITE)."""

@@ -20,6 +20,8 @@ from hotkv_server import __version__
 from hotkv_server.engine.clock import Clock
 from hotkv_server.engine.config import Config, output_limits, short_header
 from hotkv_server.engine.effects import EffectLog
+from hotkv_server.engine.notify import Notifier
+from hotkv_server.engine.pubsub import Hub
 from hotkv_server.engine.turn import RepliesWithheld, Turn
 from hotkv_server.stores.database import Database, default_database
 
@@ -80,12 +82,22 @@ class Core:
         self.clients: dict[int, Context] = {}
         self._next_client_id = 1
         self.monitors: set[Context] = set()
+        #: channels, patterns and shard channels with their subscribers (engine/pubsub.py)
+        self.pubsub = Hub()
+        #: total_error_replies when the last command ended or was refused: a command failed
+        #: if errors were replied since (Redis's incrCommandStatsOnError)
+        self.error_mark = 0
         self.slowlog: deque[SlowlogEntry] = deque()
         self.slowlog_next_id = 0
         #: key -> contexts watching it (WATCH); any write naming the key makes them dirty
         self.watchers: dict[bytes, set[Context]] = {}
         #: the one pipeline every write goes through (engine/effects.py)
         self.effects = EffectLog(self.db, self.watchers)
+        #: notify-keyspace-events as bits (0, the default, costs a write nothing): the
+        #: notifier hears the effect log's records and the stores' expiries
+        self.notify_flags = 0
+        self.notifier = Notifier(self)
+        self.db.observe_expiry(self.expired)
         #: the reply barrier of the current event-loop turn (engine/turn.py)
         self.turn = Turn()
         #: True while any of the dispatch point's gates may refuse a command (loading, a
@@ -107,6 +119,7 @@ class Core:
         #: the header of a read that needs no check (``engine.config.short_header``)
         self.short_header = short_header(self.config.values["proto-max-bulk-len"])
         self.extras["config_listeners"] = [self._config_changed]
+        self.notifier.configure(self.config.values["notify-keyspace-events"])
         self.normal_output_hard_limit = self._normal_output_limit()
         self._update_gated()
 
@@ -158,6 +171,7 @@ class Core:
             or self._role == "slave"
             or self._write_error is not None
             or self.config.values["maxmemory"]
+            or self.config.values["min-replicas-to-write"]
         )
 
     def _normal_output_limit(self) -> int:
@@ -170,8 +184,10 @@ class Core:
             self.normal_output_hard_limit = self._normal_output_limit()
         elif name == "proto-max-bulk-len":
             self.short_header = short_header(int(value))
-        elif name == "maxmemory":
+        elif name in ("maxmemory", "min-replicas-to-write"):
             self._update_gated()
+        elif name == "notify-keyspace-events":
+            self.notifier.configure(value)
 
     # --- clients ------------------------------------------------------------------
     def new_client_id(self) -> int:
@@ -192,6 +208,13 @@ class Core:
     def touch_all(self) -> None:
         """Every WATCH fails (the whole data set was replaced)."""
         self.effects.touch_all()
+
+    def expired(self, store: str, ident: bytes, entry: bytes | None) -> None:
+        """A store removed an entry whose deadline passed (lazily or actively)."""
+        if store == "kv" and self.watchers:
+            self.effects.touch([ident])  # an expired key breaks a WATCH, as in Redis
+        if self.notify_flags:
+            self.notifier.expired(store, ident, entry)
 
     # --- memory -------------------------------------------------------------------
     def used_memory(self) -> int:
@@ -218,6 +241,7 @@ class Context:
         "close_after_reply",
         "closer",
         "cluster_readonly",
+        "conn",
         "core",
         "created_ms",
         "db",
@@ -237,6 +261,7 @@ class Context:
         "name",
         "now_ms",
         "proto",
+        "pubsub",
         "push",
         "transport",
         "user",
@@ -286,12 +311,18 @@ class Context:
         self.flags = ""
         #: writes out-of-band bytes (MONITOR feed, replication) to this client, if connected
         self.writer: Callable[[bytes], None] | None = None
+        #: writes encoded out-of-band bytes (pub/sub messages) in order with the replies
         self.push: Callable[[Any], None] | None = None
+        #: this client's subscriptions (engine/pubsub.py), None while it has none
+        self.pubsub: Any = None
         #: closes this client's connection (CLIENT KILL, timeout); set by the network layer
         self.closer: Callable[[], None] | None = None
         #: the connection's transport (the replication primary writes a replica's stream
         #: to it directly); None for contexts without a connection
         self.transport: Any = None
+        #: the network side (server/connection.py ClientProtocol): CLIENT LIST reads its
+        #: buffer sizes; None for contexts without a connection
+        self.conn: Any = None
 
     def unwatch(self) -> None:
         watchers = self.core.watchers

@@ -1,9 +1,11 @@
 """The single choke point every command passes through, live or queued in MULTI.
 
 ``dispatch(ctx, argv)`` does, in this order and for every command: lookup (unknown command
-and unknown subcommand errors), arity, authentication, ACL, the LOADING / READONLY /
-MISCONF / OOM gates, MULTI queueing, the clock snapshot, the handler call, handing the command's effects on
-(``core.effects.flush``), MONITOR feed, slowlog timing and command statistics.
+and unknown subcommand errors), arity, authentication, ACL, the OOM / MISCONF / NOREPLICAS
+/ READONLY / MASTERDOWN / LOADING gates (Redis's order), RESP2 subscribed mode, MULTI
+queueing, the clock snapshot, the handler call, handing the command's effects on
+(``core.effects.flush``), MONITOR feed, slowlog timing and command statistics (rejected and
+failed calls counted as Redis counts them).
 Handlers never repeat these checks. Errors come back as ``ErrorReply`` values, never raised.
 """
 
@@ -23,6 +25,11 @@ from hotkv_server.engine.replies import QUEUED, ErrorReply
 
 #: commands executed at once even inside MULTI (everything else is queued)
 _NOT_QUEUED = frozenset({"exec", "discard", "multi", "watch", "quit", "reset"})
+#: commands a RESP2 client may run while subscribed (as Redis's processCommand allows)
+_SUBSCRIBED_MODE = frozenset(
+    {"ping", "subscribe", "ssubscribe", "unsubscribe", "sunsubscribe", "psubscribe",
+     "punsubscribe", "quit", "reset"}
+)
 
 _time_ns = time.time_ns
 log = logging.getLogger("hotkv")
@@ -65,8 +72,9 @@ class Deferred:
             callback(self)
 
 
-def resolve(ctx: Context, argv: list[bytes]) -> CommandSpec | str:
-    """The spec of this call, or the error message for an unknown name or a bad arity."""
+def resolve(ctx: Context, argv: list[bytes], *, count: bool = False) -> CommandSpec | str:
+    """The spec of this call, or the error message for an unknown name or a bad arity
+    (``count``: a bad arity counts as a rejected call of the command, as Redis counts it)."""
     name = argv[0]
     spec = LOOKUP.get(name)
     if spec is None:
@@ -80,11 +88,15 @@ def resolve(ctx: Context, argv: list[bytes]) -> CommandSpec | str:
                 return errors.unknown_subcommand(argv[1], spec.name)
             spec = sub
         elif spec.handler is None:
+            if count:
+                spec.rejected_calls += 1
             return errors.wrong_arity(spec.name)
         # else: a container with its own handler answers the bare form (COMMAND)
     arity = spec.arity
     n = len(argv)
     if (arity > 0 and n != arity) or n < -arity:
+        if count:
+            spec.rejected_calls += 1
         return errors.wrong_arity(spec.name)
     return spec
 
@@ -95,7 +107,7 @@ def dispatch(ctx: Context, argv: list[bytes]) -> Any:
     if spec is None or spec.subcommands or (
         spec.arity != len(argv) and (spec.arity > 0 or len(argv) < -spec.arity)
     ):
-        found = resolve(ctx, argv)
+        found = resolve(ctx, argv, count=True)
         if isinstance(found, str):
             if argv[0].lower() == b"exec" and not found.startswith("ERR unknown command"):
                 return _abort_exec(ctx, found)
@@ -115,7 +127,13 @@ def dispatch(ctx: Context, argv: list[bytes]) -> Any:
     if core.gated:  # loading, a replica, MISCONF or maxmemory: the rarer refusals
         denial = _gate(ctx, core, spec, argv)
         if denial is not None:
+            if spec.name == "exec" and ctx.multi is not None:
+                spec.rejected_calls += 1
+                return _abort_exec(ctx, denial)
             return _reject_call(ctx, spec, denial)
+
+    if ctx.pubsub is not None and ctx.proto == 2 and spec.name not in _SUBSCRIBED_MODE:
+        return _reject_call(ctx, spec, errors.subscribed_mode(spec.name))
 
     if ctx.multi is not None and spec.name not in _NOT_QUEUED:
         if not spec.allowed_in_multi:
@@ -131,26 +149,62 @@ def dispatch(ctx: Context, argv: list[bytes]) -> Any:
 
 
 def _gate(ctx: Context, core: Any, spec: CommandSpec, argv: list[bytes]) -> str | None:
-    """The refusal of a command while loading, on a read-only replica, after an AOF write
-    error or over maxmemory, or its cluster redirection; None when it may run here."""
-    if core.loading and not spec.allowed_while_loading:
-        return errors.LOADING
+    """The refusal of a command: its cluster redirection, over maxmemory, after an AOF
+    write error, without enough good replicas, on a read-only replica, with the primary's
+    link down or while loading (Redis's order); None when it may run here. EXEC is judged
+    by what it would run (a queued write makes it a write)."""
     if ctx.is_master_link:
-        return None
+        return errors.LOADING if core.loading and not spec.allowed_while_loading else None
     if core.cluster is not None:
         moved = _route(ctx, core.cluster, spec, argv)
         if moved is not None:
             return moved
-    if spec.is_write:
-        if core.role == "slave" and core.config.values["replica-read-only"]:
-            return errors.READONLY
+    queued = ctx.multi if spec.name == "exec" else None
+    is_write = spec.is_write or bool(queued and any(q.is_write for q, _ in queued))
+    values = core.config.values
+    if values["maxmemory"]:
+        # in MULTI, queueing anything costs memory: refused too (not EXEC/DISCARD/QUIT/RESET)
+        denyoom = spec.is_denyoom or bool(queued and any(q.is_denyoom for q, _ in queued)) or (
+            ctx.multi is not None and spec.name not in _QUEUE_UNDER_OOM)
+        if denyoom:
+            oom = core.extras.get("oom_check")
+            if oom is not None and oom():
+                return errors.OOM
+    if is_write:
         if core.write_error is not None:
             return errors.MISCONF
-    if spec.is_denyoom and core.config.values["maxmemory"]:
-        oom = core.extras.get("oom_check")
-        if oom is not None and oom():
-            return errors.OOM
+        if values["min-replicas-to-write"] and core.role == "master" and not _enough_replicas(core):
+            return errors.NOREPLICAS
+        if core.role == "slave" and values["replica-read-only"]:
+            return errors.READONLY
+    if (core.role == "slave" and not values["replica-serve-stale-data"] and not spec.stale_ok
+            and not _link_up(core)):
+        return errors.MASTERDOWN
+    if core.loading and not spec.allowed_while_loading:
+        return errors.LOADING
     return None
+
+
+def _link_up(core: Any) -> bool:
+    repl = core.extras.get("replication")
+    link = getattr(repl, "link", None)
+    return bool(link is not None and link.connected)
+
+
+#: what a client in MULTI may still send over maxmemory (as Redis's processCommand)
+_QUEUE_UNDER_OOM = frozenset({"exec", "discard", "quit", "reset"})
+
+
+def _enough_replicas(core: Any) -> bool:
+    """min-replicas-to-write: replicas online that acknowledged within min-replicas-max-lag."""
+    repl = core.extras.get("replication")
+    if repl is None:
+        return False
+    max_lag = core.config.values["min-replicas-max-lag"]
+    now = time.monotonic()
+    good = sum(1 for peer in repl.peers.values()
+               if peer.state == "online" and now - peer.ack_time <= max_lag)
+    return bool(good >= core.config.values["min-replicas-to-write"])
 
 
 def _route(ctx: Context, cluster: Any, spec: CommandSpec, argv: list[bytes]) -> str | None:
@@ -180,18 +234,25 @@ def execute(ctx: Context, spec: CommandSpec, argv: list[bytes], started: int = 0
     """
     core = ctx.core
     ctx.last_cmd = spec.name
+    if core.notify_flags:
+        core.notifier.call = (spec.name, argv)
     if not started:
         started = _time_ns()
-    failed = True
+    stats = core.stats
     try:
         reply = spec.handler(ctx, argv)  # type: ignore[misc]
-        failed = False
     except CommandError as exc:
         reply = ErrorReply(exc.message)
+        _count_error(core, reply)
     except Exception as exc:  # a bug must cost one reply, never the connection or the server
         log.exception("internal error in %s", spec.name)
-        core.stats.unexpected_error_replies += 1
+        stats.unexpected_error_replies += 1
         reply = ErrorReply(f"ERR internal error in '{spec.name}': {type(exc).__name__}")
+        _count_error(core, reply)
+    # as Redis: a call failed when an error reply was made since the last command ended
+    # (so EXEC fails for its own errors, not for those of the commands it ran)
+    failed = stats.total_error_replies > core.error_mark
+    core.error_mark = stats.total_error_replies
     elapsed_us = (_time_ns() - started) // 1000
     if elapsed_us < 0:  # the wall clock stepped back during the command
         elapsed_us = 0
@@ -199,7 +260,6 @@ def execute(ctx: Context, spec: CommandSpec, argv: list[bytes], started: int = 0
     spec.usec += elapsed_us
     if failed:
         spec.failed_calls += 1
-        _count_error(core, reply)
     effects = core.effects
     if effects.pending:  # a handler that failed may still have written
         effects.flush()  # (inside EXEC it waits for the commit)
@@ -242,6 +302,7 @@ def _reject(ctx: Context, message: str, *, flag_multi: bool) -> ErrorReply:
     spec_stats.total_error_replies += 1
     code = message.split(" ", 1)[0]
     spec_stats.errorstats[code] = spec_stats.errorstats.get(code, 0) + 1
+    ctx.core.error_mark = spec_stats.total_error_replies
     return ErrorReply(message)
 
 

@@ -20,6 +20,10 @@ Every change to the data goes through here:
   they came (our AOF), never packed again.
 * ``replay(value)``: a record of our own AOF while loading: applied only.
 
+Keyspace and memory notifications (``engine/notify.py``) hear every record applied by
+``emit`` and ``apply_replicated`` through ``notify``, set while notify-keyspace-events is
+on, at the moment it is applied (so a transaction's events come in its commands' order).
+
 Sinks and observers are listed only while they have work to do (``set_sink``), so a write
 with no AOF, no replica and no memory limit packs nothing. The reply barrier of the
 event-loop turn is ``hotkv_server.engine.turn``.
@@ -44,6 +48,16 @@ class Watcher(Protocol):
     """A client in WATCH (``Context``): a write to a watched id sets ``dirty_cas``."""
 
     dirty_cas: bool
+
+
+class Notify(Protocol):
+    """Hears each applied record (the keyspace notifier)."""
+
+    def before(self, effect: Effect) -> Any:
+        """Called before the record is applied; what it returns goes to ``applied``."""
+
+    def applied(self, effect: Effect, before: Any) -> None:
+        """Called once the record is applied."""
 
 
 class Sink(Protocol):
@@ -80,19 +94,28 @@ class EffectLog:
         #: a listed sink wants bytes: units are packed in ``flush``
         self.eager = False
         self.observers: list[Observer] = []
+        #: the keyspace notifier while notify-keyspace-events is on, else None
+        self.notify: Notify | None = None
 
     # --- live writes --------------------------------------------------------------
     def emit(self, effect: Effect) -> Any:
         """Apply one record of a handler and queue it; returns what the store returned."""
+        notify = self.notify
+        before = notify.before(effect) if notify is not None else None
+        present = None
+        if self.watchers and effect.keys() is None:
+            # as Redis: emptying the data breaks only the WATCHes of ids that existed
+            present = [key for key in self.watchers if self.db.exists_any(key)]
         result = self._routes[type(effect)](effect)  # KeyError: a record no store lists
         self.pending.append(effect)
         self.dirty += 1
         if self.watchers:
-            keys = effect.keys()
-            if keys is None:
-                self.touch_all()
+            if present is not None:
+                self.touch(present)
             else:
-                self.touch(keys)
+                self.touch(effect.keys())  # type: ignore[arg-type]
+        if notify is not None:
+            notify.applied(effect, before)
         return result
 
     @property
@@ -141,6 +164,9 @@ class EffectLog:
         records = decode(unpack(payload))
         self.db.apply_all(records)
         self.dirty += 1
+        if self.notify is not None:
+            for record in records:
+                self.notify.applied(record, None)
         if self.watchers:
             for record in records:
                 keys = record.keys()

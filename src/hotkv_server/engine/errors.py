@@ -55,6 +55,8 @@ READONLY = "READONLY You can't write against a read only replica."
 LOADING = "LOADING hotkv is loading the dataset in memory"
 NOPROTO = "NOPROTO unsupported protocol version"
 OOM = "OOM command not allowed when used memory > 'maxmemory'."
+NOREPLICAS = "NOREPLICAS Not enough good replicas to write."
+MASTERDOWN = ("MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.")
 MISCONF = (
     "MISCONF Errors writing to the AOF file: hotkv refuses writes until the disk works again "
     "(see the server log and INFO persistence)"
@@ -68,6 +70,15 @@ def unknown_command(name: bytes, args: list[bytes]) -> str:
 
 def unknown_subcommand(sub: bytes, container: str) -> str:
     return f"ERR unknown subcommand '{_clip(sub)}'. Try {container.upper()} HELP."
+
+
+def subscribed_mode(fullname: str) -> str:
+    """A RESP2 client in subscribed mode ran anything but the subscription commands."""
+    return (f"ERR Can't execute '{fullname}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / "
+            "QUIT / RESET are allowed in this context")
+
+
+NOPERM_CHANNEL = "NOPERM this user has no permissions to access one of the channels used as arguments"
 
 
 def wrong_arity(fullname: str) -> str:

@@ -40,6 +40,15 @@ RESPONSE_POLICIES = frozenset(
 #: last name part of a write command that removes what it names (fallback key spec flags)
 _REMOVING = frozenset({"del", "unlink", "delete", "drop", "clear"})
 
+#: Redis 7's 21 ACL categories in the order ACL CAT lists them: every one exists (``+@geo``
+#: is a valid rule, ``ACL CAT geo`` answers its commands, none here), then hotkv's own
+REDIS_CATEGORIES = (
+    "keyspace", "read", "write", "set", "sortedset", "list", "hash", "string", "bitmap",
+    "hyperloglog", "geo", "stream", "pubsub", "admin", "fast", "slow", "blocking", "dangerous",
+    "connection", "transaction", "scripting",
+)
+HOTKV_CATEGORIES = ("amem", "amem-read", "amem-write")
+
 #: group -> extra ACL categories every command of the group belongs to
 GROUP_CATEGORIES: dict[str, tuple[str, ...]] = {
     "string": ("string",),
@@ -54,6 +63,7 @@ GROUP_CATEGORIES: dict[str, tuple[str, ...]] = {
     "summary": ("amem",),
     "amem": ("amem",),
     "replication": (),
+    "pubsub": ("pubsub",),
     "cluster": (),
 }
 
@@ -123,6 +133,7 @@ class CommandSpec:
     # derived, precomputed for the hot path
     is_write: bool = False
     is_denyoom: bool = False
+    is_pubsub: bool = False
     no_auth: bool = False
     allowed_while_loading: bool = False
     allowed_in_multi: bool = True
@@ -313,7 +324,9 @@ def add_spec(
         since=since,
         complexity=complexity,
         handler=handler,
-        arguments=parse_syntax(syntax, keys[0]) if syntax else (),
+        # a not_key spec's arguments (shard channels) are documented as strings, not keys
+        arguments=parse_syntax(syntax, 0 if key_flag_list == ("not_key",) else keys[0])
+        if syntax else (),
         key_flags=key_flag_list,
         key_notes=key_notes or None,
         tips=tip_list,
@@ -322,6 +335,7 @@ def add_spec(
         extensions=tuple(extensions.split()),
         is_write="write" in flag_set,
         is_denyoom="denyoom" in flag_set,
+        is_pubsub="pubsub" in flag_set,
         no_auth="no_auth" in flag_set,
         allowed_while_loading="loading" in flag_set,
         allowed_in_multi="no_multi" not in flag_set,
@@ -361,7 +375,10 @@ def _ordered_key_flags(name: str, flags: list[str]) -> tuple[str, ...]:
     unknown = set(flags) - set(KEY_SPEC_FLAGS)
     if unknown:
         raise ValueError(f"{name}: unknown key spec flags {sorted(unknown)}")
-    # exactly one of the four access kinds, as Redis requires of every key spec
+    # exactly one of the four access kinds, as Redis requires of every key spec (but for
+    # a ``not_key`` spec: a shard channel, routed as a key, is no data at all)
+    if flags == ["not_key"]:
+        return ("not_key",)
     if len(set(flags) & {"RO", "RW", "OW", "RM"}) != 1:
         raise ValueError(f"{name}: key spec flags need exactly one of RO, RW, OW, RM")
     return tuple(f for f in KEY_SPEC_FLAGS if f in flags)

@@ -42,6 +42,16 @@ class Verbatim:
         self.fmt = fmt
 
 
+class Spliced(list[Any]):
+    """EXEC's reply when its commands pushed (subscribed): the pushes sit among the replies
+    where each command made them, under an array header counting the commands (``declared``),
+    as redis-server writes it (in RESP2 the array then holds more elements than it says)."""
+
+    def __init__(self, items: list[Any], declared: int) -> None:
+        super().__init__(items)
+        self.declared = declared
+
+
 class Raw(bytes):
     """Bytes that are already an encoded reply."""
 

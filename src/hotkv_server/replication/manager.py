@@ -582,8 +582,8 @@ class Replication:
         name = argv[0].upper()
         if name == EFFECT and len(argv) == 2:
             try:
-                # applied, counted, WATCH-touched, its bytes to our AOF (our own stream
-                # sink ignores it on a replica: the raw bytes are forwarded below)
+                # applied, counted, WATCH-touched, notified, its bytes to our AOF (our own
+                # stream sink ignores it on a replica: the raw bytes are forwarded below)
                 self.core.effects.apply_replicated(argv[1])
             except Exception:
                 self.diverged = True

@@ -25,6 +25,7 @@ from hotkv_server.engine.core import Core
 from hotkv_server.engine.errors import StartupError
 from hotkv_server.server.blas import limit_blas_threads
 from hotkv_server.server.connection import ClientProtocol
+from hotkv_server.server.rebind import Rebinder
 
 __all__ = ["Server", "StartupError", "main"]
 
@@ -49,6 +50,9 @@ class Server:
         self.save_on_shutdown: bool | None = None
         self.ports: list[int] = []
         self.subsystems: list[Any] = []
+        #: CONFIG SET port/bind/tls-*: listens anew (server/rebind.py)
+        self.rebinder = Rebinder(self)
+        self.core.extras["config_listeners"].append(self.rebinder.config_changed)
 
     # --- start --------------------------------------------------------------------
     async def start(self) -> None:
@@ -129,6 +133,7 @@ class Server:
                     raise StartupError(message) from None
                 continue
             self.listeners.append(server)
+            self.rebinder.tcp.append(server)
             for sock in server.sockets:
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
                 actual = sock.getsockname()[1]
@@ -190,6 +195,7 @@ class Server:
                     f"Could not create server TLS listening socket {host}:{port}: {exc.strerror}"
                 ) from None
             self.listeners.append(server)
+            self.rebinder.tls.append(server)
             for sock in server.sockets:
                 actual = sock.getsockname()[1]
                 if port == 0:
@@ -238,7 +244,8 @@ class Server:
             return
         now = self.core.clock.now_ms()
         for ctx in list(self.core.clients.values()):
-            if ctx.flags or ctx.blocked or ctx in self.core.monitors or ctx.is_master_link:
+            if (ctx.flags or ctx.blocked or ctx in self.core.monitors or ctx.is_master_link
+                    or ctx.pubsub is not None):
                 continue  # as Redis: replicas, the primary, MONITOR and blocked clients stay
             if now - ctx.last_interaction_ms > timeout * 1000 and ctx.closer is not None:
                 ctx.closer()

@@ -26,6 +26,7 @@ from hotkv_server.server.framing import (
     Framer,
     Position,
     ProtocolViolation,
+    drop_negative_counts,
 )
 from hotkv_server.server.resp import OK, OK_BYTES, encode, encode_error
 
@@ -84,6 +85,10 @@ class ClientProtocol(asyncio.Protocol):
         self.held: deque[list[bytes] | bytes] = deque()
         #: replies held until the end of this event-loop turn (see ``_send``), else None
         self.turn_out: list[bytes] | None = None
+        #: the replies of the read being processed: pushes (pub/sub) join them in order
+        self.current_out: list[bytes] | None = None
+        #: bytes of the read being processed (CLIENT LIST's qbuf counts them)
+        self.reading = 0
 
     # --- lifecycle ----------------------------------------------------------------
     def connection_made(self, base: asyncio.BaseTransport) -> None:
@@ -114,7 +119,9 @@ class ClientProtocol(asyncio.Protocol):
         ctx = Context(core, addr, laddr)
         ctx.writer = self._write_out_of_band
         ctx.closer = self._close_from_server
+        ctx.push = self._push
         ctx.transport = transport
+        ctx.conn = self
         self.ctx = ctx
         core.clients[ctx.id] = ctx
         transport.set_write_buffer_limits(high=WRITE_HIGH_WATER)
@@ -127,13 +134,16 @@ class ClientProtocol(asyncio.Protocol):
         core = self.core
         core.clients.pop(ctx.id, None)
         core.monitors.discard(ctx)
+        core.pubsub.drop(ctx)
         ctx.unwatch()
         hook = core.extras.get("client_gone")
         if hook is not None:
             hook(ctx)
         ctx.writer = None
         ctx.closer = None
+        ctx.push = None
         ctx.transport = None
+        ctx.conn = None
 
     def pause_writing(self) -> None:
         self.paused_writing = True
@@ -154,6 +164,8 @@ class ClientProtocol(asyncio.Protocol):
         if self.held and type(self.held[-1]) is bytes:
             return  # a protocol error waits behind a deferred reply: the rest is never read
         out: list[bytes] = []
+        self.current_out = out
+        self.reading = len(data)
         try:
             self._process(ctx, data, out)
         except hiredis.ProtocolError as exc:
@@ -164,10 +176,14 @@ class ClientProtocol(asyncio.Protocol):
             log.exception("internal error reading from client %s", ctx.addr)
             out.append(encode_error("ERR internal error while reading the request"))
             ctx.close_after_reply = True
+        self.current_out = None
+        self.reading = 0
         ctx.last_interaction_ms = ctx.now_ms
         self._send(out)
 
     def _process(self, ctx: Context, data: bytes, out: list[bytes]) -> None:
+        if b"*-" in data and self.frame is None and self._is_fresh():
+            data = drop_negative_counts(data)  # Redis ignores a count <= 0
         while data:
             if self.inline_buf or (data[0] != 42 and self.frame is None and self._is_fresh()):
                 data = self._inline(data, out)  # 42 == '*'
@@ -187,7 +203,8 @@ class ClientProtocol(asyncio.Protocol):
             reader = self.reader
             reader.feed(data)
             got = None
-            out_limit = self._hard_output_limit(ctx) if ctx.flags else self.core.normal_output_hard_limit
+            out_limit = (self._hard_output_limit(ctx) if ctx.flags or ctx.pubsub is not None
+                         else self.core.normal_output_hard_limit)
             out_size = 0
             proto = ctx.proto
             while True:
@@ -385,9 +402,9 @@ class ClientProtocol(asyncio.Protocol):
             transport.close()
 
     def _hard_output_limit(self, ctx: Context) -> int:
-        if ctx.flags:
+        if ctx.flags or ctx.pubsub is not None:
             return output_limits(self.core.config.values["client-output-buffer-limit"],
-                                 "replica" if "S" in ctx.flags else "normal")[0]
+                                 limit_class(ctx))[0]
         return self.core.normal_output_hard_limit
 
     def _over_output_limit(self, ctx: Context, out: list[bytes], size: int) -> bool:
@@ -404,8 +421,8 @@ class ClientProtocol(asyncio.Protocol):
     def _check_output_limit(self, ctx: Context, pending: int) -> None:
         """Enforce ``client-output-buffer-limit normal <hard> <soft> <seconds>``."""
         hard, soft, seconds = output_limits(self.core.config.values["client-output-buffer-limit"],
-                                            "replica" if "S" in ctx.flags else "normal")
-        now = ctx.now_ms
+                                            limit_class(ctx))
+        now = self.core.clock.now_ms()  # not ctx.now_ms: a subscriber runs no commands
         over_soft = soft > 0 and pending > soft
         if not over_soft:
             self.soft_since = 0
@@ -506,6 +523,7 @@ class ClientProtocol(asyncio.Protocol):
         out: list[bytes] = []
         if deferred.value is not NO_REPLY:
             out.append(encode(deferred.value, ctx.proto))
+        self.current_out = out
         held = self.held
         while held and self.deferred is None and not ctx.close_after_reply:
             item = held.popleft()
@@ -516,6 +534,7 @@ class ClientProtocol(asyncio.Protocol):
             reply = self._run(ctx, item)  # type: ignore[arg-type]
             if reply is not NO_REPLY:
                 out.append(encode(reply, ctx.proto))
+        self.current_out = None
         # the snapshot of the parked command is old: never move the idle clock back to it
         ctx.last_interaction_ms = max(ctx.last_interaction_ms, ctx.now_ms)
         self._send(out)
@@ -531,6 +550,23 @@ class ClientProtocol(asyncio.Protocol):
         ctx.close_after_reply = True
 
     # --- out of band ----------------------------------------------------------------
+    def _push(self, value: Any) -> None:
+        """A pub/sub value for this client: after the replies already made for its current
+        read, else as a reply of their own (held with the turn's replies when those wait).
+        One message goes to many subscribers in turn: encoded once per protocol."""
+        proto = self.ctx.proto if self.ctx is not None else 2
+        last = _LAST_PUSH.get(proto)
+        if last is not None and last[0] is value:
+            payload = last[1]
+        else:
+            payload = encode(value, proto)
+            _LAST_PUSH[proto] = (value, payload)
+        out = self.current_out
+        if out is not None:
+            out.append(payload)
+        elif not self.closed and self.transport is not None:
+            self._send([payload])
+
     def _write_out_of_band(self, payload: bytes) -> None:
         if self.transport is not None and not self.closed:
             self.core.stats.total_net_output_bytes += len(payload)
@@ -541,10 +577,43 @@ class ClientProtocol(asyncio.Protocol):
             self.closed = True
             self.transport.close()
 
+    def buffers(self) -> dict[str, int]:
+        """CLIENT LIST's buffer fields, measured: ``fd``; ``qbuf`` the request bytes read and
+        not yet consumed (the read being run, or a partial request); ``qbuf-free`` what the
+        next read may add (asyncio reads 64 KiB); ``obl`` replies made and not yet handed to
+        the socket (held for the AOF at the end of the turn); ``oll`` how many of them;
+        ``omem`` those plus what waits in the transport's write buffer."""
+        transport = self.transport
+        fd = -1
+        pending = 0
+        if transport is not None and not self.closed:
+            sock = transport.get_extra_info("socket")
+            fd = sock.fileno() if sock is not None else -1
+            pending = transport.get_write_buffer_size()
+        qbuf = self.reading or self.partial_bytes + len(self.inline_buf)
+        held = (self.turn_out or []) + (self.current_out or [])
+        obl = sum(len(chunk) for chunk in held)
+        return {"fd": fd, "qbuf": qbuf, "qbuf-free": max(0, 65536 - qbuf), "obl": obl,
+                "oll": len(held), "omem": obl + pending}
+
     def write_reply(self, value: Any) -> None:
         """Send one reply outside a request (used by subsystems such as replication)."""
         if self.ctx is not None:
             self._write_out_of_band(encode(value, self.ctx.proto))
+
+
+#: protocol -> (the last pushed value, its bytes): a message published to many subscribers
+#: is the same value for each of them
+_LAST_PUSH: dict[int, tuple[Any, bytes]] = {}
+
+
+def limit_class(ctx: Context) -> str:
+    """The client-output-buffer-limit class of a client, as Redis's getClientType picks it."""
+    if "S" in ctx.flags:
+        return "replica"
+    if ctx.pubsub is not None:
+        return "pubsub"
+    return "normal"
 
 
 def end_turn(core: Core) -> None:

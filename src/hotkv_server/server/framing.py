@@ -112,3 +112,44 @@ def _number(raw: bytes, error: str) -> int:
         return int(raw)
     except ValueError:
         raise ProtocolViolation(error) from None
+
+
+def drop_negative_counts(data: bytes) -> bytes:
+    """Remove the ``*-N`` request headers of a read that starts at a request boundary.
+
+    Redis skips a request whose count is <= 0 (``*-10\\r\\n`` is no error); hiredis refuses
+    counts below -1, so they are cut out here before it sees them. The walk follows whole
+    requests (bulk lengths tell where each ends) and stops at anything else (an inline
+    request, an incomplete request): what follows is passed on unchanged.
+    """
+    kept: list[bytes] = []
+    start = pos = 0
+    n = len(data)
+    while pos < n and data[pos] == 42:  # '*'
+        end = data.find(b"\r\n", pos, pos + MAX_LINE)
+        if end < 0:
+            break
+        try:
+            count = int(data[pos + 1 : end])
+        except ValueError:
+            break
+        if count < 0:
+            kept.append(data[start:pos])
+            pos = start = end + 2
+            continue
+        pos = end + 2
+        for _ in range(count):
+            end = data.find(b"\r\n", pos, pos + MAX_LINE)
+            if end < 0 or data[pos] != 36:  # incomplete or malformed: leave it to hiredis
+                pos = n
+                break
+            try:
+                size = int(data[pos + 1 : end])
+            except ValueError:
+                pos = n
+                break
+            pos = end + 2 + size + 2
+    if not kept:
+        return data
+    kept.append(data[start:])
+    return b"".join(kept)

@@ -275,7 +275,11 @@ class MemoryGuard:
         core = self.core
         self.used.released += size
         effects = core.effects
-        effects.emit(KvDel(keys))  # an evicted key breaks a WATCH, as in Redis
+        core.notifier.cause = "evicted"  # notified as evicted, not deleted
+        try:
+            effects.emit(KvDel(keys))  # an evicted key breaks a WATCH, as in Redis
+        finally:
+            core.notifier.cause = None
         effects.flush()  # its own record, not one with the command that needed the room
         core.stats.evicted_keys += len(keys)
 

@@ -41,6 +41,7 @@ from hotkv_server.engine.replies import (
     Push,
     Raw,
     Simple,
+    Spliced,
     Verbatim,
 )
 
@@ -148,6 +149,10 @@ def _encode_into(value: Any, proto: int, out: list[bytes]) -> None:
             out.append(b"#t\r\n" if value else b"#f\r\n")
         else:
             out.append(b":1\r\n" if value else b":0\r\n")
+    elif t is Spliced:
+        out.append(b"*%d\r\n" % value.declared)
+        for item in value:
+            _encode_into(item, proto, out)
     elif t is Raw:
         out.append(value)
     elif t is ErrorReply:

@@ -16,7 +16,11 @@ from typing import Any, ClassVar
 
 from hotkv_server.stores.effect import Effect, EffectError, decode
 
-__all__ = ["Effect", "EffectError", "Store"]
+__all__ = ["Effect", "EffectError", "ExpiryObserver", "Store"]
+
+#: told of each entry a store removes because its deadline passed: (store name, id, the
+#: entry inside the id or None for the whole object); set by the core (engine/notify.py)
+ExpiryObserver = Callable[[str, bytes, "bytes | None"], None]
 
 
 class Store(ABC):
@@ -24,6 +28,8 @@ class Store(ABC):
 
     #: the id space's name, also the prefix of its effects' ops and the AMEM.SCAN TYPE
     name: ClassVar[str]
+    #: who hears of expired entries (None: nobody); a callback, so the store stays pure
+    on_expire: ExpiryObserver | None = None
 
     @abstractmethod
     def appliers(self) -> dict[type[Any], Callable[[Any], Any]]:

@@ -208,6 +208,8 @@ class ConversationStore(Store):
             if conv.expires_at <= now_ms:
                 del self.sessions[session]
                 removed += 1
+                if self.on_expire is not None:
+                    self.on_expire("conv", session, None)
             else:
                 conv.scheduled = conv.expires_at
                 heapq.heappush(heap, (conv.expires_at, session))

@@ -67,6 +67,16 @@ class Database:
     def _flushall(self, effect: FlushAll) -> None:
         self.clear()
 
+    def exists_any(self, ident: bytes) -> bool:
+        """Whether any store holds ``ident``, expired or not (``now`` 0: nothing is past its
+        deadline, nothing is removed): what FLUSHALL removes, for WATCH."""
+        return any(store.exists(ident, 0) for store in self.stores.values())
+
+    def observe_expiry(self, observer: Any) -> None:
+        """Tell ``observer(store, id, entry)`` of every entry any store expires."""
+        for store in self.stores.values():
+            store.on_expire = observer
+
     def clear(self) -> None:
         for store in self.stores.values():
             store.clear()

@@ -74,9 +74,11 @@ class KeyValueStore(Store):
         "_tick",
         "_values",
         "expired_count",
+        "on_expire",
     )
 
     def __init__(self) -> None:
+        self.on_expire = None
         self._values: dict[bytes, bytes] = {}
         self._expires: dict[bytes, int] = {}
         self._heap: list[tuple[int, bytes]] = []
@@ -348,6 +350,8 @@ class KeyValueStore(Store):
         if self._access:
             self._access.pop(key, None)
         self.expired_count += 1
+        if self.on_expire is not None:
+            self.on_expire("kv", key, None)
 
     # --- active expiry ----------------------------------------------------------------
     def purge_expired(self, now_ms: int, limit: int) -> int:

@@ -207,14 +207,19 @@ class WorkingStore(Store):
             pad = self.sessions.get(session)
             if pad is None:
                 continue
+            hook = self.on_expire
             if is_session:
                 if pad.expires_at == deadline:
                     del self.sessions[session]
                     removed += len(pad.values)
+                    if hook is not None:
+                        hook("work", session, None)
             elif pad.deadlines.get(key) == deadline:
                 del pad.values[key]
                 del pad.deadlines[key]
                 removed += 1
+                if hook is not None:
+                    hook("work", session, key)
                 if not pad.values:
                     del self.sessions[session]
         return removed

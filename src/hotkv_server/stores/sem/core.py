@@ -7,6 +7,7 @@ import bisect
 import concurrent.futures
 import heapq
 import os
+from collections.abc import Callable
 from typing import Any, Self
 
 import hnswlib
@@ -37,6 +38,10 @@ class NamespaceCore:
     """One namespace's state: settings, the HNSW index, the facts beside it, and the writes
     (only through effects), eviction and snapshots. Searches are the subclasses' job
     (``recall``, ``fusion``); :class:`~hotkv_server.stores.sem.namespace.Namespace` is the whole."""
+
+    #: told of each fact removed by expiry: (store, namespace, fact id); set by the
+    #: SemanticStore from its own observer
+    on_expire: Callable[[str, bytes, bytes | None], None] | None = None
 
     def __init__(
         self,
@@ -400,6 +405,8 @@ class NamespaceCore:
             if fact is not None and fact.expires == deadline:
                 self.delete(ident)
                 removed += 1
+                if self.on_expire is not None:
+                    self.on_expire("sem", self.name, ident)
                 heap = self._expiry  # delete() may have reset the namespace
         return removed
 

@@ -40,8 +40,13 @@ class SemanticStore(Store):
         return ns
 
     def _apply_create(self, e: SemCreate) -> None:
-        self.namespaces[e.name] = Namespace(e.name, e.dim, e.metric, e.m, e.ef_construction,
-                                            e.ef, e.capacity, e.evict)
+        ns = Namespace(e.name, e.dim, e.metric, e.m, e.ef_construction, e.ef, e.capacity, e.evict)
+        ns.on_expire = self._fact_expired
+        self.namespaces[e.name] = ns
+
+    def _fact_expired(self, store: str, ns: bytes, fact: bytes | None) -> None:
+        if self.on_expire is not None:
+            self.on_expire(store, ns, fact)
 
     def _apply_update(self, e: SemUpdate) -> int:
         ns = self._ns(e.name)
@@ -105,6 +110,7 @@ class SemanticStore(Store):
         self.clear()
         for name, ns_state in state.items():
             ns = Namespace.from_snapshot(name, ns_state)
+            ns.on_expire = self._fact_expired
             self.namespaces[name] = ns
             if ns.has_expiring():
                 self._expiring.add(name)

@@ -1,0 +1,216 @@
+"""Pub/sub commands: (P|S)SUBSCRIBE, (P|S)UNSUBSCRIBE, PUBLISH, SPUBLISH, PUBSUB.
+
+Subscriptions live in ``core.pubsub`` (engine/pubsub.py). A subscribe command answers one
+confirmation per channel, written in order with the client's replies, and no reply of its
+own. In RESP2 a subscribed client may only run the commands the dispatch point lets
+through (``SUBSCRIBED_MODE``); in RESP3 messages arrive as push values beside ordinary
+replies. hotkv is one shard, so shard channels are channels of their own on this server.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hotkv_server.engine.context import Context
+from hotkv_server.engine.dispatch import NO_REPLY
+from hotkv_server.engine.glob import glob_match
+from hotkv_server.engine.pubsub import CHANNEL, PATTERN, SHARD
+from hotkv_server.engine.registry import command, container
+from hotkv_server.engine.replies import Simple
+
+#: command -> (kind of its channel arguments, whether they are all arguments from 1 on):
+#: what ACL channel permissions are checked against (as Redis's getChannelsFromCommand)
+CHANNEL_ARGUMENTS: dict[str, tuple[str, bool]] = {
+    "publish": (CHANNEL, False),
+    "spublish": (CHANNEL, False),
+    "subscribe": (CHANNEL, True),
+    "ssubscribe": (CHANNEL, True),
+    "psubscribe": (PATTERN, True),
+}
+
+
+def channels_of(name: str, argv: list[bytes]) -> tuple[str, list[bytes]] | None:
+    """(kind, channel arguments) of a call that names channels, else None."""
+    found = CHANNEL_ARGUMENTS.get(name)
+    if found is None:
+        return None
+    kind, every = found
+    return kind, (argv[1:] if every else argv[1:2])
+
+
+@command("subscribe", arity=-2, flags="pubsub noscript loading stale", group="pubsub",
+         summary="Listens for messages published to channels.", syntax="channel [channel ...]",
+         complexity="O(N) where N is the number of channels to subscribe to.", since="2.0.0")
+def subscribe(ctx: Context, argv: list[bytes]) -> Any:
+    """SUBSCRIBE channel [channel ...]"""
+    ctx.core.pubsub.subscribe(ctx, CHANNEL, argv[1:])
+    return NO_REPLY
+
+
+@command("unsubscribe", arity=-1, flags="pubsub noscript loading stale", group="pubsub",
+         summary="Stops listening to messages posted to channels.", syntax="[channel [channel ...]]",
+         complexity="O(N) where N is the number of channels to unsubscribe.", since="2.0.0")
+def unsubscribe(ctx: Context, argv: list[bytes]) -> Any:
+    """UNSUBSCRIBE [channel [channel ...]]"""
+    ctx.core.pubsub.unsubscribe(ctx, CHANNEL, argv[1:])
+    return NO_REPLY
+
+
+@command("psubscribe", arity=-2, flags="pubsub noscript loading stale", group="pubsub",
+         summary="Listens for messages published to channels that match one or more patterns.",
+         syntax="pattern [pattern ...]", since="2.0.0",
+         complexity="O(N) where N is the number of patterns to subscribe to.")
+def psubscribe(ctx: Context, argv: list[bytes]) -> Any:
+    """PSUBSCRIBE pattern [pattern ...]"""
+    ctx.core.pubsub.subscribe(ctx, PATTERN, argv[1:])
+    return NO_REPLY
+
+
+@command("punsubscribe", arity=-1, flags="pubsub noscript loading stale", group="pubsub",
+         summary="Stops listening to messages published to channels that match one or more patterns.",
+         syntax="[pattern [pattern ...]]", since="2.0.0",
+         complexity="O(N) where N is the number of patterns to unsubscribe.")
+def punsubscribe(ctx: Context, argv: list[bytes]) -> Any:
+    """PUNSUBSCRIBE [pattern [pattern ...]]"""
+    ctx.core.pubsub.unsubscribe(ctx, PATTERN, argv[1:])
+    return NO_REPLY
+
+
+@command("ssubscribe", arity=-2, flags="pubsub noscript loading stale", group="pubsub",
+         keys=(1, -1, 1), key_flags="not_key",
+         summary="Listens for messages published to shard channels.",
+         syntax="shardchannel [shardchannel ...]", since="7.0.0",
+         complexity="O(N) where N is the number of shard channels to subscribe to.")
+def ssubscribe(ctx: Context, argv: list[bytes]) -> Any:
+    """SSUBSCRIBE shardchannel [shardchannel ...]"""
+    ctx.core.pubsub.subscribe(ctx, SHARD, argv[1:])
+    return NO_REPLY
+
+
+@command("sunsubscribe", arity=-1, flags="pubsub noscript loading stale", group="pubsub",
+         keys=(1, -1, 1), key_flags="not_key",
+         summary="Stops listening to messages posted to shard channels.",
+         syntax="[shardchannel [shardchannel ...]]", since="7.0.0",
+         complexity="O(N) where N is the number of shard channels to unsubscribe.")
+def sunsubscribe(ctx: Context, argv: list[bytes]) -> Any:
+    """SUNSUBSCRIBE [shardchannel [shardchannel ...]]"""
+    ctx.core.pubsub.unsubscribe(ctx, SHARD, argv[1:])
+    return NO_REPLY
+
+
+@command("publish", arity=3, flags="pubsub loading stale fast", group="pubsub",
+         summary="Posts a message to a channel.", syntax="channel message", since="2.0.0",
+         complexity="O(N+M) where N is the number of clients subscribed to the receiving "
+                    "channel and M is the total number of subscribed patterns (by any client).")
+def publish(ctx: Context, argv: list[bytes]) -> Any:
+    """PUBLISH channel message"""
+    return ctx.core.pubsub.publish(argv[1], argv[2])
+
+
+@command("spublish", arity=3, flags="pubsub loading stale fast", group="pubsub",
+         keys=(1, 1, 1), key_flags="not_key",
+         summary="Post a message to a shard channel", syntax="shardchannel message", since="7.0.0",
+         complexity="O(N) where N is the number of clients subscribed to the receiving shard channel.")
+def spublish(ctx: Context, argv: list[bytes]) -> Any:
+    """SPUBLISH shardchannel message"""
+    return ctx.core.pubsub.spublish(argv[1], argv[2])
+
+
+# --- PUBSUB ----------------------------------------------------------------------------
+
+container("pubsub", group="pubsub", summary="A container for Pub/Sub commands", since="2.8.0")
+
+
+def _visible(ctx: Context, kind: str, names: list[bytes]) -> list[bytes]:
+    """The channels this client's user may know of (see ``User.channel_visible``)."""
+    user = ctx.user
+    if user is None or not user.restricted:
+        return names
+    return [name for name in names if user.channel_visible(name, pattern=kind == PATTERN)]
+
+
+def _active(ctx: Context, kind: str, argv: list[bytes]) -> list[bytes]:
+    table = ctx.core.pubsub.table(kind)
+    names = list(table)
+    if len(argv) == 3:
+        names = [n for n in names if glob_match(argv[2], n)]
+    return _visible(ctx, kind, names)
+
+
+def _numsub(ctx: Context, kind: str, argv: list[bytes]) -> list[Any]:
+    table = ctx.core.pubsub.table(kind)
+    allowed = set(_visible(ctx, kind, argv[2:]))
+    out: list[Any] = []
+    for name in argv[2:]:
+        out.append(name)
+        out.append(len(table.get(name, ())) if name in allowed else 0)
+    return out
+
+
+@command("pubsub|channels", arity=-2, flags="pubsub loading stale", group="pubsub",
+         summary="Returns the active channels.", syntax="[pattern]", since="2.8.0",
+         complexity="O(N) where N is the number of active channels, and assuming constant time "
+                    "pattern matching (relatively short channels and patterns)")
+def pubsub_channels(ctx: Context, argv: list[bytes]) -> Any:
+    """PUBSUB CHANNELS [pattern]"""
+    return _active(ctx, CHANNEL, argv)
+
+
+@command("pubsub|numsub", arity=-2, flags="pubsub loading stale", group="pubsub",
+         summary="Returns a count of subscribers to channels.", syntax="[channel [channel ...]]",
+         since="2.8.0", complexity="O(N) for the NUMSUB subcommand, where N is the number of "
+                                   "requested channels")
+def pubsub_numsub(ctx: Context, argv: list[bytes]) -> Any:
+    """PUBSUB NUMSUB [channel [channel ...]]"""
+    return _numsub(ctx, CHANNEL, argv)
+
+
+@command("pubsub|numpat", arity=2, flags="pubsub loading stale", group="pubsub",
+         summary="Returns a count of unique pattern subscriptions.", since="2.8.0")
+def pubsub_numpat(ctx: Context, argv: list[bytes]) -> Any:
+    """PUBSUB NUMPAT"""
+    return len(ctx.core.pubsub.patterns)
+
+
+@command("pubsub|shardchannels", arity=-2, flags="pubsub loading stale", group="pubsub",
+         summary="Returns the active shard channels.", syntax="[pattern]", since="7.0.0",
+         complexity="O(N) where N is the number of active shard channels, and assuming constant "
+                    "time pattern matching (relatively short shard channels).")
+def pubsub_shardchannels(ctx: Context, argv: list[bytes]) -> Any:
+    """PUBSUB SHARDCHANNELS [pattern]"""
+    return _active(ctx, SHARD, argv)
+
+
+@command("pubsub|shardnumsub", arity=-2, flags="pubsub loading stale", group="pubsub",
+         summary="Returns the count of subscribers of shard channels.",
+         syntax="[shardchannel [shardchannel ...]]", since="7.0.0",
+         complexity="O(N) for the SHARDNUMSUB subcommand, where N is the number of requested "
+                    "shard channels")
+def pubsub_shardnumsub(ctx: Context, argv: list[bytes]) -> Any:
+    """PUBSUB SHARDNUMSUB [shardchannel [shardchannel ...]]"""
+    return _numsub(ctx, SHARD, argv)
+
+
+_HELP = [
+    "PUBSUB <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "CHANNELS [<pattern>]",
+    "    Return the currently active channels matching a <pattern> (default: '*').",
+    "NUMPAT",
+    "    Return number of subscriptions to patterns.",
+    "NUMSUB [<channel> ...]",
+    "    Return the number of subscribers for the specified channels, excluding",
+    "    pattern subscriptions(default: no channels).",
+    "SHARDCHANNELS [<pattern>]",
+    "    Return the currently active shard level channels matching a <pattern> (default: '*').",
+    "SHARDNUMSUB [<shardchannel> ...]",
+    "    Return the number of subscribers for the specified shard level channel(s)",
+    "HELP",
+    "    Prints this help.",
+]
+
+
+@command("pubsub|help", arity=2, flags="loading stale", group="server",
+         summary="Returns helpful text about the different subcommands.", since="6.2.0")
+def pubsub_help(ctx: Context, argv: list[bytes]) -> Any:
+    """PUBSUB HELP"""
+    return [Simple(line) for line in _HELP]
