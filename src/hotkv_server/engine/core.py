@@ -103,6 +103,10 @@ class Core:
         self.in_exec = False
         #: key -> contexts watching it (WATCH); any write naming the key makes them dirty
         self.watchers: dict[bytes, set[Context]] = {}
+        from hotkv_server.engine.blocking import Blocking
+
+        #: clients blocked on keys (BLPOP ...): the dispatch point signals written keys
+        self.blocking = Blocking(self)
         self.dirty = 0  # writes since the last save, as Redis counts them
         #: True while any of the dispatch point's gates may refuse a command (loading, a
         #: replica, MISCONF, maxmemory set): with it False, dispatch tests nothing else
