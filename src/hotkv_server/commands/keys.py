@@ -1,4 +1,4 @@
-"""Generic key commands over the string cache, as Redis 7.0 answers them.
+"""Generic key commands over the whole keyspace, as Redis 7.0 answers them.
 
 DEL UNLINK EXISTS TYPE KEYS SCAN EXPIRE PEXPIRE EXPIREAT PEXPIREAT TTL PTTL PERSIST DBSIZE
 RANDOMKEY, over the whole keyspace (strings and every value type). The memory stores
