@@ -10,6 +10,8 @@ MODULES = (
     "transactions",
     "strings",
     "keys",
+    "keycopy",
+    "objects",
     "admin",
     "introspection",
     "conv",

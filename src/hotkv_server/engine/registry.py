@@ -43,6 +43,10 @@ _REMOVING = frozenset({"del", "unlink", "delete", "drop", "clear"})
 #: group -> extra ACL categories every command of the group belongs to
 GROUP_CATEGORIES: dict[str, tuple[str, ...]] = {
     "string": ("string",),
+    "hash": ("hash",),
+    "set": ("set",),
+    "list": ("list",),
+    "sorted-set": ("sortedset",),
     "generic": ("keyspace",),
     "connection": ("connection",),
     "server": (),
