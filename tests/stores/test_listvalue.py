@@ -28,7 +28,7 @@ def test_push_order_matches_redis() -> None:
     assert list(lst) == [b"c", b"b", b"a"]
     assert lst.push_right([b"x", b"y"]) == 5
     assert list(lst) == [b"c", b"b", b"a", b"x", b"y"]
-    assert lst.nbytes == 5
+    assert lst.payload_bytes() == 5
 
 
 def test_pops_take_from_the_ends_and_stop_at_empty() -> None:
@@ -36,7 +36,7 @@ def test_pops_take_from_the_ends_and_stop_at_empty() -> None:
     assert lst.pop_left(2) == [b"1", b"2"]
     assert lst.pop_right(5) == [b"3"]
     assert lst.pop_left(1) == []
-    assert len(lst) == 0 and lst.nbytes == 0
+    assert len(lst) == 0 and lst.payload_bytes() == 0
 
 
 @pytest.mark.parametrize("seed", range(5))
@@ -54,7 +54,7 @@ def test_range_index_and_trim_agree_with_the_model(seed: int) -> None:
     kept = redis_range(model, a, b)
     lst.trim(a, b)
     assert list(lst) == kept
-    assert lst.nbytes == sum(map(len, kept))
+    assert lst.payload_bytes() == sum(map(len, kept))
 
 
 def test_trim_keeping_most_of_a_long_list() -> None:
@@ -62,7 +62,7 @@ def test_trim_keeping_most_of_a_long_list() -> None:
     lst = ListValue(model)
     lst.trim(1, -2)
     assert list(lst) == model[1:-1]
-    assert lst.nbytes == sum(map(len, model[1:-1]))
+    assert lst.payload_bytes() == sum(map(len, model[1:-1]))
 
 
 def test_set_insert_and_remove() -> None:
@@ -80,7 +80,7 @@ def test_set_insert_and_remove() -> None:
     assert lst.remove(0, b"a") == 3
     assert b"a" not in list(lst)
     assert lst.remove(2, b"nothing") == 0
-    assert lst.nbytes == sum(map(len, lst))
+    assert lst.payload_bytes() == sum(map(len, lst))
 
 
 def test_positions_with_rank_count_and_maxlen() -> None:
@@ -99,4 +99,4 @@ def test_positions_with_rank_count_and_maxlen() -> None:
 def test_memory_grows_with_the_payload() -> None:
     small = ListValue([b"x"])
     big = ListValue([b"x" * 1000])
-    assert big.memory() - small.memory() == 999
+    assert big.nbytes - small.nbytes == 999

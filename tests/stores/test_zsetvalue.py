@@ -32,7 +32,7 @@ def test_add_update_remove_and_rank() -> None:
     assert z.rank(b"zz") is None
     assert z.remove(b"a") is True and z.remove(b"a") is False
     assert list(z) == [(b"b", 2.0), (b"c", 3.0)]
-    assert z.nbytes == 2
+    assert z.payload_bytes() == 2
 
 
 def test_negative_zero_is_stored_as_zero() -> None:
@@ -98,7 +98,7 @@ def test_pops_and_removals_by_range() -> None:
     assert [m for m, _ in z] == [b"m3", b"m4", b"m5", b"m7"]
     assert z.scores == {b"m3": 3.0, b"m4": 4.0, b"m5": 5.0, b"m7": 7.0}
     assert z.pop(10) == [(b"m3", 3.0), (b"m4", 4.0), (b"m5", 5.0), (b"m7", 7.0)]
-    assert len(z) == 0 and z.nbytes == 0
+    assert len(z) == 0 and z.payload_bytes() == 0
 
 
 def test_infinite_scores_sort_at_the_ends() -> None:

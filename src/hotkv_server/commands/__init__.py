@@ -22,6 +22,13 @@ MODULES = (
     "amem",
     "acl",
     "replication",
+    "lists",
+    "lists_blocking",
+    "zsets",
+    "zset_ranges",
+    "zset_setops",
+    "zsets_blocking",
+    "client_unblock",
 )
 
 _loaded = False

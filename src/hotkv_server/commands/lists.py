@@ -2,7 +2,8 @@
 LTRIM LPOS LMOVE RPOPLPUSH LMPOP), as Redis 7.0 answers them.
 
 The value is ``stores.listvalue.ListValue`` in the keyspace (``commands.containers``); every
-change is a list effect, so the AOF and the replicas apply the same change. The blocking
+change is a list effect (``kv.lpush``, ``kv.lpop`` ...; a new list is a ``kv.put``), so the
+AOF and the replicas apply the same change. The blocking
 forms are in ``commands.lists_blocking`` and reuse the pops defined here.
 """
 
@@ -10,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hotkv_server.commands.containers import emit_list, read_list, read_list_for_write
+from hotkv_server.commands.containers import put_list, read_list
 from hotkv_server.engine import errors
 from hotkv_server.engine.args import parse_int
 from hotkv_server.engine.context import Context
@@ -44,12 +45,20 @@ def side_arg(raw: bytes) -> bool:
 
 
 # --- pushes ---------------------------------------------------------------------------
+def push_to(ctx: Context, key: bytes, values: list[bytes], left: bool, exists: bool) -> int:
+    """Push onto ``key`` (a list when ``exists``, else absent: it is created); the length."""
+    if exists:
+        return int(ctx.emit(["kv.lpush" if left else "kv.rpush", key, values]))
+    put_list(ctx, key, values[::-1] if left else values)
+    return len(values)
+
+
 def _push(ctx: Context, argv: list[bytes], left: bool, only_existing: bool) -> int:
     key = argv[1]
-    lst = read_list_for_write(ctx, key)
+    lst = read_list(ctx, key)
     if lst is None and only_existing:
         return 0
-    return int(emit_list(ctx, ["list.push", key, left, argv[2:]]))
+    return push_to(ctx, key, argv[2:], left, lst is not None)
 
 
 @command("lpush", arity=-3, flags="write denyoom fast", keys=(1, 1, 1), group="list",
@@ -99,7 +108,7 @@ def rpushx(ctx: Context, argv: list[bytes]) -> Any:
 # --- pops -----------------------------------------------------------------------------
 def pop_from(ctx: Context, key: bytes, left: bool, count: int) -> list[bytes]:
     """Pop up to ``count`` elements of an existing list (the key goes when it empties)."""
-    return list(emit_list(ctx, ["list.pop", key, left, count]))
+    return list(ctx.emit(["kv.lpop" if left else "kv.rpop", key, count]))
 
 
 def _pop(ctx: Context, argv: list[bytes], left: bool) -> Any:
@@ -111,7 +120,7 @@ def _pop(ctx: Context, argv: list[bytes], left: bool) -> Any:
         if count is None or count < 0:
             raise CommandError(MUST_BE_POSITIVE)
     key = argv[1]
-    lst = read_list_for_write(ctx, key)
+    lst = read_list(ctx, key)
     if lst is None:
         return None if count is None else NULL_ARRAY
     if count is None:
@@ -195,7 +204,8 @@ def lpos(ctx: Context, argv: list[bytes]) -> Any:
                 raise CommandError(
                     "ERR RANK can't be zero: use 1 to start from the first match, 2 from the "
                     "second ... or use negative to start from the end of the list")
-            rank = max(value, -LONG_MAX)  # Redis clamps LLONG_MIN to -LLONG_MAX
+            # Redis 7.0's negation of LLONG_MIN overflows: it then ranks as the first from the tail
+            rank = -1 if value < -LONG_MAX else value
         elif opt == b"COUNT":
             if value < 0:
                 raise CommandError("ERR COUNT can't be negative")
@@ -225,13 +235,13 @@ def lset(ctx: Context, argv: list[bytes]) -> Any:
     """LSET key index element"""
     key = argv[1]
     index = int_arg(argv[2])
-    lst = read_list_for_write(ctx, key)
+    lst = read_list(ctx, key)
     if lst is None:
         raise CommandError(NO_SUCH_KEY)
     n = len(lst)
     if not -n <= index < n:
         raise CommandError(INDEX_RANGE)
-    emit_list(ctx, ["list.set", key, index, argv[3]])
+    ctx.emit(["kv.lset", key, index, argv[3]])
     return OK
 
 
@@ -248,12 +258,12 @@ def linsert(ctx: Context, argv: list[bytes]) -> Any:
     if where not in (b"BEFORE", b"AFTER"):
         raise CommandError(errors.SYNTAX)
     key = argv[1]
-    lst = read_list_for_write(ctx, key)
+    lst = read_list(ctx, key)
     if lst is None:
         return 0
     if argv[3] not in lst.items:
         return -1
-    return int(emit_list(ctx, ["list.insert", key, where == b"BEFORE", argv[3], argv[4]]))
+    return int(ctx.emit(["kv.linsert", key, where == b"BEFORE", argv[3], argv[4]]))
 
 
 @command("lrem", arity=4, flags="write", keys=(1, 1, 1), group="list", key_flags="RW delete",
@@ -266,10 +276,10 @@ def lrem(ctx: Context, argv: list[bytes]) -> Any:
     """LREM key count element"""
     key = argv[1]
     count = int_arg(argv[2])
-    lst = read_list_for_write(ctx, key)
+    lst = read_list(ctx, key)
     if lst is None or argv[3] not in lst.items:
         return 0
-    return int(emit_list(ctx, ["list.rem", key, count, argv[3]]))
+    return int(ctx.emit(["kv.lrem", key, count, argv[3]]))
 
 
 @command("ltrim", arity=4, flags="write", keys=(1, 1, 1), group="list", key_flags="RW delete",
@@ -281,22 +291,26 @@ def ltrim(ctx: Context, argv: list[bytes]) -> Any:
     """LTRIM key start stop"""
     key = argv[1]
     start, stop = int_arg(argv[2]), int_arg(argv[3])
-    lst = read_list_for_write(ctx, key)
+    lst = read_list(ctx, key)
     if lst is None:
         return OK
     if lst.range(start, stop) != list(lst.items):  # something to drop
-        emit_list(ctx, ["list.trim", key, start, stop])
+        ctx.emit(["kv.ltrim", key, start, stop])
     return OK
 
 
 # --- moves ----------------------------------------------------------------------------
 def move(ctx: Context, src: bytes, dst: bytes, from_left: bool, to_left: bool) -> bytes | None:
     """LMOVE's work: None when ``src`` is missing; WRONGTYPE when either key is not a list."""
-    lst = read_list_for_write(ctx, src)
+    lst = read_list(ctx, src)
     if lst is None:
         return None
-    read_list_for_write(ctx, dst)  # the destination's type is checked before anything moves
-    value: bytes = emit_list(ctx, ["list.move", src, dst, from_left, to_left])
+    target = read_list(ctx, dst)  # the destination's type is checked before anything moves
+    if src == dst:
+        rotated: bytes = ctx.emit(["kv.lmove", src, from_left, to_left])
+        return rotated
+    value = pop_from(ctx, src, from_left, 1)[0]
+    push_to(ctx, dst, [value], to_left, target is not None)
     return value
 
 
@@ -351,7 +365,7 @@ def parse_mpop(argv: list[bytes], at: int, sides: tuple[bytes, bytes]) -> tuple[
 def mpop_first(ctx: Context, keys: list[bytes], left: bool, count: int) -> Any:
     """LMPOP's work: ``[key, [elements]]`` from the first non-empty list, else None."""
     for key in keys:
-        if read_list_for_write(ctx, key) is not None:
+        if read_list(ctx, key) is not None:
             return [key, pop_from(ctx, key, left, count)]
     return None
 
@@ -364,7 +378,7 @@ def mpop_keys(argv: list[bytes], at: int) -> list[bytes]:
     return argv[at + 1 : at + 1 + min(numkeys, len(argv) - at - 1)]
 
 
-@command("lmpop", arity=-4, flags="write", group="list", key_flags="RW access delete",
+@command("lmpop", arity=-4, flags="write", group="list",
          since="7.0.0", summary="Returns multiple elements from a list after removing them. Deletes "
                                 "the list if the last element was popped.",
          syntax="numkeys key [key ...] LEFT|RIGHT [COUNT count]",

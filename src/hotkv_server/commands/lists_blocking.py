@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from hotkv_server.commands.containers import read_list_for_write
-from hotkv_server.commands.lists import mpop_first, move, parse_mpop, pop_from, side_arg
+from hotkv_server.commands.containers import list_if_any, read_list
+from hotkv_server.commands.lists import move, mpop_first, parse_mpop, pop_from, side_arg
 from hotkv_server.commands.numbers import parse_timeout_ms
 from hotkv_server.engine.context import Context
 from hotkv_server.engine.registry import command
@@ -27,13 +27,13 @@ def _blocking_pop(ctx: Context, argv: list[bytes], left: bool) -> Any:
     timeout_ms = parse_timeout_ms(argv[-1])
     keys = argv[1:-1]
     for key in keys:
-        if read_list_for_write(ctx, key) is not None:
+        if read_list(ctx, key) is not None:
             return [key, pop_from(ctx, key, left, 1)[0]]
     if cannot_block(ctx):
         return NULL_ARRAY
 
     def serve(key: bytes) -> tuple[Any, list[bytes]] | None:
-        if read_list_for_write(ctx, key) is None:
+        if list_if_any(ctx, key) is None:
             return None
         return [key, pop_from(ctx, key, left, 1)[0]], [key]
 
@@ -70,6 +70,8 @@ def _blocking_move(ctx: Context, src: bytes, dst: bytes, from_left: bool, to_lef
         return moved
 
     def serve(key: bytes) -> tuple[Any, list[bytes]] | None:
+        if list_if_any(ctx, src) is None:
+            return None
         value = move(ctx, src, dst, from_left, to_left)
         return None if value is None else (value, [src, dst])
 
@@ -118,7 +120,7 @@ def blmpop(ctx: Context, argv: list[bytes]) -> Any:
         return NULL_ARRAY
 
     def serve(key: bytes) -> tuple[Any, list[bytes]] | None:
-        if read_list_for_write(ctx, key) is None:
+        if list_if_any(ctx, key) is None:
             return None
         return [key, pop_from(ctx, key, left, count)], [key]
 

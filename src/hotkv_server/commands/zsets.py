@@ -14,9 +14,9 @@ import math
 import random
 from typing import Any
 
-from hotkv_server.commands.containers import emit_zset, read_zset, read_zset_for_write
+from hotkv_server.commands.containers import put_zset, read_zset
 from hotkv_server.commands.glob import glob_match
-from hotkv_server.commands.lists import COUNT_POSITIVE, MUST_BE_POSITIVE, int_arg, parse_mpop
+from hotkv_server.commands.lists import MUST_BE_POSITIVE, int_arg, parse_mpop
 from hotkv_server.commands.numbers import parse_lex_range, parse_score, parse_score_range
 from hotkv_server.engine import errors
 from hotkv_server.engine.args import parse_int
@@ -50,7 +50,7 @@ _ZADD_FLAGS = {b"NX": _NX, b"XX": _XX, b"GT": _GT, b"LT": _LT, b"CH": _CH, b"INC
 
 def zadd_apply(ctx: Context, key: bytes, flags: int, pairs: list[tuple[float, bytes]]) -> Any:
     """Decide ZADD's outcome on the current value and emit the resulting scores."""
-    zset = read_zset_for_write(ctx, key)
+    zset = read_zset(ctx, key)
     if zset is None and flags & _XX:
         return None if flags & _INCR else 0
     current = zset.scores if zset is not None else {}
@@ -82,13 +82,16 @@ def zadd_apply(ctx: Context, key: bytes, flags: int, pairs: list[tuple[float, by
         for member, score in changes.items():
             flat.append(member)
             flat.append(score + 0.0)
-        emit_zset(ctx, ["zset.add", key, flat])
+        if zset is None:
+            put_zset(ctx, key, flat)
+        else:
+            ctx.emit(["kv.zadd", key, flat])
     if flags & _INCR:
         return None if result is None else Double(result)
     return added + updated if flags & _CH else added
 
 
-@command("zadd", arity=-4, flags="write denyoom fast", keys=(1, 1, 1), group="sortedset",
+@command("zadd", arity=-4, flags="write denyoom fast", keys=(1, 1, 1), group="sorted-set",
          key_flags="RW update", since="1.2.0",
          summary="Adds one or more members to a sorted set, or updates their scores. Creates the "
                  "key if it doesn't exist.",
@@ -118,7 +121,7 @@ def zadd(ctx: Context, argv: list[bytes]) -> Any:
     return zadd_apply(ctx, argv[1], flags, pairs)
 
 
-@command("zincrby", arity=4, flags="write denyoom fast", keys=(1, 1, 1), group="sortedset",
+@command("zincrby", arity=4, flags="write denyoom fast", keys=(1, 1, 1), group="sorted-set",
          key_flags="RW access update", since="1.2.0",
          summary="Increments the score of a member in a sorted set.",
          syntax="key increment member",
@@ -128,7 +131,7 @@ def zincrby(ctx: Context, argv: list[bytes]) -> Any:
     return zadd_apply(ctx, argv[1], _INCR, [(parse_score(argv[2]), argv[3])])
 
 
-@command("zrem", arity=-3, flags="write fast", keys=(1, 1, 1), group="sortedset",
+@command("zrem", arity=-3, flags="write fast", keys=(1, 1, 1), group="sorted-set",
          key_flags="RW delete", since="1.2.0",
          summary="Removes one or more members from a sorted set. Deletes the sorted set if all "
                  "members were removed.",
@@ -138,17 +141,17 @@ def zincrby(ctx: Context, argv: list[bytes]) -> Any:
 def zrem(ctx: Context, argv: list[bytes]) -> Any:
     """ZREM key member [member ...]"""
     key = argv[1]
-    zset = read_zset_for_write(ctx, key)
+    zset = read_zset(ctx, key)
     if zset is None:
         return 0
     present = [m for m in dict.fromkeys(argv[2:]) if m in zset.scores]
     if not present:
         return 0
-    return int(emit_zset(ctx, ["zset.rem", key, present]))
+    return int(ctx.emit(["kv.zrem", key, present]))
 
 
 # --- reads ----------------------------------------------------------------------------
-@command("zcard", arity=2, flags="readonly fast", keys=(1, 1, 1), group="sortedset",
+@command("zcard", arity=2, flags="readonly fast", keys=(1, 1, 1), group="sorted-set",
          key_flags="RO", since="1.2.0", summary="Returns the number of members in a sorted set.",
          syntax="key")
 def zcard(ctx: Context, argv: list[bytes]) -> Any:
@@ -157,7 +160,7 @@ def zcard(ctx: Context, argv: list[bytes]) -> Any:
     return 0 if zset is None else len(zset)
 
 
-@command("zscore", arity=3, flags="readonly fast", keys=(1, 1, 1), group="sortedset",
+@command("zscore", arity=3, flags="readonly fast", keys=(1, 1, 1), group="sorted-set",
          key_flags="RO access", since="1.2.0",
          summary="Returns the score of a member in a sorted set.", syntax="key member")
 def zscore(ctx: Context, argv: list[bytes]) -> Any:
@@ -167,7 +170,7 @@ def zscore(ctx: Context, argv: list[bytes]) -> Any:
     return None if score is None else Double(score)
 
 
-@command("zmscore", arity=-3, flags="readonly fast", keys=(1, 1, 1), group="sortedset",
+@command("zmscore", arity=-3, flags="readonly fast", keys=(1, 1, 1), group="sorted-set",
          key_flags="RO access", since="6.2.0",
          summary="Returns the score of one or more members in a sorted set.",
          syntax="key member [member ...]",
@@ -201,7 +204,7 @@ def _rank(ctx: Context, argv: list[bytes], reverse: bool) -> Any:
     return rank
 
 
-@command("zrank", arity=-3, flags="readonly fast", keys=(1, 1, 1), group="sortedset",
+@command("zrank", arity=-3, flags="readonly fast", keys=(1, 1, 1), group="sorted-set",
          key_flags="RO access", since="2.0.0",
          summary="Returns the index of a member in a sorted set ordered by ascending scores.",
          syntax="key member [WITHSCORE]", complexity="O(log(N))")
@@ -210,7 +213,7 @@ def zrank(ctx: Context, argv: list[bytes]) -> Any:
     return _rank(ctx, argv, False)
 
 
-@command("zrevrank", arity=-3, flags="readonly fast", keys=(1, 1, 1), group="sortedset",
+@command("zrevrank", arity=-3, flags="readonly fast", keys=(1, 1, 1), group="sorted-set",
          key_flags="RO access", since="2.0.0",
          summary="Returns the index of a member in a sorted set ordered by descending scores.",
          syntax="key member [WITHSCORE]", complexity="O(log(N))")
@@ -219,7 +222,7 @@ def zrevrank(ctx: Context, argv: list[bytes]) -> Any:
     return _rank(ctx, argv, True)
 
 
-@command("zcount", arity=4, flags="readonly fast", keys=(1, 1, 1), group="sortedset",
+@command("zcount", arity=4, flags="readonly fast", keys=(1, 1, 1), group="sorted-set",
          key_flags="RO access", since="2.0.0",
          summary="Returns the count of members in a sorted set that have scores within a range.",
          syntax="key min max",
@@ -231,7 +234,7 @@ def zcount(ctx: Context, argv: list[bytes]) -> Any:
     return 0 if zset is None else zset.count_by_score(rng)
 
 
-@command("zlexcount", arity=4, flags="readonly fast", keys=(1, 1, 1), group="sortedset",
+@command("zlexcount", arity=4, flags="readonly fast", keys=(1, 1, 1), group="sorted-set",
          key_flags="RO access", since="2.8.9",
          summary="Returns the number of members in a sorted set within a lexicographical range.",
          syntax="key min max",
@@ -246,7 +249,7 @@ def zlexcount(ctx: Context, argv: list[bytes]) -> Any:
 # --- pops -----------------------------------------------------------------------------
 def pop_members(ctx: Context, key: bytes, count: int, highest: bool) -> list[tuple[bytes, float]]:
     """Pop up to ``count`` members of an existing sorted set (the key goes when it empties)."""
-    return list(emit_zset(ctx, ["zset.pop", key, count, highest]))
+    return list(ctx.emit(["kv.zpop", key, count, highest]))
 
 
 def _zpop(ctx: Context, argv: list[bytes], highest: bool) -> Any:
@@ -259,7 +262,7 @@ def _zpop(ctx: Context, argv: list[bytes], highest: bool) -> Any:
             raise CommandError(MUST_BE_POSITIVE)
         count = value
     key = argv[1]
-    zset = read_zset_for_write(ctx, key)
+    zset = read_zset(ctx, key)
     if zset is None or count == 0:
         return []
     popped = pop_members(ctx, key, count, highest)
@@ -269,7 +272,7 @@ def _zpop(ctx: Context, argv: list[bytes], highest: bool) -> Any:
     return pairs_reply(ctx, popped)
 
 
-@command("zpopmin", arity=-2, flags="write fast", keys=(1, 1, 1), group="sortedset",
+@command("zpopmin", arity=-2, flags="write fast", keys=(1, 1, 1), group="sorted-set",
          key_flags="RW access delete", since="5.0.0",
          summary="Returns the lowest-scoring members from a sorted set after removing them. "
                  "Deletes the sorted set if the last member was popped.",
@@ -281,7 +284,7 @@ def zpopmin(ctx: Context, argv: list[bytes]) -> Any:
     return _zpop(ctx, argv, False)
 
 
-@command("zpopmax", arity=-2, flags="write fast", keys=(1, 1, 1), group="sortedset",
+@command("zpopmax", arity=-2, flags="write fast", keys=(1, 1, 1), group="sorted-set",
          key_flags="RW access delete", since="5.0.0",
          summary="Returns the highest-scoring members from a sorted set after removing them. "
                  "Deletes the sorted set if the last member was popped.",
@@ -296,13 +299,13 @@ def zpopmax(ctx: Context, argv: list[bytes]) -> Any:
 def zmpop_first(ctx: Context, keys: list[bytes], highest: bool, count: int) -> Any:
     """ZMPOP's work: ``[key, [[member, score] ...]]`` from the first non-empty set, else None."""
     for key in keys:
-        if read_zset_for_write(ctx, key) is not None:
+        if read_zset(ctx, key) is not None:
             popped = pop_members(ctx, key, count, highest)
             return [key, [[m, Double(s)] for m, s in popped]]
     return None
 
 
-@command("zmpop", arity=-4, flags="write", group="sortedset", since="7.0.0",
+@command("zmpop", arity=-4, flags="write", group="sorted-set", since="7.0.0",
          summary="Returns the highest- or lowest-scoring members from one or more sorted sets "
                  "after removing them. Deletes the sorted set if the last member was popped.",
          syntax="numkeys key [key ...] MIN|MAX [COUNT count]",
@@ -319,10 +322,10 @@ def zmpop(ctx: Context, argv: list[bytes]) -> Any:
 def _remove_range(ctx: Context, key: bytes, effect: list[Any], count: int) -> int:
     if count == 0:
         return 0
-    return int(emit_zset(ctx, effect))
+    return int(ctx.emit(effect))
 
 
-@command("zremrangebyrank", arity=4, flags="write", keys=(1, 1, 1), group="sortedset",
+@command("zremrangebyrank", arity=4, flags="write", keys=(1, 1, 1), group="sorted-set",
          key_flags="RW delete", since="2.0.0",
          summary="Removes members in a sorted set within a range of indexes. Deletes the sorted "
                  "set if all members were removed.",
@@ -332,11 +335,11 @@ def _remove_range(ctx: Context, key: bytes, effect: list[Any], count: int) -> in
 def zremrangebyrank(ctx: Context, argv: list[bytes]) -> Any:
     """ZREMRANGEBYRANK key start stop"""
     start, stop = int_arg(argv[2]), int_arg(argv[3])
-    zset = read_zset_for_write(ctx, argv[1])
+    zset = read_zset(ctx, argv[1])
     if zset is None:
         return 0
-    count = len(zset.range_by_rank(start, stop)) if len(zset) < 64 else _rank_span(zset, start, stop)
-    return _remove_range(ctx, argv[1], ["zset.remrank", argv[1], start, stop], count)
+    count = _rank_span(zset, start, stop)
+    return _remove_range(ctx, argv[1], ["kv.zremrangebyrank", argv[1], start, stop], count)
 
 
 def _rank_span(zset: SortedSetValue, start: int, stop: int) -> int:
@@ -350,7 +353,7 @@ def _rank_span(zset: SortedSetValue, start: int, stop: int) -> int:
     return min(stop, n - 1) + 1 - start
 
 
-@command("zremrangebyscore", arity=4, flags="write", keys=(1, 1, 1), group="sortedset",
+@command("zremrangebyscore", arity=4, flags="write", keys=(1, 1, 1), group="sorted-set",
          key_flags="RW delete", since="1.2.0",
          summary="Removes members in a sorted set within a range of scores. Deletes the sorted set "
                  "if all members were removed.",
@@ -360,14 +363,14 @@ def _rank_span(zset: SortedSetValue, start: int, stop: int) -> int:
 def zremrangebyscore(ctx: Context, argv: list[bytes]) -> Any:
     """ZREMRANGEBYSCORE key min max"""
     rng = parse_score_range(argv[2], argv[3])
-    zset = read_zset_for_write(ctx, argv[1])
+    zset = read_zset(ctx, argv[1])
     if zset is None:
         return 0
-    effect = ["zset.remscore", argv[1], rng.min, rng.min_exclusive, rng.max, rng.max_exclusive]
+    effect = ["kv.zremrangebyscore", argv[1], rng.min, rng.min_exclusive, rng.max, rng.max_exclusive]
     return _remove_range(ctx, argv[1], effect, zset.count_by_score(rng))
 
 
-@command("zremrangebylex", arity=4, flags="write", keys=(1, 1, 1), group="sortedset",
+@command("zremrangebylex", arity=4, flags="write", keys=(1, 1, 1), group="sorted-set",
          key_flags="RW delete", since="2.8.9",
          summary="Removes members in a sorted set within a lexicographical range. Deletes the "
                  "sorted set if all members were removed.",
@@ -377,15 +380,15 @@ def zremrangebyscore(ctx: Context, argv: list[bytes]) -> Any:
 def zremrangebylex(ctx: Context, argv: list[bytes]) -> Any:
     """ZREMRANGEBYLEX key min max"""
     lo, hi = parse_lex_range(argv[2], argv[3])
-    zset = read_zset_for_write(ctx, argv[1])
+    zset = read_zset(ctx, argv[1])
     if zset is None:
         return 0
-    effect = ["zset.remlex", argv[1], lo.kind, lo.value, hi.kind, hi.value]
+    effect = ["kv.zremrangebylex", argv[1], lo.kind, lo.value, hi.kind, hi.value]
     return _remove_range(ctx, argv[1], effect, zset.count_by_lex(lo, hi))
 
 
 # --- random members and scans ---------------------------------------------------------
-@command("zrandmember", arity=-2, flags="readonly", keys=(1, 1, 1), group="sortedset",
+@command("zrandmember", arity=-2, flags="readonly", keys=(1, 1, 1), group="sorted-set",
          key_flags="RO access", since="6.2.0", tips="nondeterministic_output",
          summary="Returns one or more random members from a sorted set.",
          syntax="key [count [WITHSCORES]]",
@@ -419,7 +422,7 @@ def zrandmember(ctx: Context, argv: list[bytes]) -> Any:
     return pairs_reply(ctx, picks, withscores)
 
 
-@command("zscan", arity=-3, flags="readonly", keys=(1, 1, 1), group="sortedset",
+@command("zscan", arity=-3, flags="readonly", keys=(1, 1, 1), group="sorted-set",
          key_flags="RO access", since="2.8.0", tips="nondeterministic_output",
          summary="Iterates over members and scores of a sorted set.",
          syntax="key cursor [MATCH pattern] [COUNT count]",

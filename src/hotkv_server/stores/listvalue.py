@@ -8,6 +8,17 @@ is a ``bytes`` object (33 bytes of header + its length) plus 8 bytes of pointer 
 The methods take Redis's arguments as they are (negative indexes count from the tail, ranges
 are inclusive and clamped) and return plain Python values; a method never creates or deletes
 the key: the keyspace drops a list that became empty. Nothing here reads a clock.
+
+Effects (the keyspace applies them to a key holding a list; see ``stores/values.py``):
+
+* ``["kv.lpush", key, [element, ...]]`` / ``["kv.rpush", ...]`` - push; returns the length.
+* ``["kv.lpop", key, count]`` / ``["kv.rpop", key, count]`` - pop; returns the elements.
+* ``["kv.lset", key, index, element]``, ``["kv.linsert", key, before, pivot, element]``,
+  ``["kv.lrem", key, count, element]``, ``["kv.ltrim", key, start, stop]``.
+* ``["kv.lmove", key, from_left, to_left]`` - LMOVE of a list onto itself (a rotation);
+  between two keys LMOVE is a pop and a push (or a ``kv.put`` of a new destination).
+
+A list is created by ``["kv.put", key, "list", [element, ...], deadline]``.
 """
 
 from __future__ import annotations
@@ -15,6 +26,9 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Iterable, Iterator
 from itertools import islice
+from typing import Any, ClassVar
+
+from hotkv_server.stores.values import Applier, TypedValue, value_type
 
 #: bytes one element costs beyond its payload: the bytes object header and its block slot
 ELEMENT_OVERHEAD = 41
@@ -22,14 +36,20 @@ ELEMENT_OVERHEAD = 41
 LIST_OVERHEAD = 700
 
 
-class ListValue:
-    """One list: ``items`` is the deque, ``nbytes`` the sum of the element lengths."""
+@value_type
+class ListValue(TypedValue):
+    """One list: ``items`` is the deque; ``nbytes`` the estimated bytes it holds."""
 
-    __slots__ = ("items", "nbytes")
+    __slots__ = ("items",)
+
+    type_name: ClassVar[str] = "list"
+    effects: ClassVar[dict[str, Applier]] = {}
+    missing: ClassVar[Any] = None
 
     def __init__(self, values: Iterable[bytes] = ()) -> None:
+        super().__init__()
         self.items: deque[bytes] = deque(values)
-        self.nbytes = sum(map(len, self.items))
+        self.nbytes = LIST_OVERHEAD + _cost(self.items)
 
     def __len__(self) -> int:
         return len(self.items)
@@ -46,22 +66,32 @@ class ListValue:
     def copy(self) -> ListValue:
         return ListValue(self.items)
 
-    def memory(self) -> int:
-        """Estimated bytes held (MEMORY USAGE, maxmemory)."""
-        return LIST_OVERHEAD + self.nbytes + len(self.items) * ELEMENT_OVERHEAD
+    def encoding(self) -> str:
+        return "quicklist"  # Redis 7.0 keeps every list as a quicklist
+
+    def snapshot(self) -> list[bytes]:
+        return list(self.items)
+
+    @classmethod
+    def restore(cls, state: Any) -> ListValue:
+        return cls(state)
+
+    def payload_bytes(self) -> int:
+        """The bytes of the elements alone."""
+        return self.nbytes - LIST_OVERHEAD - len(self.items) * ELEMENT_OVERHEAD
 
     # --- ends -----------------------------------------------------------------------
     def push_left(self, values: Iterable[bytes]) -> int:
         """LPUSH: each value becomes the new head in turn (so they end up reversed)."""
         values = list(values)
         self.items.extendleft(values)
-        self.nbytes += sum(map(len, values))
+        self.nbytes += _cost(values)
         return len(self.items)
 
     def push_right(self, values: Iterable[bytes]) -> int:
         values = list(values)
         self.items.extend(values)
-        self.nbytes += sum(map(len, values))
+        self.nbytes += _cost(values)
         return len(self.items)
 
     def pop_left(self, count: int = 1) -> list[bytes]:
@@ -69,14 +99,14 @@ class ListValue:
         items = self.items
         take = min(count, len(items))
         out = [items.popleft() for _ in range(take)]
-        self.nbytes -= sum(map(len, out))
+        self.nbytes -= _cost(out)
         return out
 
     def pop_right(self, count: int = 1) -> list[bytes]:
         items = self.items
         take = min(count, len(items))
         out = [items.pop() for _ in range(take)]
-        self.nbytes -= sum(map(len, out))
+        self.nbytes -= _cost(out)
         return out
 
     # --- positions ------------------------------------------------------------------
@@ -136,7 +166,7 @@ class ListValue:
         except ValueError:
             return -1
         items.insert(at if before else at + 1, value)
-        self.nbytes += len(value)
+        self.nbytes += len(value) + ELEMENT_OVERHEAD
         return len(items)
 
     def remove(self, count: int, value: bytes) -> int:
@@ -157,7 +187,7 @@ class ListValue:
         if count < 0:
             kept.reverse()
         self.items = deque(kept)
-        self.nbytes -= removed * len(value)
+        self.nbytes -= removed * (len(value) + ELEMENT_OVERHEAD)
         return removed
 
     def trim(self, start: int, stop: int) -> None:
@@ -166,19 +196,19 @@ class ListValue:
         items = self.items
         if span is None:
             items.clear()
-            self.nbytes = 0
+            self.nbytes = LIST_OVERHEAD
             return
         lo, hi = span
         n = len(items)
         if hi - lo < (n - (hi - lo)):  # keeping less than dropping: rebuild from the slice
             self.items = deque(self.range(lo, hi - 1))
-            self.nbytes = sum(map(len, self.items))
+            self.nbytes = LIST_OVERHEAD + _cost(self.items)
             return
         dropped = 0
         for _ in range(lo):
-            dropped += len(items.popleft())
+            dropped += len(items.popleft()) + ELEMENT_OVERHEAD
         for _ in range(n - hi):
-            dropped += len(items.pop())
+            dropped += len(items.pop()) + ELEMENT_OVERHEAD
         self.nbytes -= dropped
 
     def positions(self, value: bytes, rank: int, count: int | None, maxlen: int) -> list[int]:
@@ -202,3 +232,36 @@ class ListValue:
                 if len(out) >= wanted:
                     break
         return out
+
+
+def _cost(values: Iterable[bytes]) -> int:
+    total = 0
+    count = 0
+    for value in values:
+        total += len(value)
+        count += 1
+    return total + count * ELEMENT_OVERHEAD
+
+
+def rotate(lst: ListValue, from_left: bool, to_left: bool) -> bytes:
+    """LMOVE of a list onto itself: the element taken and pushed back at the other end."""
+    items = lst.items
+    value = items.popleft() if from_left else items.pop()
+    if to_left:
+        items.appendleft(value)
+    else:
+        items.append(value)
+    return value
+
+
+ListValue.effects = {
+    "kv.lpush": lambda value, e: value.push_left(e[2]),
+    "kv.rpush": lambda value, e: value.push_right(e[2]),
+    "kv.lpop": lambda value, e: value.pop_left(e[2]),
+    "kv.rpop": lambda value, e: value.pop_right(e[2]),
+    "kv.lset": lambda value, e: value.set(e[2], e[3]),
+    "kv.linsert": lambda value, e: value.insert(e[3], e[4], e[2]),
+    "kv.lrem": lambda value, e: value.remove(e[2], e[3]),
+    "kv.ltrim": lambda value, e: value.trim(e[2], e[3]),
+    "kv.lmove": lambda value, e: rotate(value, e[2], e[3]),
+}

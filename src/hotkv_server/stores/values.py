@@ -29,6 +29,8 @@ from typing import Any, ClassVar, TypeVar
 VALUE_TYPE_MODULES: tuple[str, ...] = (
     "hotkv_server.stores.hashes",
     "hotkv_server.stores.sets",
+    "hotkv_server.stores.listvalue",
+    "hotkv_server.stores.zsetvalue",
 )
 
 #: type name (as TYPE answers it) -> class

@@ -15,6 +15,21 @@ Ranges follow Redis's rules: ranks are inclusive with negative indexes; a score 
 ``LexBound`` (``-``/``+`` the infinities, or a member inclusive/exclusive). A lex range is only
 meaningful when all scores are equal (as in Redis); with mixed scores it follows Redis's walk:
 find the first member >= min by bisection, then go on while members stay <= max.
+
+OBJECT ENCODING answers ``listpack`` while the set has at most 128 members of at most 64
+bytes (Redis 7.0's ``zset-max-listpack-*`` defaults), then ``skiplist`` for good.
+
+Effects (the keyspace applies them to a key holding a sorted set; see ``stores/values.py``):
+
+* ``["kv.zadd", key, [member, score, ...]]`` - set these scores (already decided by the
+  command: ZADD's NX/XX/GT/LT/INCR never reach the effect); returns how many were new.
+* ``["kv.zrem", key, [member, ...]]`` - remove members; returns how many existed.
+* ``["kv.zpop", key, count, highest]`` - pop the lowest (highest) members; returns them.
+* ``["kv.zremrangebyrank", key, start, stop]``, ``["kv.zremrangebyscore", key, min,
+  min_exclusive, max, max_exclusive]``, ``["kv.zremrangebylex", key, min_kind, min,
+  max_kind, max]`` - remove a range; return how many went.
+
+A sorted set is created by ``["kv.put", key, "zset", [member, score, ...], deadline]``.
 """
 
 from __future__ import annotations
@@ -23,13 +38,18 @@ import math
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from itertools import islice
-from typing import Any
+from typing import Any, ClassVar
 
 from sortedcontainers import SortedList
+
+from hotkv_server.stores.values import Applier, TypedValue, value_type
 
 #: bytes a member costs beyond its payload (see the module docstring)
 MEMBER_OVERHEAD = 180
 ZSET_OVERHEAD = 900
+#: Redis 7.0's defaults of zset-max-listpack-entries and zset-max-listpack-value
+LISTPACK_ENTRIES = 128
+LISTPACK_VALUE = 64
 
 _INF = math.inf
 
@@ -90,20 +110,30 @@ def lex_range_empty(lo: LexBound, hi: LexBound) -> bool:
     return lo.value == hi.value and (lo.kind == "(" or hi.kind == "(")
 
 
-class SortedSetValue:
-    """One sorted set: ``ordered`` holds (score, member), ``scores`` member -> score."""
+@value_type
+class SortedSetValue(TypedValue):
+    """One sorted set: ``ordered`` holds (score, member), ``scores`` member -> score (read
+    them; change them only through effects)."""
 
-    __slots__ = ("nbytes", "ordered", "scan_order", "scores", "version")
+    __slots__ = ("big", "ordered", "scan_order", "scores", "version")
+
+    type_name: ClassVar[str] = "zset"
+    effects: ClassVar[dict[str, Applier]] = {}
+    missing: ClassVar[Any] = None
 
     def __init__(self, pairs: Iterable[tuple[bytes, float]] = ()) -> None:
+        super().__init__()
         self.scores: dict[bytes, float] = {}
         for member, score in pairs:
             self.scores[member] = score + 0.0
         self.ordered: SortedList = SortedList((s, m) for m, s in self.scores.items())
-        self.nbytes = sum(map(len, self.scores))
-        #: changes since creation (ZSCAN rebuilds its order only when members were added)
+        self.nbytes = ZSET_OVERHEAD + sum(len(m) + MEMBER_OVERHEAD for m in self.scores)
+        #: members added since creation (ZSCAN rebuilds its order only when some were)
         self.version = 0
         self.scan_order: Any = None
+        #: converted to skiplist (sticky, as in Redis)
+        self.big = len(self.scores) > LISTPACK_ENTRIES or any(
+            len(m) > LISTPACK_VALUE for m in self.scores)
 
     def __len__(self) -> int:
         return len(self.scores)
@@ -119,10 +149,37 @@ class SortedSetValue:
         return isinstance(other, SortedSetValue) and self.scores == other.scores
 
     def copy(self) -> SortedSetValue:
-        return SortedSetValue(iter(self))
+        twin = SortedSetValue(iter(self))
+        twin.big = self.big
+        return twin
 
-    def memory(self) -> int:
-        return ZSET_OVERHEAD + self.nbytes + len(self.scores) * MEMBER_OVERHEAD
+    def encoding(self) -> str:
+        return "skiplist" if self.big else "listpack"
+
+    def snapshot(self) -> list[Any]:
+        flat: list[Any] = []
+        for score, member in self.ordered:
+            flat.append(member)
+            flat.append(score)
+        return flat
+
+    @classmethod
+    def restore(cls, state: Any) -> SortedSetValue:
+        return cls((state[i], state[i + 1]) for i in range(0, len(state), 2))
+
+    def payload_bytes(self) -> int:
+        """The bytes of the members alone."""
+        return self.nbytes - ZSET_OVERHEAD - len(self.scores) * MEMBER_OVERHEAD
+
+    def add_flat(self, flat: list[Any]) -> int:
+        """``[member, score, ...]``: set each score; how many members were new."""
+        added = 0
+        for i in range(0, len(flat), 2):
+            added += self.add(flat[i], flat[i + 1])
+        return added
+
+    def remove_many(self, members: Iterable[bytes]) -> int:
+        return sum(self.remove(m) for m in members)
 
     # --- single members -------------------------------------------------------------
     def score(self, member: bytes) -> float | None:
@@ -137,8 +194,10 @@ class SortedSetValue:
         if old is None:
             scores[member] = score
             self.ordered.add((score, member))
-            self.nbytes += len(member)
+            self.nbytes += len(member) + MEMBER_OVERHEAD
             self.version += 1
+            if not self.big and (len(scores) > LISTPACK_ENTRIES or len(member) > LISTPACK_VALUE):
+                self.big = True
             return True
         if old != score:
             self.ordered.remove((old, member))
@@ -151,7 +210,7 @@ class SortedSetValue:
         if old is None:
             return False
         self.ordered.remove((old, member))
-        self.nbytes -= len(member)
+        self.nbytes -= len(member) + MEMBER_OVERHEAD
         return True
 
     def rank(self, member: bytes, reverse: bool = False) -> int | None:
@@ -282,7 +341,7 @@ class SortedSetValue:
         scores = self.scores
         for member, _ in gone:
             del scores[member]
-            self.nbytes -= len(member)
+            self.nbytes -= len(member) + MEMBER_OVERHEAD
         return gone
 
     def pop(self, count: int, highest: bool = False) -> list[tuple[bytes, float]]:
@@ -318,3 +377,19 @@ class SortedSetValue:
 
     def head(self, limit: int) -> list[tuple[bytes, float]]:
         return [(m, s) for s, m in islice(self.ordered, limit)]
+
+
+def _pop_flat(value: SortedSetValue, effect: list[Any]) -> list[tuple[bytes, float]]:
+    return value.pop(effect[2], effect[3])
+
+
+SortedSetValue.effects = {
+    "kv.zadd": lambda value, e: value.add_flat(e[2]),
+    "kv.zrem": lambda value, e: value.remove_many(e[2]),
+    "kv.zpop": _pop_flat,
+    "kv.zremrangebyrank": lambda value, e: value.remove_range_by_rank(e[2], e[3]),
+    "kv.zremrangebyscore": lambda value, e: value.remove_range_by_score(
+        ScoreRange(e[2], e[4], e[3], e[5])),
+    "kv.zremrangebylex": lambda value, e: value.remove_range_by_lex(
+        LexBound(e[2], e[3]), LexBound(e[4], e[5])),
+}
