@@ -6,9 +6,10 @@ shape Redis 7 sends, because clients index into it by position:
 * ``COMMAND INFO`` entry: ``[name, arity, flags, first_key, last_key, step, acl_categories,
   tips, key_specs, subcommands]``. Flags, categories, tips and key specs are RESP3 *sets*
   (arrays in RESP2), subcommands an array of entries (an empty set when there are none).
-* key specs are derived from first/last/step: ``begin_search`` ``index`` at the first key,
-  ``find_keys`` ``range`` with ``lastkey`` relative to it (negative = from the end); their
-  flags (and Redis's ``notes``) are the spec's ``key_flags``. A command whose key flags
+* key specs are the spec's ``key_specs``: by default one derived from first/last/step
+  (``begin_search`` ``index`` at the first key, ``find_keys`` ``range`` with ``lastkey``
+  relative to it, negative = from the end, flags and Redis's ``notes`` from ``key_flags``),
+  else the command's own (several groups of keys, or a ``keynum`` spec). A command whose key flags
   depend on its arguments (``variable_flags``: SET with or without GET) has them worked
   out per call for GETKEYSANDFLAGS, as Redis does.
 * tips are the spec's ``tips`` in declaration order, as Redis lists them.
@@ -105,22 +106,26 @@ def call_key_flags(spec: CommandSpec, call: list[bytes]) -> Sequence[str]:
 
 
 def key_specs(spec: CommandSpec) -> list[dict[str, Any]]:
-    """One range key spec built from first/last/step (none for a command without keys)."""
-    if spec.first_key <= 0:
-        return []
-    lastkey = spec.last_key - spec.first_key if spec.last_key >= 0 else spec.last_key
-    keyspec: dict[str, Any] = {}
-    if spec.key_notes:
-        keyspec["notes"] = spec.key_notes  # Redis sends it first
-    keyspec.update({
-        "flags": key_spec_flags(spec),
-        "begin_search": {"type": "index", "spec": {"index": spec.first_key}},
-        "find_keys": {
-            "type": "range",
-            "spec": {"lastkey": lastkey, "keystep": spec.step, "limit": 0},
-        },
-    })
-    return [keyspec]
+    """The command's key specs (``CommandSpec.key_specs``) as COMMAND INFO writes them."""
+    out: list[dict[str, Any]] = []
+    for ks in spec.key_specs:
+        keyspec: dict[str, Any] = {}
+        if ks.notes:
+            keyspec["notes"] = ks.notes  # Redis sends it first
+        if ks.keynum:
+            find_keys = {"type": "keynum",
+                         "spec": {"keynumidx": ks.keynumidx, "firstkey": ks.firstkey,
+                                  "keystep": ks.keystep}}
+        else:
+            find_keys = {"type": "range",
+                         "spec": {"lastkey": ks.lastkey, "keystep": ks.keystep, "limit": ks.limit}}
+        keyspec.update({
+            "flags": list(ks.flags),
+            "begin_search": {"type": "index", "spec": {"index": ks.index}},
+            "find_keys": find_keys,
+        })
+        out.append(keyspec)
+    return out
 
 
 def _subspecs(spec: CommandSpec) -> list[CommandSpec]:
@@ -289,7 +294,7 @@ def _keys_of_call(call: list[bytes]) -> tuple[CommandSpec, list[bytes]]:
     if spec is None:
         raise CommandError("ERR Invalid command specified")
     # Redis checks for keys before the argument count (getKeysSubcommandImpl)
-    if spec.first_key <= 0:
+    if not spec.key_specs:
         raise CommandError("ERR The command has no key arguments")
     n = len(call)
     if (spec.arity > 0 and n != spec.arity) or n < -spec.arity:
@@ -311,9 +316,12 @@ def command_getkeys(ctx: Context, argv: list[bytes]) -> Any:
 def command_getkeysandflags(ctx: Context, argv: list[bytes]) -> Any:
     """COMMAND GETKEYSANDFLAGS command arg [arg ...]"""
     call = argv[2:]
-    spec, keys = _keys_of_call(call)
-    flags = [Simple(f) for f in call_key_flags(spec, call)]
-    return [[key, resp_set(list(flags), ctx.proto)] for key in keys]
+    spec, _keys = _keys_of_call(call)
+    if len(spec.key_specs) == 1:  # the flags may depend on the call (SET ... GET)
+        flags = [Simple(f) for f in call_key_flags(spec, call)]
+        return [[key, resp_set(list(flags), ctx.proto)] for key in _keys]
+    return [[key, resp_set([Simple(f) for f in flags_of], ctx.proto)]
+            for key, flags_of in spec.keys_with_flags(call)]
 
 
 _HELP = [

@@ -13,7 +13,7 @@ from hotkv_server.engine import errors
 from hotkv_server.engine.args import parse_int
 from hotkv_server.engine.context import Context
 from hotkv_server.engine.errors import CommandError
-from hotkv_server.engine.registry import command
+from hotkv_server.engine.registry import command, key_spec
 from hotkv_server.server.resp import OK
 
 NO_SUCH_KEY = "ERR no such key"
@@ -21,7 +21,7 @@ SAME_OBJECT = "ERR source and destination objects are the same"
 
 
 @command("rename", arity=3, flags="write", keys=(1, 2, 1), group="generic",
-         key_flags="RW access delete",
+         key_specs=(key_spec(1, "RW access delete", arg="key"), key_spec(2, "OW update", arg="newkey")),
          summary="Renames a key and overwrites the destination.", syntax="key newkey")
 def rename(ctx: Context, argv: list[bytes]) -> Any:
     """RENAME key newkey"""
@@ -35,7 +35,8 @@ def rename(ctx: Context, argv: list[bytes]) -> Any:
 
 
 @command("renamenx", arity=3, flags="write fast", keys=(1, 2, 1), group="generic",
-         key_flags="RW access delete",
+         key_specs=(key_spec(1, "RW access delete", arg="key"),
+                    key_spec(2, "OW insert", arg="newkey")),
          summary="Renames a key only when the target key name doesn't exist.", syntax="key newkey")
 def renamenx(ctx: Context, argv: list[bytes]) -> Any:
     """RENAMENX key newkey"""
@@ -51,7 +52,7 @@ def renamenx(ctx: Context, argv: list[bytes]) -> Any:
 
 
 @command("copy", arity=-3, flags="write denyoom", keys=(1, 2, 1), group="generic",
-         key_flags="RW access update",
+         key_specs=(key_spec(1, "RO access", arg="source"), key_spec(2, "OW update", arg="destination")),
          summary="Copies the value of a key to a new key.",
          syntax="source destination [DB destination-db] [REPLACE]",
          complexity="O(N) worst case for collections, where N is the number of nested items. "

@@ -45,6 +45,7 @@ For ``maxmemory`` (``hotkv_server.server.memory``) the store also keeps, at litt
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Callable, Iterator
 from heapq import heapify, heappop, heappush
 from itertools import islice
@@ -65,6 +66,7 @@ DEADLINE_OVERHEAD = 200
 ACCESS_OVERHEAD = 84
 
 Value = bytes | TypedValue
+_NO_MS = 2**63
 T = TypeVar("T", bound=TypedValue)
 
 
@@ -95,6 +97,7 @@ class KeyValueStore(Store):
         "_pool_volatile",
         "_scan",
         "_tick",
+        "_tick_times",
         "_values",
         "expired_count",
     )
@@ -114,6 +117,9 @@ class KeyValueStore(Store):
         #: key -> access clock at its last use, only while an LRU policy asks for it
         self._access: dict[bytes, int] | None = None
         self._tick = 0
+        #: (access clock, ms) pairs, one per second of reads at most, while the access clock
+        #: runs: they turn a key's access stamp into a time (OBJECT IDLETIME)
+        self._tick_times: list[tuple[int, int]] = []
         # key lists for random sampling (every key / keys with a deadline)
         self._pool_all: list[bytes] = []
         self._pool_volatile: list[bytes] = []
@@ -148,8 +154,7 @@ class KeyValueStore(Store):
         if value.__class__ is not bytes:
             raise WrongTypeError()
         if self._access is not None:
-            self._tick += 1
-            self._access[key] = self._tick
+            self._stamp_read(key, now_ms)
         return value
 
     def lookup(self, key: bytes, now_ms: int) -> Value | None:
@@ -163,9 +168,29 @@ class KeyValueStore(Store):
                 self._expire_key(key)
                 return None
         if self._access is not None:
-            self._tick += 1
-            self._access[key] = self._tick
+            self._stamp_read(key, now_ms)
         return value
+
+    def _stamp_read(self, key: bytes, now_ms: int) -> None:
+        self._tick += 1
+        self._access[key] = self._tick  # type: ignore[index]
+        times = self._tick_times
+        if not times or now_ms - times[-1][1] >= 1000:
+            times.append((self._tick, now_ms))
+            if len(times) > 8192:  # keep the log short: every other sample of the older half
+                del times[:4096:2]
+
+    def idle_ms(self, key: bytes, now_ms: int) -> int | None:
+        """How long ago a live key was last read or written (to within a second), as the
+        access clock knows it; None while no LRU policy keeps the clock running."""
+        if self._access is None:
+            return None
+        times = self._tick_times
+        stamp = self._access.get(key, 0)
+        i = bisect_right(times, (stamp, _NO_MS)) - 1
+        if i < 0:  # used before the first sample (or not since the clock started)
+            return max(now_ms - times[0][1], 0) if times else 0
+        return max(now_ms - times[i][1], 0)
 
     def typed(self, key: bytes, now_ms: int, cls: type[T]) -> T | None:
         """The value of type ``cls`` at a live key, None when missing, ``WrongTypeError``
@@ -462,8 +487,10 @@ class KeyValueStore(Store):
         """Keep (or stop keeping) the LRU access clock; keys not used since count as oldest."""
         if on and self._access is None:
             self._access = {}
+            self._tick_times = []
         elif not on:
             self._access = None
+            self._tick_times = []
 
     @property
     def tracking_access(self) -> bool:
