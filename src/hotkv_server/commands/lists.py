@@ -16,7 +16,7 @@ from hotkv_server.engine import errors
 from hotkv_server.engine.args import parse_int
 from hotkv_server.engine.context import Context
 from hotkv_server.engine.errors import CommandError
-from hotkv_server.engine.registry import command
+from hotkv_server.engine.registry import command, key_spec
 from hotkv_server.server.resp import NULL_ARRAY, OK
 
 MUST_BE_POSITIVE = "ERR value is out of range, must be positive"
@@ -248,7 +248,7 @@ def lset(ctx: Context, argv: list[bytes]) -> Any:
 @command("linsert", arity=5, flags="write denyoom", keys=(1, 1, 1), group="list",
          key_flags="RW insert", since="2.2.0",
          summary="Inserts an element before or after another element in a list.",
-         syntax="key BEFORE|AFTER pivot element",
+         syntax="key (BEFORE|AFTER) pivot element",
          complexity="O(N) where N is the number of elements to traverse before seeing the value "
                     "pivot. This means that inserting somewhere on the left end on the list (head) "
                     "can be considered O(1) and inserting somewhere on the right end (tail) is O(N).")
@@ -315,10 +315,10 @@ def move(ctx: Context, src: bytes, dst: bytes, from_left: bool, to_left: bool) -
 
 
 @command("lmove", arity=5, flags="write denyoom", keys=(1, 2, 1), group="list",
-         key_flags="RW access delete", since="6.2.0",
+         key_specs=(key_spec(1, "RW access delete", arg="source"), key_spec(2, "RW insert", arg="destination")), since="6.2.0",
          summary="Returns an element after popping it from one list and pushing it to another. "
                  "Deletes the list if the last element was moved.",
-         syntax="source destination LEFT|RIGHT LEFT|RIGHT", complexity="O(1)")
+         syntax="source destination (LEFT|RIGHT) (LEFT|RIGHT)", complexity="O(1)")
 def lmove(ctx: Context, argv: list[bytes]) -> Any:
     """LMOVE source destination LEFT|RIGHT LEFT|RIGHT"""
     from_left, to_left = side_arg(argv[3]), side_arg(argv[4])
@@ -326,7 +326,7 @@ def lmove(ctx: Context, argv: list[bytes]) -> Any:
 
 
 @command("rpoplpush", arity=3, flags="write denyoom", keys=(1, 2, 1), group="list",
-         key_flags="RW access delete", since="1.2.0",
+         key_specs=(key_spec(1, "RW access delete", arg="source"), key_spec(2, "RW insert", arg="destination")), since="1.2.0",
          summary="Returns the last element of a list after removing and pushing it to another "
                  "list. Deletes the list if the last element was popped.",
          syntax="source destination", complexity="O(1)")
@@ -379,9 +379,10 @@ def mpop_keys(argv: list[bytes], at: int) -> list[bytes]:
 
 
 @command("lmpop", arity=-4, flags="write", group="list",
+         key_specs=(key_spec(1, "RW access delete", keynum=True, arg="key"),),
          since="7.0.0", summary="Returns multiple elements from a list after removing them. Deletes "
                                 "the list if the last element was popped.",
-         syntax="numkeys key [key ...] LEFT|RIGHT [COUNT count]",
+         syntax="numkeys key [key ...] (LEFT|RIGHT) [COUNT count]",
          complexity="O(N+M) where N is the number of provided keys and M is the number of elements "
                     "returned.")
 def lmpop(ctx: Context, argv: list[bytes]) -> Any:

@@ -14,7 +14,7 @@ from hotkv_server.commands.containers import list_if_any, read_list
 from hotkv_server.commands.lists import move, mpop_first, parse_mpop, pop_from, side_arg
 from hotkv_server.commands.numbers import parse_timeout_ms
 from hotkv_server.engine.context import Context
-from hotkv_server.engine.registry import command
+from hotkv_server.engine.registry import command, key_spec
 from hotkv_server.server.resp import NULL_ARRAY
 
 
@@ -79,11 +79,11 @@ def _blocking_move(ctx: Context, src: bytes, dst: bytes, from_left: bool, to_lef
 
 
 @command("blmove", arity=6, flags="write denyoom noscript blocking", keys=(1, 2, 1), group="list",
-         key_flags="RW access delete", since="6.2.0", acl="@blocking",
+         key_specs=(key_spec(1, "RW access delete", arg="source"), key_spec(2, "RW insert", arg="destination")), since="6.2.0", acl="@blocking",
          summary="Pops an element from a list, pushes it to another list and returns it. Blocks "
                  "until an element is available otherwise. Deletes the list if the last element "
                  "was moved.",
-         syntax="source destination LEFT|RIGHT LEFT|RIGHT timeout", complexity="O(1)")
+         syntax="source destination (LEFT|RIGHT) (LEFT|RIGHT) timeout", complexity="O(1)")
 def blmove(ctx: Context, argv: list[bytes]) -> Any:
     """BLMOVE source destination LEFT|RIGHT LEFT|RIGHT timeout"""
     from_left, to_left = side_arg(argv[3]), side_arg(argv[4])
@@ -91,7 +91,7 @@ def blmove(ctx: Context, argv: list[bytes]) -> Any:
 
 
 @command("brpoplpush", arity=4, flags="write denyoom noscript blocking", keys=(1, 2, 1),
-         group="list", key_flags="RW access delete", since="2.2.0", acl="@blocking",
+         group="list", key_specs=(key_spec(1, "RW access delete", arg="source"), key_spec(2, "RW insert", arg="destination")), since="2.2.0", acl="@blocking",
          summary="Pops an element from a list, pushes it to another list and returns it. Block "
                  "until an element is available otherwise. Deletes the list if the last element "
                  "was popped.",
@@ -102,10 +102,11 @@ def brpoplpush(ctx: Context, argv: list[bytes]) -> Any:
 
 
 @command("blmpop", arity=-5, flags="write blocking", group="list", since="7.0.0",
+         key_specs=(key_spec(2, "RW access delete", keynum=True, arg="key"),),
          acl="@blocking",
          summary="Pops the first element from one of multiple lists. Blocks until an element is "
                  "available otherwise. Deletes the list if the last element was popped.",
-         syntax="timeout numkeys key [key ...] LEFT|RIGHT [COUNT count]",
+         syntax="timeout numkeys key [key ...] (LEFT|RIGHT) [COUNT count]",
          complexity="O(N+M) where N is the number of provided keys and M is the number of elements "
                     "returned.")
 def blmpop(ctx: Context, argv: list[bytes]) -> Any:

@@ -17,7 +17,7 @@ from hotkv_server.engine import errors
 from hotkv_server.engine.args import parse_int
 from hotkv_server.engine.context import Context
 from hotkv_server.engine.errors import CommandError
-from hotkv_server.engine.registry import command
+from hotkv_server.engine.registry import command, key_spec
 
 RANK, SCORE, LEX = "rank", "score", "lex"
 LIMIT_NEEDS_RANGE = ("ERR syntax error, LIMIT is only supported in combination with either "
@@ -103,7 +103,8 @@ def zrange(ctx: Context, argv: list[bytes]) -> Any:
 
 
 @command("zrangestore", arity=-5, flags="write denyoom", keys=(1, 2, 1), group="sorted-set",
-         key_flags="OW update", since="6.2.0",
+         key_specs=(key_spec(1, "OW update", arg="dst"), key_spec(2, "RO access", arg="src")),
+         since="6.2.0",
          summary="Stores a range of members from sorted set in a key.",
          syntax="dst src min max [BYSCORE|BYLEX] [REV] [LIMIT offset count]",
          complexity="O(log(N)+M) with N being the number of elements in the sorted set and M the "

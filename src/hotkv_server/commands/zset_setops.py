@@ -19,7 +19,7 @@ from hotkv_server.engine import errors
 from hotkv_server.engine.args import parse_int
 from hotkv_server.engine.context import Context
 from hotkv_server.engine.errors import CommandError, WrongTypeError
-from hotkv_server.engine.registry import command
+from hotkv_server.engine.registry import command, key_spec
 from hotkv_server.stores.sets import SetValue
 from hotkv_server.stores.zsetvalue import SortedSetValue
 
@@ -154,7 +154,8 @@ _DIFF_COMPLEXITY = ("O(L + (N-K)log(N)) worst case where L is the total number o
                     "set.")
 
 
-@command("zunion", arity=-3, flags="readonly", group="sorted-set", since="6.2.0",
+@command("zunion", arity=-3, flags="readonly", group="sorted-set",
+         key_specs=(key_spec(1, "RO access", keynum=True, arg="key"),), since="6.2.0",
          summary="Returns the union of multiple sorted sets.",
          syntax="numkeys key [key ...] [WEIGHTS weight [weight ...]] [AGGREGATE SUM|MIN|MAX] "
                 "[WITHSCORES]", complexity=_UNION_COMPLEXITY)
@@ -163,7 +164,8 @@ def zunion(ctx: Context, argv: list[bytes]) -> Any:
     return _read(ctx, argv, "zunion", UNION)
 
 
-@command("zinter", arity=-3, flags="readonly", group="sorted-set", since="6.2.0",
+@command("zinter", arity=-3, flags="readonly", group="sorted-set",
+         key_specs=(key_spec(1, "RO access", keynum=True, arg="key"),), since="6.2.0",
          summary="Returns the intersect of multiple sorted sets.",
          syntax="numkeys key [key ...] [WEIGHTS weight [weight ...]] [AGGREGATE SUM|MIN|MAX] "
                 "[WITHSCORES]", complexity=_INTER_COMPLEXITY)
@@ -172,7 +174,8 @@ def zinter(ctx: Context, argv: list[bytes]) -> Any:
     return _read(ctx, argv, "zinter", INTER)
 
 
-@command("zdiff", arity=-3, flags="readonly", group="sorted-set", since="6.2.0",
+@command("zdiff", arity=-3, flags="readonly", group="sorted-set",
+         key_specs=(key_spec(1, "RO access", keynum=True, arg="key"),), since="6.2.0",
          summary="Returns the difference between multiple sorted sets.",
          syntax="numkeys key [key ...] [WITHSCORES]", complexity=_DIFF_COMPLEXITY)
 def zdiff(ctx: Context, argv: list[bytes]) -> Any:
@@ -181,7 +184,8 @@ def zdiff(ctx: Context, argv: list[bytes]) -> Any:
 
 
 @command("zunionstore", arity=-4, flags="write denyoom", keys=(1, 1, 1), group="sorted-set",
-         key_flags="OW update", since="2.0.0",
+         key_specs=(key_spec(1, "OW update", arg="destination"),
+                    key_spec(2, "RO access", keynum=True, arg="key")), since="2.0.0",
          summary="Stores the union of multiple sorted sets in a key.",
          syntax="destination numkeys key [key ...] [WEIGHTS weight [weight ...]] "
                 "[AGGREGATE SUM|MIN|MAX]", complexity=_UNION_COMPLEXITY)
@@ -191,7 +195,8 @@ def zunionstore(ctx: Context, argv: list[bytes]) -> Any:
 
 
 @command("zinterstore", arity=-4, flags="write denyoom", keys=(1, 1, 1), group="sorted-set",
-         key_flags="OW update", since="2.0.0",
+         key_specs=(key_spec(1, "OW update", arg="destination"),
+                    key_spec(2, "RO access", keynum=True, arg="key")), since="2.0.0",
          summary="Stores the intersect of multiple sorted sets in a key.",
          syntax="destination numkeys key [key ...] [WEIGHTS weight [weight ...]] "
                 "[AGGREGATE SUM|MIN|MAX]", complexity=_INTER_COMPLEXITY)
@@ -201,7 +206,8 @@ def zinterstore(ctx: Context, argv: list[bytes]) -> Any:
 
 
 @command("zdiffstore", arity=-4, flags="write denyoom", keys=(1, 1, 1), group="sorted-set",
-         key_flags="OW update", since="6.2.0",
+         key_specs=(key_spec(1, "OW update", arg="destination"),
+                    key_spec(2, "RO access", keynum=True, arg="key")), since="6.2.0",
          summary="Stores the difference of multiple sorted sets in a key.",
          syntax="destination numkeys key [key ...]", complexity=_DIFF_COMPLEXITY)
 def zdiffstore(ctx: Context, argv: list[bytes]) -> Any:
@@ -209,7 +215,8 @@ def zdiffstore(ctx: Context, argv: list[bytes]) -> Any:
     return _store(ctx, argv, "zdiffstore", DIFF)
 
 
-@command("zintercard", arity=-3, flags="readonly", group="sorted-set", since="7.0.0",
+@command("zintercard", arity=-3, flags="readonly", group="sorted-set",
+         key_specs=(key_spec(1, "RO access", keynum=True, arg="key"),), since="7.0.0",
          summary="Returns the number of members of the intersect of multiple sorted sets.",
          syntax="numkeys key [key ...] [LIMIT limit]",
          complexity="O(N*K) worst case with N being the smallest input sorted set, K being the "

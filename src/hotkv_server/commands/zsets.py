@@ -22,7 +22,7 @@ from hotkv_server.engine import errors
 from hotkv_server.engine.args import parse_int
 from hotkv_server.engine.context import Context
 from hotkv_server.engine.errors import CommandError
-from hotkv_server.engine.registry import command
+from hotkv_server.engine.registry import command, key_spec
 from hotkv_server.server.resp import NULL_ARRAY, Double, format_double
 from hotkv_server.stores.zsetvalue import SortedSetValue
 
@@ -306,9 +306,10 @@ def zmpop_first(ctx: Context, keys: list[bytes], highest: bool, count: int) -> A
 
 
 @command("zmpop", arity=-4, flags="write", group="sorted-set", since="7.0.0",
+         key_specs=(key_spec(1, "RW access delete", keynum=True, arg="key"),),
          summary="Returns the highest- or lowest-scoring members from one or more sorted sets "
                  "after removing them. Deletes the sorted set if the last member was popped.",
-         syntax="numkeys key [key ...] MIN|MAX [COUNT count]",
+         syntax="numkeys key [key ...] (MIN|MAX) [COUNT count]",
          complexity="O(K) + O(M*log(N)) where K is the number of provided keys, N being the number "
                     "of elements in the sorted set, and M being the number of elements popped.")
 def zmpop(ctx: Context, argv: list[bytes]) -> Any:

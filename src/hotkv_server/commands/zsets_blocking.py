@@ -15,7 +15,7 @@ from hotkv_server.commands.lists_blocking import cannot_block
 from hotkv_server.commands.numbers import parse_timeout_ms
 from hotkv_server.commands.zsets import pop_members, zmpop_first
 from hotkv_server.engine.context import Context
-from hotkv_server.engine.registry import command
+from hotkv_server.engine.registry import command, key_spec
 from hotkv_server.server.resp import NULL_ARRAY, Double
 
 
@@ -66,11 +66,12 @@ def bzpopmax(ctx: Context, argv: list[bytes]) -> Any:
 
 
 @command("bzmpop", arity=-5, flags="write blocking", group="sorted-set", since="7.0.0",
+         key_specs=(key_spec(2, "RW access delete", keynum=True, arg="key"),),
          acl="@blocking",
          summary="Removes and returns a member by score from one or more sorted sets. Blocks until "
                  "a member is available otherwise. Deletes the sorted set if the last element was "
                  "popped.",
-         syntax="timeout numkeys key [key ...] MIN|MAX [COUNT count]",
+         syntax="timeout numkeys key [key ...] (MIN|MAX) [COUNT count]",
          complexity="O(K) + O(M*log(N)) where K is the number of provided keys, N being the number "
                     "of elements in the sorted set, and M being the number of elements popped.")
 def bzmpop(ctx: Context, argv: list[bytes]) -> Any:
