@@ -75,7 +75,7 @@ def _blocking_move(ctx: Context, src: bytes, dst: bytes, from_left: bool, to_lef
         value = move(ctx, src, dst, from_left, to_left)
         return None if value is None else (value, [src, dst])
 
-    return ctx.core.blocking.block(ctx, [src], timeout_ms, serve, None)
+    return ctx.core.blocking.block(ctx, [src], timeout_ms, serve, NULL_ARRAY)  # (Redis: a null array)
 
 
 @command("blmove", arity=6, flags="write denyoom noscript blocking", keys=(1, 2, 1), group="list",

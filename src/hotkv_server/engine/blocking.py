@@ -81,7 +81,8 @@ class Blocking:
         """Park ``ctx`` until one of ``keys`` can serve it, or ``timeout_ms`` (0 = never)."""
         from hotkv_server.engine.dispatch import Deferred
 
-        waiter = Waiter(ctx, list(dict.fromkeys(keys)), serve, timeout_reply, Deferred())
+        waiter = Waiter(ctx, list(dict.fromkeys(keys)), serve, timeout_reply,
+                        Deferred(keep_reading=True))
         for key in waiter.keys:
             queue = self.by_key.get(key)
             if queue is None:
