@@ -104,7 +104,7 @@ def test_maxmemory_evicts_lists_and_refuses_pushes_with_noeviction(r: redis.Redi
         assert int(r.info("stats")["evicted_keys"]) > 0
         r.config_set("maxmemory-policy", "noeviction")
         with pytest.raises(redis.exceptions.OutOfMemoryError):
-            for i in range(200):
+            for _ in range(200):
                 r.rpush("more", "x" * 50_000)
         r.lpop("l79")  # a pop is not denyoom: it still runs
     finally:
