@@ -305,3 +305,21 @@ def test_served_pop_reaches_watchers_and_info(server: HotkvProcess) -> None:
     finally:
         watcher.close()
         pusher.close()
+
+
+@pytest.mark.parametrize("which", ["redis", "hotkv"])
+def test_becoming_a_replica_unblocks_with_an_error(reference: RedisServer, server: HotkvProcess,
+                                                   which: str) -> None:
+    port = reference.port if which == "redis" else server.port
+    admin = Peer(port, 2)
+    waiter, _ = _blocked_client(port, ["BLPOP", "to-replica", "0"])
+    try:
+        admin.send(["REPLICAOF", "127.0.0.1", "1"])
+        assert admin.read(5) == ("+", b"OK")
+        assert waiter.read(5) == ("-", b"UNBLOCKED force unblock from blocking operation, "
+                                       b"instance state changed (master -> replica?)")
+    finally:
+        admin.send(["REPLICAOF", "NO", "ONE"])
+        admin.read(5)
+        admin.close()
+        waiter.close()

@@ -19,8 +19,9 @@ from hotkv_server.server.resp import NULL_ARRAY
 
 
 def cannot_block(ctx: Context) -> bool:
-    """Inside EXEC or a script a blocking command answers at once, as its timeout would."""
-    return ctx.core.in_exec or bool(ctx.flags and "lua" in ctx.flags)
+    """Inside EXEC or a script (which runs with ``in_exec`` set too) a blocking command
+    answers at once, as its timeout would."""
+    return ctx.core.in_exec
 
 
 def _blocking_pop(ctx: Context, argv: list[bytes], left: bool) -> Any:
