@@ -22,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import run  # noqa: E402  (benchmarks/run.py: servers, redis-benchmark, the RESP client)
+import run
 
 KEY = b"bench:big"
 
