@@ -299,7 +299,11 @@ def _keys_of_call(call: list[bytes]) -> tuple[CommandSpec, list[bytes]]:
     n = len(call)
     if (spec.arity > 0 and n != spec.arity) or n < -spec.arity:
         raise CommandError("ERR Invalid number of arguments specified for command")
-    return spec, spec.keys_of(call)
+    keys = spec.keys_of(call)
+    if not keys and "no_mandatory_keys" not in spec.flags:
+        # a key count that is not a positive number of the arguments there (SINTERCARD 0 a)
+        raise CommandError("ERR Invalid arguments specified for command")
+    return spec, keys
 
 
 @command("command|getkeys", arity=-4, flags="loading stale", group="server", acl="connection",
