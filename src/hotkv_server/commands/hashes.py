@@ -9,6 +9,7 @@ re-decides anything.
 
 from __future__ import annotations
 
+import math
 import random
 from typing import Any
 
@@ -30,6 +31,7 @@ LLONG_MIN = -(2**63)
 HASH_NOT_INTEGER = "ERR hash value is not an integer"
 HASH_NOT_FLOAT = "ERR hash value is not a float"
 OUT_OF_RANGE = "ERR value is out of range"
+NAN_OR_INF_VALUE = "ERR value is NaN or Infinity"
 
 
 def set_fields(ctx: Context, key: bytes, found: HashValue | None, pairs: list[bytes]) -> int:
@@ -219,6 +221,8 @@ def hincrbyfloat(ctx: Context, argv: list[bytes]) -> Any:
     delta = parse_long_double(argv[3])
     if delta is None:
         raise CommandError(errors.NOT_FLOAT)
+    if not math.isfinite(delta):  # HINCRBYFLOAT refuses an infinite increment up front
+        raise CommandError(NAN_OR_INF_VALUE)
     key, field = argv[1], argv[2]
     found = target(ctx, key, HashValue)
     old = None if found is None else found.fields.get(field)

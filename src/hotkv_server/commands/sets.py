@@ -134,9 +134,7 @@ def spop(ctx: Context, argv: list[bytes]) -> Any:
         ctx.emit(["kv.srem", key, [member]])
         return member
     count = parse_int(argv[2])
-    if count is None:
-        raise CommandError(errors.NOT_INTEGER)
-    if count < 0:
+    if count is None or count < 0:  # Redis answers both with the one message
         raise CommandError(NOT_POSITIVE)
     found = target(ctx, key, SetValue)
     if found is None or count == 0:
