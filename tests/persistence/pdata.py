@@ -1,7 +1,7 @@
 """Test data for the persistence tests: a mixed workload over every store, and full dumps.
 
 ``populate`` writes through the commands (conversation, semantic, working, episodic,
-summary memory and the keyspace's strings, hashes and sets, with TTLs, overwrites,
+summary memory and the keyspace's strings, hashes, sets, lists and sorted sets, with TTLs, overwrites,
 deletes, random pops, a MULTI/EXEC).
 ``dump`` reads the whole state back through the commands, in RESP2 or RESP3, as plain
 Python values; relative TTLs become absolute deadlines estimated with the server's TIME,
@@ -105,6 +105,7 @@ def _typed_writes(p: Any, i: int) -> None:
         p.sunionstore(f"union:{i % 3}", f"set:{i % 6}", f"set:{(i + 3) % 6}")
         p.expire(f"hash:{i % 8}", 3600)
         p.pexpire(f"set:{(i + 5) % 6}", 7_200_000)
+    _list_zset_writes(p, i)
     if i % 17 == 8:
         p.copy(f"hash:{i % 8}", f"hash-copy:{i}", replace=True)
         p.rename(f"set:{i % 6}", f"renamed:{i}")
@@ -112,6 +113,38 @@ def _typed_writes(p: Any, i: int) -> None:
         p.setrange(f"key:{i}", 2, "XY")
         p.incrbyfloat("float", 1.25)
         p.getex(f"key:{i}", ex=1800)
+
+
+def _list_zset_writes(p: Any, i: int) -> None:
+    """List and sorted set writes of round ``i``: pushes, pops, edits, moves, scores, ranges."""
+    p.rpush(f"list:{i % 5}", f"e{i}", f"e{i % 3}")
+    p.lpush(f"list:{(i + 1) % 5}", f"h{i}")
+    p.zadd(f"zset:{i % 4}", {f"m{i}": i * 0.5, f"m{i % 7}": -i})
+    p.zincrby(f"zset:{(i + 1) % 4}", 1.1, f"m{i % 7}")
+    if i % 5 == 3:
+        p.lpop(f"list:{i % 5}")
+        p.rpop(f"list:{(i + 2) % 5}", 2)
+        p.lrem(f"list:{(i + 3) % 5}", 1, f"e{i % 3}")
+        p.zpopmin(f"zset:{(i + 2) % 4}")
+        p.zrem(f"zset:{(i + 3) % 4}", f"m{i % 7}")
+    if i % 9 == 7:
+        p.lmove(f"list:{i % 5}", f"list:{(i + 1) % 5}", "LEFT", "RIGHT")
+        p.lmove(f"list:{i % 5}", f"moved-list:{i}", "RIGHT", "LEFT")
+        p.ltrim(f"list:{(i + 4) % 5}", 1, -1)
+        p.linsert(f"list:{(i + 1) % 5}", "BEFORE", f"h{i}", "before")
+        p.zunionstore(f"zunion:{i % 3}", [f"zset:{i % 4}", f"zset:{(i + 1) % 4}"])
+        p.zremrangebyscore(f"zset:{(i + 1) % 4}", "(0", 3)
+        p.zadd(f"zset:{i % 4}", {f"m{i % 7}": 100}, gt=True, ch=True)
+        p.pexpire(f"list:{(i + 2) % 5}", 7_200_000)
+        p.expire(f"zset:{(i + 3) % 4}", 3600)
+
+
+def _read_list(p: Any, key: bytes) -> None:
+    p.lrange(key, 0, -1)
+
+
+def _read_zset(p: Any, key: bytes) -> None:
+    p.zrange(key, 0, -1, withscores=True)
 
 
 def _read_string(p: Any, key: bytes) -> None:
@@ -132,6 +165,8 @@ VALUE_READERS: dict[str, tuple[Any, Any]] = {
     "string": (_read_string, lambda v: v),
     "hash": (_read_hash, lambda v: sorted(v.items())),
     "set": (_read_set, sorted),
+    "list": (_read_list, list),
+    "zset": (_read_zset, lambda v: [tuple(pair) for pair in v]),
 }
 
 
