@@ -18,6 +18,7 @@ from hotkv_server.engine.context import Context
 from hotkv_server.engine.errors import CommandError
 from hotkv_server.engine.registry import command, key_spec
 from hotkv_server.server.resp import NULL_ARRAY, OK
+from hotkv_server.stores.listvalue import ListValue
 
 MUST_BE_POSITIVE = "ERR value is out of range, must be positive"
 NO_SUCH_KEY = "ERR no such key"
@@ -55,10 +56,13 @@ def push_to(ctx: Context, key: bytes, values: list[bytes], left: bool, exists: b
 
 def _push(ctx: Context, argv: list[bytes], left: bool, only_existing: bool) -> int:
     key = argv[1]
-    lst = read_list(ctx, key)
-    if lst is None and only_existing:
+    if ctx.db.kv.typed(key, ctx.now_ms, ListValue) is not None:
+        return int(ctx.emit(["kv.lpush" if left else "kv.rpush", key, argv[2:]]))
+    if only_existing:
         return 0
-    return push_to(ctx, key, argv[2:], left, lst is not None)
+    values = argv[2:]
+    put_list(ctx, key, values[::-1] if left else values)
+    return len(values)
 
 
 @command("lpush", arity=-3, flags="write denyoom fast", keys=(1, 1, 1), group="list",
