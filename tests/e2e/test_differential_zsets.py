@@ -78,6 +78,8 @@ ADD: list[Step] = [
     ["ZADD", "list", "1", "a"],
     ["OBJECT", "ENCODING", "z"],
     ["TYPE", "z"],
+    ("scanall", ["TYPE", "zset"]),
+    ("scanall", ["TYPE", "list", "COUNT", "3"]),
     ["ZADD", "big", *[x for i in range(130) for x in (str(i), f"m{i}")]],
     ["OBJECT", "ENCODING", "big"],
     ["ZADD", "long", "1", "x" * 65],

@@ -298,7 +298,7 @@ def ltrim(ctx: Context, argv: list[bytes]) -> Any:
     lst = read_list(ctx, key)
     if lst is None:
         return OK
-    if lst.range(start, stop) != list(lst.items):  # something to drop
+    if not lst.keeps_all(start, stop):  # something to drop
         ctx.emit(["kv.ltrim", key, start, stop])
     return OK
 
