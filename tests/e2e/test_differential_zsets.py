@@ -226,6 +226,11 @@ POPS: list[Step] = [
     ["ZSCAN", "one", "0", "COUNT", "0"],
     ["ZSCAN", "one", "0", "FOO", "1"],
     ["ZSCAN", "str", "0"],
+    ["ZSCAN", "str", "0", "COUNT", "0"],
+    ["ZSCAN", "nope", "0", "COUNT", "0"],
+    ["ZSCAN", "nope", "x"],
+    ["ZSCAN", "one", "0", "COUNT"],
+    ["ZSCAN", "one", "0", "COUNT", "x"],
 ]
 
 SETOPS: list[Step] = [

@@ -449,6 +449,10 @@ def zrandmember(ctx: Context, argv: list[bytes]) -> Any:
 def zscan(ctx: Context, argv: list[bytes]) -> Any:
     """ZSCAN key cursor [MATCH pattern] [COUNT count]"""
     cursor = _cursor(argv[2])
+    # Redis looks the key up before it reads the options: a missing key is an empty scan
+    zset = read_zset(ctx, argv[1])
+    if zset is None:
+        return [b"0", []]
     pattern: bytes | None = None
     count = 10
     i = 3
@@ -468,9 +472,6 @@ def zscan(ctx: Context, argv: list[bytes]) -> Any:
         else:
             raise CommandError(errors.SYNTAX)
         i += 2
-    zset = read_zset(ctx, argv[1])
-    if zset is None:
-        return [b"0", []]
     next_cursor, pairs = zset_scan_step(zset, cursor, count)
     out: list[Any] = []
     for member, score in pairs:
