@@ -25,6 +25,9 @@ comparison stays fair); ``--no-pin`` turns that off. redis-benchmark's ``--threa
 used: one client thread is enough to saturate a single-threaded server on this machine and
 a second one would compete with the server for its core.
 
+The ``types`` rows (HSET, HGET, SADD; ``-r 10000`` fields or members, the hash filled
+before HGET so every HGET hits) send the same command to both servers.
+
 The AMEM rows compare each AMEM command with the nearest plain Redis command
 (AMEM.WORK.SET ~ HSET, AMEM.WORK.GET ~ HGET, AMEM.CONV.APPEND ~ RPUSH). A row whose
 command hotkv does not know (yet) is skipped with a note instead of failing the run.
@@ -138,6 +141,22 @@ ROWS: tuple[Row, ...] = (
         ("AMEM.CONV.APPEND", "bench", "user", "xxx"),
         probe=(b"AMEM.CONV.APPEND", SESSION, b"user", VALUE),
         target_plain=0.75, target_pipelined=0.40),
+    # the Redis data types (issue 16): the same command on both servers
+    Row("hset", "types", "HSET",
+        (*_rand(WORK_KEYSPACE), "HSET", "bench:hash", "key:__rand_int__", "xxx"),
+        (*_rand(WORK_KEYSPACE), "HSET", "bench:hash", "key:__rand_int__", "xxx"),
+        probe=(b"HSET", b"bench:hash", key_name(0), VALUE),
+        target_plain=0.80, target_pipelined=0.35),
+    Row("hget", "types", "HGET",
+        (*_rand(WORK_KEYSPACE), "HGET", "bench:hash", "key:__rand_int__"),
+        (*_rand(WORK_KEYSPACE), "HGET", "bench:hash", "key:__rand_int__"),
+        probe=(b"HGET", b"bench:hash", key_name(0)),
+        target_plain=0.80, target_pipelined=0.35),
+    Row("sadd", "types", "SADD",
+        (*_rand(WORK_KEYSPACE), "SADD", "bench:set", "key:__rand_int__"),
+        (*_rand(WORK_KEYSPACE), "SADD", "bench:set", "key:__rand_int__"),
+        probe=(b"SADD", b"bench:set", key_name(0)),
+        target_plain=0.80, target_pipelined=0.35),
 )
 
 
@@ -410,6 +429,8 @@ def prepare(server: ServerProcess, row: Row) -> str | None:
             _fill(client, ((b"HSET", SESSION, key_name(i), VALUE) for i in range(WORK_KEYSPACE)))
         elif kind == "conv_append" and server.name == "redis":
             client.call(b"DEL", SESSION)  # the list would otherwise grow over repeated runs
+        elif kind == "hget":  # every HGET hits, on both servers
+            _fill(client, ((b"HSET", b"bench:hash", key_name(i), VALUE) for i in range(WORK_KEYSPACE)))
         if server.name != "hotkv" or row.probe is None:
             return None
         if kind == "conv_append":

@@ -55,7 +55,13 @@ def hset(ctx: Context, argv: list[bytes]) -> Any:
     if len(argv) % 2:
         raise CommandError(errors.wrong_arity("hset"))
     key = argv[1]
-    return set_fields(ctx, key, target(ctx, key, HashValue), argv[2:])
+    # set_fields written out: HSET is a hot path
+    found = ctx.db.kv.typed(key, ctx.now_ms, HashValue)
+    if found is None:
+        ctx.emit(["kv.put", key, "hash", argv[2:], None])
+        return 1 if len(argv) == 4 else len(set(argv[2::2]))
+    added: int = ctx.emit(["kv.hset", key, argv[2:]])
+    return added
 
 
 @command("hmset", arity=-4, flags="write denyoom fast", keys=(1, 1, 1), group="hash",
@@ -90,8 +96,13 @@ def hsetnx(ctx: Context, argv: list[bytes]) -> Any:
          summary="Returns the value of a field in a hash.", syntax="key field")
 def hget(ctx: Context, argv: list[bytes]) -> Any:
     """HGET key field"""
-    found = read(ctx, argv[1], HashValue)
-    return None if found is None else found.fields.get(argv[2])
+    found = ctx.db.kv.typed(argv[1], ctx.now_ms, HashValue)
+    stats = ctx.core.stats  # read() written out: HGET is a hot path
+    if found is None:
+        stats.keyspace_misses += 1
+        return None
+    stats.keyspace_hits += 1
+    return found.fields.get(argv[2])
 
 
 @command("hmget", arity=-3, flags="readonly fast", keys=(1, 1, 1), group="hash",
