@@ -236,3 +236,14 @@ def test_redis_py_sees_redis_shapes(r: redis.Redis) -> None:
     assert r.lcs("nokey", "nokey2") == b""
     with pytest.raises(redis.ResponseError, match="WRONGTYPE"):
         r.get("h")
+
+
+def test_a_huge_negative_count_is_refused_not_built() -> None:
+    rig = Rig()
+    rig.run("SADD", "s", "a")
+    rig.run("HSET", "h", "f", "v")
+    for argv in (["SRANDMEMBER", "s", "-10000001"], ["HRANDFIELD", "h", "-10000001"]):
+        reply = rig.run(*argv)
+        assert isinstance(reply, ErrorReply) and reply.startswith("ERR count is too large"), argv
+    assert rig.run("SRANDMEMBER", "s", "-3") == [b"a"] * 3
+    assert rig.run("SRANDMEMBER", "s", "1000000000000") == [b"a"]  # distinct: at most all

@@ -274,6 +274,7 @@ def hrandfield(ctx: Context, argv: list[bytes]) -> Any:
     found = read(ctx, argv[1], HashValue)
     if found is None or count == 0:
         return []
+    check_repeats(count)
     names = pick(list(found.fields), count)
     if not withvalues:
         return names
@@ -281,6 +282,11 @@ def hrandfield(ctx: Context, argv: list[bytes]) -> Any:
     if ctx.proto == 3:
         return [[name, fields[name]] for name in names]
     return [item for name in names for item in (name, fields[name])]
+
+
+#: most elements a negative count (picks with repeats) may ask for: Redis would build any
+#: reply until memory runs out; hotkv answers an error instead of exhausting the process
+MAX_REPEATED_PICKS = 10_000_000
 
 
 def random_count(raw: bytes) -> int:
@@ -291,6 +297,13 @@ def random_count(raw: bytes) -> int:
     if count == LLONG_MIN:
         raise CommandError(f"ERR value is out of range, value must between {-LLONG_MAX} and {LLONG_MAX}")
     return count
+
+
+def check_repeats(count: int) -> None:
+    """Refuse a negative count asking for more picks with repeats than one reply can hold."""
+    if count < -MAX_REPEATED_PICKS:
+        raise CommandError(f"ERR count is too large: a negative count asks for at most "
+                           f"{MAX_REPEATED_PICKS} elements with repeats")
 
 
 def pick(names: list[bytes], count: int) -> list[bytes]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from hotkv_server.commands.hashes import pick, random_count
+from hotkv_server.commands.hashes import check_repeats, pick, random_count
 from hotkv_server.commands.keys import parse_cursor
 from hotkv_server.commands.scanning import matching, scan_options
 from hotkv_server.commands.typed import read, target
@@ -170,8 +170,9 @@ def srandmember(ctx: Context, argv: list[bytes]) -> Any:
     if found is None or count == 0:
         return []
     members = found.members
+    check_repeats(count)
     if count < 0:
-        return [members[random.randrange(len(members))] for _ in range(-count)]
+        return random.choices(members, k=-count)
     return pick(list(members), count)
 
 
