@@ -19,6 +19,7 @@ from hotkv_server.server.config import Config
 from hotkv_server.server.memory import install
 from hotkv_server.server.resp import NULL_ARRAY, ErrorReply
 from hotkv_server.stores.database import default_database
+from hotkv_server.stores.effect import decode, unpack
 
 NOW = 1_700_000_000_000
 BASE = 50 * 1024 * 1024
@@ -30,11 +31,21 @@ load_all()
 class Rig:
     """A Core without sockets whose effects are recorded as the AOF would get them."""
 
+    wants_bytes = True  # check the packed form too
+
     def __init__(self) -> None:
         self.core = Core(Config(), ManualClock(NOW))
+        #: the wire value of every unit the AOF and the replicas got (``["tx", ...]`` groups)
         self.records: list[Any] = []
-        self.core.sinks.append(self.records.append)
+        self.core.effects.set_sink(self, True)
         self.ctx = Context(self.core, "127.0.0.1:1", "127.0.0.1:2")
+
+    def write_effects(self, records: list[Any], payload: bytes | None) -> None:
+        assert payload is not None and decode(unpack(payload)) == records
+        self.records.append(unpack(payload))  # the wire value: a record or ["tx", [...]]
+
+    def effects_lost(self, reason: str) -> None:
+        raise AssertionError(reason)
 
     def run(self, *argv: Any, ctx: Context | None = None) -> Any:
         return dispatch(ctx or self.ctx, [a if isinstance(a, bytes) else str(a).encode() for a in argv])

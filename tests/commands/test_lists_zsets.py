@@ -14,7 +14,8 @@ from hotkv_server.engine.clock import ManualClock
 from hotkv_server.engine.context import Context
 from hotkv_server.engine.core import Core
 from hotkv_server.engine.dispatch import Deferred, dispatch
-from hotkv_server.server.resp import NULL_ARRAY
+from hotkv_server.engine.replies import NULL_ARRAY
+from hotkv_server.stores.effect import unpack
 
 
 def test_zrandmember_counts_repeats_and_members(r: redis.Redis) -> None:
@@ -183,11 +184,24 @@ def test_blocking_inside_multi_answers_at_once(core: Core) -> None:
 
 
 def test_served_pops_are_ordinary_effects(core: Core) -> None:
-    records: list[object] = []
-    core.set_sink(records.append, True)
+    class Sink:
+        wants_bytes = True
+
+        def __init__(self) -> None:
+            self.units: list[object] = []
+
+        def write_effects(self, records: list[object], payload: bytes | None) -> None:
+            assert payload is not None
+            self.units.append(unpack(payload))
+
+        def effects_lost(self, reason: str) -> None:
+            raise AssertionError(reason)
+
+    sink = Sink()
+    core.effects.set_sink(sink, True)
     a, d = Context(core), Context(core)
     run(a, "BLMOVE", "src", "dst", "RIGHT", "LEFT", "0")
     run(d, "RPUSH", "src", "v")
-    ops = [r[0] if r[0] != "tx" else [e[0] for e in r[1]] for r in records]  # type: ignore[index]
-    assert ops == ["kv.put", ["kv.rpop", "kv.put"]]
-    assert not any("BLMOVE" in repr(r) or "blmove" in repr(r) for r in records)
+    ops = [u[0] if u[0] != "tx" else [e[0] for e in u[1]] for u in sink.units]  # type: ignore[index]
+    assert ops == ["kv.put", ["kv.rpop", "kv.put"]]  # the push, then the served pop as a move
+    assert not any(b"BLMOVE" in repr(u).encode().upper() for u in sink.units)

@@ -27,7 +27,8 @@ def test_every_type_is_registered_and_follows_the_protocol() -> None:
     assert {"hash", "set"} <= set(VALUE_TYPES)
     for name, cls in VALUE_TYPES.items():
         assert issubclass(cls, TypedValue) and cls.type_name == name
-        assert all(op.startswith("kv.") for op in cls.effects)
+        for record in cls.effects:
+            assert record.op.startswith("kv.") and record.field_names[0] == "key", record
 
 
 def test_types_share_one_keyspace_and_answer_wrongtype() -> None:

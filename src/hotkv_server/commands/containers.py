@@ -13,6 +13,7 @@ from typing import Any
 
 from hotkv_server.commands.typed import read
 from hotkv_server.engine.context import Context
+from hotkv_server.stores.keyspace_effects import KvDel, KvPut
 from hotkv_server.stores.listvalue import ListValue
 from hotkv_server.stores.zsetvalue import SortedSetValue
 
@@ -48,12 +49,12 @@ def zset_if_any(ctx: Context, key: bytes) -> SortedSetValue | None:
 
 def put_list(ctx: Context, key: bytes, elements: list[bytes]) -> None:
     """Create (or replace) ``key`` as a list of ``elements`` without a deadline."""
-    ctx.emit(["kv.put", key, "list", elements, None])
+    ctx.emit(KvPut(key, "list", elements, None))
 
 
 def put_zset(ctx: Context, key: bytes, flat: list[Any]) -> None:
     """Create (or replace) ``key`` as a sorted set of ``[member, score, ...]``."""
-    ctx.emit(["kv.put", key, "zset", flat, None])
+    ctx.emit(KvPut(key, "zset", flat, None))
 
 
 def store_zset(ctx: Context, key: bytes, flat: list[Any]) -> None:
@@ -62,4 +63,4 @@ def store_zset(ctx: Context, key: bytes, flat: list[Any]) -> None:
     if flat:
         put_zset(ctx, key, flat)
     elif ctx.db.kv.peek(key, ctx.now_ms) is not None:
-        ctx.emit(["kv.del", [key]])
+        ctx.emit(KvDel([key]))

@@ -24,8 +24,10 @@ from hotkv_server.engine.args import parse_int
 from hotkv_server.engine.context import Context
 from hotkv_server.engine.errors import CommandError
 from hotkv_server.engine.registry import command
-from hotkv_server.server.resp import OK
+from hotkv_server.engine.replies import OK
 from hotkv_server.stores.hashes import HashValue
+from hotkv_server.stores.hashes_effects import KvHdel, KvHset
+from hotkv_server.stores.keyspace_effects import KvPut
 
 LLONG_MAX = 2**63 - 1
 LLONG_MIN = -(2**63)
@@ -39,9 +41,9 @@ def set_fields(ctx: Context, key: bytes, found: HashValue | None, pairs: list[by
     """Write ``field, value ...`` to the hash at ``key`` (``found``, None for a new hash);
     returns how many fields were new."""
     if found is None:
-        ctx.emit(["kv.put", key, "hash", pairs, None])
+        ctx.emit(KvPut(key, "hash", pairs, None))
         return len(set(pairs[::2]))
-    added: int = ctx.emit(["kv.hset", key, pairs])
+    added: int = ctx.emit(KvHset(key, pairs))
     return added
 
 
@@ -59,9 +61,9 @@ def hset(ctx: Context, argv: list[bytes]) -> Any:
     # set_fields written out: HSET is a hot path
     found = ctx.db.kv.typed(key, ctx.now_ms, HashValue)
     if found is None:
-        ctx.emit(["kv.put", key, "hash", argv[2:], None])
+        ctx.emit(KvPut(key, "hash", argv[2:], None))
         return 1 if len(argv) == 4 else len(set(argv[2::2]))
-    added: int = ctx.emit(["kv.hset", key, argv[2:]])
+    added: int = ctx.emit(KvHset(key, argv[2:]))
     return added
 
 
@@ -163,7 +165,7 @@ def hdel(ctx: Context, argv: list[bytes]) -> Any:
     gone = [field for field in dict.fromkeys(argv[2:]) if field in fields]
     if not gone:
         return 0
-    removed: int = ctx.emit(["kv.hdel", key, gone])
+    removed: int = ctx.emit(KvHdel(key, gone))
     return removed
 
 

@@ -14,7 +14,8 @@ from hotkv_server.engine.args import parse_int
 from hotkv_server.engine.context import Context
 from hotkv_server.engine.errors import CommandError
 from hotkv_server.engine.registry import command, key_spec
-from hotkv_server.server.resp import OK
+from hotkv_server.engine.replies import OK
+from hotkv_server.stores.keyspace_effects import KvCopy, KvRename
 
 NO_SUCH_KEY = "ERR no such key"
 SAME_OBJECT = "ERR source and destination objects are the same"
@@ -30,7 +31,7 @@ def rename(ctx: Context, argv: list[bytes]) -> Any:
     if kv.lookup(src, ctx.now_ms) is None:
         raise CommandError(NO_SUCH_KEY)
     if src != dst:
-        ctx.emit(["kv.rename", src, dst])
+        ctx.emit(KvRename(src, dst))
     return OK
 
 
@@ -47,7 +48,7 @@ def renamenx(ctx: Context, argv: list[bytes]) -> Any:
         raise CommandError(NO_SUCH_KEY)
     if src == dst or kv.peek(dst, now) is not None:
         return 0
-    ctx.emit(["kv.rename", src, dst])
+    ctx.emit(KvRename(src, dst))
     return 1
 
 
@@ -84,5 +85,5 @@ def copy(ctx: Context, argv: list[bytes]) -> Any:
         return 0
     if kv.peek(dst, now) is not None and not replace:
         return 0
-    ctx.emit(["kv.copy", src, dst])
+    ctx.emit(KvCopy(src, dst))
     return 1

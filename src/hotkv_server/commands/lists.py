@@ -2,7 +2,7 @@
 LTRIM LPOS LMOVE RPOPLPUSH LMPOP), as Redis 7.0 answers them.
 
 The value is ``stores.listvalue.ListValue`` in the keyspace (``commands.containers``); every
-change is a list effect (``kv.lpush``, ``kv.lpop`` ...; a new list is a ``kv.put``), so the
+change is a list effect record (``KvLpush``, ``KvLpop`` ...; a new list is a ``KvPut``), so the
 AOF and the replicas apply the same change. The blocking
 forms are in ``commands.lists_blocking`` and reuse the pops defined here.
 """
@@ -17,7 +17,18 @@ from hotkv_server.engine.args import parse_int
 from hotkv_server.engine.context import Context
 from hotkv_server.engine.errors import CommandError
 from hotkv_server.engine.registry import command, key_spec
-from hotkv_server.server.resp import NULL_ARRAY, OK
+from hotkv_server.engine.replies import NULL_ARRAY, OK
+from hotkv_server.stores.list_effects import (
+    KvLinsert,
+    KvLmove,
+    KvLpop,
+    KvLpush,
+    KvLrem,
+    KvLset,
+    KvLtrim,
+    KvRpop,
+    KvRpush,
+)
 from hotkv_server.stores.listvalue import ListValue
 
 MUST_BE_POSITIVE = "ERR value is out of range, must be positive"
@@ -49,7 +60,7 @@ def side_arg(raw: bytes) -> bool:
 def push_to(ctx: Context, key: bytes, values: list[bytes], left: bool, exists: bool) -> int:
     """Push onto ``key`` (a list when ``exists``, else absent: it is created); the length."""
     if exists:
-        return int(ctx.emit(["kv.lpush" if left else "kv.rpush", key, values]))
+        return int(ctx.emit(KvLpush(key, values) if left else KvRpush(key, values)))
     put_list(ctx, key, values[::-1] if left else values)
     return len(values)
 
@@ -57,7 +68,8 @@ def push_to(ctx: Context, key: bytes, values: list[bytes], left: bool, exists: b
 def _push(ctx: Context, argv: list[bytes], left: bool, only_existing: bool) -> int:
     key = argv[1]
     if ctx.db.kv.typed(key, ctx.now_ms, ListValue) is not None:
-        return int(ctx.emit(["kv.lpush" if left else "kv.rpush", key, argv[2:]]))
+        values = argv[2:]
+        return int(ctx.emit(KvLpush(key, values) if left else KvRpush(key, values)))
     if only_existing:
         return 0
     values = argv[2:]
@@ -112,7 +124,7 @@ def rpushx(ctx: Context, argv: list[bytes]) -> Any:
 # --- pops -----------------------------------------------------------------------------
 def pop_from(ctx: Context, key: bytes, left: bool, count: int) -> list[bytes]:
     """Pop up to ``count`` elements of an existing list (the key goes when it empties)."""
-    return list(ctx.emit(["kv.lpop" if left else "kv.rpop", key, count]))
+    return list(ctx.emit(KvLpop(key, count) if left else KvRpop(key, count)))
 
 
 def _pop(ctx: Context, argv: list[bytes], left: bool) -> Any:
@@ -245,7 +257,7 @@ def lset(ctx: Context, argv: list[bytes]) -> Any:
     n = len(lst)
     if not -n <= index < n:
         raise CommandError(INDEX_RANGE)
-    ctx.emit(["kv.lset", key, index, argv[3]])
+    ctx.emit(KvLset(key, index, argv[3]))
     return OK
 
 
@@ -267,7 +279,7 @@ def linsert(ctx: Context, argv: list[bytes]) -> Any:
         return 0
     if argv[3] not in lst.items:
         return -1
-    return int(ctx.emit(["kv.linsert", key, where == b"BEFORE", argv[3], argv[4]]))
+    return int(ctx.emit(KvLinsert(key, where == b"BEFORE", argv[3], argv[4])))
 
 
 @command("lrem", arity=4, flags="write", keys=(1, 1, 1), group="list", key_flags="RW delete",
@@ -283,7 +295,7 @@ def lrem(ctx: Context, argv: list[bytes]) -> Any:
     lst = target_list(ctx, key)
     if lst is None or argv[3] not in lst.items:
         return 0
-    return int(ctx.emit(["kv.lrem", key, count, argv[3]]))
+    return int(ctx.emit(KvLrem(key, count, argv[3])))
 
 
 @command("ltrim", arity=4, flags="write", keys=(1, 1, 1), group="list", key_flags="RW delete",
@@ -299,7 +311,7 @@ def ltrim(ctx: Context, argv: list[bytes]) -> Any:
     if lst is None:
         return OK
     if not lst.keeps_all(start, stop):  # something to drop
-        ctx.emit(["kv.ltrim", key, start, stop])
+        ctx.emit(KvLtrim(key, start, stop))
     return OK
 
 
@@ -311,7 +323,7 @@ def move(ctx: Context, src: bytes, dst: bytes, from_left: bool, to_left: bool) -
         return None
     target = target_list(ctx, dst)  # the destination's type is checked before anything moves
     if src == dst:
-        rotated: bytes = ctx.emit(["kv.lmove", src, from_left, to_left])
+        rotated: bytes = ctx.emit(KvLmove(src, from_left, to_left))
         return rotated
     value = pop_from(ctx, src, from_left, 1)[0]
     push_to(ctx, dst, [value], to_left, target is not None)

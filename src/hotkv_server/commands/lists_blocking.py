@@ -15,13 +15,13 @@ from hotkv_server.commands.lists import move, mpop_first, parse_mpop, pop_from, 
 from hotkv_server.commands.numbers import parse_timeout_ms
 from hotkv_server.engine.context import Context
 from hotkv_server.engine.registry import command, key_spec
-from hotkv_server.server.resp import NULL_ARRAY
+from hotkv_server.engine.replies import NULL_ARRAY
 
 
 def cannot_block(ctx: Context) -> bool:
-    """Inside EXEC or a script (which runs with ``in_exec`` set too) a blocking command
+    """Inside EXEC or a script (whose writes are grouped as an EXEC's) a blocking command
     answers at once, as its timeout would."""
-    return ctx.core.in_exec
+    return ctx.core.effects.grouped
 
 
 def _blocking_pop(ctx: Context, argv: list[bytes], left: bool) -> Any:

@@ -22,7 +22,7 @@ from hotkv_server.engine.args import parse_int
 from hotkv_server.engine.context import Context
 from hotkv_server.engine.errors import CommandError
 from hotkv_server.engine.registry import command, container
-from hotkv_server.server.resp import OK, Simple
+from hotkv_server.engine.replies import OK, Simple
 from hotkv_server.stores.values import is_shared_integer
 
 #: OBJECT REFCOUNT of a shared integer (Redis's OBJ_SHARED_REFCOUNT, INT_MAX)

@@ -16,6 +16,7 @@ from hotkv_server.engine.args import parse_int
 from hotkv_server.engine.context import Context
 from hotkv_server.engine.errors import CommandError, WrongTypeError
 from hotkv_server.engine.registry import command, key_spec
+from hotkv_server.stores.keyspace_effects import KvDel, KvPut
 from hotkv_server.stores.sets import SetValue
 
 NUMKEYS_POSITIVE = "ERR numkeys should be greater than 0"
@@ -83,9 +84,9 @@ def _diff(sets: list[KeysView[bytes] | None]) -> set[bytes]:
 
 def _store(ctx: Context, dst: bytes, result: set[bytes]) -> int:
     if result:
-        ctx.emit(["kv.put", dst, "set", list(result), None])
+        ctx.emit(KvPut(dst, "set", list(result), None))
     elif ctx.db.kv.peek(dst, ctx.now_ms) is not None:
-        ctx.emit(["kv.del", [dst]])
+        ctx.emit(KvDel([dst]))
     return len(result)
 
 

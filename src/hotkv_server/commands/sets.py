@@ -21,7 +21,9 @@ from hotkv_server.engine.args import parse_int
 from hotkv_server.engine.context import Context
 from hotkv_server.engine.errors import CommandError, WrongTypeError
 from hotkv_server.engine.registry import command, key_spec
+from hotkv_server.stores.keyspace_effects import KvPut
 from hotkv_server.stores.sets import SetValue
+from hotkv_server.stores.sets_effects import KvSadd, KvSrem
 
 NOT_POSITIVE = "ERR value is out of range, must be positive"
 
@@ -31,13 +33,13 @@ def add_members(ctx: Context, key: bytes, found: SetValue | None, members: list[
     many were new."""
     if found is None:
         distinct = list(dict.fromkeys(members))
-        ctx.emit(["kv.put", key, "set", distinct, None])
+        ctx.emit(KvPut(key, "set", distinct, None))
         return len(distinct)
     index = found.index
     new = [member for member in dict.fromkeys(members) if member not in index]
     if not new:
         return 0
-    added: int = ctx.emit(["kv.sadd", key, new])
+    added: int = ctx.emit(KvSadd(key, new))
     return added
 
 
@@ -54,7 +56,7 @@ def sadd(ctx: Context, argv: list[bytes]) -> Any:
     if found is not None and len(argv) == 3:  # one member to an existing set: the hot path
         if argv[2] in found.index:
             return 0
-        added: int = ctx.emit(["kv.sadd", key, [argv[2]]])
+        added: int = ctx.emit(KvSadd(key, [argv[2]]))
         return added
     return add_members(ctx, key, found, argv[2:])
 
@@ -74,7 +76,7 @@ def srem(ctx: Context, argv: list[bytes]) -> Any:
     gone = [member for member in dict.fromkeys(argv[2:]) if member in index]
     if not gone:
         return 0
-    removed: int = ctx.emit(["kv.srem", key, gone])
+    removed: int = ctx.emit(KvSrem(key, gone))
     return removed
 
 
@@ -137,7 +139,7 @@ def spop(ctx: Context, argv: list[bytes]) -> Any:
         if found is None:
             return None
         member = found.members[random.randrange(len(found))]
-        ctx.emit(["kv.srem", key, [member]])
+        ctx.emit(KvSrem(key, [member]))
         return member
     count = parse_int(argv[2])
     if count is None or count < 0:  # Redis answers both with the one message
@@ -147,7 +149,7 @@ def spop(ctx: Context, argv: list[bytes]) -> Any:
         return set()
     members = found.members
     chosen = list(members) if count >= len(members) else random.sample(members, count)
-    ctx.emit(["kv.srem", key, chosen])
+    ctx.emit(KvSrem(key, chosen))
     return set(chosen)
 
 
@@ -196,11 +198,11 @@ def smove(ctx: Context, argv: list[bytes]) -> Any:
         return int(member in src.index)
     if member not in src.index:
         return 0
-    ctx.emit(["kv.srem", src_key, [member]])
+    ctx.emit(KvSrem(src_key, [member]))
     if dst is None:
-        ctx.emit(["kv.put", dst_key, "set", [member], None])
+        ctx.emit(KvPut(dst_key, "set", [member], None))
     elif member not in dst.index:
-        ctx.emit(["kv.sadd", dst_key, [member]])
+        ctx.emit(KvSadd(dst_key, [member]))
     return 1
 
 

@@ -19,6 +19,7 @@ from hotkv_server.engine.args import parse_int
 from hotkv_server.engine.context import Context
 from hotkv_server.engine.errors import CommandError
 from hotkv_server.engine.registry import command, key_spec
+from hotkv_server.stores.keyspace_effects import KvSet
 
 TOO_BIG = "ERR string exceeds maximum allowed size (proto-max-bulk-len)"
 OFFSET_RANGE = "ERR offset is out of range"
@@ -42,12 +43,12 @@ def append(ctx: Context, argv: list[bytes]) -> Any:
     kv = ctx.db.kv
     old = kv.get(key, ctx.now_ms)
     if old is None:
-        ctx.emit(["kv.set", key, argv[2], None])
+        ctx.emit(KvSet(key, argv[2], None))
         return len(argv[2])
     if len(old) + len(argv[2]) > _max_len(ctx):
         raise CommandError(TOO_BIG)
     new = old + argv[2]
-    ctx.emit(["kv.set", key, new, kv.expiry(key)])
+    ctx.emit(KvSet(key, new, kv.expiry(key)))
     return len(new)
 
 
@@ -77,7 +78,7 @@ def setrange(ctx: Context, argv: list[bytes]) -> Any:
     if len(base) < offset:
         base += b"\0" * (offset - len(base))
     new = base[:offset] + patch + base[offset + len(patch):]
-    ctx.emit(["kv.set", key, new, None if old is None else kv.expiry(key)])
+    ctx.emit(KvSet(key, new, None if old is None else kv.expiry(key)))
     return len(new)
 
 

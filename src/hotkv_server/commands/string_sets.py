@@ -14,7 +14,8 @@ from hotkv_server.engine import errors
 from hotkv_server.engine.context import Context
 from hotkv_server.engine.errors import CommandError
 from hotkv_server.engine.registry import command
-from hotkv_server.server.resp import OK
+from hotkv_server.engine.replies import OK
+from hotkv_server.stores.keyspace_effects import KvDel, KvExpire, KvMset, KvPersist, KvSet
 
 
 def _hit(ctx: Context, value: bytes | None) -> bytes | None:
@@ -34,13 +35,13 @@ def setnx(ctx: Context, argv: list[bytes]) -> Any:
     """SETNX key value"""
     if ctx.db.kv.lookup(argv[1], ctx.now_ms) is not None:
         return 0
-    ctx.emit(["kv.set", argv[1], argv[2], None])
+    ctx.emit(KvSet(argv[1], argv[2], None))
     return 1
 
 
 def _setex(ctx: Context, argv: list[bytes], flag: int) -> Any:
     at = _set_deadline(argv[2], flag, ctx.now_ms, argv[0].lower().decode())
-    ctx.emit(["kv.set", argv[1], argv[3], at])
+    ctx.emit(KvSet(argv[1], argv[3], at))
     return OK
 
 
@@ -99,11 +100,11 @@ def getex(ctx: Context, argv: list[bytes]) -> Any:
     if raw is not None:
         at = _set_deadline(raw, flag, now, "getex")
         if at <= now:
-            ctx.emit(["kv.del", [key]])
+            ctx.emit(KvDel([key]))
         else:
-            ctx.emit(["kv.expire", key, at])
+            ctx.emit(KvExpire(key, at))
     elif persist and kv.expiry(key) is not None:
-        ctx.emit(["kv.persist", key])
+        ctx.emit(KvPersist(key))
     return value
 
 
@@ -115,7 +116,7 @@ def getdel(ctx: Context, argv: list[bytes]) -> Any:
     key = argv[1]
     value = _hit(ctx, ctx.db.kv.get(key, ctx.now_ms))
     if value is not None:
-        ctx.emit(["kv.del", [key]])
+        ctx.emit(KvDel([key]))
     return value
 
 
@@ -126,7 +127,7 @@ def getdel(ctx: Context, argv: list[bytes]) -> Any:
 def getset(ctx: Context, argv: list[bytes]) -> Any:
     """GETSET key value"""
     old = _hit(ctx, ctx.db.kv.get(argv[1], ctx.now_ms))
-    ctx.emit(["kv.set", argv[1], argv[2], None])
+    ctx.emit(KvSet(argv[1], argv[2], None))
     return old
 
 
@@ -144,5 +145,5 @@ def msetnx(ctx: Context, argv: list[bytes]) -> Any:
     now = ctx.now_ms
     if any(kv.lookup(key, now) is not None for key in argv[1::2]):
         return 0
-    ctx.emit(["kv.mset", argv[1:]])
+    ctx.emit(KvMset(argv[1:]))
     return 1

@@ -23,7 +23,16 @@ from hotkv_server.engine.args import parse_int
 from hotkv_server.engine.context import Context
 from hotkv_server.engine.errors import CommandError
 from hotkv_server.engine.registry import command, key_spec
-from hotkv_server.server.resp import NULL_ARRAY, Double, format_double
+from hotkv_server.engine.replies import NULL_ARRAY, Double, format_double
+from hotkv_server.stores.effect import Effect
+from hotkv_server.stores.zset_effects import (
+    KvZadd,
+    KvZpop,
+    KvZrem,
+    KvZremrangebylex,
+    KvZremrangebyrank,
+    KvZremrangebyscore,
+)
 from hotkv_server.stores.zsetvalue import SortedSetValue
 
 NAN_RESULT = "ERR resulting score is not a number (NaN)"
@@ -85,7 +94,7 @@ def zadd_apply(ctx: Context, key: bytes, flags: int, pairs: list[tuple[float, by
         if zset is None:
             put_zset(ctx, key, flat)
         else:
-            ctx.emit(["kv.zadd", key, flat])
+            ctx.emit(KvZadd(key, flat))
     if flags & _INCR:
         return None if result is None else Double(result)
     return added + updated if flags & _CH else added
@@ -133,7 +142,7 @@ def _zadd_one(ctx: Context, key: bytes, score: float, member: bytes) -> int:
     old = zset.scores.get(member)
     if old == score:
         return 0
-    ctx.emit(["kv.zadd", key, [member, score]])
+    ctx.emit(KvZadd(key, [member, score]))
     return 1 if old is None else 0
 
 
@@ -163,7 +172,7 @@ def zrem(ctx: Context, argv: list[bytes]) -> Any:
     present = [m for m in dict.fromkeys(argv[2:]) if m in zset.scores]
     if not present:
         return 0
-    return int(ctx.emit(["kv.zrem", key, present]))
+    return int(ctx.emit(KvZrem(key, present)))
 
 
 # --- reads ----------------------------------------------------------------------------
@@ -265,7 +274,7 @@ def zlexcount(ctx: Context, argv: list[bytes]) -> Any:
 # --- pops -----------------------------------------------------------------------------
 def pop_members(ctx: Context, key: bytes, count: int, highest: bool) -> list[tuple[bytes, float]]:
     """Pop up to ``count`` members of an existing sorted set (the key goes when it empties)."""
-    return list(ctx.emit(["kv.zpop", key, count, highest]))
+    return list(ctx.emit(KvZpop(key, count, highest)))
 
 
 def _zpop(ctx: Context, argv: list[bytes], highest: bool) -> Any:
@@ -336,7 +345,7 @@ def zmpop(ctx: Context, argv: list[bytes]) -> Any:
 
 
 # --- removals by range ----------------------------------------------------------------
-def _remove_range(ctx: Context, key: bytes, effect: list[Any], count: int) -> int:
+def _remove_range(ctx: Context, key: bytes, effect: Effect, count: int) -> int:
     if count == 0:
         return 0
     return int(ctx.emit(effect))
@@ -356,7 +365,7 @@ def zremrangebyrank(ctx: Context, argv: list[bytes]) -> Any:
     if zset is None:
         return 0
     count = _rank_span(zset, start, stop)
-    return _remove_range(ctx, argv[1], ["kv.zremrangebyrank", argv[1], start, stop], count)
+    return _remove_range(ctx, argv[1], KvZremrangebyrank(argv[1], start, stop), count)
 
 
 def _rank_span(zset: SortedSetValue, start: int, stop: int) -> int:
@@ -383,7 +392,7 @@ def zremrangebyscore(ctx: Context, argv: list[bytes]) -> Any:
     zset = target_zset(ctx, argv[1])
     if zset is None:
         return 0
-    effect = ["kv.zremrangebyscore", argv[1], rng.min, rng.min_exclusive, rng.max, rng.max_exclusive]
+    effect = KvZremrangebyscore(argv[1], rng.min, rng.min_exclusive, rng.max, rng.max_exclusive)
     return _remove_range(ctx, argv[1], effect, zset.count_by_score(rng))
 
 
@@ -400,7 +409,7 @@ def zremrangebylex(ctx: Context, argv: list[bytes]) -> Any:
     zset = target_zset(ctx, argv[1])
     if zset is None:
         return 0
-    effect = ["kv.zremrangebylex", argv[1], lo.kind, lo.value, hi.kind, hi.value]
+    effect = KvZremrangebylex(argv[1], lo.kind, lo.value, hi.kind, hi.value)
     return _remove_range(ctx, argv[1], effect, zset.count_by_lex(lo, hi))
 
 

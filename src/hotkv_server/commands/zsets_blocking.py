@@ -16,7 +16,7 @@ from hotkv_server.commands.numbers import parse_timeout_ms
 from hotkv_server.commands.zsets import pop_members, zmpop_first
 from hotkv_server.engine.context import Context
 from hotkv_server.engine.registry import command, key_spec
-from hotkv_server.server.resp import NULL_ARRAY, Double
+from hotkv_server.engine.replies import NULL_ARRAY, Double
 
 
 def _pop_one(ctx: Context, key: bytes, highest: bool) -> list[Any]:

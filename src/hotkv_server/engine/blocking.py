@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from hotkv_server.engine.errors import CommandError
-from hotkv_server.server.resp import ErrorReply
+from hotkv_server.engine.replies import ErrorReply
 
 if TYPE_CHECKING:
     from hotkv_server.engine.context import Context
@@ -201,11 +201,9 @@ class Blocking:
             if result is None:
                 return None
             reply, written = result
-        if core.pending_effects:
-            if core.watchers and written:
-                core.touch(written)
-            if not core.in_exec:
-                core.flush_effects()
+        # WATCHers of the keys were told by the effect log when the pop was emitted
+        if core.effects.pending:
+            core.effects.flush()  # (inside a group it leaves with the group)
         self.signal(written)
         return reply
 

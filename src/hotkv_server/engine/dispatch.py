@@ -2,9 +2,9 @@
 
 ``dispatch(ctx, argv)`` does, in this order and for every command: lookup (unknown command
 and unknown subcommand errors), arity, authentication, ACL, the LOADING / READONLY /
-MISCONF / OOM gates, MULTI queueing, the clock snapshot, the handler call, effect flushing,
-WATCH invalidation, waking clients blocked on written keys (engine/blocking.py), MONITOR
-feed, slowlog timing and command statistics.
+MISCONF / OOM gates, MULTI queueing, the clock snapshot, the handler call, handing the command's
+effects on (``core.effects.flush``), waking clients blocked on written keys
+(engine/blocking.py), MONITOR feed, slowlog timing and command statistics.
 Handlers never repeat these checks. Errors come back as ``ErrorReply`` values, never raised.
 """
 
@@ -20,7 +20,7 @@ from hotkv_server.engine.context import Context
 from hotkv_server.engine.core import SlowlogEntry
 from hotkv_server.engine.errors import CommandError
 from hotkv_server.engine.registry import COMMANDS, LOOKUP, CommandSpec
-from hotkv_server.server.resp import QUEUED, ErrorReply
+from hotkv_server.engine.replies import QUEUED, ErrorReply
 
 #: commands executed at once even inside MULTI (everything else is queued)
 _NOT_QUEUED = frozenset({"exec", "discard", "multi", "watch", "quit", "reset"})
@@ -165,8 +165,6 @@ def execute(ctx: Context, spec: CommandSpec, argv: list[bytes], started: int = 0
     """
     core = ctx.core
     ctx.last_cmd = spec.name
-    is_write = spec.is_write
-    effects_before = len(core.pending_effects) if is_write else 0
     if not started:
         started = _time_ns()
     failed = True
@@ -187,18 +185,10 @@ def execute(ctx: Context, spec: CommandSpec, argv: list[bytes], started: int = 0
     if failed:
         spec.failed_calls += 1
         _count_error(core, reply)
-    pending = core.pending_effects
-    if pending:  # a handler that failed may still have written
-        if is_write and not failed and core.watchers and len(pending) != effects_before:
-            # as Redis, only a write that changed something (emitted an effect) breaks a
-            # WATCH: DEL of a missing key or SET NX on an existing one leave it alone
-            if spec.name in ("flushall", "flushdb"):
-                core.touch_all()
-            else:
-                core.touch(spec.keys_of(argv))
-        if not core.in_exec:
-            core.flush_effects()
-        if is_write and core.blocking.by_key:
+    effects = core.effects
+    if effects.pending:  # a handler that failed may still have written
+        effects.flush()  # (inside EXEC it waits for the commit)
+        if spec.is_write and core.blocking.by_key:
             core.blocking.signal(spec.keys_of(argv))
     if elapsed_us >= core.slowlog_threshold >= 0 and not spec.skip_slowlog:
         _slowlog_add(ctx, argv, elapsed_us)

@@ -6,28 +6,23 @@ build the ones that name an argument so the wording stays the same everywhere.
 
 from __future__ import annotations
 
+# CommandError and WrongTypeError live with the stores (a store may refuse a request)
+from hotkv_server.stores.errors import WRONGTYPE, CommandError, WrongTypeError
 
-class CommandError(Exception):
-    """Raised by a handler (or the dispatch point) to answer with an error reply.
+__all__ = ["WRONGTYPE", "CommandError", "RequestRefused", "StartupError", "WrongTypeError"]
 
-    ``message`` is the full reply text without the leading ``-``, e.g.
-    ``"ERR syntax error"``; it must be one line.
-    """
 
-    __slots__ = ("message",)
+class RequestRefused(Exception):
+    """A subsystem refuses what a command asked of it (SAVE while a save runs ...); the
+    command answers ``message`` (one line with its code, as CommandError's)."""
 
     def __init__(self, message: str) -> None:
         super().__init__(message)
-        self.message = message.replace("\r", " ").replace("\n", " ")
+        self.message = message
 
 
-class WrongTypeError(CommandError):
-    """A key holds another type than the command works on (raised by the keyspace)."""
-
-    __slots__ = ()
-
-    def __init__(self) -> None:
-        super().__init__(WRONGTYPE)
+class StartupError(RuntimeError):
+    """The server cannot start (port taken, bad directory, unreadable data)."""
 
 
 # --- Redis wording, used verbatim -------------------------------------------------
@@ -99,7 +94,6 @@ def summary_conflict(agent: bytes, version: int) -> str:
 # --- the string cache (strings.py, keys.py), Redis wording ----------------------------
 DECR_OVERFLOW = "ERR decrement would overflow"
 INVALID_CURSOR = "ERR invalid cursor"
-WRONGTYPE = "WRONGTYPE Operation against a key holding the wrong kind of value"
 EXPIRE_NX_CONFLICT = "ERR NX and XX, GT or LT options at the same time are not compatible"
 EXPIRE_GT_LT_CONFLICT = "ERR GT and LT options at the same time are not compatible"
 

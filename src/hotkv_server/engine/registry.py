@@ -138,7 +138,7 @@ def key_spec(index: int, flags: str, **options: Any) -> KeySpec:
 
 
 def _simple(text: str) -> Any:
-    from hotkv_server.server.resp import Simple
+    from hotkv_server.engine.replies import Simple
 
     return Simple(text)
 

@@ -6,20 +6,22 @@ defaults), then ``hashtable`` for good, as Redis never converts back (a restore 
 again from the contents, as Redis's RDB load does). A listpack-sized hash answers HSCAN
 in one step with cursor 0, as Redis does; a larger one is walked by ``ScanOrder``.
 
-Effects (the keyspace applies them to a key holding a hash; see ``stores/values.py``):
+Effect records (``hashes_effects``; the keyspace applies them to a key holding a hash, see
+``stores/values.py``):
 
-* ``["kv.hset", key, [field, value, ...]]`` - set fields; returns how many were new.
-* ``["kv.hdel", key, [field, ...]]`` - remove fields; returns how many existed.
+* ``KvHset`` ``["kv.hset", key, [field, value, ...]]`` - set fields; returns how many were new.
+* ``KvHdel`` ``["kv.hdel", key, [field, ...]]`` - remove fields; returns how many existed.
 
-A hash is created by ``["kv.put", key, "hash", [field, value, ...], deadline]``.
-HINCRBY, HINCRBYFLOAT and HSETNX become ``kv.hset`` (or ``kv.put``) of the result.
+A hash is created by ``KvPut(key, "hash", [field, value, ...], deadline)``.
+HINCRBY, HINCRBYFLOAT and HSETNX become ``KvHset`` (or ``KvPut``) of the result.
 """
 
 from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from hotkv_server.stores.base import Effect, EffectError
+from hotkv_server.stores.effect import Effect, EffectError
+from hotkv_server.stores.hashes_effects import KvHdel, KvHset
 from hotkv_server.stores.scanorder import ScanOrder
 from hotkv_server.stores.values import Applier, TypedValue, value_type
 
@@ -39,7 +41,7 @@ class HashValue(TypedValue):
     __slots__ = ("_added", "_big", "_scan", "fields")
 
     type_name: ClassVar[str] = "hash"
-    effects: ClassVar[dict[str, Applier]] = {}
+    effects: ClassVar[dict[type[Effect], Applier]] = {}
 
     def __init__(self) -> None:
         super().__init__()
@@ -138,13 +140,13 @@ class HashValue(TypedValue):
         return value
 
 
-def _apply_hset(value: HashValue, effect: Effect) -> int:
-    return value.set_fields(effect[2])
+def _apply_hset(value: HashValue, effect: KvHset) -> int:
+    return value.set_fields(effect.pairs)
 
 
-def _apply_hdel(value: HashValue, effect: Effect) -> int:
-    return value.delete_fields(effect[2])
+def _apply_hdel(value: HashValue, effect: KvHdel) -> int:
+    return value.delete_fields(effect.fields)
 
 
-HashValue.effects = {"kv.hset": _apply_hset, "kv.hdel": _apply_hdel}
-HashValue.growing = frozenset({"kv.hset"})
+HashValue.effects = {KvHset: _apply_hset, KvHdel: _apply_hdel}
+HashValue.growing = frozenset({KvHset})

@@ -14,21 +14,23 @@ the background (active expiry); both count into ``expired_count`` for INFO. ``ge
 string read and raises ``WrongTypeError`` (Redis's WRONGTYPE) on a typed value; ``typed``
 is the same for one value type; ``lookup`` and ``peek`` return whatever the key holds.
 
-Effects:
+Effects (records in ``keyspace_effects``; wire form in brackets):
 
-* ``["kv.set", key, value, expires_at | None]`` - store a string; None drops any deadline
-  (a KEEPTTL or an INCR carries the existing deadline explicitly).
-* ``["kv.mset", [key, value, key, value ...]]`` - store many strings, none with a deadline.
-* ``["kv.put", key, type_name, state, expires_at | None]`` - store a typed value built
-  from its snapshot ``state`` (a write to a key found absent, SINTERSTORE ...).
-* ``["kv.del", [key ...]]`` - remove keys; returns how many existed.
-* ``["kv.expire", key, at]`` - give an existing key a deadline (one already passed makes
-  the key expired at once); returns 1 if the key existed, else 0.
-* ``["kv.persist", key]`` - drop a key's deadline; returns 1 if it had one, else 0.
-* ``["kv.rename", src, dst]`` - move src's value and deadline to dst (dst is replaced;
-  a src this copy has already expired leaves dst removed, as it would have expired too).
-* ``["kv.copy", src, dst]`` - dst becomes a copy of src's value and deadline (same rule).
-* each value type's own ops (``kv.hset``, ``kv.sadd`` ...), listed in its ``effects``.
+* ``KvSet`` ``["kv.set", key, value, expires_at | None]`` - store a string; None drops
+  any deadline (a KEEPTTL or an INCR carries the existing deadline explicitly).
+* ``KvMset`` ``["kv.mset", [key, value, key, value ...]]`` - many strings, no deadline.
+* ``KvPut`` ``["kv.put", key, type_name, state, expires_at | None]`` - store a typed value
+  built from its snapshot ``state`` (a write to a key found absent, SINTERSTORE ...).
+* ``KvDel`` ``["kv.del", [key ...]]`` - remove keys; returns how many existed.
+* ``KvExpire`` ``["kv.expire", key, at]`` - give an existing key a deadline (one already
+  passed makes the key expired at once); returns 1 if the key existed, else 0.
+* ``KvPersist`` ``["kv.persist", key]`` - drop a key's deadline; returns 1 if it had one.
+* ``KvRename`` ``["kv.rename", src, dst]`` - move src's value and deadline to dst (dst is
+  replaced; a src this copy has already expired leaves dst removed, as it would have
+  expired too).
+* ``KvCopy`` ``["kv.copy", src, dst]`` - dst becomes a copy of src's value and deadline
+  (same rule).
+* each value type's own records (``KvHset``, ``KvSadd`` ...), listed in its ``effects``.
 
 For ``maxmemory`` (``hotkv_server.server.memory``) the store also keeps, at little cost:
 
@@ -51,8 +53,19 @@ from heapq import heapify, heappop, heappush
 from itertools import islice
 from typing import Any, ClassVar, TypeVar
 
-from hotkv_server.engine.errors import WrongTypeError
-from hotkv_server.stores.base import Effect, EffectError, Store
+from hotkv_server.stores.base import EffectError, Store
+from hotkv_server.stores.effect import Effect
+from hotkv_server.stores.errors import WrongTypeError
+from hotkv_server.stores.keyspace_effects import (
+    KvCopy,
+    KvDel,
+    KvExpire,
+    KvMset,
+    KvPersist,
+    KvPut,
+    KvRename,
+    KvSet,
+)
 from hotkv_server.stores.scanorder import ScanOrder
 from hotkv_server.stores.values import Applier, TypedValue, load_value_types, string_encoding
 
@@ -123,21 +136,21 @@ class KeyValueStore(Store):
         # key lists for random sampling (every key / keys with a deadline)
         self._pool_all: list[bytes] = []
         self._pool_volatile: list[bytes] = []
-        self._ops: dict[str, Callable[[Effect], Any]] = {
-            "kv.set": self._apply_set,
-            "kv.mset": self._apply_mset,
-            "kv.put": self._apply_put,
-            "kv.del": self._apply_del,
-            "kv.expire": self._apply_expire,
-            "kv.persist": self._apply_persist,
-            "kv.rename": self._apply_rename,
-            "kv.copy": self._apply_copy,
+        self._ops: dict[type[Any], Callable[[Any], Any]] = {
+            KvSet: self._apply_set,
+            KvMset: self._apply_mset,
+            KvPut: self._apply_put,
+            KvDel: self._apply_del,
+            KvExpire: self._apply_expire,
+            KvPersist: self._apply_persist,
+            KvRename: self._apply_rename,
+            KvCopy: self._apply_copy,
         }
         for cls in load_value_types().values():
-            for op, fn in cls.effects.items():
-                if op in self._ops:
-                    raise EffectError(f"effect op {op!r} declared twice")
-                self._ops[op] = self._typed_applier(op, cls, fn)
+            for record, fn in cls.effects.items():
+                if record in self._ops:
+                    raise EffectError(f"effect {record.op!r} declared twice")
+                self._ops[record] = self._typed_applier(record, cls, fn)
 
     # --- reads ----------------------------------------------------------------------
     def get(self, key: bytes, now_ms: int) -> bytes | None:
@@ -288,18 +301,13 @@ class KeyValueStore(Store):
         return next_cursor, found
 
     # --- effects --------------------------------------------------------------------
-    def appliers(self) -> dict[str, Callable[[Effect], Any]]:
+    def appliers(self) -> dict[type[Any], Callable[[Any], Any]]:
         return self._ops
 
-    def apply(self, effect: Effect) -> Any:
-        route = self._ops.get(effect[0])
-        if route is None:
-            raise EffectError(f"unknown kv effect {effect[0]!r}")
-        return route(effect)
-
-    def _apply_set(self, effect: Effect) -> None:
-        """``["kv.set", key, value, at|None]``"""
-        _, key, value, at = effect
+    def _apply_set(self, effect: KvSet) -> None:
+        key = effect.key
+        value = effect.value
+        at = effect.expires_at
         values = self._values
         old = values.get(key)
         if old is None:
@@ -320,8 +328,8 @@ class KeyValueStore(Store):
             self._expires[key] = at
             self._push_deadline(at, key)
 
-    def _apply_mset(self, effect: Effect) -> None:
-        pairs = effect[1]
+    def _apply_mset(self, effect: KvMset) -> None:
+        pairs = effect.pairs
         if len(pairs) % 2:
             raise EffectError("kv.mset needs key, value pairs")
         values = self._values
@@ -345,13 +353,11 @@ class KeyValueStore(Store):
                 access[key] = self._tick
         self._data_bytes += grown
 
-    def _apply_put(self, effect: Effect) -> None:
-        """``["kv.put", key, type_name, state, at|None]``"""
-        _, key, type_name, state, at = effect
-        cls = load_value_types().get(type_name)
+    def _apply_put(self, effect: KvPut) -> None:
+        cls = load_value_types().get(effect.type_name)
         if cls is None:
-            raise EffectError(f"kv.put of unknown type {type_name!r}")
-        self._store(key, cls.restore(state), at)
+            raise EffectError(f"kv.put of unknown type {effect.type_name!r}")
+        self._store(effect.key, cls.restore(effect.state), effect.expires_at)
 
     def _store(self, key: bytes, value: Value, at: int | None) -> None:
         """Put any value at ``key`` in place of what it held (an empty typed value removes)."""
@@ -369,18 +375,17 @@ class KeyValueStore(Store):
             self._expires[key] = at
             self._push_deadline(at, key)
 
-    def _apply_del(self, effect: Effect) -> int:
-        return self._delete(effect[1])
+    def _apply_del(self, effect: KvDel) -> int:
+        return self._delete(effect.keys_)
 
-    def _apply_expire(self, effect: Effect) -> int:
-        return self._set_deadline(effect[1], effect[2])
+    def _apply_expire(self, effect: KvExpire) -> int:
+        return self._set_deadline(effect.key, effect.at)
 
-    def _apply_persist(self, effect: Effect) -> int:
-        return self._persist(effect[1])
+    def _apply_persist(self, effect: KvPersist) -> int:
+        return self._persist(effect.key)
 
-    def _apply_rename(self, effect: Effect) -> None:
-        """``["kv.rename", src, dst]``"""
-        _, src, dst = effect
+    def _apply_rename(self, effect: KvRename) -> None:
+        src, dst = effect.src, effect.dst
         value = self._values.get(src)
         at = self._expires.get(src)
         if value is not None and src != dst:
@@ -390,9 +395,8 @@ class KeyValueStore(Store):
         elif src != dst:
             self._store(dst, value, at)
 
-    def _apply_copy(self, effect: Effect) -> None:
-        """``["kv.copy", src, dst]``"""
-        _, src, dst = effect
+    def _apply_copy(self, effect: KvCopy) -> None:
+        src, dst = effect.src, effect.dst
         value = self._values.get(src)
         if value is None:
             self._delete([dst])
@@ -400,15 +404,17 @@ class KeyValueStore(Store):
         copied = value if value.__class__ is bytes else value.copy()  # type: ignore[union-attr]
         self._store(dst, copied, self._expires.get(src))
 
-    def _typed_applier(self, op: str, cls: type[TypedValue], fn: Applier) -> Callable[[Effect], Any]:
-        """Apply one of ``cls``'s ops to the value at ``effect[1]``, keeping the byte
+    def _typed_applier(self, record: type[Effect], cls: type[TypedValue], fn: Applier
+                       ) -> Callable[[Any], Any]:
+        """Apply one of ``cls``'s records to the value at its ``key``, keeping the byte
         count, removing a value left empty, and doing nothing on a missing key."""
         missing = cls.missing
-        # an op that never empties the value needs no emptiness check (a call of __len__)
-        may_empty = op not in cls.growing
+        # a record that never empties the value needs no emptiness check (a __len__ call)
+        may_empty = record not in cls.growing
+        op = record.op
 
-        def apply(effect: Effect) -> Any:
-            key = effect[1]
+        def apply(effect: Any) -> Any:
+            key = effect.key
             value = self._values.get(key)
             if value is None:
                 return missing

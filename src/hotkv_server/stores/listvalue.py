@@ -9,16 +9,9 @@ The methods take Redis's arguments as they are (negative indexes count from the 
 are inclusive and clamped) and return plain Python values; a method never creates or deletes
 the key: the keyspace drops a list that became empty. Nothing here reads a clock.
 
-Effects (the keyspace applies them to a key holding a list; see ``stores/values.py``):
-
-* ``["kv.lpush", key, [element, ...]]`` / ``["kv.rpush", ...]`` - push; returns the length.
-* ``["kv.lpop", key, count]`` / ``["kv.rpop", key, count]`` - pop; returns the elements.
-* ``["kv.lset", key, index, element]``, ``["kv.linsert", key, before, pivot, element]``,
-  ``["kv.lrem", key, count, element]``, ``["kv.ltrim", key, start, stop]``.
-* ``["kv.lmove", key, from_left, to_left]`` - LMOVE of a list onto itself (a rotation);
-  between two keys LMOVE is a pop and a push (or a ``kv.put`` of a new destination).
-
-A list is created by ``["kv.put", key, "list", [element, ...], deadline]``.
+Effects: the records of ``stores/list_effects.py`` (``KvLpush``, ``KvRpop``, ``KvLset`` ...;
+the keyspace applies them to a key holding a list, see ``stores/values.py``). A list is
+created by ``KvPut(key, "list", [element, ...], deadline)``.
 """
 
 from __future__ import annotations
@@ -28,6 +21,18 @@ from collections.abc import Iterable, Iterator
 from itertools import islice
 from typing import Any, ClassVar
 
+from hotkv_server.stores.effect import Effect
+from hotkv_server.stores.list_effects import (
+    KvLinsert,
+    KvLmove,
+    KvLpop,
+    KvLpush,
+    KvLrem,
+    KvLset,
+    KvLtrim,
+    KvRpop,
+    KvRpush,
+)
 from hotkv_server.stores.values import Applier, TypedValue, value_type
 
 #: bytes one element costs beyond its payload: the bytes object header and its block slot
@@ -43,7 +48,7 @@ class ListValue(TypedValue):
     __slots__ = ("items",)
 
     type_name: ClassVar[str] = "list"
-    effects: ClassVar[dict[str, Applier]] = {}
+    effects: ClassVar[dict[type[Effect], Applier]] = {}
     missing: ClassVar[Any] = None
 
     def __init__(self, values: Iterable[bytes] = ()) -> None:
@@ -254,13 +259,14 @@ def rotate(lst: ListValue, from_left: bool, to_left: bool) -> bytes:
 
 
 ListValue.effects = {
-    "kv.lpush": lambda value, e: value.push_left(e[2]),
-    "kv.rpush": lambda value, e: value.push_right(e[2]),
-    "kv.lpop": lambda value, e: value.pop_left(e[2]),
-    "kv.rpop": lambda value, e: value.pop_right(e[2]),
-    "kv.lset": lambda value, e: value.set(e[2], e[3]),
-    "kv.linsert": lambda value, e: value.insert(e[3], e[4], e[2]),
-    "kv.lrem": lambda value, e: value.remove(e[2], e[3]),
-    "kv.ltrim": lambda value, e: value.trim(e[2], e[3]),
-    "kv.lmove": lambda value, e: rotate(value, e[2], e[3]),
+    KvLpush: lambda value, e: value.push_left(e.values),
+    KvRpush: lambda value, e: value.push_right(e.values),
+    KvLpop: lambda value, e: value.pop_left(e.count),
+    KvRpop: lambda value, e: value.pop_right(e.count),
+    KvLset: lambda value, e: value.set(e.index, e.value),
+    KvLinsert: lambda value, e: value.insert(e.pivot, e.value, e.before),
+    KvLrem: lambda value, e: value.remove(e.count, e.value),
+    KvLtrim: lambda value, e: value.trim(e.start, e.stop),
+    KvLmove: lambda value, e: rotate(value, e.from_left, e.to_left),
 }
+ListValue.growing = frozenset({KvLpush, KvRpush, KvLset, KvLinsert, KvLmove})

@@ -9,13 +9,14 @@ as Redis 7.0 never converts back (a restore decides again from the contents). An
 answers SSCAN in one step with cursor 0, as Redis does; a hashtable is walked by
 ``ScanOrder``.
 
-Effects (the keyspace applies them to a key holding a set; see ``stores/values.py``):
+Effect records (``sets_effects``; the keyspace applies them to a key holding a set, see
+``stores/values.py``):
 
-* ``["kv.sadd", key, [member, ...]]`` - add members; returns how many were new.
-* ``["kv.srem", key, [member, ...]]`` - remove members; returns how many existed.
+* ``KvSadd`` ``["kv.sadd", key, [member, ...]]`` - add members; returns how many were new.
+* ``KvSrem`` ``["kv.srem", key, [member, ...]]`` - remove members; returns how many existed.
 
-A set is created by ``["kv.put", key, "set", [member, ...], deadline]`` (SADD to a new
-key, SMOVE to a new destination, SINTERSTORE ...).
+A set is created by ``KvPut(key, "set", [member, ...], deadline)`` (SADD to a new key,
+SMOVE to a new destination, SINTERSTORE ...).
 """
 
 from __future__ import annotations
@@ -23,8 +24,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, ClassVar
 
-from hotkv_server.stores.base import Effect
+from hotkv_server.stores.effect import Effect
 from hotkv_server.stores.scanorder import ScanOrder
+from hotkv_server.stores.sets_effects import KvSadd, KvSrem
 from hotkv_server.stores.values import Applier, TypedValue, is_canonical_int, value_type
 
 #: Redis 7.0's default of set-max-intset-entries
@@ -43,7 +45,7 @@ class SetValue(TypedValue):
     __slots__ = ("_added", "_big", "_scan", "index", "members")
 
     type_name: ClassVar[str] = "set"
-    effects: ClassVar[dict[str, Applier]] = {}
+    effects: ClassVar[dict[type[Effect], Applier]] = {}
 
     def __init__(self) -> None:
         super().__init__()
@@ -131,13 +133,13 @@ class SetValue(TypedValue):
         return value
 
 
-def _apply_sadd(value: SetValue, effect: Effect) -> int:
-    return value.add(effect[2])
+def _apply_sadd(value: SetValue, effect: KvSadd) -> int:
+    return value.add(effect.members)
 
 
-def _apply_srem(value: SetValue, effect: Effect) -> int:
-    return value.remove(effect[2])
+def _apply_srem(value: SetValue, effect: KvSrem) -> int:
+    return value.remove(effect.members)
 
 
-SetValue.effects = {"kv.sadd": _apply_sadd, "kv.srem": _apply_srem}
-SetValue.growing = frozenset({"kv.sadd"})
+SetValue.effects = {KvSadd: _apply_sadd, KvSrem: _apply_srem}
+SetValue.growing = frozenset({KvSadd})

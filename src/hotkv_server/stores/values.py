@@ -7,16 +7,17 @@ type lives in its own module (``stores/hashes.py``, ``stores/sets.py`` ...) list
 type by name: TYPE, OBJECT ENCODING, MEMORY USAGE, COPY, RENAME, snapshot and restore,
 maxmemory accounting and eviction go through this protocol alone.
 
-A type declares its effects in ``effects``: op -> function ``(value, effect) -> result``.
-Every op is ``"kv.<verb>"`` with the key at ``effect[1]``, e.g. ``["kv.hset", key, [f, v
-...]]``. The keyspace applies such an effect only to a key that holds this type (a missing
-key makes it a no-op returning ``missing``); it keeps the byte count right around the call
-and deletes the key when the value is left empty, as Redis removes an empty hash or set.
-A value is *created* by the generic ``["kv.put", key, type_name, state, deadline|None]``
-(``state`` is what ``snapshot`` returns), so a write to a key that the handler found
-absent always replaces whatever stale value (expired, not yet purged) a replica or an AOF
-replay may still hold, and a write to a key found live never resurrects one that another
-copy has already expired.
+A type declares its effect records in ``effects``: record class -> function ``(value,
+record) -> result``. Each record is an ``@effect`` (``stores/effect.py``) whose op is
+``"kv.<verb>"`` and whose first field is ``key`` (``KvHset(key, pairs)``, wire form
+``["kv.hset", key, [f, v ...]]``), declared in a module beside the type. The keyspace
+applies such a record only to a key that holds this type (a missing key makes it a no-op
+returning ``missing``); it keeps the byte count right around the call and deletes the key
+when the value is left empty, as Redis removes an empty hash or set. A value is *created*
+by the generic ``KvPut(key, type_name, state, deadline|None)`` (``state`` is what
+``snapshot`` returns), so a write to a key that the handler found absent always replaces
+whatever stale value (expired, not yet purged) a replica or an AOF replay may still hold,
+and a write to a key found live never resurrects one that another copy has expired.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import Any, ClassVar, TypeVar
+
+from hotkv_server.stores.effect import Effect
 
 #: modules whose import registers a value type (add a line for a new type)
 VALUE_TYPE_MODULES: tuple[str, ...] = (
@@ -36,7 +39,7 @@ VALUE_TYPE_MODULES: tuple[str, ...] = (
 #: type name (as TYPE answers it) -> class
 VALUE_TYPES: dict[str, type[TypedValue]] = {}
 
-Applier = Callable[[Any, list[Any]], Any]
+Applier = Callable[[Any, Any], Any]
 V = TypeVar("V", bound="type[TypedValue]")
 
 
@@ -47,12 +50,12 @@ class TypedValue(ABC):
 
     #: what TYPE answers ("hash", "set", "list", "zset")
     type_name: ClassVar[str]
-    #: op -> applier ``(value, effect) -> result``; see the module docstring
-    effects: ClassVar[dict[str, Applier]] = {}
+    #: record class -> applier ``(value, record) -> result``; see the module docstring
+    effects: ClassVar[dict[type[Effect], Applier]] = {}
     #: what an op returns when its key is missing (a DEL-like op on nothing removes 0)
     missing: ClassVar[Any] = 0
-    #: ops that never leave the value empty (adds): the keyspace skips the emptiness check
-    growing: ClassVar[frozenset[str]] = frozenset()
+    #: records that never leave the value empty (adds): the keyspace skips the emptiness check
+    growing: ClassVar[frozenset[type[Effect]]] = frozenset()
 
     def __init__(self) -> None:
         #: estimated bytes of the contents (members, fields, overheads), not the key

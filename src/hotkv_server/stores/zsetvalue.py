@@ -19,17 +19,10 @@ find the first member >= min by bisection, then go on while members stay <= max.
 OBJECT ENCODING answers ``listpack`` while the set has at most 128 members of at most 64
 bytes (Redis 7.0's ``zset-max-listpack-*`` defaults), then ``skiplist`` for good.
 
-Effects (the keyspace applies them to a key holding a sorted set; see ``stores/values.py``):
-
-* ``["kv.zadd", key, [member, score, ...]]`` - set these scores (already decided by the
-  command: ZADD's NX/XX/GT/LT/INCR never reach the effect); returns how many were new.
-* ``["kv.zrem", key, [member, ...]]`` - remove members; returns how many existed.
-* ``["kv.zpop", key, count, highest]`` - pop the lowest (highest) members; returns them.
-* ``["kv.zremrangebyrank", key, start, stop]``, ``["kv.zremrangebyscore", key, min,
-  min_exclusive, max, max_exclusive]``, ``["kv.zremrangebylex", key, min_kind, min,
-  max_kind, max]`` - remove a range; return how many went.
-
-A sorted set is created by ``["kv.put", key, "zset", [member, score, ...], deadline]``.
+Effects: the records of ``stores/zset_effects.py`` (``KvZadd`` carries the scores the
+command decided, never ZADD's NX/XX/GT/LT/INCR; ``KvZrem``, ``KvZpop``, ``KvZremrangeby*``);
+the keyspace applies them to a key holding a sorted set. A sorted set is created by
+``KvPut(key, "zset", [member, score, ...], deadline)``.
 """
 
 from __future__ import annotations
@@ -43,7 +36,16 @@ from typing import Any, ClassVar
 
 from sortedcontainers import SortedList
 
+from hotkv_server.stores.effect import Effect
 from hotkv_server.stores.values import Applier, TypedValue, value_type
+from hotkv_server.stores.zset_effects import (
+    KvZadd,
+    KvZpop,
+    KvZrem,
+    KvZremrangebylex,
+    KvZremrangebyrank,
+    KvZremrangebyscore,
+)
 
 #: bytes a member costs beyond its payload (see the module docstring)
 MEMBER_OVERHEAD = 180
@@ -121,7 +123,7 @@ class SortedSetValue(TypedValue):
     __slots__ = ("big", "ordered", "scan_order", "scores", "version")
 
     type_name: ClassVar[str] = "zset"
-    effects: ClassVar[dict[str, Applier]] = {}
+    effects: ClassVar[dict[type[Effect], Applier]] = {}
     missing: ClassVar[Any] = None
 
     def __init__(self, pairs: Iterable[tuple[bytes, float]] = ()) -> None:
@@ -454,17 +456,14 @@ class SortedSetValue(TypedValue):
         return [(m, s) for s, m in islice(self.ordered, limit)]
 
 
-def _pop_flat(value: SortedSetValue, effect: list[Any]) -> list[tuple[bytes, float]]:
-    return value.pop(effect[2], effect[3])
-
-
 SortedSetValue.effects = {
-    "kv.zadd": lambda value, e: value.add_flat(e[2]),
-    "kv.zrem": lambda value, e: value.remove_many(e[2]),
-    "kv.zpop": _pop_flat,
-    "kv.zremrangebyrank": lambda value, e: value.remove_range_by_rank(e[2], e[3]),
-    "kv.zremrangebyscore": lambda value, e: value.remove_range_by_score(
-        ScoreRange(e[2], e[4], e[3], e[5])),
-    "kv.zremrangebylex": lambda value, e: value.remove_range_by_lex(
-        LexBound(e[2], e[3]), LexBound(e[4], e[5])),
+    KvZadd: lambda value, e: value.add_flat(e.pairs),
+    KvZrem: lambda value, e: value.remove_many(e.members),
+    KvZpop: lambda value, e: value.pop(e.count, e.highest),
+    KvZremrangebyrank: lambda value, e: value.remove_range_by_rank(e.start, e.stop),
+    KvZremrangebyscore: lambda value, e: value.remove_range_by_score(
+        ScoreRange(e.min, e.max, e.min_exclusive, e.max_exclusive)),
+    KvZremrangebylex: lambda value, e: value.remove_range_by_lex(
+        LexBound(e.min_kind, e.min), LexBound(e.max_kind, e.max)),
 }
+SortedSetValue.growing = frozenset({KvZadd})

@@ -1,0 +1,78 @@
+"""Reply value types: what handlers return besides plain Python values.
+
+Handlers return ``bytes``/``str``/``int``/``float``/``None``/lists/dicts/sets and these
+types; ``hotkv_server.server.resp`` turns them into RESP2 or RESP3 bytes (the table of how
+each encodes is there). They live in the engine so commands and subsystems never import
+the network layer.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+
+class Simple(str):
+    """A RESP simple string (``+OK``). Must not contain CR or LF."""
+
+    __slots__ = ()
+
+
+class ErrorReply(str):
+    """An error inside a reply (EXEC results); top-level errors are raised as CommandError."""
+
+    __slots__ = ()
+
+
+class Push(list[Any]):
+    """An out-of-band push message (MONITOR lines are plain simple strings instead)."""
+
+
+class OrderedSet(list[Any]):
+    """A RESP3 set (``~``) whose members keep this order (COMMAND's flags); RESP2 sees an
+    array. A Python ``set`` is encoded in hash order."""
+
+
+class Double(float):
+    """A score as Redis 7.0 prints it (``%.17g``: ZSCORE 1.1 is ``1.1000000000000001``),
+    a RESP3 double or a RESP2 bulk string; plain floats keep the shortest form."""
+
+    __slots__ = ()
+
+
+def format_double(value: float) -> bytes:
+    """Redis 7.0's ``%.17g`` text of a double, with ``inf``/``-inf``/``nan``."""
+    if math.isinf(value):
+        return b"inf" if value > 0 else b"-inf"
+    if math.isnan(value):
+        return b"nan"
+    return b"%.17g" % value
+
+
+class Verbatim:
+    """A RESP3 verbatim string (INFO, CLIENT INFO); RESP2 sees a bulk string."""
+
+    __slots__ = ("fmt", "text")
+
+    def __init__(self, text: str | bytes, fmt: str = "txt") -> None:
+        self.text = text.encode() if isinstance(text, str) else text
+        self.fmt = fmt
+
+
+class Raw(bytes):
+    """Bytes that are already an encoded reply."""
+
+    __slots__ = ()
+
+
+class _NullArray:
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "NULL_ARRAY"
+
+
+NULL_ARRAY = _NullArray()
+OK = Simple("OK")
+QUEUED = Simple("QUEUED")
+PONG = Simple("PONG")
