@@ -27,6 +27,7 @@ EXPECTED_INFO_DIFFERENCES: dict[tuple[str, str], str] = {
     ("client", "subcommands"): "hotkv also has client|setinfo (Redis 7.2)",
     ("zrank", "arity"): "ZRANK takes Redis 7.2's WITHSCORE (-3), 7.0 has exactly 3",
     ("zrevrank", "arity"): "ZREVRANK takes Redis 7.2's WITHSCORE (-3), 7.0 has exactly 3",
+    ("cluster", "subcommands"): "hotkv adds cluster|settopology and cluster|topology (no cluster bus)",
 }
 
 INFO_FIELDS = ("name", "arity", "flags", "first_key", "last_key", "step", "acl_categories",

@@ -34,6 +34,7 @@ MODULES = (
     "zset_setops",
     "zsets_blocking",
     "client_unblock",
+    "cluster",
 )
 
 _loaded = False

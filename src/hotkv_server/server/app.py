@@ -81,6 +81,7 @@ class Server:
             "hotkv_server.replication",
             "hotkv_server.server.memory",
             "hotkv_server.commands.sem",  # the recall self-check
+            "hotkv_server.cluster",
         ):
             try:
                 module = importlib.import_module(module_name)
