@@ -24,15 +24,16 @@ from __future__ import annotations
 import asyncio
 from collections import deque
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from hotkv_server.engine.deferred import Deferred
 from hotkv_server.engine.errors import CommandError
 from hotkv_server.engine.replies import ErrorReply
 
-if TYPE_CHECKING:
-    from hotkv_server.engine.context import Context
-    from hotkv_server.engine.core import Core
-    from hotkv_server.engine.dispatch import Deferred
+#: the registry sits below the core (which owns it) and the contexts it holds: it names
+#: their types without importing them, so no import cycle runs through it
+Context = Any
+Core = Any
 
 #: ``serve(key)``: the reply and the keys it wrote, or None when ``key`` has nothing for it
 Serve = Callable[[bytes], "tuple[Any, list[bytes]] | None"]
@@ -83,8 +84,6 @@ class Blocking:
     def block(self, ctx: Context, keys: list[bytes], timeout_ms: int, serve: Serve,
               timeout_reply: Any) -> Deferred:
         """Park ``ctx`` until one of ``keys`` can serve it, or ``timeout_ms`` (0 = never)."""
-        from hotkv_server.engine.dispatch import Deferred
-
         waiter = Waiter(ctx, list(dict.fromkeys(keys)), serve, timeout_reply,
                         Deferred(keep_reading=True))
         for key in waiter.keys:
