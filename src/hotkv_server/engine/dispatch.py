@@ -5,7 +5,8 @@ and unknown subcommand errors), arity, authentication, ACL, the OOM / MISCONF / 
 / READONLY / MASTERDOWN / LOADING gates (Redis's order), RESP2 subscribed mode, MULTI
 queueing, the clock snapshot, the handler call, handing the command's effects on
 (``core.effects.flush``), MONITOR feed, slowlog timing and command statistics (rejected and
-failed calls counted as Redis counts them).
+failed calls counted as Redis counts them), and waking clients blocked on written keys
+(engine/blocking.py).
 Handlers never repeat these checks. Errors come back as ``ErrorReply`` values, never raised.
 """
 
@@ -13,12 +14,12 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
 from typing import Any
 
 from hotkv_server.engine import errors
 from hotkv_server.engine.context import Context
 from hotkv_server.engine.core import SlowlogEntry
+from hotkv_server.engine.deferred import Deferred as Deferred  # re-exported: WAIT, RECALL
 from hotkv_server.engine.errors import CommandError
 from hotkv_server.engine.registry import COMMANDS, LOOKUP, CommandSpec
 from hotkv_server.engine.replies import QUEUED, ErrorReply
@@ -42,34 +43,6 @@ class NoReply:
 
 
 NO_REPLY = NoReply()
-
-
-class Deferred:
-    """A reply that is not known yet, returned by a handler that must wait (WAIT).
-
-    The handler cannot await: it returns a Deferred and whoever holds it later calls
-    ``resolve(value)``. The connection sends nothing for it until then and runs none of
-    the client's later (pipelined) commands before it, so replies keep their order. A
-    Deferred resolved before the handler returns is answered at once. Resolving twice is
-    ignored (a timeout racing an acknowledgement).
-    """
-
-    __slots__ = ("callback", "done", "value")
-
-    def __init__(self) -> None:
-        self.done = False
-        self.value: Any = None
-        #: set by the connection that waits for the reply
-        self.callback: Callable[[Deferred], None] | None = None
-
-    def resolve(self, value: Any) -> None:
-        if self.done:
-            return
-        self.done = True
-        self.value = value
-        callback, self.callback = self.callback, None
-        if callback is not None:
-            callback(self)
 
 
 def resolve(ctx: Context, argv: list[bytes], *, count: bool = False) -> CommandSpec | str:
@@ -145,7 +118,10 @@ def dispatch(ctx: Context, argv: list[bytes]) -> Any:
     # times commands with the wall clock); Clock.now_ms for an injected (test) clock
     started = _time_ns()
     ctx.now_ms = started // 1_000_000 if core.wall_clock else core.clock.now_ms()
-    return execute(ctx, spec, argv, started)
+    reply = execute(ctx, spec, argv, started)
+    if core.blocking.ready:  # a write reached keys clients block on: serve them now
+        core.blocking.serve_ready()
+    return reply
 
 
 def _gate(ctx: Context, core: Any, spec: CommandSpec, argv: list[bytes]) -> str | None:
@@ -263,6 +239,8 @@ def execute(ctx: Context, spec: CommandSpec, argv: list[bytes], started: int = 0
     effects = core.effects
     if effects.pending:  # a handler that failed may still have written
         effects.flush()  # (inside EXEC it waits for the commit)
+        if spec.is_write and core.blocking.by_key:
+            core.blocking.signal(spec.keys_of(argv))
     if elapsed_us >= core.slowlog_threshold >= 0 and not spec.skip_slowlog:
         _slowlog_add(ctx, argv, elapsed_us)
     if core.monitors and not spec.skip_monitor:

@@ -6,19 +6,10 @@ build the ones that name an argument so the wording stays the same everywhere.
 
 from __future__ import annotations
 
+# CommandError and WrongTypeError live with the stores (a store may refuse a request)
+from hotkv_server.stores.errors import WRONGTYPE, CommandError, WrongTypeError
 
-class CommandError(Exception):
-    """Raised by a handler (or the dispatch point) to answer with an error reply.
-
-    ``message`` is the full reply text without the leading ``-``, e.g.
-    ``"ERR syntax error"``; it must be one line.
-    """
-
-    __slots__ = ("message",)
-
-    def __init__(self, message: str) -> None:
-        super().__init__(message)
-        self.message = message.replace("\r", " ").replace("\n", " ")
+__all__ = ["WRONGTYPE", "CommandError", "RequestRefused", "StartupError", "WrongTypeError"]
 
 
 class RequestRefused(Exception):

@@ -22,7 +22,7 @@ Handler = Callable[[Any, list[bytes]], Any]
 KNOWN_FLAGS = frozenset(
     ["write", "readonly", "denyoom", "admin", "pubsub", "noscript", "blocking", "loading", "stale",
      "skip_monitor", "skip_slowlog", "fast", "no_auth", "may_replicate", "no_async_loading",
-     "no_multi", "allow_busy"]
+     "no_multi", "allow_busy", "movablekeys", "no_mandatory_keys"]
 )
 
 #: key spec flags as Redis 7 names them, in the order COMMAND INFO lists them
@@ -52,6 +52,10 @@ HOTKV_CATEGORIES = ("amem", "amem-read", "amem-write")
 #: group -> extra ACL categories every command of the group belongs to
 GROUP_CATEGORIES: dict[str, tuple[str, ...]] = {
     "string": ("string",),
+    "hash": ("hash",),
+    "set": ("set",),
+    "list": ("list",),
+    "sorted-set": ("sortedset",),
     "generic": ("keyspace",),
     "connection": ("connection",),
     "server": (),
@@ -94,6 +98,56 @@ class Arg:
         return doc
 
 
+@dataclass(frozen=True, slots=True)
+class KeySpec:
+    """One Redis 7 key spec: where a group of keys starts and how far it goes, with the
+    access flags of those keys.
+
+    ``index`` is the ``begin_search`` index. A *range* spec (the default) takes the keys
+    from there to ``lastkey`` (relative to ``index``; negative counts from the end, -1 the
+    last argument) every ``keystep``; a *keynum* spec (``keynum=True``) reads the number
+    of keys at ``index + keynumidx`` and takes that many from ``index + firstkey`` on
+    (SINTERCARD ``numkeys key ...``, ZUNIONSTORE, EVAL).
+    """
+
+    index: int
+    flags: tuple[str, ...]
+    lastkey: int = 0
+    keystep: int = 1
+    limit: int = 0
+    keynum: bool = False
+    keynumidx: int = 0
+    firstkey: int = 1
+    notes: str | None = None
+    #: the syntax's name(s) of the argument(s) holding these keys, space-separated (COMMAND
+    #: DOCS types them ``key`` with this spec's index)
+    arg: str | None = None
+
+    def keys(self, argv: list[bytes]) -> list[bytes]:
+        """The keys of one call this spec finds (a bad count finds none: the handler
+        answers that call with its own error)."""
+        argc = len(argv)
+        start = self.index
+        if start >= argc:
+            return []
+        if self.keynum:
+            try:
+                count = int(argv[start + self.keynumidx])
+            except (IndexError, ValueError):
+                return []
+            first = start + self.firstkey
+            if count <= 0 or first + (count - 1) * self.keystep >= argc:
+                return []  # Redis calls such a call's keys invalid
+            return argv[first : first + count * self.keystep : self.keystep]
+        last = start + self.lastkey if self.lastkey >= 0 else argc + self.lastkey
+        return argv[start : min(last, argc - 1) + 1 : self.keystep]
+
+
+def key_spec(index: int, flags: str, **options: Any) -> KeySpec:
+    """``key_spec(1, "RW access delete")``: a KeySpec with checked flags."""
+    return KeySpec(index, _ordered_key_flags(f"key spec at {index}", flags.split()), **options)
+
+
 def _simple(text: str) -> Any:
     from hotkv_server.engine.replies import Simple
 
@@ -124,6 +178,9 @@ class CommandSpec:
     key_notes: str | None = None
     #: COMMAND INFO tips (``nondeterministic_output``, ``request_policy:all_shards`` ...)
     tips: tuple[str, ...] = ()
+    #: the Redis 7 key specs: one range spec from first/last/step and ``key_flags``, or the
+    #: command's own (several groups of keys with their own flags, or a keynum spec)
+    key_specs: tuple[KeySpec, ...] = ()
     subcommands: dict[str, CommandSpec] = field(default_factory=dict)
     container: str | None = None  # "config" for "config|get"
     #: the command is part of the HotKV product's dialect (what hotkv-client 1.0.0 sends)
@@ -152,13 +209,17 @@ class CommandSpec:
         return self.name
 
     def keys_of(self, argv: list[bytes]) -> list[bytes]:
-        """The key arguments of one call (by first/last/step, as COMMAND GETKEYS does)."""
-        if self.first_key <= 0:
+        """The key arguments of one call (by its key specs, as COMMAND GETKEYS does)."""
+        specs = self.key_specs
+        if not specs:
             return []
-        argc = len(argv)
-        last = self.last_key if self.last_key >= 0 else argc + self.last_key
-        last = min(last, argc - 1)
-        return argv[self.first_key : last + 1 : self.step]
+        if len(specs) == 1:
+            return specs[0].keys(argv)
+        return [key for ks in specs for key in ks.keys(argv)]
+
+    def keys_with_flags(self, argv: list[bytes]) -> list[tuple[bytes, tuple[str, ...]]]:
+        """Each key of one call with the flags of the key spec that found it."""
+        return [(key, ks.flags) for ks in self.key_specs for key in ks.keys(argv)]
 
 
 COMMANDS: dict[str, CommandSpec] = {}
@@ -183,6 +244,7 @@ def command(
     tips: str = "",
     dialect: bool = False,
     extensions: str = "",
+    key_specs: tuple[KeySpec, ...] = (),
 ) -> Callable[[Handler], Handler]:
     """Register ``handler`` under ``name`` (``"container|sub"`` for a subcommand).
 
@@ -191,6 +253,9 @@ def command(
     ``default_key_flags``). ``tips`` are the COMMAND INFO tips, space-separated.
     ``dialect`` marks a command of the HotKV product's dialect, ``extensions`` the option
     tokens of such a command that only hotkv has (docs/commands.md shows both).
+    ``key_specs`` replaces that one derived spec by the command's own (``key_spec(...)``);
+    ``keys`` then stays the legacy first/last/step COMMAND INFO reports, and a keynum spec
+    adds the ``movablekeys`` flag.
     """
 
     def register(handler: Handler) -> Handler:
@@ -211,6 +276,7 @@ def command(
             tips=tips,
             dialect=dialect,
             extensions=extensions,
+            key_specs=key_specs,
         )
         return handler
 
@@ -272,6 +338,7 @@ def add_spec(
     group_categories: bool = True,
     dialect: bool = False,
     extensions: str = "",
+    key_specs: tuple[KeySpec, ...] = (),
 ) -> CommandSpec:
     name = name.lower()
     if extensions and not dialect:
@@ -279,17 +346,27 @@ def add_spec(
     for token in extensions.split():
         if token not in _TOKEN_RE.findall(syntax):
             raise ValueError(f"{name}: extension option {token!r} is not in its syntax")
-    flag_set = frozenset(flags.split())
+    flag_words = flags.split()
+    if any(ks.keynum for ks in key_specs) and "movablekeys" not in flag_words:
+        flag_words.append("movablekeys")
+    flag_set = frozenset(flag_words)
     unknown = flag_set - KNOWN_FLAGS
     if unknown:
         raise ValueError(f"{name}: unknown flags {sorted(unknown)}")
     tip_list = tuple(tips.split())
     for tip in tip_list:
         check_tip(name, tip)
-    if keys[0] > 0:
+    if key_specs:
+        if key_flags:
+            raise ValueError(f"{name}: give key flags in its key_specs, not key_flags")
+        key_flag_list = key_specs[0].flags
+    elif keys[0] > 0:
         key_flag_list = _ordered_key_flags(name, key_flags.split()) if key_flags else (
             default_key_flags(name, flag_set, arity, keys)
         )
+        lastkey = keys[1] - keys[0] if keys[1] >= 0 else keys[1]
+        key_specs = (KeySpec(keys[0], key_flag_list, lastkey=lastkey, keystep=keys[2],
+                             notes=key_notes or None),)
     elif key_flags:
         raise ValueError(f"{name}: key_flags given for a command without keys")
     else:
@@ -325,11 +402,12 @@ def add_spec(
         complexity=complexity,
         handler=handler,
         # a not_key spec's arguments (shard channels) are documented as strings, not keys
-        arguments=parse_syntax(syntax, 0 if key_flag_list == ("not_key",) else keys[0])
-        if syntax else (),
+        arguments=parse_syntax(syntax, 0 if key_flag_list == ("not_key",) else keys[0],
+                               _key_args(key_specs)) if syntax else (),
         key_flags=key_flag_list,
         key_notes=key_notes or None,
         tips=tip_list,
+        key_specs=key_specs,
         container=parent_name if sub else None,
         dialect=dialect,
         extensions=tuple(extensions.split()),
@@ -357,6 +435,12 @@ def add_spec(
         LOOKUP[name.encode()] = spec
         LOOKUP[name.upper().encode()] = spec
     return spec
+
+
+def _key_args(key_specs: tuple[KeySpec, ...]) -> dict[str, int] | None:
+    """Argument name -> key spec index, for a command whose key specs name their arguments."""
+    named = {name: i for i, ks in enumerate(key_specs) if ks.arg is not None for name in ks.arg.split()}
+    return named or None
 
 
 def check_tip(name: str, tip: str) -> None:
@@ -437,14 +521,15 @@ _TEXT_TOKENS = {"SOURCE", "DESCRIPTION", "KIND", "PREFIX", "META", "TEXT", "DEFA
 _DOUBLE_NAMES = {"c", "x", "a", "confidence", "v1", "vdim", "alpha"}
 
 
-def parse_syntax(syntax: str, first_key: int) -> tuple[Arg, ...]:
+def parse_syntax(syntax: str, first_key: int, key_args: dict[str, int] | None = None) -> tuple[Arg, ...]:
     """Turn ``"session role content [META json-object]"`` into Arg nodes.
 
-    The first plain argument is typed ``key`` when the command has keys at position 1.
+    The first plain argument is typed ``key`` when the command has keys at position 1;
+    with ``key_args`` (name -> key spec index) exactly the arguments named there are.
     """
     tokens = _TOKEN_RE.findall(syntax)
     pos = 0
-    key_done = first_key <= 0
+    key_done = first_key <= 0 or key_args is not None
 
     def parse_seq(end: str | None) -> list[Arg]:
         nonlocal pos
@@ -489,6 +574,8 @@ def parse_syntax(syntax: str, first_key: int) -> tuple[Arg, ...]:
         if tok.isupper() or (tok[0].isupper() and tok.replace("_", "").replace("-", "").isalnum()
                              and tok.upper() == tok):
             return Arg(name=tok.lower(), type="pure-token", token=tok)
+        if key_args is not None and tok in key_args:
+            return Arg(name=tok, type="key", key_spec_index=key_args[tok])
         if not key_done:
             key_done = True
             return Arg(name=tok, type="key", key_spec_index=0)

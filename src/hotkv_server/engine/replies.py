@@ -8,6 +8,7 @@ the network layer.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 
@@ -30,6 +31,22 @@ class Push(list[Any]):
 class OrderedSet(list[Any]):
     """A RESP3 set (``~``) whose members keep this order (COMMAND's flags); RESP2 sees an
     array. A Python ``set`` is encoded in hash order."""
+
+
+class Double(float):
+    """A score as Redis 7.0 prints it (``%.17g``: ZSCORE 1.1 is ``1.1000000000000001``),
+    a RESP3 double or a RESP2 bulk string; plain floats keep the shortest form."""
+
+    __slots__ = ()
+
+
+def format_double(value: float) -> bytes:
+    """Redis 7.0's ``%.17g`` text of a double, with ``inf``/``-inf``/``nan``."""
+    if math.isinf(value):
+        return b"inf" if value > 0 else b"-inf"
+    if math.isnan(value):
+        return b"nan"
+    return b"%.17g" % value
 
 
 class Verbatim:

@@ -12,6 +12,7 @@ value               RESP3                       RESP2
 ``int``             integer                     integer
 ``bool``            boolean ``#t``/``#f``       integer 1/0
 ``float``           double ``,``                bulk string
+``Double``          double ``,`` (``%.17g``)     bulk string (``%.17g``)
 ``None``            null ``_``                  null bulk ``$-1``
 ``list``/``tuple``  array                       array
 ``dict``            map ``%``                   flat array k, v, k, v
@@ -36,6 +37,7 @@ from hotkv_server.engine.replies import (
     OK,
     PONG,
     QUEUED,
+    Double,
     ErrorReply,
     OrderedSet,
     Push,
@@ -43,6 +45,7 @@ from hotkv_server.engine.replies import (
     Simple,
     Spliced,
     Verbatim,
+    format_double,
 )
 
 __all__ = [
@@ -74,6 +77,19 @@ def encode_double(value: float) -> bytes:
     if value == int(value) and abs(value) < 1e17:
         return b"%d" % int(value)
     return repr(value).encode()
+
+
+#: ``$<n>`` of the common lengths (bytes formatting is the slow part of a long array)
+_BULK_HEADERS = [b"$%d" % i for i in range(1024)]
+
+
+def _bulk_array(items: list[bytes] | tuple[bytes, ...]) -> bytes:
+    """The bulk strings of a non-empty array, encoded with one join of header, item ..."""
+    headers = _BULK_HEADERS
+    parts = [b""] * (2 * len(items))
+    parts[::2] = [headers[n] if n < 1024 else b"$%d" % n for n in map(len, items)]
+    parts[1::2] = items
+    return b"\r\n".join(parts) + b"\r\n"
 
 
 def encode(value: Any, proto: int) -> bytes:
@@ -109,6 +125,13 @@ def _encode_into(value: Any, proto: int, out: list[bytes]) -> None:
         out.append(b"$%d\r\n%b\r\n" % (len(data), data))
     elif t is list or t is tuple:
         out.append(b"*%d\r\n" % len(value))
+        for item in value:  # an array of bulk strings (LRANGE, MGET ...): one join
+            if type(item) is not bytes:
+                break
+        else:
+            if value:
+                out.append(_bulk_array(value))
+            return
         append = out.append
         for item in value:
             if type(item) is bytes:  # the common element, without the recursive call
@@ -140,6 +163,12 @@ def _encode_into(value: Any, proto: int, out: list[bytes]) -> None:
                 _encode_into(item, proto, out)
     elif t is float:
         text = encode_double(value)
+        if proto == 3:
+            out.append(b",%b\r\n" % text)
+        else:
+            out.append(b"$%d\r\n%b\r\n" % (len(text), text))
+    elif t is Double:
+        text = format_double(value)
         if proto == 3:
             out.append(b",%b\r\n" % text)
         else:

@@ -1,4 +1,6 @@
-"""The string cache's effect records (``hotkv_server.stores.keyspace`` applies them)."""
+"""The keyspace's effect records (``hotkv_server.stores.keyspace`` applies them); each value
+type's own records (``KvHset``, ``KvSadd`` ...) sit beside its module (``hashes_effects``,
+``sets_effects`` ...)."""
 
 from __future__ import annotations
 
@@ -50,4 +52,40 @@ class KvPersist(Effect):
     key: bytes
 
 
-RECORDS = (KvSet, KvMset, KvDel, KvExpire, KvPersist)
+@effect("kv.put")
+class KvPut(Effect):
+    """Store a typed value at ``key`` in place of whatever it held: ``type_name`` (as TYPE
+    answers it) and ``state`` (what that type's ``snapshot`` returns), until ``expires_at``
+    or forever. Written for a key the handler found absent, so a copy still holding a
+    stale (expired) value ends with exactly this one."""
+
+    key: bytes
+    type_name: str
+    state: object
+    expires_at: int | None
+
+
+@effect("kv.rename")
+class KvRename(Effect):
+    """Move ``src``'s value and deadline to ``dst`` (replacing it); a ``src`` this copy has
+    already expired removes ``dst``, as it would have expired with it."""
+
+    src: bytes
+    dst: bytes
+
+    def keys(self) -> list[bytes]:
+        return [self.src, self.dst]
+
+
+@effect("kv.copy")
+class KvCopy(Effect):
+    """``dst`` becomes a copy of ``src``'s value and deadline (same rule as KvRename)."""
+
+    src: bytes
+    dst: bytes
+
+    def keys(self) -> list[bytes]:
+        return [self.dst]
+
+
+RECORDS = (KvSet, KvMset, KvDel, KvExpire, KvPersist, KvPut, KvRename, KvCopy)

@@ -1,0 +1,42 @@
+"""A reply that is not known yet (WAIT, a RECALL off the loop, a client blocked on keys).
+
+It imports nothing of hotkv, so the blocked-clients registry (engine/blocking.py) and the
+dispatch point (which re-exports it) can both use it without an import cycle.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+
+class Deferred:
+    """A reply that is not known yet, returned by a handler that must wait (WAIT).
+
+    The handler cannot await: it returns a Deferred and whoever holds it later calls
+    ``resolve(value)``. The connection sends nothing for it until then and runs none of
+    the client's later (pipelined) commands before it, so replies keep their order. A
+    Deferred resolved before the handler returns is answered at once. Resolving twice is
+    ignored (a timeout racing an acknowledgement).
+    """
+
+    __slots__ = ("callback", "done", "keep_reading", "value")
+
+    def __init__(self, keep_reading: bool = False) -> None:
+        self.done = False
+        self.value: Any = None
+        #: the connection goes on reading while it waits (requests are held, up to a
+        #: limit), so a client that closes is noticed: a client blocked on keys (BLPOP)
+        #: may wait for ever and must leave the queue when it goes, as in Redis
+        self.keep_reading = keep_reading
+        #: set by the connection that waits for the reply
+        self.callback: Callable[[Deferred], None] | None = None
+
+    def resolve(self, value: Any) -> None:
+        if self.done:
+            return
+        self.done = True
+        self.value = value
+        callback, self.callback = self.callback, None
+        if callback is not None:
+            callback(self)
