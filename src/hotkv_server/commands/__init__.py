@@ -20,6 +20,7 @@ MODULES = (
     "amem",
     "acl",
     "replication",
+    "scripting",
 )
 
 _loaded = False

@@ -253,7 +253,7 @@ class User:
         if spec.name not in self.allowed and not spec.no_auth:
             # commands that work before authentication (AUTH, HELLO, QUIT) are never denied
             return "command", spec.name.encode()
-        if self.allkeys or spec.first_key <= 0:
+        if self.allkeys or not spec.has_keys:
             return None
         read, write = key_permissions(spec, argv)
         for key in spec.keys_of(argv):

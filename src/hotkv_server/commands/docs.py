@@ -79,6 +79,10 @@ def arity_text(arity: int) -> str:
 
 
 def keys_text(spec: CommandSpec) -> str:
+    if spec.keynum is not None:
+        index, first, step = spec.keynum
+        every = "" if step == 1 else f", every {step}"
+        return f"as many as argument {index} says, from argument {index + first}{every} (keynum)"
     if spec.first_key <= 0:
         return "none"
     if spec.first_key == spec.last_key:
@@ -109,7 +113,7 @@ def render_command(spec: CommandSpec) -> list[str]:
         f"- ACL categories: {' '.join(command_categories(spec))}",
         f"- keys: {keys_text(spec)}",
     ]
-    if spec.first_key > 0:
+    if spec.has_keys:
         note = f" ({spec.key_notes})" if spec.key_notes else ""
         lines.append(f"- key access: {' '.join(key_spec_flags(spec))}{note}")
     if spec.tips:

@@ -105,13 +105,25 @@ def call_key_flags(spec: CommandSpec, call: list[bytes]) -> Sequence[str]:
 
 
 def key_specs(spec: CommandSpec) -> list[dict[str, Any]]:
-    """One range key spec built from first/last/step (none for a command without keys)."""
-    if spec.first_key <= 0:
+    """One key spec: a range built from first/last/step, or a keynum (EVAL's numkeys); none
+    for a command without keys."""
+    if not spec.has_keys:
         return []
-    lastkey = spec.last_key - spec.first_key if spec.last_key >= 0 else spec.last_key
     keyspec: dict[str, Any] = {}
     if spec.key_notes:
         keyspec["notes"] = spec.key_notes  # Redis sends it first
+    if spec.keynum is not None:
+        index, first, step = spec.keynum
+        keyspec.update({
+            "flags": key_spec_flags(spec),
+            "begin_search": {"type": "index", "spec": {"index": index}},
+            "find_keys": {
+                "type": "keynum",
+                "spec": {"keynumidx": 0, "firstkey": first, "keystep": step},
+            },
+        })
+        return [keyspec]
+    lastkey = spec.last_key - spec.first_key if spec.last_key >= 0 else spec.last_key
     keyspec.update({
         "flags": key_spec_flags(spec),
         "begin_search": {"type": "index", "spec": {"index": spec.first_key}},
@@ -289,7 +301,7 @@ def _keys_of_call(call: list[bytes]) -> tuple[CommandSpec, list[bytes]]:
     if spec is None:
         raise CommandError("ERR Invalid command specified")
     # Redis checks for keys before the argument count (getKeysSubcommandImpl)
-    if spec.first_key <= 0:
+    if not spec.has_keys:
         raise CommandError("ERR The command has no key arguments")
     n = len(call)
     if (spec.arity > 0 and n != spec.arity) or n < -spec.arity:

@@ -10,7 +10,7 @@ from typing import Any
 
 from hotkv_server.engine import errors
 from hotkv_server.engine.context import Context
-from hotkv_server.engine.dispatch import execute
+from hotkv_server.engine.dispatch import Deferred, execute
 from hotkv_server.engine.errors import CommandError
 from hotkv_server.engine.registry import command
 from hotkv_server.server.resp import NULL_ARRAY, OK
@@ -55,15 +55,43 @@ def exec_(ctx: Context, argv: list[bytes]) -> Any:
         ctx.unwatch()
         return NULL_ARRAY
     ctx.unwatch()
+    return _run_queued(ctx, queued, 0, [], None)
+
+
+def _run_queued(ctx: Context, queued: list[Any], start: int, replies: list[Any],
+                waiting: Deferred | None) -> Any:
+    """Run the queued commands from ``start``; a command whose reply is deferred (a script
+    past busy-reply-threshold) suspends the block until it resolves, with ``in_exec`` kept
+    so the whole block still leaves as one record."""
     core = ctx.core
-    replies: list[Any] = []
     core.in_exec = True
+    i = start
     try:
-        for spec, args in queued:
-            replies.append(execute(ctx, spec, args))
+        while i < len(queued):
+            spec, args = queued[i]
+            i += 1
+            reply = execute(ctx, spec, args)
+            if type(reply) is Deferred:
+                if not reply.done:
+                    later = waiting if waiting is not None else Deferred()
+                    resume_at = i
+
+                    def resume(done: Deferred, later: Deferred = later, at: int = resume_at) -> None:
+                        replies.append(done.value)
+                        _run_queued(ctx, queued, at, replies, later)
+
+                    reply.callback = resume
+                    i = -1  # suspended: the finally below must not end the block
+                    return later
+                reply = reply.value
+            replies.append(reply)
     finally:
-        core.in_exec = False
-        core.flush_effects()
+        if i != -1:
+            core.in_exec = False
+            core.flush_effects()
+    if waiting is not None:
+        waiting.resolve(replies)
+        return waiting
     return replies
 
 

@@ -108,6 +108,7 @@ class Core:
         #: replica, MISCONF, maxmemory set): with it False, dispatch tests nothing else
         self.gated = False
         self._loading = False
+        self._busy: Any = None
         self._role = "master"
         self._write_error: str | None = None  # set when the AOF can't be written (MISCONF)
         self.shutdown_requested: Callable[[bool | None], None] | None = None
@@ -136,6 +137,17 @@ class Core:
         self._update_gated()
 
     @property
+    def busy(self) -> Any:
+        """The script running past busy-reply-threshold (scripting/engine.py ``Run``), else
+        None: while set, commands not flagged ``allow_busy`` answer -BUSY."""
+        return self._busy
+
+    @busy.setter
+    def busy(self, value: Any) -> None:
+        self._busy = value
+        self._update_gated()
+
+    @property
     def role(self) -> str:
         """``"master"`` or ``"slave"`` (INFO's words)."""
         return self._role
@@ -158,6 +170,7 @@ class Core:
     def _update_gated(self) -> None:
         self.gated = bool(
             self._loading
+            or self._busy is not None
             or self._role == "slave"
             or self._write_error is not None
             or self.config.values["maxmemory"]

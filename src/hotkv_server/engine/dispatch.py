@@ -131,10 +131,12 @@ def dispatch(ctx: Context, argv: list[bytes]) -> Any:
 
 
 def _gate(ctx: Context, core: Any, spec: CommandSpec) -> str | None:
-    """The refusal of a command while loading, on a read-only replica, after an AOF write
-    error or over maxmemory; None when it may run."""
+    """The refusal of a command while loading, while a script runs past its time limit, on a
+    read-only replica, after an AOF write error or over maxmemory; None when it may run."""
     if core.loading and not spec.allowed_while_loading:
         return errors.LOADING
+    if core.busy is not None and not spec.allowed_while_busy:
+        return errors.BUSY_SCRIPT
     if ctx.is_master_link:
         return None
     if spec.is_write:
@@ -195,6 +197,52 @@ def execute(ctx: Context, spec: CommandSpec, argv: list[bytes], started: int = 0
     if core.monitors and not spec.skip_monitor:
         feed_monitors(ctx, argv)
     return reply
+
+
+def dispatch_script(ctx: Context, argv: list[bytes], run: Any) -> Any:
+    """Run one ``redis.call`` of a running script and return its reply value.
+
+    The same steps as ``dispatch`` for a client, with Redis's words for a script's refusals:
+    lookup and arity, commands flagged ``noscript``, the caller's ACL rules, writes from a
+    read-only script (EVAL_RO, ``#!lua flags=no-writes``), then the replica / MISCONF /
+    maxmemory gates; no MULTI queueing, and the clock stays the script's snapshot (as Redis 7
+    freezes time for a script). ``run`` is the scripting engine's record of the script.
+    """
+    found = resolve(ctx, argv)
+    if isinstance(found, str):
+        if found.startswith("ERR wrong number"):
+            return ErrorReply(errors.SCRIPT_WRONG_ARITY)
+        return ErrorReply(errors.SCRIPT_UNKNOWN_COMMAND)
+    spec = found
+    if "noscript" in spec.flags:
+        return ErrorReply(errors.SCRIPT_NOSCRIPT_COMMAND)
+    user = ctx.user
+    if user is not None and user.restricted:
+        denied = user.denial(spec, argv)
+        if denied is not None:
+            reason, obj = denied
+            users = ctx.core.users
+            if users is not None:  # ACL LOG names the context "lua", as Redis does
+                users._log(ctx, reason, obj.decode("utf-8", "replace"), ctx.username)
+            spec.rejected_calls += 1
+            return ErrorReply(errors.SCRIPT_NOPERM_COMMAND if reason == "command"
+                              else errors.SCRIPT_NOPERM_KEY)
+    if spec.is_write and run.readonly:
+        spec.rejected_calls += 1
+        return ErrorReply(errors.SCRIPT_WRITE_IN_READONLY)
+    core = ctx.core
+    if core.gated:
+        saved, core.busy = core.busy, None  # the script's own commands are never BUSY
+        try:
+            denial = _gate(ctx, core, spec)
+        finally:
+            core.busy = saved
+        if denial is not None:
+            spec.rejected_calls += 1
+            return ErrorReply(denial)
+    if spec.is_write:
+        run.wrote = True
+    return execute(ctx, spec, argv)
 
 
 def commands_processed() -> int:

@@ -22,7 +22,7 @@ Handler = Callable[[Any, list[bytes]], Any]
 KNOWN_FLAGS = frozenset(
     ["write", "readonly", "denyoom", "admin", "pubsub", "noscript", "blocking", "loading", "stale",
      "skip_monitor", "skip_slowlog", "fast", "no_auth", "may_replicate", "no_async_loading",
-     "no_multi", "allow_busy"]
+     "no_multi", "allow_busy", "no_mandatory_keys"]
 )
 
 #: key spec flags as Redis 7 names them, in the order COMMAND INFO lists them
@@ -54,6 +54,7 @@ GROUP_CATEGORIES: dict[str, tuple[str, ...]] = {
     "summary": ("amem",),
     "amem": ("amem",),
     "replication": (),
+    "scripting": ("scripting",),
 }
 
 
@@ -115,12 +116,18 @@ class CommandSpec:
     tips: tuple[str, ...] = ()
     subcommands: dict[str, CommandSpec] = field(default_factory=dict)
     container: str | None = None  # "config" for "config|get"
+    #: keys counted by an argument (EVAL's numkeys): (index of the count, offset of the first
+    #: key from it, step), Redis's ``keynum`` key spec; None for first/last/step keys
+    keynum: tuple[int, int, int] | None = None
+    #: whether any call can name keys (first/last/step or keynum)
+    has_keys: bool = False
     # derived, precomputed for the hot path
     is_write: bool = False
     is_denyoom: bool = False
     no_auth: bool = False
     allowed_while_loading: bool = False
     allowed_in_multi: bool = True
+    allowed_while_busy: bool = False
     stale_ok: bool = False
     skip_monitor: bool = False
     skip_slowlog: bool = False
@@ -136,13 +143,27 @@ class CommandSpec:
         return self.name
 
     def keys_of(self, argv: list[bytes]) -> list[bytes]:
-        """The key arguments of one call (by first/last/step, as COMMAND GETKEYS does)."""
+        """The key arguments of one call (by first/last/step or keynum, as COMMAND GETKEYS does)."""
+        if self.keynum is not None:
+            return _keynum_keys(self.keynum, argv)
         if self.first_key <= 0:
             return []
         argc = len(argv)
         last = self.last_key if self.last_key >= 0 else argc + self.last_key
         last = min(last, argc - 1)
         return argv[self.first_key : last + 1 : self.step]
+
+
+def _keynum_keys(keynum: tuple[int, int, int], argv: list[bytes]) -> list[bytes]:
+    index, first, step = keynum
+    if index >= len(argv):
+        return []
+    raw = argv[index]
+    if not raw.isdigit() or len(raw) > 18:
+        return []  # a bad count is the handler's error to report; it names no keys
+    start = index + first
+    end = min(start + int(raw) * step, len(argv))
+    return argv[start:end:step]
 
 
 COMMANDS: dict[str, CommandSpec] = {}
@@ -165,6 +186,7 @@ def command(
     key_flags: str = "",
     key_notes: str = "",
     tips: str = "",
+    keynum: tuple[int, int, int] | None = None,
 ) -> Callable[[Handler], Handler]:
     """Register ``handler`` under ``name`` (``"container|sub"`` for a subcommand).
 
@@ -189,6 +211,7 @@ def command(
             key_flags=key_flags,
             key_notes=key_notes,
             tips=tips,
+            keynum=keynum,
         )
         return handler
 
@@ -248,6 +271,7 @@ def add_spec(
     key_notes: str = "",
     tips: str = "",
     group_categories: bool = True,
+    keynum: tuple[int, int, int] | None = None,
 ) -> CommandSpec:
     name = name.lower()
     flag_set = frozenset(flags.split())
@@ -257,7 +281,14 @@ def add_spec(
     tip_list = tuple(tips.split())
     for tip in tip_list:
         check_tip(name, tip)
-    if keys[0] > 0:
+    if keynum is not None:
+        if keys[0] > 0:
+            raise ValueError(f"{name}: keys and keynum are exclusive")
+        key_flag_list = _ordered_key_flags(name, key_flags.split()) if key_flags else (
+            default_key_flags(name, flag_set, arity, keys)
+        )
+        flag_set = flag_set | {"movablekeys"}  # COMMAND INFO's word for keys found by a count
+    elif keys[0] > 0:
         key_flag_list = _ordered_key_flags(name, key_flags.split()) if key_flags else (
             default_key_flags(name, flag_set, arity, keys)
         )
@@ -270,7 +301,8 @@ def add_spec(
         cats.update(GROUP_CATEGORIES.get(group, ()))
     if "write" in flag_set:
         cats.add("write")
-    if "readonly" in flag_set:
+    if "readonly" in flag_set and group != "scripting":
+        # EVAL_RO is readonly yet not @read in Redis: what it reads is up to the script
         cats.add("read")
     if "admin" in flag_set:
         cats.update(("admin", "dangerous"))
@@ -295,16 +327,20 @@ def add_spec(
         since=since,
         complexity=complexity,
         handler=handler,
-        arguments=parse_syntax(syntax, keys[0]) if syntax else (),
+        arguments=_keynum_arguments(parse_syntax(syntax, 0), keynum) if keynum and syntax
+        else parse_syntax(syntax, keys[0]) if syntax else (),
         key_flags=key_flag_list,
         key_notes=key_notes or None,
         tips=tip_list,
         container=parent_name if sub else None,
+        keynum=keynum,
+        has_keys=keys[0] > 0 or keynum is not None,
         is_write="write" in flag_set,
         is_denyoom="denyoom" in flag_set,
         no_auth="no_auth" in flag_set,
         allowed_while_loading="loading" in flag_set,
         allowed_in_multi="no_multi" not in flag_set,
+        allowed_while_busy="allow_busy" in flag_set,
         stale_ok="stale" in flag_set,
         skip_monitor="skip_monitor" in flag_set,
         skip_slowlog="skip_slowlog" in flag_set,
@@ -323,6 +359,14 @@ def add_spec(
         LOOKUP[name.encode()] = spec
         LOOKUP[name.upper().encode()] = spec
     return spec
+
+
+def _keynum_arguments(args: tuple[Arg, ...], keynum: tuple[int, int, int]) -> tuple[Arg, ...]:
+    """The argument named ``key`` of a keynum command is its key argument (EVAL's keys)."""
+    return tuple(
+        dataclasses.replace(a, type="key", key_spec_index=0) if a.name == "key" else a
+        for a in args
+    )
 
 
 def check_tip(name: str, tip: str) -> None:

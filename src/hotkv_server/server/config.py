@@ -196,6 +196,8 @@ DIRECTIVES: dict[str, Directive] = {
         Directive("slowlog-log-slower-than", 10000, _int_range(-1, 2**62), str),
         Directive("slowlog-max-len", 128, _int_range(0, 2**31 - 1), str),
         Directive("hz", 10, _int_range(1, 500), str),
+        # ms a script may run before other clients get -BUSY (Redis's lua-time-limit)
+        Directive("busy-reply-threshold", 5000, _int_range(0, 2**62), str),
         Directive("databases", 1, _int_range(1, 1), str, mutable=False),
         Directive("client-output-buffer-limit", "normal 0 0 0 replica 256mb 64mb 60 pubsub 32mb 8mb 60",
                   _text, str),
