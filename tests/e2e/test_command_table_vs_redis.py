@@ -25,6 +25,8 @@ from helpers import HotkvProcess, RedisServer
 EXPECTED_INFO_DIFFERENCES: dict[tuple[str, str], str] = {
     # CLIENT SETINFO is Redis 7.2's; the 7.0 reference does not list it in CLIENT
     ("client", "subcommands"): "hotkv also has client|setinfo (Redis 7.2)",
+    ("zrank", "arity"): "ZRANK takes Redis 7.2's WITHSCORE (-3), 7.0 has exactly 3",
+    ("zrevrank", "arity"): "ZREVRANK takes Redis 7.2's WITHSCORE (-3), 7.0 has exactly 3",
 }
 
 INFO_FIELDS = ("name", "arity", "flags", "first_key", "last_key", "step", "acl_categories",
@@ -159,7 +161,11 @@ def test_getkeys_and_getkeysandflags_agree_on_every_common_command(
     calls = list(EXTRA_CALLS)
     for name in common_names(hot, ref):
         arity = info_entry(ref, name)[1][1]
-        calls += _calls(name, arity)
+        found = _calls(name, arity)
+        if (name, "arity") in EXPECTED_INFO_DIFFERENCES:
+            # a call Redis 7.0 refuses by arity that hotkv takes (ZRANK ... WITHSCORE)
+            found = [c for c in found if len(c) == arity or arity < 0]
+        calls += found
     for argv in calls:
         for sub in ("GETKEYS", "GETKEYSANDFLAGS"):
             mine = hot.call(["COMMAND", sub, *argv])

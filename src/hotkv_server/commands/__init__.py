@@ -10,6 +10,8 @@ MODULES = (
     "transactions",
     "strings",
     "keys",
+    "keycopy",
+    "objects",
     "admin",
     "introspection",
     "conv",
@@ -20,6 +22,13 @@ MODULES = (
     "amem",
     "acl",
     "replication",
+    "lists",
+    "lists_blocking",
+    "zsets",
+    "zset_ranges",
+    "zset_setops",
+    "zsets_blocking",
+    "client_unblock",
     "scripting",
 )
 

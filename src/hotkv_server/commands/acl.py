@@ -19,6 +19,7 @@ import hmac
 import os
 import time
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -253,10 +254,17 @@ class User:
         if spec.name not in self.allowed and not spec.no_auth:
             # commands that work before authentication (AUTH, HELLO, QUIT) are never denied
             return "command", spec.name.encode()
-        if self.allkeys or not spec.has_keys:
+        if self.allkeys or not spec.key_specs:
             return None
-        read, write = key_permissions(spec, argv)
-        for key in spec.keys_of(argv):
+        if len(spec.key_specs) == 1:
+            read, write = key_permissions(spec, argv)
+            for key in spec.keys_of(argv):
+                if not self.key_allowed(key, read=read, write=write):
+                    return "key", key
+            return None
+        # several key groups (RENAME's source and destination ...): each its own flags
+        for key, flags in spec.keys_with_flags(argv):
+            read, write = flag_permissions(flags)
             if not self.key_allowed(key, read=read, write=write):
                 return "key", key
         return None
@@ -713,7 +721,11 @@ def key_permissions(spec: CommandSpec, argv: list[bytes]) -> tuple[bool, bool]:
     Redis 7 takes them: ``access`` reads the data; ``insert``, ``delete`` and ``update``
     write it; a key only looked at (EXISTS, TYPE, STRLEN: ``RO`` alone) needs neither, so
     any pattern matching it will do."""
-    flags = call_key_flags(spec, argv)
+    return flag_permissions(call_key_flags(spec, argv))
+
+
+def flag_permissions(flags: Sequence[str]) -> tuple[bool, bool]:
+    """(read, write) as ``key_permissions`` takes them from one key spec's flags."""
     return "access" in flags, any(f in flags for f in ("insert", "delete", "update"))
 
 

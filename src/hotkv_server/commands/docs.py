@@ -13,7 +13,7 @@ import sys
 
 from hotkv_server.commands import load_all
 from hotkv_server.commands.introspection import command_categories, command_flags, key_spec_flags
-from hotkv_server.engine.registry import CommandSpec, all_specs
+from hotkv_server.engine.registry import CommandSpec, KeySpec, all_specs
 
 #: group -> heading, in the order the reference lists them (unknown groups follow, sorted)
 GROUP_TITLES: dict[str, str] = {
@@ -79,12 +79,12 @@ def arity_text(arity: int) -> str:
 
 
 def keys_text(spec: CommandSpec) -> str:
-    if spec.keynum is not None:
-        index, first, step = spec.keynum
-        every = "" if step == 1 else f", every {step}"
-        return f"as many as argument {index} says, from argument {index + first}{every} (keynum)"
-    if spec.first_key <= 0:
+    if not spec.key_specs:
         return "none"
+    if len(spec.key_specs) > 1 or spec.key_specs[0].keynum:
+        return "; ".join(
+            f"{_key_spec_text(ks)} ({' '.join(ks.flags)})" for ks in spec.key_specs
+        ) + f" (legacy first {spec.first_key}, last {spec.last_key}, step {spec.step})"
     if spec.first_key == spec.last_key:
         return f"argument {spec.first_key} (first {spec.first_key}, last {spec.last_key}, step {spec.step})"
     last = "the last argument" if spec.last_key == -1 else f"argument {spec.last_key}"
@@ -95,6 +95,18 @@ def keys_text(spec: CommandSpec) -> str:
         f"arguments {spec.first_key} to {last}{every} "
         f"(first {spec.first_key}, last {spec.last_key}, step {spec.step})"
     )
+
+
+def _key_spec_text(ks: KeySpec) -> str:
+    if ks.keynum:
+        return (f"as many as argument {ks.index + ks.keynumidx} says, "
+                f"from argument {ks.index + ks.firstkey}")
+    if ks.lastkey == 0:
+        return f"argument {ks.index}"
+    last = "the last argument" if ks.lastkey == -1 else (
+        f"argument {ks.index + ks.lastkey}" if ks.lastkey > 0 else f"argument {ks.lastkey} from the end")
+    every = "" if ks.keystep == 1 else f", every {ks.keystep}"
+    return f"arguments {ks.index} to {last}{every}"
 
 
 def render_command(spec: CommandSpec) -> list[str]:
@@ -113,7 +125,7 @@ def render_command(spec: CommandSpec) -> list[str]:
         f"- ACL categories: {' '.join(command_categories(spec))}",
         f"- keys: {keys_text(spec)}",
     ]
-    if spec.has_keys:
+    if len(spec.key_specs) == 1 and not spec.key_specs[0].keynum:
         note = f" ({spec.key_notes})" if spec.key_notes else ""
         lines.append(f"- key access: {' '.join(key_spec_flags(spec))}{note}")
     if spec.tips:

@@ -6,9 +6,10 @@ shape Redis 7 sends, because clients index into it by position:
 * ``COMMAND INFO`` entry: ``[name, arity, flags, first_key, last_key, step, acl_categories,
   tips, key_specs, subcommands]``. Flags, categories, tips and key specs are RESP3 *sets*
   (arrays in RESP2), subcommands an array of entries (an empty set when there are none).
-* key specs are derived from first/last/step: ``begin_search`` ``index`` at the first key,
-  ``find_keys`` ``range`` with ``lastkey`` relative to it (negative = from the end); their
-  flags (and Redis's ``notes``) are the spec's ``key_flags``. A command whose key flags
+* key specs are the spec's ``key_specs``: by default one derived from first/last/step
+  (``begin_search`` ``index`` at the first key, ``find_keys`` ``range`` with ``lastkey``
+  relative to it, negative = from the end, flags and Redis's ``notes`` from ``key_flags``),
+  else the command's own (several groups of keys, or a ``keynum`` spec). A command whose key flags
   depend on its arguments (``variable_flags``: SET with or without GET) has them worked
   out per call for GETKEYSANDFLAGS, as Redis does.
 * tips are the spec's ``tips`` in declaration order, as Redis lists them.
@@ -22,6 +23,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from hotkv_server.commands.glob import glob_match
+from hotkv_server.engine.args import parse_int
 from hotkv_server.engine.context import Context
 from hotkv_server.engine.errors import SYNTAX, CommandError
 from hotkv_server.engine.registry import COMMANDS, CommandSpec, all_specs, command, container, find
@@ -105,34 +107,26 @@ def call_key_flags(spec: CommandSpec, call: list[bytes]) -> Sequence[str]:
 
 
 def key_specs(spec: CommandSpec) -> list[dict[str, Any]]:
-    """One key spec: a range built from first/last/step, or a keynum (EVAL's numkeys); none
-    for a command without keys."""
-    if not spec.has_keys:
-        return []
-    keyspec: dict[str, Any] = {}
-    if spec.key_notes:
-        keyspec["notes"] = spec.key_notes  # Redis sends it first
-    if spec.keynum is not None:
-        index, first, step = spec.keynum
+    """The command's key specs (``CommandSpec.key_specs``) as COMMAND INFO writes them."""
+    out: list[dict[str, Any]] = []
+    for ks in spec.key_specs:
+        keyspec: dict[str, Any] = {}
+        if ks.notes:
+            keyspec["notes"] = ks.notes  # Redis sends it first
+        if ks.keynum:
+            find_keys = {"type": "keynum",
+                         "spec": {"keynumidx": ks.keynumidx, "firstkey": ks.firstkey,
+                                  "keystep": ks.keystep}}
+        else:
+            find_keys = {"type": "range",
+                         "spec": {"lastkey": ks.lastkey, "keystep": ks.keystep, "limit": ks.limit}}
         keyspec.update({
-            "flags": key_spec_flags(spec),
-            "begin_search": {"type": "index", "spec": {"index": index}},
-            "find_keys": {
-                "type": "keynum",
-                "spec": {"keynumidx": 0, "firstkey": first, "keystep": step},
-            },
+            "flags": list(ks.flags),
+            "begin_search": {"type": "index", "spec": {"index": ks.index}},
+            "find_keys": find_keys,
         })
-        return [keyspec]
-    lastkey = spec.last_key - spec.first_key if spec.last_key >= 0 else spec.last_key
-    keyspec.update({
-        "flags": key_spec_flags(spec),
-        "begin_search": {"type": "index", "spec": {"index": spec.first_key}},
-        "find_keys": {
-            "type": "range",
-            "spec": {"lastkey": lastkey, "keystep": spec.step, "limit": 0},
-        },
-    })
-    return [keyspec]
+        out.append(keyspec)
+    return out
 
 
 def _subspecs(spec: CommandSpec) -> list[CommandSpec]:
@@ -301,12 +295,23 @@ def _keys_of_call(call: list[bytes]) -> tuple[CommandSpec, list[bytes]]:
     if spec is None:
         raise CommandError("ERR Invalid command specified")
     # Redis checks for keys before the argument count (getKeysSubcommandImpl)
-    if not spec.has_keys:
+    if not spec.key_specs:
         raise CommandError("ERR The command has no key arguments")
     n = len(call)
     if (spec.arity > 0 and n != spec.arity) or n < -spec.arity:
         raise CommandError("ERR Invalid number of arguments specified for command")
-    return spec, spec.keys_of(call)
+    keys = spec.keys_of(call)
+    if not keys or not all(_count_fits(ks, call) for ks in spec.key_specs if ks.keynum):
+        # Redis's getkeys functions of numkeys commands find no keys for a count that is not
+        # a number >= 1 or names more keys than there are arguments: this error
+        raise CommandError("ERR Invalid arguments specified for command")
+    return spec, keys
+
+
+def _count_fits(ks: Any, call: list[bytes]) -> bool:
+    at = ks.index + ks.keynumidx
+    count = parse_int(call[at]) if at < len(call) else None
+    return count is not None and count >= 1 and ks.index + ks.firstkey + count <= len(call)
 
 
 @command("command|getkeys", arity=-4, flags="loading stale", group="server", acl="connection",
@@ -323,9 +328,12 @@ def command_getkeys(ctx: Context, argv: list[bytes]) -> Any:
 def command_getkeysandflags(ctx: Context, argv: list[bytes]) -> Any:
     """COMMAND GETKEYSANDFLAGS command arg [arg ...]"""
     call = argv[2:]
-    spec, keys = _keys_of_call(call)
-    flags = [Simple(f) for f in call_key_flags(spec, call)]
-    return [[key, resp_set(list(flags), ctx.proto)] for key in keys]
+    spec, _keys = _keys_of_call(call)
+    if len(spec.key_specs) == 1:  # the flags may depend on the call (SET ... GET)
+        flags = [Simple(f) for f in call_key_flags(spec, call)]
+        return [[key, resp_set(list(flags), ctx.proto)] for key in _keys]
+    return [[key, resp_set([Simple(f) for f in flags_of], ctx.proto)]
+            for key, flags_of in spec.keys_with_flags(call)]
 
 
 _HELP = [

@@ -1,7 +1,7 @@
-"""Generic key commands over the string cache, as Redis 7.0 answers them.
+"""Generic key commands over the whole keyspace, as Redis 7.0 answers them.
 
 DEL UNLINK EXISTS TYPE KEYS SCAN EXPIRE PEXPIRE EXPIREAT PEXPIREAT TTL PTTL PERSIST DBSIZE
-RANDOMKEY. The string cache is the only id space these commands see: the memory stores
+RANDOMKEY, over the whole keyspace (strings and every value type). The memory stores
 have their own commands (``AMEM.SCAN``, ``AMEM.CONV.DEL`` ...). Deadlines are made absolute
 from the command's clock snapshot ``ctx.now_ms``; a deadline already passed deletes the key
 (the effect is a ``kv.del``, as Redis propagates a DEL).
@@ -23,8 +23,15 @@ from hotkv_server.server.resp import Simple
 LLONG_MAX = 2**63 - 1
 ULONG_MAX = 2**64 - 1
 
-_STRING = Simple("string")
-_NONE = Simple("none")
+class _TypeWords(dict[str, Simple]):
+    """TYPE's status replies, one Simple per type name (made on first use)."""
+
+    def __missing__(self, name: str) -> Simple:
+        word = self[name] = Simple(name)
+        return word
+
+
+_TYPE_WORDS = _TypeWords()
 _SPACES = b" \t\n\v\f\r"
 
 
@@ -33,10 +40,10 @@ def _delete(ctx: Context, argv: list[bytes]) -> int:
     kv = ctx.db.kv
     now = ctx.now_ms
     if len(argv) == 2:
-        live = [argv[1]] if kv.get(argv[1], now) is not None else []
+        live = [argv[1]] if kv.peek(argv[1], now) is not None else []
     else:
         # a key named twice is deleted once, as Redis counts it
-        live = [key for key in dict.fromkeys(argv[1:]) if kv.get(key, now) is not None]
+        live = [key for key in dict.fromkeys(argv[1:]) if kv.peek(key, now) is not None]
     if not live:
         return 0
     removed: int = ctx.emit(["kv.del", live])
@@ -68,10 +75,10 @@ def unlink(ctx: Context, argv: list[bytes]) -> Any:
          complexity="O(N) where N is the number of keys to check.")
 def exists(ctx: Context, argv: list[bytes]) -> Any:
     """EXISTS key [key ...]"""
-    kv_get = ctx.db.kv.get
+    kv_peek = ctx.db.kv.peek
     now = ctx.now_ms
     # a key named twice counts twice, as in Redis
-    return sum(1 for key in argv[1:] if kv_get(key, now) is not None)
+    return sum(1 for key in argv[1:] if kv_peek(key, now) is not None)
 
 
 @command("type", arity=2, flags="readonly fast", keys=(1, 1, 1), group="generic",
@@ -79,7 +86,7 @@ def exists(ctx: Context, argv: list[bytes]) -> Any:
          summary="Determines the type of value stored at a key.", syntax="key")
 def type_(ctx: Context, argv: list[bytes]) -> Any:
     """TYPE key"""
-    return _STRING if ctx.db.kv.get(argv[1], ctx.now_ms) is not None else _NONE
+    return _TYPE_WORDS[ctx.db.kv.type_name(argv[1], ctx.now_ms)]
 
 
 @command("dbsize", arity=1, flags="readonly fast", group="server", acl="@keyspace",
@@ -104,7 +111,7 @@ def randomkey(ctx: Context, argv: list[bytes]) -> Any:
         if n == 0:
             return None
         key = kv.key_at(random.randrange(n))
-        if key is not None and kv.get(key, now) is not None:
+        if key is not None and kv.peek(key, now) is not None:
             return key
     # mostly expired keys: pick among the live ones (this also removes the expired)
     live = kv.ids(now)
@@ -179,10 +186,10 @@ def scan(ctx: Context, argv: list[bytes]) -> Any:
         else:
             raise CommandError(errors.SYNTAX)
         i += 2
-    next_cursor, found = ctx.db.kv.scan(cursor, count, ctx.now_ms)
-    if type_name is not None and type_name != b"string":
-        found = []  # the cache holds strings only; an unknown type matches nothing (Redis 7.0)
-    elif pattern is not None:
+    # an unknown type matches nothing, as in Redis 7.0
+    shown_type = type_name.decode("utf-8", "replace") if type_name is not None else None
+    next_cursor, found = ctx.db.kv.scan(cursor, count, ctx.now_ms, shown_type)
+    if pattern is not None:
         found = [name for name in found if glob_match(pattern, name)]
     return [b"%d" % next_cursor, found]
 
@@ -223,7 +230,7 @@ def _expire_generic(ctx: Context, argv: list[bytes], relative: bool, seconds: bo
     when += base
     key = argv[1]
     kv = ctx.db.kv
-    if kv.get(key, now) is None:
+    if kv.lookup(key, now) is None:
         return 0
     if flags:
         current = kv.expiry(key)
@@ -306,7 +313,7 @@ def persist(ctx: Context, argv: list[bytes]) -> Any:
     """PERSIST key"""
     kv = ctx.db.kv
     key = argv[1]
-    if kv.get(key, ctx.now_ms) is None or kv.expiry(key) is None:
+    if kv.lookup(key, ctx.now_ms) is None or kv.expiry(key) is None:
         return 0
     persisted: int = ctx.emit(["kv.persist", key])
     return persisted

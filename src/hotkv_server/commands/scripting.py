@@ -15,7 +15,7 @@ from hotkv_server.engine.args import parse_int
 from hotkv_server.engine.context import Context
 from hotkv_server.engine.dispatch import feed_monitors
 from hotkv_server.engine.errors import CommandError
-from hotkv_server.engine.registry import command, container
+from hotkv_server.engine.registry import KeySpec, command, container
 from hotkv_server.scripting.engine import Script, engine_of
 from hotkv_server.server.resp import OK, Simple
 
@@ -61,8 +61,9 @@ def _evalsha(ctx: Context, argv: list[bytes], readonly: bool) -> Any:
 
 
 @command("eval", arity=-3, flags="noscript stale skip_monitor no_mandatory_keys",
-         keynum=(2, 1, 1), key_flags="RW access update",
-         key_notes="We cannot tell how the keys will be used so we assume the worst, RW and UPDATE",
+         key_specs=(KeySpec(2, ("RW", "access", "update"), keynum=True, arg="key",
+                            notes="We cannot tell how the keys will be used so we assume the "
+                                  "worst, RW and UPDATE"),),
          group="scripting", summary="Executes a server-side Lua script.",
          syntax=_EVAL_SYNTAX, since="2.6.0", complexity=_EVAL_COMPLEXITY)
 def eval_(ctx: Context, argv: list[bytes]) -> Any:
@@ -71,7 +72,7 @@ def eval_(ctx: Context, argv: list[bytes]) -> Any:
 
 
 @command("evalsha", arity=-3, flags="noscript stale skip_monitor no_mandatory_keys",
-         keynum=(2, 1, 1), key_flags="RW access update",
+         key_specs=(KeySpec(2, ("RW", "access", "update"), keynum=True, arg="key"),),
          group="scripting", summary="Executes a server-side Lua script by SHA1 digest.",
          syntax=_EVALSHA_SYNTAX, since="2.6.0", complexity=_EVAL_COMPLEXITY)
 def evalsha(ctx: Context, argv: list[bytes]) -> Any:
@@ -80,8 +81,9 @@ def evalsha(ctx: Context, argv: list[bytes]) -> Any:
 
 
 @command("eval_ro", arity=-3, flags="readonly noscript stale skip_monitor no_mandatory_keys",
-         keynum=(2, 1, 1), key_flags="RO access",
-         key_notes="We cannot tell how the keys will be used so we assume the worst, RO and ACCESS",
+         key_specs=(KeySpec(2, ("RO", "access"), keynum=True, arg="key",
+                            notes="We cannot tell how the keys will be used so we assume the "
+                                  "worst, RO and ACCESS"),),
          group="scripting", summary="Executes a read-only server-side Lua script.",
          syntax=_EVAL_SYNTAX, since="7.0.0", complexity=_EVAL_COMPLEXITY)
 def eval_ro(ctx: Context, argv: list[bytes]) -> Any:
@@ -90,7 +92,7 @@ def eval_ro(ctx: Context, argv: list[bytes]) -> Any:
 
 
 @command("evalsha_ro", arity=-3, flags="readonly noscript stale skip_monitor no_mandatory_keys",
-         keynum=(2, 1, 1), key_flags="RO access",
+         key_specs=(KeySpec(2, ("RO", "access"), keynum=True, arg="key"),),
          group="scripting", summary="Executes a read-only server-side Lua script by SHA1 digest.",
          syntax=_EVALSHA_SYNTAX, since="7.0.0", complexity=_EVAL_COMPLEXITY)
 def evalsha_ro(ctx: Context, argv: list[bytes]) -> Any:

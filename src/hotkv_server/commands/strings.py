@@ -63,7 +63,8 @@ def set_(ctx: Context, argv: list[bytes]) -> Any:
     now = ctx.now_ms
     # Redis's order: the expire value is checked before the old value is looked at
     at = _set_deadline(expire_raw, flags, now) if expire_raw is not None else None
-    old = kv.get(key, now)
+    # SET replaces a value of any type; only GET needs the old value to be a string
+    old = kv.get(key, now) if flags & _GET else kv.lookup(key, now)
     if flags & _GET:
         stats = ctx.core.stats
         if old is None:
@@ -135,14 +136,15 @@ def _set_deadline(raw: bytes, flags: int, now_ms: int) -> int:
          syntax="key [key ...]", complexity="O(N) where N is the number of keys to retrieve.")
 def mget(ctx: Context, argv: list[bytes]) -> Any:
     """MGET key [key ...]"""
-    kv_get = ctx.db.kv.get
+    kv_lookup = ctx.db.kv.lookup
     now = ctx.now_ms
-    values = [kv_get(key, now) for key in argv[1:]]
+    values = [kv_lookup(key, now) for key in argv[1:]]
     misses = values.count(None)
     stats = ctx.core.stats
     stats.keyspace_misses += misses
     stats.keyspace_hits += len(values) - misses
-    return values
+    # a key of another type answers nil (it still counted as a hit, as in Redis)
+    return [value if value.__class__ is bytes else None for value in values]
 
 
 @command("mset", arity=-3, flags="write denyoom", keys=(1, -1, 2), group="string",

@@ -117,6 +117,11 @@ class Core:
         self.tcp_port = 0
         self.users: Any = None  # hotkv_server.commands.acl.UserTable, set by the ACL module
         self.extras: dict[str, Any] = {}  # room for subsystems (persistence, replication)
+        from hotkv_server.engine.blocking import Blocking
+
+        #: clients blocked on keys (BLPOP ...): the dispatch point signals written keys
+        self.blocking = Blocking(self)
+        self.extras["client_gone"] = self.blocking.client_gone  # later hooks chain onto it
         #: slowlog-log-slower-than, kept here so the dispatch point reads one attribute
         self.slowlog_threshold: int = self.config.values["slowlog-log-slower-than"]
         #: the header of a read that needs no check (server/framing.py ``short_header``)

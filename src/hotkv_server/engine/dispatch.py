@@ -3,7 +3,8 @@
 ``dispatch(ctx, argv)`` does, in this order and for every command: lookup (unknown command
 and unknown subcommand errors), arity, authentication, ACL, the LOADING / READONLY /
 MISCONF / OOM gates, MULTI queueing, the clock snapshot, the handler call, effect flushing,
-WATCH invalidation, MONITOR feed, slowlog timing and command statistics.
+WATCH invalidation, waking clients blocked on written keys (engine/blocking.py), MONITOR
+feed, slowlog timing and command statistics.
 Handlers never repeat these checks. Errors come back as ``ErrorReply`` values, never raised.
 """
 
@@ -127,7 +128,10 @@ def dispatch(ctx: Context, argv: list[bytes]) -> Any:
     # times commands with the wall clock); Clock.now_ms for an injected (test) clock
     started = _time_ns()
     ctx.now_ms = started // 1_000_000 if core.wall_clock else core.clock.now_ms()
-    return execute(ctx, spec, argv, started)
+    reply = execute(ctx, spec, argv, started)
+    if core.blocking.ready:  # a write reached keys clients block on: serve them now
+        core.blocking.serve_ready()
+    return reply
 
 
 def _gate(ctx: Context, core: Any, spec: CommandSpec) -> str | None:
@@ -192,6 +196,8 @@ def execute(ctx: Context, spec: CommandSpec, argv: list[bytes], started: int = 0
                 core.touch(spec.keys_of(argv))
         if not core.in_exec:
             core.flush_effects()
+        if is_write and core.blocking.by_key:
+            core.blocking.signal(spec.keys_of(argv))
     if elapsed_us >= core.slowlog_threshold >= 0 and not spec.skip_slowlog:
         _slowlog_add(ctx, argv, elapsed_us)
     if core.monitors and not spec.skip_monitor:

@@ -21,6 +21,15 @@ class CommandError(Exception):
         self.message = message.replace("\r", " ").replace("\n", " ")
 
 
+class WrongTypeError(CommandError):
+    """A key holds another type than the command works on (raised by the keyspace)."""
+
+    __slots__ = ()
+
+    def __init__(self) -> None:
+        super().__init__(WRONGTYPE)
+
+
 # --- Redis wording, used verbatim -------------------------------------------------
 SYNTAX = "ERR syntax error"
 NOT_INTEGER = "ERR value is not an integer or out of range"
@@ -91,6 +100,7 @@ def summary_conflict(agent: bytes, version: int) -> str:
 # --- the string cache (strings.py, keys.py), Redis wording ----------------------------
 DECR_OVERFLOW = "ERR decrement would overflow"
 INVALID_CURSOR = "ERR invalid cursor"
+WRONGTYPE = "WRONGTYPE Operation against a key holding the wrong kind of value"
 EXPIRE_NX_CONFLICT = "ERR NX and XX, GT or LT options at the same time are not compatible"
 EXPIRE_GT_LT_CONFLICT = "ERR GT and LT options at the same time are not compatible"
 

@@ -22,7 +22,7 @@ Handler = Callable[[Any, list[bytes]], Any]
 KNOWN_FLAGS = frozenset(
     ["write", "readonly", "denyoom", "admin", "pubsub", "noscript", "blocking", "loading", "stale",
      "skip_monitor", "skip_slowlog", "fast", "no_auth", "may_replicate", "no_async_loading",
-     "no_multi", "allow_busy", "no_mandatory_keys"]
+     "no_multi", "allow_busy", "movablekeys", "no_mandatory_keys"]
 )
 
 #: key spec flags as Redis 7 names them, in the order COMMAND INFO lists them
@@ -43,6 +43,10 @@ _REMOVING = frozenset({"del", "unlink", "delete", "drop", "clear"})
 #: group -> extra ACL categories every command of the group belongs to
 GROUP_CATEGORIES: dict[str, tuple[str, ...]] = {
     "string": ("string",),
+    "hash": ("hash",),
+    "set": ("set",),
+    "list": ("list",),
+    "sorted-set": ("sortedset",),
     "generic": ("keyspace",),
     "connection": ("connection",),
     "server": (),
@@ -84,6 +88,55 @@ class Arg:
         return doc
 
 
+@dataclass(frozen=True, slots=True)
+class KeySpec:
+    """One Redis 7 key spec: where a group of keys starts and how far it goes, with the
+    access flags of those keys.
+
+    ``index`` is the ``begin_search`` index. A *range* spec (the default) takes the keys
+    from there to ``lastkey`` (relative to ``index``; negative counts from the end, -1 the
+    last argument) every ``keystep``; a *keynum* spec (``keynum=True``) reads the number
+    of keys at ``index + keynumidx`` and takes that many from ``index + firstkey`` on
+    (SINTERCARD ``numkeys key ...``, ZUNIONSTORE, EVAL).
+    """
+
+    index: int
+    flags: tuple[str, ...]
+    lastkey: int = 0
+    keystep: int = 1
+    limit: int = 0
+    keynum: bool = False
+    keynumidx: int = 0
+    firstkey: int = 1
+    notes: str | None = None
+    #: the syntax's name of the argument holding these keys (COMMAND DOCS types it ``key``)
+    arg: str | None = None
+
+    def keys(self, argv: list[bytes]) -> list[bytes]:
+        """The keys of one call this spec finds (a bad count finds none: the handler
+        answers that call with its own error)."""
+        argc = len(argv)
+        start = self.index
+        if start >= argc:
+            return []
+        if self.keynum:
+            try:
+                count = int(argv[start + self.keynumidx])
+            except (IndexError, ValueError):
+                return []
+            first = start + self.firstkey
+            if count <= 0:
+                return []
+            return argv[first : min(first + count * self.keystep, argc) : self.keystep]
+        last = start + self.lastkey if self.lastkey >= 0 else argc + self.lastkey
+        return argv[start : min(last, argc - 1) + 1 : self.keystep]
+
+
+def key_spec(index: int, flags: str, **options: Any) -> KeySpec:
+    """``key_spec(1, "RW access delete")``: a KeySpec with checked flags."""
+    return KeySpec(index, _ordered_key_flags(f"key spec at {index}", flags.split()), **options)
+
+
 def _simple(text: str) -> Any:
     from hotkv_server.server.resp import Simple
 
@@ -114,13 +167,11 @@ class CommandSpec:
     key_notes: str | None = None
     #: COMMAND INFO tips (``nondeterministic_output``, ``request_policy:all_shards`` ...)
     tips: tuple[str, ...] = ()
+    #: the Redis 7 key specs: one range spec from first/last/step and ``key_flags``, or the
+    #: command's own (several groups of keys with their own flags, or a keynum spec)
+    key_specs: tuple[KeySpec, ...] = ()
     subcommands: dict[str, CommandSpec] = field(default_factory=dict)
     container: str | None = None  # "config" for "config|get"
-    #: keys counted by an argument (EVAL's numkeys): (index of the count, offset of the first
-    #: key from it, step), Redis's ``keynum`` key spec; None for first/last/step keys
-    keynum: tuple[int, int, int] | None = None
-    #: whether any call can name keys (first/last/step or keynum)
-    has_keys: bool = False
     # derived, precomputed for the hot path
     is_write: bool = False
     is_denyoom: bool = False
@@ -143,27 +194,17 @@ class CommandSpec:
         return self.name
 
     def keys_of(self, argv: list[bytes]) -> list[bytes]:
-        """The key arguments of one call (by first/last/step or keynum, as COMMAND GETKEYS does)."""
-        if self.keynum is not None:
-            return _keynum_keys(self.keynum, argv)
-        if self.first_key <= 0:
+        """The key arguments of one call (by its key specs, as COMMAND GETKEYS does)."""
+        specs = self.key_specs
+        if not specs:
             return []
-        argc = len(argv)
-        last = self.last_key if self.last_key >= 0 else argc + self.last_key
-        last = min(last, argc - 1)
-        return argv[self.first_key : last + 1 : self.step]
+        if len(specs) == 1:
+            return specs[0].keys(argv)
+        return [key for ks in specs for key in ks.keys(argv)]
 
-
-def _keynum_keys(keynum: tuple[int, int, int], argv: list[bytes]) -> list[bytes]:
-    index, first, step = keynum
-    if index >= len(argv):
-        return []
-    raw = argv[index]
-    if not raw.isdigit() or len(raw) > 18:
-        return []  # a bad count is the handler's error to report; it names no keys
-    start = index + first
-    end = min(start + int(raw) * step, len(argv))
-    return argv[start:end:step]
+    def keys_with_flags(self, argv: list[bytes]) -> list[tuple[bytes, tuple[str, ...]]]:
+        """Each key of one call with the flags of the key spec that found it."""
+        return [(key, ks.flags) for ks in self.key_specs for key in ks.keys(argv)]
 
 
 COMMANDS: dict[str, CommandSpec] = {}
@@ -186,13 +227,16 @@ def command(
     key_flags: str = "",
     key_notes: str = "",
     tips: str = "",
-    keynum: tuple[int, int, int] | None = None,
+    key_specs: tuple[KeySpec, ...] = (),
 ) -> Callable[[Handler], Handler]:
     """Register ``handler`` under ``name`` (``"container|sub"`` for a subcommand).
 
     ``key_flags`` are the Redis 7 key spec flags of the keys (``"RO access"``, ``"RW update"``,
     ``"OW update"``, ``"RM delete"`` ...); without them they are derived from ``flags`` (see
     ``default_key_flags``). ``tips`` are the COMMAND INFO tips, space-separated.
+    ``key_specs`` replaces that one derived spec by the command's own (``key_spec(...)``);
+    ``keys`` then stays the legacy first/last/step COMMAND INFO reports, and a keynum spec
+    adds the ``movablekeys`` flag.
     """
 
     def register(handler: Handler) -> Handler:
@@ -211,7 +255,7 @@ def command(
             key_flags=key_flags,
             key_notes=key_notes,
             tips=tips,
-            keynum=keynum,
+            key_specs=key_specs,
         )
         return handler
 
@@ -271,27 +315,30 @@ def add_spec(
     key_notes: str = "",
     tips: str = "",
     group_categories: bool = True,
-    keynum: tuple[int, int, int] | None = None,
+    key_specs: tuple[KeySpec, ...] = (),
 ) -> CommandSpec:
     name = name.lower()
-    flag_set = frozenset(flags.split())
+    flag_words = flags.split()
+    if any(ks.keynum for ks in key_specs) and "movablekeys" not in flag_words:
+        flag_words.append("movablekeys")
+    flag_set = frozenset(flag_words)
     unknown = flag_set - KNOWN_FLAGS
     if unknown:
         raise ValueError(f"{name}: unknown flags {sorted(unknown)}")
     tip_list = tuple(tips.split())
     for tip in tip_list:
         check_tip(name, tip)
-    if keynum is not None:
-        if keys[0] > 0:
-            raise ValueError(f"{name}: keys and keynum are exclusive")
-        key_flag_list = _ordered_key_flags(name, key_flags.split()) if key_flags else (
-            default_key_flags(name, flag_set, arity, keys)
-        )
-        flag_set = flag_set | {"movablekeys"}  # COMMAND INFO's word for keys found by a count
+    if key_specs:
+        if key_flags:
+            raise ValueError(f"{name}: give key flags in its key_specs, not key_flags")
+        key_flag_list = key_specs[0].flags
     elif keys[0] > 0:
         key_flag_list = _ordered_key_flags(name, key_flags.split()) if key_flags else (
             default_key_flags(name, flag_set, arity, keys)
         )
+        lastkey = keys[1] - keys[0] if keys[1] >= 0 else keys[1]
+        key_specs = (KeySpec(keys[0], key_flag_list, lastkey=lastkey, keystep=keys[2],
+                             notes=key_notes or None),)
     elif key_flags:
         raise ValueError(f"{name}: key_flags given for a command without keys")
     else:
@@ -327,14 +374,12 @@ def add_spec(
         since=since,
         complexity=complexity,
         handler=handler,
-        arguments=_keynum_arguments(parse_syntax(syntax, 0), keynum) if keynum and syntax
-        else parse_syntax(syntax, keys[0]) if syntax else (),
+        arguments=parse_syntax(syntax, keys[0], _key_args(key_specs)) if syntax else (),
         key_flags=key_flag_list,
         key_notes=key_notes or None,
         tips=tip_list,
+        key_specs=key_specs,
         container=parent_name if sub else None,
-        keynum=keynum,
-        has_keys=keys[0] > 0 or keynum is not None,
         is_write="write" in flag_set,
         is_denyoom="denyoom" in flag_set,
         no_auth="no_auth" in flag_set,
@@ -361,12 +406,10 @@ def add_spec(
     return spec
 
 
-def _keynum_arguments(args: tuple[Arg, ...], keynum: tuple[int, int, int]) -> tuple[Arg, ...]:
-    """The argument named ``key`` of a keynum command is its key argument (EVAL's keys)."""
-    return tuple(
-        dataclasses.replace(a, type="key", key_spec_index=0) if a.name == "key" else a
-        for a in args
-    )
+def _key_args(key_specs: tuple[KeySpec, ...]) -> dict[str, int] | None:
+    """Argument name -> key spec index, for a command whose key specs name their arguments."""
+    named = {ks.arg: i for i, ks in enumerate(key_specs) if ks.arg is not None}
+    return named or None
 
 
 def check_tip(name: str, tip: str) -> None:
@@ -444,14 +487,15 @@ _TEXT_TOKENS = {"SOURCE", "DESCRIPTION", "KIND", "PREFIX", "META", "TEXT", "DEFA
 _DOUBLE_NAMES = {"c", "x", "a", "confidence", "v1", "vdim", "alpha"}
 
 
-def parse_syntax(syntax: str, first_key: int) -> tuple[Arg, ...]:
+def parse_syntax(syntax: str, first_key: int, key_args: dict[str, int] | None = None) -> tuple[Arg, ...]:
     """Turn ``"session role content [META json-object]"`` into Arg nodes.
 
-    The first plain argument is typed ``key`` when the command has keys at position 1.
+    The first plain argument is typed ``key`` when the command has keys at position 1;
+    with ``key_args`` (name -> key spec index) exactly the arguments named there are.
     """
     tokens = _TOKEN_RE.findall(syntax)
     pos = 0
-    key_done = first_key <= 0
+    key_done = first_key <= 0 or key_args is not None
 
     def parse_seq(end: str | None) -> list[Arg]:
         nonlocal pos
@@ -489,6 +533,8 @@ def parse_syntax(syntax: str, first_key: int) -> tuple[Arg, ...]:
         if tok.isupper() or (tok[0].isupper() and tok.replace("_", "").replace("-", "").isalnum()
                              and tok.upper() == tok):
             return Arg(name=tok.lower(), type="pure-token", token=tok)
+        if key_args is not None and tok in key_args:
+            return Arg(name=tok, type="key", key_spec_index=key_args[tok])
         if not key_done:
             key_done = True
             return Arg(name=tok, type="key", key_spec_index=0)

@@ -9,6 +9,7 @@ value               RESP3                       RESP2
 ``int``             integer                     integer
 ``bool``            boolean ``#t``/``#f``       integer 1/0
 ``float``           double ``,``                bulk string
+``Double``          double ``,`` (``%.17g``)     bulk string (``%.17g``)
 ``None``            null ``_``                  null bulk ``$-1``
 ``list``/``tuple``  array                       array
 ``dict``            map ``%``                   flat array k, v, k, v
@@ -52,6 +53,22 @@ class Verbatim:
     def __init__(self, text: str | bytes, fmt: str = "txt") -> None:
         self.text = text.encode() if isinstance(text, str) else text
         self.fmt = fmt
+
+
+class Double(float):
+    """A score as Redis 7.0 prints it (``%.17g``: ZSCORE 1.1 is ``1.1000000000000001``),
+    a RESP3 double or a RESP2 bulk string; plain floats keep the shortest form."""
+
+    __slots__ = ()
+
+
+def format_double(value: float) -> bytes:
+    """Redis 7.0's ``%.17g`` text of a double, with ``inf``/``-inf``/``nan``."""
+    if math.isinf(value):
+        return b"inf" if value > 0 else b"-inf"
+    if math.isnan(value):
+        return b"nan"
+    return b"%.17g" % value
 
 
 class Raw(bytes):
@@ -161,6 +178,12 @@ def _encode_into(value: Any, proto: int, out: list[bytes]) -> None:
                 _encode_into(item, proto, out)
     elif t is float:
         text = encode_double(value)
+        if proto == 3:
+            out.append(b",%b\r\n" % text)
+        else:
+            out.append(b"$%d\r\n%b\r\n" % (len(text), text))
+    elif t is Double:
+        text = format_double(value)
         if proto == 3:
             out.append(b",%b\r\n" % text)
         else:

@@ -1,31 +1,42 @@
-"""The string cache: Redis's string keyspace (GET/SET ...) with per-key absolute deadlines.
+"""The keyspace: Redis's keys, each a string or a typed value, with absolute deadlines.
 
-State is two dicts, ``key -> value`` and ``key -> deadline`` (ms since the epoch, only for
-keys that have one), plus a min-heap of ``(deadline, key)`` for active expiry. The heap is
-lazily invalidated: an entry whose key no longer has exactly that deadline is skipped when
-popped, and the heap is rebuilt from the deadline dict when stale entries dominate it.
+A key maps to ``bytes`` (a string, kept bare so GET and SET stay cheap) or to a
+``TypedValue`` (a hash, a set ... : ``stores/values.py`` is the protocol, one module per
+type). State is two dicts, ``key -> value`` and ``key -> deadline`` (ms since the epoch,
+only for keys that have one), plus a min-heap of ``(deadline, key)`` for active expiry.
+The heap is lazily invalidated: an entry whose key no longer has exactly that deadline is
+skipped when popped, and the heap is rebuilt from the deadline dict when stale entries
+dominate it.
 
-A key is expired once ``deadline <= now``. Reads (``get``, ``exists`` ...) remove an
-expired key they meet (lazy expiry) and ``purge_expired`` removes due keys in the
-background (active expiry); both count into ``expired_count`` for INFO.
+A key is expired once ``deadline <= now``. Reads (``get``, ``lookup``, ``exists`` ...)
+remove an expired key they meet (lazy expiry) and ``purge_expired`` removes due keys in
+the background (active expiry); both count into ``expired_count`` for INFO. ``get`` is the
+string read and raises ``WrongTypeError`` (Redis's WRONGTYPE) on a typed value; ``typed``
+is the same for one value type; ``lookup`` and ``peek`` return whatever the key holds.
 
 Effects:
 
-* ``["kv.set", key, value, expires_at | None]`` - store a value; None drops any deadline
+* ``["kv.set", key, value, expires_at | None]`` - store a string; None drops any deadline
   (a KEEPTTL or an INCR carries the existing deadline explicitly).
-* ``["kv.mset", [key, value, key, value ...]]`` - store many values, none with a deadline.
+* ``["kv.mset", [key, value, key, value ...]]`` - store many strings, none with a deadline.
+* ``["kv.put", key, type_name, state, expires_at | None]`` - store a typed value built
+  from its snapshot ``state`` (a write to a key found absent, SINTERSTORE ...).
 * ``["kv.del", [key ...]]`` - remove keys; returns how many existed.
 * ``["kv.expire", key, at]`` - give an existing key a deadline (one already passed makes
   the key expired at once); returns 1 if the key existed, else 0.
 * ``["kv.persist", key]`` - drop a key's deadline; returns 1 if it had one, else 0.
+* ``["kv.rename", src, dst]`` - move src's value and deadline to dst (dst is replaced;
+  a src this copy has already expired leaves dst removed, as it would have expired too).
+* ``["kv.copy", src, dst]`` - dst becomes a copy of src's value and deadline (same rule).
+* each value type's own ops (``kv.hset``, ``kv.sadd`` ...), listed in its ``effects``.
 
 For ``maxmemory`` (``hotkv_server.server.memory``) the store also keeps, at little cost:
 
-* ``estimated_bytes()``: the bytes of keys and values plus a fixed per-key overhead
-  (measured on CPython 3.11), kept as a running sum so the eviction loop sees at once
-  what an eviction freed;
+* ``estimated_bytes()``: the bytes of keys and values (a typed value's ``nbytes``) plus a
+  fixed per-key overhead (measured on CPython 3.11), kept as a running sum so the
+  eviction loop sees at once what an eviction freed;
 * an access clock for approximate LRU, only while ``track_access(True)`` (an LRU policy
-  is in force): ``get`` stamps the key with a counter, writes stamp it too, and
+  is in force): reads stamp the key with a counter, writes stamp it too, and
   ``idle_rank`` tells how long ago a key was used (in accesses, as Redis's LRU clock);
 * ``sample_keys``: keys drawn at random in O(1) each, from a key list rebuilt when keys
   were added or removed in numbers (Python dicts have no random access);
@@ -34,14 +45,16 @@ For ``maxmemory`` (``hotkv_server.server.memory``) the store also keeps, at litt
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Callable, Iterator
 from heapq import heapify, heappop, heappush
 from itertools import islice
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
-import numpy as np
-
+from hotkv_server.engine.errors import WrongTypeError
 from hotkv_server.stores.base import Effect, EffectError, Store
+from hotkv_server.stores.scanorder import ScanOrder
+from hotkv_server.stores.values import Applier, TypedValue, load_value_types, string_encoding
 
 #: the heap is rebuilt once it holds more than 2 * live deadlines + this many entries
 _HEAP_SLACK = 1024
@@ -52,9 +65,23 @@ DEADLINE_OVERHEAD = 200
 #: what a key's LRU access stamp adds (dict slot and int), while an LRU policy keeps them
 ACCESS_OVERHEAD = 84
 
+Value = bytes | TypedValue
+_NO_MS = 2**63
+T = TypeVar("T", bound=TypedValue)
+
+
+def value_bytes(value: Value) -> int:
+    """The bytes a value counts for (a string's length, a typed value's ``nbytes``)."""
+    return len(value) if value.__class__ is bytes else value.nbytes  # type: ignore[union-attr]
+
+
+def type_of(value: Value) -> str:
+    """TYPE's word for a value."""
+    return "string" if value.__class__ is bytes else value.type_name  # type: ignore[union-attr]
+
 
 class KeyValueStore(Store):
-    """The string cache's id space: binary keys to binary values, each with an optional TTL."""
+    """The keyspace: binary keys to strings or typed values, each with an optional TTL."""
 
     name: ClassVar[str] = "kv"
 
@@ -65,42 +92,73 @@ class KeyValueStore(Store):
         "_expires",
         "_heap",
         "_heap_limit",
+        "_ops",
         "_pool_all",
         "_pool_volatile",
-        "_scan_added",
-        "_scan_cursors",
-        "_scan_keys",
+        "_scan",
         "_tick",
+        "_tick_times",
         "_values",
         "expired_count",
     )
 
     def __init__(self) -> None:
-        self._values: dict[bytes, bytes] = {}
+        self._values: dict[bytes, Value] = {}
         self._expires: dict[bytes, int] = {}
         self._heap: list[tuple[int, bytes]] = []
         self._heap_limit = _HEAP_SLACK
         #: keys removed because their deadline passed (lazily or actively), for INFO
         self.expired_count = 0
-        # SCAN walks keys in hash order from a sorted list built at cursor 0. Keys created
-        # after the list was built may be missed, which SCAN allows; the list is rebuilt at
-        # the next cursor 0 only if a key was created since (``_added`` counts creations).
+        #: keys created so far: SCAN rebuilds its order at cursor 0 only if this moved
         self._added = 0
-        self._scan_added = -1
-        self._scan_cursors: np.ndarray[Any, np.dtype[np.uint64]] | None = None
-        self._scan_keys: np.ndarray[Any, np.dtype[np.object_]] | None = None
-        #: sum of len(key) + len(value) over the keys held
+        self._scan = ScanOrder()
+        #: sum of len(key) + value_bytes(value) over the keys held
         self._data_bytes = 0
         #: key -> access clock at its last use, only while an LRU policy asks for it
         self._access: dict[bytes, int] | None = None
         self._tick = 0
+        #: (access clock, ms) pairs, one per second of reads at most, while the access clock
+        #: runs: they turn a key's access stamp into a time (OBJECT IDLETIME)
+        self._tick_times: list[tuple[int, int]] = []
         # key lists for random sampling (every key / keys with a deadline)
         self._pool_all: list[bytes] = []
         self._pool_volatile: list[bytes] = []
+        self._ops: dict[str, Callable[[Effect], Any]] = {
+            "kv.set": self._apply_set,
+            "kv.mset": self._apply_mset,
+            "kv.put": self._apply_put,
+            "kv.del": self._apply_del,
+            "kv.expire": self._apply_expire,
+            "kv.persist": self._apply_persist,
+            "kv.rename": self._apply_rename,
+            "kv.copy": self._apply_copy,
+        }
+        for cls in load_value_types().values():
+            for op, fn in cls.effects.items():
+                if op in self._ops:
+                    raise EffectError(f"effect op {op!r} declared twice")
+                self._ops[op] = self._typed_applier(op, cls, fn)
 
     # --- reads ----------------------------------------------------------------------
     def get(self, key: bytes, now_ms: int) -> bytes | None:
-        """The value of a live key, else None (an expired key is removed on the way)."""
+        """The string at a live key, else None (an expired key is removed on the way);
+        ``WrongTypeError`` if the key holds another type."""
+        value = self._values.get(key)
+        if value is None:
+            return None
+        if self._expires:
+            at = self._expires.get(key)
+            if at is not None and at <= now_ms:
+                self._expire_key(key)
+                return None
+        if value.__class__ is not bytes:
+            raise WrongTypeError()
+        if self._access is not None:
+            self._stamp_read(key, now_ms)
+        return value
+
+    def lookup(self, key: bytes, now_ms: int) -> Value | None:
+        """Whatever a live key holds, counted as a use for LRU; None when missing."""
         value = self._values.get(key)
         if value is None:
             return None
@@ -110,12 +168,40 @@ class KeyValueStore(Store):
                 self._expire_key(key)
                 return None
         if self._access is not None:
-            self._tick += 1
-            self._access[key] = self._tick
+            self._stamp_read(key, now_ms)
         return value
 
-    def peek(self, key: bytes, now_ms: int) -> bytes | None:
-        """``get`` that does not count as a use for LRU (SCAN, EXISTS, as Redis's NOTOUCH)."""
+    def _stamp_read(self, key: bytes, now_ms: int) -> None:
+        self._tick += 1
+        self._access[key] = self._tick  # type: ignore[index]
+        times = self._tick_times
+        if not times or now_ms - times[-1][1] >= 1000:
+            times.append((self._tick, now_ms))
+            if len(times) > 8192:  # keep the log short: every other sample of the older half
+                del times[:4096:2]
+
+    def idle_ms(self, key: bytes, now_ms: int) -> int | None:
+        """How long ago a live key was last read or written (to within a second), as the
+        access clock knows it; None while no LRU policy keeps the clock running."""
+        if self._access is None:
+            return None
+        times = self._tick_times
+        stamp = self._access.get(key, 0)
+        i = bisect_right(times, (stamp, _NO_MS)) - 1
+        if i < 0:  # used before the first sample (or not since the clock started)
+            return max(now_ms - times[0][1], 0) if times else 0
+        return max(now_ms - times[i][1], 0)
+
+    def typed(self, key: bytes, now_ms: int, cls: type[T]) -> T | None:
+        """The value of type ``cls`` at a live key, None when missing, ``WrongTypeError``
+        when the key holds another type. Handlers read it; they change it by effects."""
+        value = self.lookup(key, now_ms)
+        if value is None or value.__class__ is cls:
+            return value
+        raise WrongTypeError()
+
+    def peek(self, key: bytes, now_ms: int) -> Value | None:
+        """``lookup`` that does not count as a use for LRU (SCAN, EXISTS, as Redis's NOTOUCH)."""
         value = self._values.get(key)
         if value is None or not self._expires:
             return value
@@ -128,13 +214,27 @@ class KeyValueStore(Store):
     def exists(self, ident: bytes, now_ms: int) -> bool:
         return self.peek(ident, now_ms) is not None
 
+    def type_name(self, key: bytes, now_ms: int) -> str:
+        """TYPE's answer: ``string``, ``hash``, ``set`` ... or ``none``."""
+        value = self.peek(key, now_ms)
+        return "none" if value is None else type_of(value)
+
+    def encoding(self, key: bytes, now_ms: int) -> str | None:
+        """OBJECT ENCODING's answer, None for a missing key."""
+        value = self.peek(key, now_ms)
+        if value is None:
+            return None
+        if value.__class__ is bytes:
+            return string_encoding(value)
+        return value.encoding()  # type: ignore[union-attr]
+
     def expiry(self, key: bytes) -> int | None:
         """The deadline of a key already found live by ``get``/``exists``; None if it has none."""
         return self._expires.get(key)
 
     def ttl_ms(self, key: bytes, now_ms: int) -> int:
         """Milliseconds left as PTTL reports them: -2 missing, -1 no deadline, else >= 0."""
-        if self.get(key, now_ms) is None:
+        if self.peek(key, now_ms) is None:
             return -2
         at = self._expires.get(key)
         if at is None:
@@ -163,61 +263,29 @@ class KeyValueStore(Store):
             return None
         return next(islice(self._values, index, None))
 
-    def scan(self, cursor: int, count: int, now_ms: int) -> tuple[int, list[bytes]]:
+    def scan(
+        self, cursor: int, count: int, now_ms: int, type_name: str | None = None
+    ) -> tuple[int, list[bytes]]:
         """One SCAN step: ``(next cursor, live keys)``; cursor 0 starts and ends a walk.
 
-        Keys are visited in the order of their 64-bit hash and the cursor is the hash to
-        resume at, so every key that exists for a whole walk is returned, whatever is
-        written in between, and keys sharing a hash are never split across two steps.
+        Keys are visited in the order of their 64-bit hash (``ScanOrder``); with
+        ``type_name`` only keys holding that type are returned.
         """
-        if self._scan_cursors is None or (cursor == 0 and self._scan_added != self._added):
-            self._build_scan_order()
-        cursors = self._scan_cursors
-        keys_in_order = self._scan_keys
-        assert cursors is not None and keys_in_order is not None
-        n = len(keys_in_order)
-        start = int(np.searchsorted(cursors, np.uint64(cursor))) if cursor else 0
-        end = min(start + max(count, 1), n)
-        while 0 < end < n and cursors[end] == cursors[end - 1]:
-            end += 1
-        found = [key for key in keys_in_order[start:end].tolist() if self.peek(key, now_ms) is not None]
-        if end < n:
-            return int(cursors[end]), found
-        # the walk is over: let go of the key list (a walk still running rebuilds it)
-        self._scan_cursors = None
-        self._scan_keys = None
-        return 0, found
-
-    def _build_scan_order(self) -> None:
-        """Sort the keys by their hash as an unsigned 64-bit number (0 is taken as 1, since
-        cursor 0 means "start"); numpy keeps this near 0.2 s per million keys."""
-        keys = np.empty(len(self._values), dtype=object)
-        keys[:] = list(self._values)
-        hashes = np.fromiter(map(hash, keys), dtype=np.int64, count=len(keys)).view(np.uint64)
-        hashes[hashes == 0] = 1
-        order = np.argsort(hashes)
-        self._scan_cursors = hashes[order]
-        self._scan_keys = keys[order]
-        self._scan_added = self._added
+        next_cursor, names = self._scan.step(self._values, self._added, cursor, count)
+        peek = self.peek
+        found = [key for key in names if (value := peek(key, now_ms)) is not None
+                 and (type_name is None or type_of(value) == type_name)]
+        return next_cursor, found
 
     # --- effects --------------------------------------------------------------------
     def appliers(self) -> dict[str, Callable[[Effect], Any]]:
-        return {"kv.set": self._apply_set}
+        return self._ops
 
     def apply(self, effect: Effect) -> Any:
-        op = effect[0]
-        if op == "kv.set":
-            return self._apply_set(effect)
-        if op == "kv.del":
-            return self._delete(effect[1])
-        if op == "kv.mset":
-            self._mset(effect[1])
-            return None
-        if op == "kv.expire":
-            return self._set_deadline(effect[1], effect[2])
-        if op == "kv.persist":
-            return self._persist(effect[1])
-        raise EffectError(f"unknown kv effect {op!r}")
+        route = self._ops.get(effect[0])
+        if route is None:
+            raise EffectError(f"unknown kv effect {effect[0]!r}")
+        return route(effect)
 
     def _apply_set(self, effect: Effect) -> None:
         """``["kv.set", key, value, at|None]``"""
@@ -227,8 +295,10 @@ class KeyValueStore(Store):
         if old is None:
             self._added += 1
             self._data_bytes += len(key) + len(value)
-        else:
+        elif old.__class__ is bytes:
             self._data_bytes += len(value) - len(old)
+        else:  # SET replaces a value of any type
+            self._data_bytes += len(value) - old.nbytes  # type: ignore[union-attr]
         values[key] = value
         if self._access is not None:
             self._tick += 1
@@ -240,7 +310,8 @@ class KeyValueStore(Store):
             self._expires[key] = at
             self._push_deadline(at, key)
 
-    def _mset(self, pairs: list[bytes]) -> None:
+    def _apply_mset(self, effect: Effect) -> None:
+        pairs = effect[1]
         if len(pairs) % 2:
             raise EffectError("kv.mset needs key, value pairs")
         values = self._values
@@ -255,7 +326,7 @@ class KeyValueStore(Store):
                 self._added += 1
                 grown += len(key) + len(value)
             else:
-                grown += len(value) - len(old)
+                grown += len(value) - value_bytes(old)
             values[key] = value
             if expires:
                 expires.pop(key, None)
@@ -263,6 +334,85 @@ class KeyValueStore(Store):
                 self._tick += 1
                 access[key] = self._tick
         self._data_bytes += grown
+
+    def _apply_put(self, effect: Effect) -> None:
+        """``["kv.put", key, type_name, state, at|None]``"""
+        _, key, type_name, state, at = effect
+        cls = load_value_types().get(type_name)
+        if cls is None:
+            raise EffectError(f"kv.put of unknown type {type_name!r}")
+        self._store(key, cls.restore(state), at)
+
+    def _store(self, key: bytes, value: Value, at: int | None) -> None:
+        """Put any value at ``key`` in place of what it held (an empty typed value removes)."""
+        if key in self._values:
+            self._delete([key])
+        if value.__class__ is not bytes and not len(value):
+            return
+        self._values[key] = value
+        self._added += 1
+        self._data_bytes += len(key) + value_bytes(value)
+        if self._access is not None:
+            self._tick += 1
+            self._access[key] = self._tick
+        if at is not None:
+            self._expires[key] = at
+            self._push_deadline(at, key)
+
+    def _apply_del(self, effect: Effect) -> int:
+        return self._delete(effect[1])
+
+    def _apply_expire(self, effect: Effect) -> int:
+        return self._set_deadline(effect[1], effect[2])
+
+    def _apply_persist(self, effect: Effect) -> int:
+        return self._persist(effect[1])
+
+    def _apply_rename(self, effect: Effect) -> None:
+        """``["kv.rename", src, dst]``"""
+        _, src, dst = effect
+        value = self._values.get(src)
+        at = self._expires.get(src)
+        if value is not None and src != dst:
+            self._delete([src])
+        if value is None:
+            self._delete([dst])
+        elif src != dst:
+            self._store(dst, value, at)
+
+    def _apply_copy(self, effect: Effect) -> None:
+        """``["kv.copy", src, dst]``"""
+        _, src, dst = effect
+        value = self._values.get(src)
+        if value is None:
+            self._delete([dst])
+            return
+        copied = value if value.__class__ is bytes else value.copy()  # type: ignore[union-attr]
+        self._store(dst, copied, self._expires.get(src))
+
+    def _typed_applier(self, op: str, cls: type[TypedValue], fn: Applier) -> Callable[[Effect], Any]:
+        """Apply one of ``cls``'s ops to the value at ``effect[1]``, keeping the byte
+        count, removing a value left empty, and doing nothing on a missing key."""
+        missing = cls.missing
+
+        def apply(effect: Effect) -> Any:
+            key = effect[1]
+            value = self._values.get(key)
+            if value is None:
+                return missing
+            if value.__class__ is not cls:
+                raise EffectError(f"{op} on a key holding a {type_of(value)}")
+            before = value.nbytes
+            result = fn(value, effect)
+            self._data_bytes += value.nbytes - before
+            if not len(value):
+                self._delete([key])
+            elif self._access is not None:
+                self._tick += 1
+                self._access[key] = self._tick
+            return result
+
+        return apply
 
     def _delete(self, keys: list[bytes]) -> int:
         values = self._values
@@ -273,7 +423,7 @@ class KeyValueStore(Store):
             old = values.pop(key, None)
             if old is not None:
                 removed += 1
-                self._data_bytes -= len(key) + len(old)
+                self._data_bytes -= len(key) + value_bytes(old)
                 if expires:
                     expires.pop(key, None)
                 if access:
@@ -306,7 +456,7 @@ class KeyValueStore(Store):
     def _expire_key(self, key: bytes) -> None:
         value = self._values.pop(key)
         del self._expires[key]
-        self._data_bytes -= len(key) + len(value)
+        self._data_bytes -= len(key) + value_bytes(value)
         if self._access:
             self._access.pop(key, None)
         self.expired_count += 1
@@ -337,8 +487,10 @@ class KeyValueStore(Store):
         """Keep (or stop keeping) the LRU access clock; keys not used since count as oldest."""
         if on and self._access is None:
             self._access = {}
+            self._tick_times = []
         elif not on:
             self._access = None
+            self._tick_times = []
 
     @property
     def tracking_access(self) -> bool:
@@ -416,7 +568,7 @@ class KeyValueStore(Store):
         value = self._values.get(key)
         if value is None:
             return 0
-        size = len(key) + len(value) + ENTRY_OVERHEAD
+        size = len(key) + value_bytes(value) + ENTRY_OVERHEAD
         if key in self._expires:
             size += DEADLINE_OVERHEAD
         if self._access and key in self._access:
@@ -430,8 +582,7 @@ class KeyValueStore(Store):
         self._heap = []
         self._heap_limit = _HEAP_SLACK
         self._added += 1
-        self._scan_cursors = None
-        self._scan_keys = None
+        self._scan.reset()
         self._data_bytes = 0
         if self._access is not None:
             self._access = {}
@@ -439,25 +590,35 @@ class KeyValueStore(Store):
         self._pool_volatile = []
 
     def snapshot(self) -> list[Any]:
-        """A flat list ``[key, value, deadline | None, ...]``."""
+        """A flat list ``[key, value, deadline | None, ...]``; a typed value is written as
+        ``[type_name, its snapshot]`` (a string stays bytes)."""
         expires = self._expires
         out: list[Any] = []
         for key, value in self._values.items():
-            out.extend((key, value, expires.get(key)))
+            if isinstance(value, TypedValue):
+                out.extend((key, [value.type_name, value.snapshot()], expires.get(key)))
+            else:
+                out.extend((key, value, expires.get(key)))
         return out
 
     def restore(self, state: list[Any]) -> None:
         if len(state) % 3:
             raise EffectError("kv snapshot needs key, value, deadline triples")
         self.clear()
+        types = load_value_types()
         values = self._values
         expires = self._expires
         size = 0
         for i in range(0, len(state), 3):
             key = state[i]
             value = state[i + 1]
+            if value.__class__ is not bytes:
+                cls = types.get(value[0])
+                if cls is None:
+                    raise EffectError(f"kv snapshot holds a value of unknown type {value[0]!r}")
+                value = cls.restore(value[1])
             values[key] = value
-            size += len(key) + len(value)
+            size += len(key) + value_bytes(value)
             at = state[i + 2]
             if at is not None:
                 expires[key] = at

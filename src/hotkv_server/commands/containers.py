@@ -1,0 +1,52 @@
+"""How the list and sorted-set commands read their values and write their effects.
+
+Reads go through ``kv.typed`` (WRONGTYPE for a key of another type, None for a missing or
+expired key); ``*_if_any`` variants answer None for another type instead (a blocked client
+is not served from a key that became a string). Writes are effects (``stores/values.py``):
+a key found absent is created by ``kv.put``, an existing one changed by the type's ops.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hotkv_server.engine.context import Context
+from hotkv_server.stores.listvalue import ListValue
+from hotkv_server.stores.zsetvalue import SortedSetValue
+
+
+def read_list(ctx: Context, key: bytes) -> ListValue | None:
+    return ctx.db.kv.typed(key, ctx.now_ms, ListValue)
+
+
+def read_zset(ctx: Context, key: bytes) -> SortedSetValue | None:
+    return ctx.db.kv.typed(key, ctx.now_ms, SortedSetValue)
+
+
+def list_if_any(ctx: Context, key: bytes) -> ListValue | None:
+    value = ctx.db.kv.lookup(key, ctx.now_ms)
+    return value if value.__class__ is ListValue else None
+
+
+def zset_if_any(ctx: Context, key: bytes) -> SortedSetValue | None:
+    value = ctx.db.kv.lookup(key, ctx.now_ms)
+    return value if value.__class__ is SortedSetValue else None
+
+
+def put_list(ctx: Context, key: bytes, elements: list[bytes]) -> None:
+    """Create (or replace) ``key`` as a list of ``elements`` without a deadline."""
+    ctx.emit(["kv.put", key, "list", elements, None])
+
+
+def put_zset(ctx: Context, key: bytes, flat: list[Any]) -> None:
+    """Create (or replace) ``key`` as a sorted set of ``[member, score, ...]``."""
+    ctx.emit(["kv.put", key, "zset", flat, None])
+
+
+def store_zset(ctx: Context, key: bytes, flat: list[Any]) -> None:
+    """The ``*STORE`` commands: the destination becomes this set, or goes when it is empty
+    (as Redis deletes the destination of an empty result)."""
+    if flat:
+        put_zset(ctx, key, flat)
+    elif ctx.db.kv.peek(key, ctx.now_ms) is not None:
+        ctx.emit(["kv.del", [key]])

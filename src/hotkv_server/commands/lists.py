@@ -1,0 +1,392 @@
+"""List commands (LPUSH RPUSH LPUSHX RPUSHX LPOP RPOP LLEN LRANGE LINDEX LSET LINSERT LREM
+LTRIM LPOS LMOVE RPOPLPUSH LMPOP), as Redis 7.0 answers them.
+
+The value is ``stores.listvalue.ListValue`` in the keyspace (``commands.containers``); every
+change is a list effect (``kv.lpush``, ``kv.lpop`` ...; a new list is a ``kv.put``), so the
+AOF and the replicas apply the same change. The blocking
+forms are in ``commands.lists_blocking`` and reuse the pops defined here.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hotkv_server.commands.containers import put_list, read_list
+from hotkv_server.engine import errors
+from hotkv_server.engine.args import parse_int
+from hotkv_server.engine.context import Context
+from hotkv_server.engine.errors import CommandError
+from hotkv_server.engine.registry import command, key_spec
+from hotkv_server.server.resp import NULL_ARRAY, OK
+
+MUST_BE_POSITIVE = "ERR value is out of range, must be positive"
+NO_SUCH_KEY = "ERR no such key"
+INDEX_RANGE = "ERR index out of range"
+NUMKEYS_POSITIVE = "ERR numkeys should be greater than 0"
+COUNT_POSITIVE = "ERR count should be greater than 0"
+LONG_MAX = 2**63 - 1
+
+
+def int_arg(raw: bytes) -> int:
+    value = parse_int(raw)
+    if value is None:
+        raise CommandError(errors.NOT_INTEGER)
+    return value
+
+
+def side_arg(raw: bytes) -> bool:
+    """LEFT -> True, RIGHT -> False (LMOVE, LMPOP), else a syntax error."""
+    upper = raw.upper()
+    if upper == b"LEFT":
+        return True
+    if upper == b"RIGHT":
+        return False
+    raise CommandError(errors.SYNTAX)
+
+
+# --- pushes ---------------------------------------------------------------------------
+def push_to(ctx: Context, key: bytes, values: list[bytes], left: bool, exists: bool) -> int:
+    """Push onto ``key`` (a list when ``exists``, else absent: it is created); the length."""
+    if exists:
+        return int(ctx.emit(["kv.lpush" if left else "kv.rpush", key, values]))
+    put_list(ctx, key, values[::-1] if left else values)
+    return len(values)
+
+
+def _push(ctx: Context, argv: list[bytes], left: bool, only_existing: bool) -> int:
+    key = argv[1]
+    lst = read_list(ctx, key)
+    if lst is None and only_existing:
+        return 0
+    return push_to(ctx, key, argv[2:], left, lst is not None)
+
+
+@command("lpush", arity=-3, flags="write denyoom fast", keys=(1, 1, 1), group="list",
+         key_flags="RW insert", since="1.0.0",
+         summary="Prepends one or more elements to a list. Creates the key if it doesn't exist.",
+         syntax="key element [element ...]",
+         complexity="O(1) for each element added, so O(N) to add N elements when the command is "
+                    "called with multiple arguments.")
+def lpush(ctx: Context, argv: list[bytes]) -> Any:
+    """LPUSH key element [element ...]"""
+    return _push(ctx, argv, True, False)
+
+
+@command("rpush", arity=-3, flags="write denyoom fast", keys=(1, 1, 1), group="list",
+         key_flags="RW insert", since="1.0.0",
+         summary="Appends one or more elements to a list. Creates the key if it doesn't exist.",
+         syntax="key element [element ...]",
+         complexity="O(1) for each element added, so O(N) to add N elements when the command is "
+                    "called with multiple arguments.")
+def rpush(ctx: Context, argv: list[bytes]) -> Any:
+    """RPUSH key element [element ...]"""
+    return _push(ctx, argv, False, False)
+
+
+@command("lpushx", arity=-3, flags="write denyoom fast", keys=(1, 1, 1), group="list",
+         key_flags="RW insert", since="2.2.0",
+         summary="Prepends one or more elements to a list only when the list exists.",
+         syntax="key element [element ...]",
+         complexity="O(1) for each element added, so O(N) to add N elements when the command is "
+                    "called with multiple arguments.")
+def lpushx(ctx: Context, argv: list[bytes]) -> Any:
+    """LPUSHX key element [element ...]"""
+    return _push(ctx, argv, True, True)
+
+
+@command("rpushx", arity=-3, flags="write denyoom fast", keys=(1, 1, 1), group="list",
+         key_flags="RW insert", since="2.2.0",
+         summary="Appends one or more elements to a list only when the list exists.",
+         syntax="key element [element ...]",
+         complexity="O(1) for each element added, so O(N) to add N elements when the command is "
+                    "called with multiple arguments.")
+def rpushx(ctx: Context, argv: list[bytes]) -> Any:
+    """RPUSHX key element [element ...]"""
+    return _push(ctx, argv, False, True)
+
+
+# --- pops -----------------------------------------------------------------------------
+def pop_from(ctx: Context, key: bytes, left: bool, count: int) -> list[bytes]:
+    """Pop up to ``count`` elements of an existing list (the key goes when it empties)."""
+    return list(ctx.emit(["kv.lpop" if left else "kv.rpop", key, count]))
+
+
+def _pop(ctx: Context, argv: list[bytes], left: bool) -> Any:
+    if len(argv) > 3:
+        raise CommandError(errors.wrong_arity(argv[0].decode(errors="replace").lower()))
+    count = None
+    if len(argv) == 3:
+        count = parse_int(argv[2])
+        if count is None or count < 0:
+            raise CommandError(MUST_BE_POSITIVE)
+    key = argv[1]
+    lst = read_list(ctx, key)
+    if lst is None:
+        return None if count is None else NULL_ARRAY
+    if count is None:
+        return pop_from(ctx, key, left, 1)[0]
+    if count == 0:
+        return []
+    return pop_from(ctx, key, left, count)
+
+
+@command("lpop", arity=-2, flags="write fast", keys=(1, 1, 1), group="list",
+         key_flags="RW access delete", since="1.0.0",
+         summary="Returns the first elements in a list after removing it. Deletes the list if the "
+                 "last element was popped.",
+         syntax="key [count]", complexity="O(N) where N is the number of elements returned")
+def lpop(ctx: Context, argv: list[bytes]) -> Any:
+    """LPOP key [count]"""
+    return _pop(ctx, argv, True)
+
+
+@command("rpop", arity=-2, flags="write fast", keys=(1, 1, 1), group="list",
+         key_flags="RW access delete", since="1.0.0",
+         summary="Returns and removes the last elements of a list. Deletes the list if the last "
+                 "element was popped.",
+         syntax="key [count]", complexity="O(N) where N is the number of elements returned")
+def rpop(ctx: Context, argv: list[bytes]) -> Any:
+    """RPOP key [count]"""
+    return _pop(ctx, argv, False)
+
+
+# --- reads ----------------------------------------------------------------------------
+@command("llen", arity=2, flags="readonly fast", keys=(1, 1, 1), group="list", key_flags="RO",
+         since="1.0.0", summary="Returns the length of a list.", syntax="key")
+def llen(ctx: Context, argv: list[bytes]) -> Any:
+    """LLEN key"""
+    lst = read_list(ctx, argv[1])
+    return 0 if lst is None else len(lst)
+
+
+@command("lrange", arity=4, flags="readonly", keys=(1, 1, 1), group="list", key_flags="RO access",
+         since="1.0.0", summary="Returns a range of elements from a list.",
+         syntax="key start stop",
+         complexity="O(S+N) where S is the distance of start offset from HEAD for small lists, from "
+                    "nearest end (HEAD or TAIL) for large lists; and N is the number of elements in "
+                    "the specified range.")
+def lrange(ctx: Context, argv: list[bytes]) -> Any:
+    """LRANGE key start stop"""
+    start, stop = int_arg(argv[2]), int_arg(argv[3])
+    lst = read_list(ctx, argv[1])
+    return [] if lst is None else lst.range(start, stop)
+
+
+@command("lindex", arity=3, flags="readonly", keys=(1, 1, 1), group="list", key_flags="RO access",
+         since="1.0.0", summary="Returns an element from a list by its index.",
+         syntax="key index",
+         complexity="O(N) where N is the number of elements to traverse to get to the element at "
+                    "index. This makes asking for the first or the last element of the list O(1).")
+def lindex(ctx: Context, argv: list[bytes]) -> Any:
+    """LINDEX key index"""
+    index = int_arg(argv[2])
+    lst = read_list(ctx, argv[1])
+    return None if lst is None else lst.index(index)
+
+
+@command("lpos", arity=-3, flags="readonly", keys=(1, 1, 1), group="list", key_flags="RO access",
+         since="6.0.6", summary="Returns the index of matching elements in a list.",
+         syntax="key element [RANK rank] [COUNT num-matches] [MAXLEN len]",
+         complexity="O(N) where N is the number of elements in the list, for the average case. When "
+                    "searching for elements near the head or the tail of the list, or when the MAXLEN "
+                    "option is provided, the command may run in constant time.")
+def lpos(ctx: Context, argv: list[bytes]) -> Any:
+    """LPOS key element [RANK rank] [COUNT num-matches] [MAXLEN len]"""
+    rank, count, maxlen = 1, None, 0
+    i = 3
+    while i < len(argv):
+        opt = argv[i].upper()
+        if i + 1 >= len(argv) or opt not in (b"RANK", b"COUNT", b"MAXLEN"):
+            raise CommandError(errors.SYNTAX)
+        value = int_arg(argv[i + 1])
+        if opt == b"RANK":
+            if value == 0:
+                raise CommandError(
+                    "ERR RANK can't be zero: use 1 to start from the first match, 2 from the "
+                    "second ... or use negative to start from the end of the list")
+            # Redis 7.0's negation of LLONG_MIN overflows: it then ranks as the first from the tail
+            rank = -1 if value < -LONG_MAX else value
+        elif opt == b"COUNT":
+            if value < 0:
+                raise CommandError("ERR COUNT can't be negative")
+            count = value
+        else:
+            if value < 0:
+                raise CommandError("ERR MAXLEN can't be negative")
+            maxlen = value
+        i += 2
+    lst = read_list(ctx, argv[1])
+    if lst is None:
+        return None if count is None else []
+    found = lst.positions(argv[2], rank, count, maxlen)
+    if count is None:
+        return found[0] if found else None
+    return found
+
+
+# --- changes in place -----------------------------------------------------------------
+@command("lset", arity=4, flags="write denyoom", keys=(1, 1, 1), group="list",
+         key_flags="RW update", since="1.0.0",
+         summary="Sets the value of an element in a list by its index.",
+         syntax="key index element",
+         complexity="O(N) where N is the length of the list. Setting either the first or the last "
+                    "element of the list is O(1).")
+def lset(ctx: Context, argv: list[bytes]) -> Any:
+    """LSET key index element"""
+    key = argv[1]
+    index = int_arg(argv[2])
+    lst = read_list(ctx, key)
+    if lst is None:
+        raise CommandError(NO_SUCH_KEY)
+    n = len(lst)
+    if not -n <= index < n:
+        raise CommandError(INDEX_RANGE)
+    ctx.emit(["kv.lset", key, index, argv[3]])
+    return OK
+
+
+@command("linsert", arity=5, flags="write denyoom", keys=(1, 1, 1), group="list",
+         key_flags="RW insert", since="2.2.0",
+         summary="Inserts an element before or after another element in a list.",
+         syntax="key (BEFORE|AFTER) pivot element",
+         complexity="O(N) where N is the number of elements to traverse before seeing the value "
+                    "pivot. This means that inserting somewhere on the left end on the list (head) "
+                    "can be considered O(1) and inserting somewhere on the right end (tail) is O(N).")
+def linsert(ctx: Context, argv: list[bytes]) -> Any:
+    """LINSERT key BEFORE|AFTER pivot element"""
+    where = argv[2].upper()
+    if where not in (b"BEFORE", b"AFTER"):
+        raise CommandError(errors.SYNTAX)
+    key = argv[1]
+    lst = read_list(ctx, key)
+    if lst is None:
+        return 0
+    if argv[3] not in lst.items:
+        return -1
+    return int(ctx.emit(["kv.linsert", key, where == b"BEFORE", argv[3], argv[4]]))
+
+
+@command("lrem", arity=4, flags="write", keys=(1, 1, 1), group="list", key_flags="RW delete",
+         since="1.0.0", summary="Removes elements from a list. Deletes the list if the last element "
+                                "was removed.",
+         syntax="key count element",
+         complexity="O(N+M) where N is the length of the list and M is the number of elements "
+                    "removed.")
+def lrem(ctx: Context, argv: list[bytes]) -> Any:
+    """LREM key count element"""
+    key = argv[1]
+    count = int_arg(argv[2])
+    lst = read_list(ctx, key)
+    if lst is None or argv[3] not in lst.items:
+        return 0
+    return int(ctx.emit(["kv.lrem", key, count, argv[3]]))
+
+
+@command("ltrim", arity=4, flags="write", keys=(1, 1, 1), group="list", key_flags="RW delete",
+         since="1.0.0", summary="Removes elements from both ends a list. Deletes the list if all "
+                                "elements were trimmed.",
+         syntax="key start stop",
+         complexity="O(N) where N is the number of elements to be removed by the operation.")
+def ltrim(ctx: Context, argv: list[bytes]) -> Any:
+    """LTRIM key start stop"""
+    key = argv[1]
+    start, stop = int_arg(argv[2]), int_arg(argv[3])
+    lst = read_list(ctx, key)
+    if lst is None:
+        return OK
+    if lst.range(start, stop) != list(lst.items):  # something to drop
+        ctx.emit(["kv.ltrim", key, start, stop])
+    return OK
+
+
+# --- moves ----------------------------------------------------------------------------
+def move(ctx: Context, src: bytes, dst: bytes, from_left: bool, to_left: bool) -> bytes | None:
+    """LMOVE's work: None when ``src`` is missing; WRONGTYPE when either key is not a list."""
+    lst = read_list(ctx, src)
+    if lst is None:
+        return None
+    target = read_list(ctx, dst)  # the destination's type is checked before anything moves
+    if src == dst:
+        rotated: bytes = ctx.emit(["kv.lmove", src, from_left, to_left])
+        return rotated
+    value = pop_from(ctx, src, from_left, 1)[0]
+    push_to(ctx, dst, [value], to_left, target is not None)
+    return value
+
+
+@command("lmove", arity=5, flags="write denyoom", keys=(1, 2, 1), group="list",
+         key_specs=(key_spec(1, "RW access delete", arg="source"), key_spec(2, "RW insert", arg="destination")), since="6.2.0",
+         summary="Returns an element after popping it from one list and pushing it to another. "
+                 "Deletes the list if the last element was moved.",
+         syntax="source destination (LEFT|RIGHT) (LEFT|RIGHT)", complexity="O(1)")
+def lmove(ctx: Context, argv: list[bytes]) -> Any:
+    """LMOVE source destination LEFT|RIGHT LEFT|RIGHT"""
+    from_left, to_left = side_arg(argv[3]), side_arg(argv[4])
+    return move(ctx, argv[1], argv[2], from_left, to_left)
+
+
+@command("rpoplpush", arity=3, flags="write denyoom", keys=(1, 2, 1), group="list",
+         key_specs=(key_spec(1, "RW access delete", arg="source"), key_spec(2, "RW insert", arg="destination")), since="1.2.0",
+         summary="Returns the last element of a list after removing and pushing it to another "
+                 "list. Deletes the list if the last element was popped.",
+         syntax="source destination", complexity="O(1)")
+def rpoplpush(ctx: Context, argv: list[bytes]) -> Any:
+    """RPOPLPUSH source destination"""
+    return move(ctx, argv[1], argv[2], False, True)
+
+
+def parse_mpop(argv: list[bytes], at: int, sides: tuple[bytes, bytes]) -> tuple[list[bytes], bytes, int]:
+    """``numkeys key [key ...] <side> [COUNT count]`` from ``argv[at]``: keys, side, count."""
+    numkeys = parse_int(argv[at])
+    if numkeys is None or numkeys <= 0:
+        raise CommandError(NUMKEYS_POSITIVE)
+    if numkeys > len(argv) - at - 2:
+        raise CommandError(errors.SYNTAX)
+    keys = argv[at + 1 : at + 1 + numkeys]
+    i = at + 1 + numkeys
+    side = argv[i].upper()
+    if side not in sides:
+        raise CommandError(errors.SYNTAX)
+    i += 1
+    count = 1
+    seen_count = False
+    while i < len(argv):
+        if argv[i].upper() != b"COUNT" or seen_count or i + 1 >= len(argv):
+            raise CommandError(errors.SYNTAX)
+        count_value = parse_int(argv[i + 1])
+        if count_value is None or count_value <= 0:
+            raise CommandError(COUNT_POSITIVE)
+        count = count_value
+        seen_count = True
+        i += 2
+    return keys, side, count
+
+
+def mpop_first(ctx: Context, keys: list[bytes], left: bool, count: int) -> Any:
+    """LMPOP's work: ``[key, [elements]]`` from the first non-empty list, else None."""
+    for key in keys:
+        if read_list(ctx, key) is not None:
+            return [key, pop_from(ctx, key, left, count)]
+    return None
+
+
+def mpop_keys(argv: list[bytes], at: int) -> list[bytes]:
+    """The keys of ``numkeys key ...`` from ``argv[at]`` (ACL, COMMAND GETKEYS)."""
+    numkeys = parse_int(argv[at]) if len(argv) > at else None
+    if numkeys is None or numkeys <= 0:
+        return []
+    return argv[at + 1 : at + 1 + min(numkeys, len(argv) - at - 1)]
+
+
+@command("lmpop", arity=-4, flags="write", group="list",
+         key_specs=(key_spec(1, "RW access delete", keynum=True, arg="key"),),
+         since="7.0.0", summary="Returns multiple elements from a list after removing them. Deletes "
+                                "the list if the last element was popped.",
+         syntax="numkeys key [key ...] (LEFT|RIGHT) [COUNT count]",
+         complexity="O(N+M) where N is the number of provided keys and M is the number of elements "
+                    "returned.")
+def lmpop(ctx: Context, argv: list[bytes]) -> Any:
+    """LMPOP numkeys key [key ...] LEFT|RIGHT [COUNT count]"""
+    keys, side, count = parse_mpop(argv, 1, (b"LEFT", b"RIGHT"))
+    found = mpop_first(ctx, keys, side == b"LEFT", count)
+    return NULL_ARRAY if found is None else found

@@ -1,0 +1,128 @@
+"""The blocking list commands: BLPOP BRPOP BLMOVE BRPOPLPUSH BLMPOP (engine/blocking.py).
+
+Each first tries its non-blocking form (LPOP, LMOVE, LMPOP ...) on the keys in order; with
+nothing to pop it blocks, unless it runs inside MULTI/EXEC (or a script), where it answers
+as the timeout would, as Redis does. A served waiter pops through the same list effects as
+LPOP, so the AOF and the replicas never see the blocking command.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hotkv_server.commands.containers import list_if_any, read_list
+from hotkv_server.commands.lists import move, mpop_first, parse_mpop, pop_from, side_arg
+from hotkv_server.commands.numbers import parse_timeout_ms
+from hotkv_server.engine.context import Context
+from hotkv_server.engine.registry import command, key_spec
+from hotkv_server.server.resp import NULL_ARRAY
+
+
+def cannot_block(ctx: Context) -> bool:
+    """Inside EXEC or a script a blocking command answers at once, as its timeout would."""
+    return ctx.core.in_exec or bool(ctx.flags and "lua" in ctx.flags)
+
+
+def _blocking_pop(ctx: Context, argv: list[bytes], left: bool) -> Any:
+    timeout_ms = parse_timeout_ms(argv[-1])
+    keys = argv[1:-1]
+    for key in keys:
+        if read_list(ctx, key) is not None:
+            return [key, pop_from(ctx, key, left, 1)[0]]
+    if cannot_block(ctx):
+        return NULL_ARRAY
+
+    def serve(key: bytes) -> tuple[Any, list[bytes]] | None:
+        if list_if_any(ctx, key) is None:
+            return None
+        return [key, pop_from(ctx, key, left, 1)[0]], [key]
+
+    return ctx.core.blocking.block(ctx, keys, timeout_ms, serve, NULL_ARRAY)
+
+
+@command("blpop", arity=-3, flags="write noscript blocking", keys=(1, -2, 1), group="list",
+         key_flags="RW access delete", since="2.0.0", acl="@blocking",
+         summary="Removes and returns the first element in a list. Blocks until an element is "
+                 "available otherwise. Deletes the list if the last element was popped.",
+         syntax="key [key ...] timeout",
+         complexity="O(N) where N is the number of provided keys.")
+def blpop(ctx: Context, argv: list[bytes]) -> Any:
+    """BLPOP key [key ...] timeout"""
+    return _blocking_pop(ctx, argv, True)
+
+
+@command("brpop", arity=-3, flags="write noscript blocking", keys=(1, -2, 1), group="list",
+         key_flags="RW access delete", since="2.0.0", acl="@blocking",
+         summary="Removes and returns the last element in a list. Blocks until an element is "
+                 "available otherwise. Deletes the list if the last element was popped.",
+         syntax="key [key ...] timeout",
+         complexity="O(N) where N is the number of provided keys.")
+def brpop(ctx: Context, argv: list[bytes]) -> Any:
+    """BRPOP key [key ...] timeout"""
+    return _blocking_pop(ctx, argv, False)
+
+
+def _blocking_move(ctx: Context, src: bytes, dst: bytes, from_left: bool, to_left: bool,
+                   raw_timeout: bytes) -> Any:
+    timeout_ms = parse_timeout_ms(raw_timeout)
+    moved = move(ctx, src, dst, from_left, to_left)
+    if moved is not None or cannot_block(ctx):
+        return moved
+
+    def serve(key: bytes) -> tuple[Any, list[bytes]] | None:
+        if list_if_any(ctx, src) is None:
+            return None
+        value = move(ctx, src, dst, from_left, to_left)
+        return None if value is None else (value, [src, dst])
+
+    return ctx.core.blocking.block(ctx, [src], timeout_ms, serve, None)
+
+
+@command("blmove", arity=6, flags="write denyoom noscript blocking", keys=(1, 2, 1), group="list",
+         key_specs=(key_spec(1, "RW access delete", arg="source"), key_spec(2, "RW insert", arg="destination")), since="6.2.0", acl="@blocking",
+         summary="Pops an element from a list, pushes it to another list and returns it. Blocks "
+                 "until an element is available otherwise. Deletes the list if the last element "
+                 "was moved.",
+         syntax="source destination (LEFT|RIGHT) (LEFT|RIGHT) timeout", complexity="O(1)")
+def blmove(ctx: Context, argv: list[bytes]) -> Any:
+    """BLMOVE source destination LEFT|RIGHT LEFT|RIGHT timeout"""
+    from_left, to_left = side_arg(argv[3]), side_arg(argv[4])
+    return _blocking_move(ctx, argv[1], argv[2], from_left, to_left, argv[5])
+
+
+@command("brpoplpush", arity=4, flags="write denyoom noscript blocking", keys=(1, 2, 1),
+         group="list", key_specs=(key_spec(1, "RW access delete", arg="source"), key_spec(2, "RW insert", arg="destination")), since="2.2.0", acl="@blocking",
+         summary="Pops an element from a list, pushes it to another list and returns it. Block "
+                 "until an element is available otherwise. Deletes the list if the last element "
+                 "was popped.",
+         syntax="source destination timeout", complexity="O(1)")
+def brpoplpush(ctx: Context, argv: list[bytes]) -> Any:
+    """BRPOPLPUSH source destination timeout"""
+    return _blocking_move(ctx, argv[1], argv[2], False, True, argv[3])
+
+
+@command("blmpop", arity=-5, flags="write blocking", group="list", since="7.0.0",
+         key_specs=(key_spec(2, "RW access delete", keynum=True, arg="key"),),
+         acl="@blocking",
+         summary="Pops the first element from one of multiple lists. Blocks until an element is "
+                 "available otherwise. Deletes the list if the last element was popped.",
+         syntax="timeout numkeys key [key ...] (LEFT|RIGHT) [COUNT count]",
+         complexity="O(N+M) where N is the number of provided keys and M is the number of elements "
+                    "returned.")
+def blmpop(ctx: Context, argv: list[bytes]) -> Any:
+    """BLMPOP timeout numkeys key [key ...] LEFT|RIGHT [COUNT count]"""
+    timeout_ms = parse_timeout_ms(argv[1])
+    keys, side, count = parse_mpop(argv, 2, (b"LEFT", b"RIGHT"))
+    left = side == b"LEFT"
+    found = mpop_first(ctx, keys, left, count)
+    if found is not None:
+        return found
+    if cannot_block(ctx):
+        return NULL_ARRAY
+
+    def serve(key: bytes) -> tuple[Any, list[bytes]] | None:
+        if list_if_any(ctx, key) is None:
+            return None
+        return [key, pop_from(ctx, key, left, count)], [key]
+
+    return ctx.core.blocking.block(ctx, keys, timeout_ms, serve, NULL_ARRAY)

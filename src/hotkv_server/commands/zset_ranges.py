@@ -1,0 +1,165 @@
+"""Sorted set range reads: ZRANGE (BYSCORE BYLEX REV LIMIT WITHSCORES), ZRANGESTORE and the
+older forms ZREVRANGE ZRANGEBYSCORE ZREVRANGEBYSCORE ZRANGEBYLEX ZREVRANGEBYLEX.
+
+All of them are one function, as in Redis: the older forms fix the range type and the
+direction, so their REV/BYSCORE/BYLEX words are syntax errors, and the options and the
+range are checked before the key is looked at (Redis's order of errors).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hotkv_server.commands.containers import read_zset, store_zset
+from hotkv_server.commands.numbers import parse_lex_range, parse_score_range
+from hotkv_server.commands.zsets import pairs_reply
+from hotkv_server.engine import errors
+from hotkv_server.engine.args import parse_int
+from hotkv_server.engine.context import Context
+from hotkv_server.engine.errors import CommandError
+from hotkv_server.engine.registry import command, key_spec
+
+RANK, SCORE, LEX = "rank", "score", "lex"
+LIMIT_NEEDS_RANGE = ("ERR syntax error, LIMIT is only supported in combination with either "
+                     "BYSCORE or BYLEX")
+WITHSCORES_LEX = "ERR syntax error, WITHSCORES not supported in combination with BYLEX"
+_COMPLEXITY = ("O(log(N)+M) with N being the number of elements in the sorted set and M the "
+               "number of elements returned.")
+
+
+def _long(raw: bytes) -> int:
+    value = parse_int(raw)
+    if value is None:
+        raise CommandError(errors.NOT_INTEGER)
+    return value
+
+
+def zrange_generic(ctx: Context, argv: list[bytes], first: int, kind: str | None,
+                   reverse: bool | None, store: bytes | None = None) -> Any:
+    """Redis's zrangeGenericCommand: the key at ``argv[first]``, the range after it, then
+    options; ``kind``/``reverse`` None means the options may choose them (ZRANGE)."""
+    withscores = False
+    offset, limit = 0, -1
+    i = first + 3
+    while i < len(argv):
+        opt = argv[i].upper()
+        left = len(argv) - i - 1
+        if opt == b"WITHSCORES" and store is None:
+            withscores = True
+        elif opt == b"LIMIT" and left >= 2:
+            offset, limit = _long(argv[i + 1]), _long(argv[i + 2])
+            i += 2
+        elif opt == b"REV" and reverse is None:
+            reverse = True
+        elif opt == b"BYLEX" and kind is None:
+            kind = LEX
+        elif opt == b"BYSCORE" and kind is None:
+            kind = SCORE
+        else:
+            raise CommandError(errors.SYNTAX)
+        i += 1
+    kind = kind or RANK
+    reverse = bool(reverse)
+    if limit != -1 and kind == RANK:
+        raise CommandError(LIMIT_NEEDS_RANGE)
+    if withscores and kind == LEX:
+        raise CommandError(WITHSCORES_LEX)
+    lo_raw, hi_raw = argv[first + 1], argv[first + 2]
+    if reverse and kind != RANK:  # the range is given as max, min
+        lo_raw, hi_raw = hi_raw, lo_raw
+    if kind == RANK:
+        start, stop = _long(lo_raw), _long(hi_raw)
+    elif kind == SCORE:
+        score_range = parse_score_range(lo_raw, hi_raw)
+    else:
+        lex_lo, lex_hi = parse_lex_range(lo_raw, hi_raw)
+    zset = read_zset(ctx, argv[first])
+    if zset is None:
+        pairs: list[tuple[bytes, float]] = []
+    elif kind == RANK:
+        pairs = zset.range_by_rank(start, stop, reverse)
+    elif kind == SCORE:
+        pairs = zset.range_by_score(score_range, reverse, offset, limit)
+    else:
+        pairs = zset.range_by_lex(lex_lo, lex_hi, reverse, offset, limit)
+    if store is not None:
+        flat: list[Any] = []
+        for member, score in pairs:
+            flat.append(member)
+            flat.append(score)
+        store_zset(ctx, store, flat)
+        return len(pairs)
+    return pairs_reply(ctx, pairs, withscores)
+
+
+@command("zrange", arity=-4, flags="readonly", keys=(1, 1, 1), group="sorted-set",
+         key_flags="RO access", since="1.2.0",
+         summary="Returns members in a sorted set within a range of indexes.",
+         syntax="key start stop [BYSCORE|BYLEX] [REV] [LIMIT offset count] [WITHSCORES]",
+         complexity=_COMPLEXITY)
+def zrange(ctx: Context, argv: list[bytes]) -> Any:
+    """ZRANGE key start stop [BYSCORE|BYLEX] [REV] [LIMIT offset count] [WITHSCORES]"""
+    return zrange_generic(ctx, argv, 1, None, None)
+
+
+@command("zrangestore", arity=-5, flags="write denyoom", keys=(1, 2, 1), group="sorted-set",
+         key_specs=(key_spec(1, "OW update", arg="dst"), key_spec(2, "RO access", arg="src")),
+         since="6.2.0",
+         summary="Stores a range of members from sorted set in a key.",
+         syntax="dst src min max [BYSCORE|BYLEX] [REV] [LIMIT offset count]",
+         complexity="O(log(N)+M) with N being the number of elements in the sorted set and M the "
+                    "number of elements stored into the destination key.")
+def zrangestore(ctx: Context, argv: list[bytes]) -> Any:
+    """ZRANGESTORE dst src min max [BYSCORE|BYLEX] [REV] [LIMIT offset count]"""
+    return zrange_generic(ctx, argv, 2, None, None, store=argv[1])
+
+
+@command("zrevrange", arity=-4, flags="readonly", keys=(1, 1, 1), group="sorted-set",
+         key_flags="RO access", since="1.2.0",
+         summary="Returns members in a sorted set within a range of indexes in reverse order.",
+         syntax="key start stop [WITHSCORES]", complexity=_COMPLEXITY)
+def zrevrange(ctx: Context, argv: list[bytes]) -> Any:
+    """ZREVRANGE key start stop [WITHSCORES]"""
+    return zrange_generic(ctx, argv, 1, RANK, True)
+
+
+_BY_SCORE_COMPLEXITY = ("O(log(N)+M) with N being the number of elements in the sorted set and M "
+                        "the number of elements being returned. If M is constant (e.g. always "
+                        "asking for the first 10 elements with LIMIT), you can consider it "
+                        "O(log(N)).")
+
+
+@command("zrangebyscore", arity=-4, flags="readonly", keys=(1, 1, 1), group="sorted-set",
+         key_flags="RO access", since="1.0.5",
+         summary="Returns members in a sorted set within a range of scores.",
+         syntax="key min max [WITHSCORES] [LIMIT offset count]", complexity=_BY_SCORE_COMPLEXITY)
+def zrangebyscore(ctx: Context, argv: list[bytes]) -> Any:
+    """ZRANGEBYSCORE key min max [WITHSCORES] [LIMIT offset count]"""
+    return zrange_generic(ctx, argv, 1, SCORE, False)
+
+
+@command("zrevrangebyscore", arity=-4, flags="readonly", keys=(1, 1, 1), group="sorted-set",
+         key_flags="RO access", since="2.2.0",
+         summary="Returns members in a sorted set within a range of scores in reverse order.",
+         syntax="key max min [WITHSCORES] [LIMIT offset count]", complexity=_BY_SCORE_COMPLEXITY)
+def zrevrangebyscore(ctx: Context, argv: list[bytes]) -> Any:
+    """ZREVRANGEBYSCORE key max min [WITHSCORES] [LIMIT offset count]"""
+    return zrange_generic(ctx, argv, 1, SCORE, True)
+
+
+@command("zrangebylex", arity=-4, flags="readonly", keys=(1, 1, 1), group="sorted-set",
+         key_flags="RO access", since="2.8.9",
+         summary="Returns members in a sorted set within a lexicographical range.",
+         syntax="key min max [LIMIT offset count]", complexity=_BY_SCORE_COMPLEXITY)
+def zrangebylex(ctx: Context, argv: list[bytes]) -> Any:
+    """ZRANGEBYLEX key min max [LIMIT offset count]"""
+    return zrange_generic(ctx, argv, 1, LEX, False)
+
+
+@command("zrevrangebylex", arity=-4, flags="readonly", keys=(1, 1, 1), group="sorted-set",
+         key_flags="RO access", since="2.8.9",
+         summary="Returns members in a sorted set within a lexicographical range in reverse order.",
+         syntax="key max min [LIMIT offset count]", complexity=_BY_SCORE_COMPLEXITY)
+def zrevrangebylex(ctx: Context, argv: list[bytes]) -> Any:
+    """ZREVRANGEBYLEX key max min [LIMIT offset count]"""
+    return zrange_generic(ctx, argv, 1, LEX, True)

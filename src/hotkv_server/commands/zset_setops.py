@@ -1,0 +1,255 @@
+"""Sorted set algebra: ZUNION ZUNIONSTORE ZINTER ZINTERSTORE ZINTERCARD ZDIFF ZDIFFSTORE.
+
+Inputs may be sorted sets or plain sets (each member scoring 1, as Redis allows); any other
+type is WRONGTYPE and a missing key an empty set. WEIGHTS multiply, AGGREGATE SUM|MIN|MAX
+combines, and a NaN from ``inf * 0`` or ``inf + -inf`` counts as 0, as in Redis. Results
+are ordered by (score, member); the STORE forms write the result with one ``kv.put`` (or
+delete the destination when it is empty).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from hotkv_server.commands.containers import store_zset
+from hotkv_server.commands.numbers import score_or_none
+from hotkv_server.commands.zsets import pairs_reply
+from hotkv_server.engine import errors
+from hotkv_server.engine.args import parse_int
+from hotkv_server.engine.context import Context
+from hotkv_server.engine.errors import CommandError, WrongTypeError
+from hotkv_server.engine.registry import command, key_spec
+from hotkv_server.stores.sets import SetValue
+from hotkv_server.stores.zsetvalue import SortedSetValue
+
+WEIGHT_NOT_FLOAT = "ERR weight value is not a float"
+UNION, INTER, DIFF = "union", "inter", "diff"
+
+
+def input_scores(ctx: Context, key: bytes) -> dict[bytes, float] | None:
+    """member -> score of one input (a set scores 1), None when the key is missing."""
+    value = ctx.db.kv.lookup(key, ctx.now_ms)
+    if value is None:
+        return None
+    if value.__class__ is SortedSetValue:
+        return value.scores
+    if value.__class__ is SetValue:
+        return dict.fromkeys(value.members, 1.0)
+    raise WrongTypeError()
+
+
+def _no_nan(value: float) -> float:
+    return 0.0 if math.isnan(value) else value
+
+
+def parse_inputs(argv: list[bytes], at: int, name: str, op: str, allow_withscores: bool
+                 ) -> tuple[list[bytes], list[float], str, bool]:
+    """``numkeys key [key ...] [WEIGHTS w ...] [AGGREGATE SUM|MIN|MAX] [WITHSCORES]``."""
+    numkeys = parse_int(argv[at])
+    if numkeys is None:
+        raise CommandError(errors.NOT_INTEGER)
+    if numkeys < 1:
+        raise CommandError(f"ERR at least 1 input key is needed for '{name}' command")
+    if numkeys > len(argv) - at - 1:
+        raise CommandError(errors.SYNTAX)
+    keys = argv[at + 1 : at + 1 + numkeys]
+    weights = [1.0] * numkeys
+    aggregate = "sum"
+    withscores = False
+    i = at + 1 + numkeys
+    while i < len(argv):
+        opt = argv[i].upper()
+        left = len(argv) - i - 1
+        if op != DIFF and opt == b"WEIGHTS" and left >= numkeys:
+            for j in range(numkeys):
+                weight = score_or_none(argv[i + 1 + j])
+                if weight is None:
+                    raise CommandError(WEIGHT_NOT_FLOAT)
+                weights[j] = weight
+            i += numkeys
+        elif op != DIFF and opt == b"AGGREGATE" and left >= 1:
+            choice = argv[i + 1].upper()
+            if choice not in (b"SUM", b"MIN", b"MAX"):
+                raise CommandError(errors.SYNTAX)
+            aggregate = choice.decode().lower()
+            i += 1
+        elif allow_withscores and opt == b"WITHSCORES":
+            withscores = True
+        else:
+            raise CommandError(errors.SYNTAX)
+        i += 1
+    return keys, weights, aggregate, withscores
+
+
+def combine(ctx: Context, op: str, keys: list[bytes], weights: list[float], aggregate: str
+            ) -> list[tuple[bytes, float]]:
+    """The result of the operation, ordered by (score, member)."""
+    inputs = [input_scores(ctx, key) for key in keys]  # every key is type-checked first
+    result: dict[bytes, float] = {}
+    if op == DIFF:
+        first = inputs[0]
+        if first:
+            others = [s for s in inputs[1:] if s]
+            result = {m: sc for m, sc in first.items() if not any(m in o for o in others)}
+    elif op == UNION:
+        for scores, weight in zip(inputs, weights, strict=True):
+            if not scores:
+                continue
+            for member, score in scores.items():
+                value = _no_nan(score * weight)
+                old = result.get(member)
+                result[member] = value if old is None else _aggregate(old, value, aggregate)
+    else:
+        if all(inputs):
+            order = sorted(range(len(inputs)), key=lambda j: len(inputs[j] or ()))
+            smallest = order[0]
+            base = inputs[smallest]
+            assert base is not None
+            for member in base:
+                total: float | None = None
+                for j in range(len(inputs)):
+                    scores = inputs[j]
+                    assert scores is not None
+                    found = scores.get(member)
+                    if found is None:
+                        total = None
+                        break
+                    value = _no_nan(found * weights[j])
+                    total = value if total is None else _aggregate(total, value, aggregate)
+                if total is not None:
+                    result[member] = total
+    return [(m, s + 0.0) for s, m in sorted((s, m) for m, s in result.items())]
+
+
+def _aggregate(a: float, b: float, how: str) -> float:
+    if how == "sum":
+        return _no_nan(a + b)
+    return min(a, b) if how == "min" else max(a, b)
+
+
+def _read(ctx: Context, argv: list[bytes], name: str, op: str) -> Any:
+    keys, weights, aggregate, withscores = parse_inputs(argv, 1, name, op, True)
+    return pairs_reply(ctx, combine(ctx, op, keys, weights, aggregate), withscores)
+
+
+def _store(ctx: Context, argv: list[bytes], name: str, op: str) -> Any:
+    keys, weights, aggregate, _ = parse_inputs(argv, 2, name, op, False)
+    pairs = combine(ctx, op, keys, weights, aggregate)
+    flat: list[Any] = []
+    for member, score in pairs:
+        flat.append(member)
+        flat.append(score)
+    store_zset(ctx, argv[1], flat)
+    return len(pairs)
+
+
+_UNION_COMPLEXITY = ("O(N)+O(M*log(M)) with N being the sum of the sizes of the input sorted "
+                     "sets, and M being the number of elements in the resulting sorted set.")
+_INTER_COMPLEXITY = ("O(N*K)+O(M*log(M)) worst case with N being the smallest input sorted set, "
+                     "K being the number of input sorted sets and M being the number of elements "
+                     "in the resulting sorted set.")
+_DIFF_COMPLEXITY = ("O(L + (N-K)log(N)) worst case where L is the total number of elements in all "
+                    "the sets, N is the size of the first set, and K is the size of the result "
+                    "set.")
+
+
+@command("zunion", arity=-3, flags="readonly", group="sorted-set",
+         key_specs=(key_spec(1, "RO access", keynum=True, arg="key"),), since="6.2.0",
+         summary="Returns the union of multiple sorted sets.",
+         syntax="numkeys key [key ...] [WEIGHTS weight [weight ...]] [AGGREGATE SUM|MIN|MAX] "
+                "[WITHSCORES]", complexity=_UNION_COMPLEXITY)
+def zunion(ctx: Context, argv: list[bytes]) -> Any:
+    """ZUNION numkeys key [key ...] [WEIGHTS weight [weight ...]] [AGGREGATE SUM|MIN|MAX] [WITHSCORES]"""
+    return _read(ctx, argv, "zunion", UNION)
+
+
+@command("zinter", arity=-3, flags="readonly", group="sorted-set",
+         key_specs=(key_spec(1, "RO access", keynum=True, arg="key"),), since="6.2.0",
+         summary="Returns the intersect of multiple sorted sets.",
+         syntax="numkeys key [key ...] [WEIGHTS weight [weight ...]] [AGGREGATE SUM|MIN|MAX] "
+                "[WITHSCORES]", complexity=_INTER_COMPLEXITY)
+def zinter(ctx: Context, argv: list[bytes]) -> Any:
+    """ZINTER numkeys key [key ...] [WEIGHTS weight [weight ...]] [AGGREGATE SUM|MIN|MAX] [WITHSCORES]"""
+    return _read(ctx, argv, "zinter", INTER)
+
+
+@command("zdiff", arity=-3, flags="readonly", group="sorted-set",
+         key_specs=(key_spec(1, "RO access", keynum=True, arg="key"),), since="6.2.0",
+         summary="Returns the difference between multiple sorted sets.",
+         syntax="numkeys key [key ...] [WITHSCORES]", complexity=_DIFF_COMPLEXITY)
+def zdiff(ctx: Context, argv: list[bytes]) -> Any:
+    """ZDIFF numkeys key [key ...] [WITHSCORES]"""
+    return _read(ctx, argv, "zdiff", DIFF)
+
+
+@command("zunionstore", arity=-4, flags="write denyoom", keys=(1, 1, 1), group="sorted-set",
+         key_specs=(key_spec(1, "OW update", arg="destination"),
+                    key_spec(2, "RO access", keynum=True, arg="key")), since="2.0.0",
+         summary="Stores the union of multiple sorted sets in a key.",
+         syntax="destination numkeys key [key ...] [WEIGHTS weight [weight ...]] "
+                "[AGGREGATE SUM|MIN|MAX]", complexity=_UNION_COMPLEXITY)
+def zunionstore(ctx: Context, argv: list[bytes]) -> Any:
+    """ZUNIONSTORE destination numkeys key [key ...] [WEIGHTS weight [weight ...]] [AGGREGATE SUM|MIN|MAX]"""
+    return _store(ctx, argv, "zunionstore", UNION)
+
+
+@command("zinterstore", arity=-4, flags="write denyoom", keys=(1, 1, 1), group="sorted-set",
+         key_specs=(key_spec(1, "OW update", arg="destination"),
+                    key_spec(2, "RO access", keynum=True, arg="key")), since="2.0.0",
+         summary="Stores the intersect of multiple sorted sets in a key.",
+         syntax="destination numkeys key [key ...] [WEIGHTS weight [weight ...]] "
+                "[AGGREGATE SUM|MIN|MAX]", complexity=_INTER_COMPLEXITY)
+def zinterstore(ctx: Context, argv: list[bytes]) -> Any:
+    """ZINTERSTORE destination numkeys key [key ...] [WEIGHTS weight [weight ...]] [AGGREGATE SUM|MIN|MAX]"""
+    return _store(ctx, argv, "zinterstore", INTER)
+
+
+@command("zdiffstore", arity=-4, flags="write denyoom", keys=(1, 1, 1), group="sorted-set",
+         key_specs=(key_spec(1, "OW update", arg="destination"),
+                    key_spec(2, "RO access", keynum=True, arg="key")), since="6.2.0",
+         summary="Stores the difference of multiple sorted sets in a key.",
+         syntax="destination numkeys key [key ...]", complexity=_DIFF_COMPLEXITY)
+def zdiffstore(ctx: Context, argv: list[bytes]) -> Any:
+    """ZDIFFSTORE destination numkeys key [key ...]"""
+    return _store(ctx, argv, "zdiffstore", DIFF)
+
+
+@command("zintercard", arity=-3, flags="readonly", group="sorted-set",
+         key_specs=(key_spec(1, "RO access", keynum=True, arg="key"),), since="7.0.0",
+         summary="Returns the number of members of the intersect of multiple sorted sets.",
+         syntax="numkeys key [key ...] [LIMIT limit]",
+         complexity="O(N*K) worst case with N being the smallest input sorted set, K being the "
+                    "number of input sorted sets.")
+def zintercard(ctx: Context, argv: list[bytes]) -> Any:
+    """ZINTERCARD numkeys key [key ...] [LIMIT limit]"""
+    numkeys = parse_int(argv[1])
+    if numkeys is None:
+        raise CommandError(errors.NOT_INTEGER)
+    if numkeys < 1:
+        raise CommandError("ERR at least 1 input key is needed for 'zintercard' command")
+    if numkeys > len(argv) - 2:
+        raise CommandError(errors.SYNTAX)
+    keys = argv[2 : 2 + numkeys]
+    limit = 0
+    i = 2 + numkeys
+    while i < len(argv):
+        if argv[i].upper() == b"LIMIT" and i + 1 < len(argv):
+            value = parse_int(argv[i + 1])
+            if value is None or value < 0:
+                raise CommandError("ERR LIMIT can't be negative")
+            limit = value
+            i += 2
+        else:
+            raise CommandError(errors.SYNTAX)
+    inputs = [input_scores(ctx, key) for key in keys]
+    if not all(inputs):
+        return 0
+    ordered = sorted((s for s in inputs if s is not None), key=len)
+    count = 0
+    for member in ordered[0]:
+        if all(member in other for other in ordered[1:]):
+            count += 1
+            if limit and count >= limit:
+                break
+    return count

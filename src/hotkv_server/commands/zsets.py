@@ -1,0 +1,501 @@
+"""Sorted set commands on single keys: ZADD ZINCRBY ZREM ZCARD ZSCORE ZMSCORE ZRANK ZREVRANK
+ZCOUNT ZLEXCOUNT ZPOPMIN ZPOPMAX ZMPOP ZREMRANGEBYRANK ZREMRANGEBYSCORE ZREMRANGEBYLEX
+ZRANDMEMBER ZSCAN, as Redis 7.0 answers them (ZRANK/ZREVRANK also take 7.2's WITHSCORE).
+
+The value is ``stores.zsetvalue.SortedSetValue``. A write's effect carries what it decided
+(ZADD's resulting scores, never its NX/XX/GT/LT/INCR options), so replay re-decides nothing.
+Scores are replied as ``Double``: ``%.17g`` as Redis 7.0 prints them. The range commands are
+in ``commands.zset_ranges``, the multi-key ones in ``commands.zset_setops``.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from typing import Any
+
+from hotkv_server.commands.containers import put_zset, read_zset
+from hotkv_server.commands.glob import glob_match
+from hotkv_server.commands.lists import MUST_BE_POSITIVE, int_arg, parse_mpop
+from hotkv_server.commands.numbers import parse_lex_range, parse_score, parse_score_range
+from hotkv_server.engine import errors
+from hotkv_server.engine.args import parse_int
+from hotkv_server.engine.context import Context
+from hotkv_server.engine.errors import CommandError
+from hotkv_server.engine.registry import command, key_spec
+from hotkv_server.server.resp import NULL_ARRAY, Double, format_double
+from hotkv_server.stores.zsetvalue import SortedSetValue
+
+NAN_RESULT = "ERR resulting score is not a number (NaN)"
+LONG_MAX = 2**63 - 1
+
+
+def pairs_reply(ctx: Context, pairs: list[tuple[bytes, float]], withscores: bool = True) -> list[Any]:
+    """Members with scores as Redis replies them: flat in RESP2, [member, score] pairs in RESP3."""
+    if not withscores:
+        return [m for m, _ in pairs]
+    if ctx.proto == 3:
+        return [[m, Double(s)] for m, s in pairs]
+    out: list[Any] = []
+    for m, s in pairs:
+        out.append(m)
+        out.append(Double(s))
+    return out
+
+
+# --- ZADD / ZINCRBY -------------------------------------------------------------------
+_NX, _XX, _GT, _LT, _CH, _INCR = 1, 2, 4, 8, 16, 32
+_ZADD_FLAGS = {b"NX": _NX, b"XX": _XX, b"GT": _GT, b"LT": _LT, b"CH": _CH, b"INCR": _INCR}
+
+
+def zadd_apply(ctx: Context, key: bytes, flags: int, pairs: list[tuple[float, bytes]]) -> Any:
+    """Decide ZADD's outcome on the current value and emit the resulting scores."""
+    zset = read_zset(ctx, key)
+    if zset is None and flags & _XX:
+        return None if flags & _INCR else 0
+    current = zset.scores if zset is not None else {}
+    changes: dict[bytes, float] = {}
+    added = updated = 0
+    result: Any = None
+    for score, member in pairs:
+        old = changes.get(member, current.get(member))
+        if old is not None:
+            if flags & _NX:
+                continue
+            new = old + score if flags & _INCR else score
+            if math.isnan(new):
+                raise CommandError(NAN_RESULT)
+            if (flags & _GT and new <= old) or (flags & _LT and new >= old):
+                continue
+            result = new
+            if new != old:
+                changes[member] = new
+                updated += 1
+        else:
+            if flags & _XX:
+                continue
+            changes[member] = score
+            added += 1
+            result = score
+    if changes:
+        flat: list[Any] = []
+        for member, score in changes.items():
+            flat.append(member)
+            flat.append(score + 0.0)
+        if zset is None:
+            put_zset(ctx, key, flat)
+        else:
+            ctx.emit(["kv.zadd", key, flat])
+    if flags & _INCR:
+        return None if result is None else Double(result)
+    return added + updated if flags & _CH else added
+
+
+@command("zadd", arity=-4, flags="write denyoom fast", keys=(1, 1, 1), group="sorted-set",
+         key_flags="RW update", since="1.2.0",
+         summary="Adds one or more members to a sorted set, or updates their scores. Creates the "
+                 "key if it doesn't exist.",
+         syntax="key [NX|XX] [GT|LT] [CH] [INCR] score member [score member ...]",
+         complexity="O(log(N)) for each item added, where N is the number of elements in the "
+                    "sorted set.")
+def zadd(ctx: Context, argv: list[bytes]) -> Any:
+    """ZADD key [NX|XX] [GT|LT] [CH] [INCR] score member [score member ...]"""
+    flags = 0
+    i = 2
+    while i < len(argv):
+        bit = _ZADD_FLAGS.get(argv[i].upper())
+        if bit is None:
+            break
+        flags |= bit
+        i += 1
+    rest = len(argv) - i
+    if rest == 0 or rest % 2:
+        raise CommandError(errors.SYNTAX)
+    if flags & _NX and flags & _XX:
+        raise CommandError("ERR XX and NX options at the same time are not compatible")
+    if (flags & _GT and flags & _NX) or (flags & _LT and flags & _NX) or (flags & _GT and flags & _LT):
+        raise CommandError("ERR GT, LT, and/or NX options at the same time are not compatible")
+    if flags & _INCR and rest > 2:
+        raise CommandError("ERR INCR option supports a single increment-element pair")
+    pairs = [(parse_score(argv[j]), argv[j + 1]) for j in range(i, len(argv), 2)]
+    return zadd_apply(ctx, argv[1], flags, pairs)
+
+
+@command("zincrby", arity=4, flags="write denyoom fast", keys=(1, 1, 1), group="sorted-set",
+         key_flags="RW access update", since="1.2.0",
+         summary="Increments the score of a member in a sorted set.",
+         syntax="key increment member",
+         complexity="O(log(N)) where N is the number of elements in the sorted set.")
+def zincrby(ctx: Context, argv: list[bytes]) -> Any:
+    """ZINCRBY key increment member"""
+    return zadd_apply(ctx, argv[1], _INCR, [(parse_score(argv[2]), argv[3])])
+
+
+@command("zrem", arity=-3, flags="write fast", keys=(1, 1, 1), group="sorted-set",
+         key_flags="RW delete", since="1.2.0",
+         summary="Removes one or more members from a sorted set. Deletes the sorted set if all "
+                 "members were removed.",
+         syntax="key member [member ...]",
+         complexity="O(M*log(N)) with N being the number of elements in the sorted set and M the "
+                    "number of elements to be removed.")
+def zrem(ctx: Context, argv: list[bytes]) -> Any:
+    """ZREM key member [member ...]"""
+    key = argv[1]
+    zset = read_zset(ctx, key)
+    if zset is None:
+        return 0
+    present = [m for m in dict.fromkeys(argv[2:]) if m in zset.scores]
+    if not present:
+        return 0
+    return int(ctx.emit(["kv.zrem", key, present]))
+
+
+# --- reads ----------------------------------------------------------------------------
+@command("zcard", arity=2, flags="readonly fast", keys=(1, 1, 1), group="sorted-set",
+         key_flags="RO", since="1.2.0", summary="Returns the number of members in a sorted set.",
+         syntax="key")
+def zcard(ctx: Context, argv: list[bytes]) -> Any:
+    """ZCARD key"""
+    zset = read_zset(ctx, argv[1])
+    return 0 if zset is None else len(zset)
+
+
+@command("zscore", arity=3, flags="readonly fast", keys=(1, 1, 1), group="sorted-set",
+         key_flags="RO access", since="1.2.0",
+         summary="Returns the score of a member in a sorted set.", syntax="key member")
+def zscore(ctx: Context, argv: list[bytes]) -> Any:
+    """ZSCORE key member"""
+    zset = read_zset(ctx, argv[1])
+    score = None if zset is None else zset.score(argv[2])
+    return None if score is None else Double(score)
+
+
+@command("zmscore", arity=-3, flags="readonly fast", keys=(1, 1, 1), group="sorted-set",
+         key_flags="RO access", since="6.2.0",
+         summary="Returns the score of one or more members in a sorted set.",
+         syntax="key member [member ...]",
+         complexity="O(N) where N is the number of members being requested.")
+def zmscore(ctx: Context, argv: list[bytes]) -> Any:
+    """ZMSCORE key member [member ...]"""
+    zset = read_zset(ctx, argv[1])
+    scores = zset.scores if zset is not None else {}
+    out: list[Any] = []
+    for member in argv[2:]:
+        score = scores.get(member)
+        out.append(None if score is None else Double(score))
+    return out
+
+
+def _rank(ctx: Context, argv: list[bytes], reverse: bool) -> Any:
+    if len(argv) > 4:
+        raise CommandError(errors.SYNTAX)
+    withscore = False
+    if len(argv) == 4:
+        if argv[3].upper() != b"WITHSCORE":
+            raise CommandError(errors.SYNTAX)
+        withscore = True
+    zset = read_zset(ctx, argv[1])
+    rank = None if zset is None else zset.rank(argv[2], reverse)
+    if rank is None:
+        return NULL_ARRAY if withscore else None
+    if withscore:
+        assert zset is not None
+        return [rank, Double(zset.scores[argv[2]])]
+    return rank
+
+
+@command("zrank", arity=-3, flags="readonly fast", keys=(1, 1, 1), group="sorted-set",
+         key_flags="RO access", since="2.0.0",
+         summary="Returns the index of a member in a sorted set ordered by ascending scores.",
+         syntax="key member [WITHSCORE]", complexity="O(log(N))")
+def zrank(ctx: Context, argv: list[bytes]) -> Any:
+    """ZRANK key member [WITHSCORE]"""
+    return _rank(ctx, argv, False)
+
+
+@command("zrevrank", arity=-3, flags="readonly fast", keys=(1, 1, 1), group="sorted-set",
+         key_flags="RO access", since="2.0.0",
+         summary="Returns the index of a member in a sorted set ordered by descending scores.",
+         syntax="key member [WITHSCORE]", complexity="O(log(N))")
+def zrevrank(ctx: Context, argv: list[bytes]) -> Any:
+    """ZREVRANK key member [WITHSCORE]"""
+    return _rank(ctx, argv, True)
+
+
+@command("zcount", arity=4, flags="readonly fast", keys=(1, 1, 1), group="sorted-set",
+         key_flags="RO access", since="2.0.0",
+         summary="Returns the count of members in a sorted set that have scores within a range.",
+         syntax="key min max",
+         complexity="O(log(N)) with N being the number of elements in the sorted set.")
+def zcount(ctx: Context, argv: list[bytes]) -> Any:
+    """ZCOUNT key min max"""
+    rng = parse_score_range(argv[2], argv[3])
+    zset = read_zset(ctx, argv[1])
+    return 0 if zset is None else zset.count_by_score(rng)
+
+
+@command("zlexcount", arity=4, flags="readonly fast", keys=(1, 1, 1), group="sorted-set",
+         key_flags="RO access", since="2.8.9",
+         summary="Returns the number of members in a sorted set within a lexicographical range.",
+         syntax="key min max",
+         complexity="O(log(N)) with N being the number of elements in the sorted set.")
+def zlexcount(ctx: Context, argv: list[bytes]) -> Any:
+    """ZLEXCOUNT key min max"""
+    lo, hi = parse_lex_range(argv[2], argv[3])
+    zset = read_zset(ctx, argv[1])
+    return 0 if zset is None else zset.count_by_lex(lo, hi)
+
+
+# --- pops -----------------------------------------------------------------------------
+def pop_members(ctx: Context, key: bytes, count: int, highest: bool) -> list[tuple[bytes, float]]:
+    """Pop up to ``count`` members of an existing sorted set (the key goes when it empties)."""
+    return list(ctx.emit(["kv.zpop", key, count, highest]))
+
+
+def _zpop(ctx: Context, argv: list[bytes], highest: bool) -> Any:
+    if len(argv) > 3:
+        raise CommandError(errors.SYNTAX)
+    count = 1
+    if len(argv) == 3:
+        value = parse_int(argv[2])
+        if value is None or value < 0:
+            raise CommandError(MUST_BE_POSITIVE)
+        count = value
+    key = argv[1]
+    zset = read_zset(ctx, key)
+    if zset is None or count == 0:
+        return []
+    popped = pop_members(ctx, key, count, highest)
+    if len(argv) == 2:  # no count: one flat [member, score]
+        member, score = popped[0]
+        return [member, Double(score)]
+    return pairs_reply(ctx, popped)
+
+
+@command("zpopmin", arity=-2, flags="write fast", keys=(1, 1, 1), group="sorted-set",
+         key_flags="RW access delete", since="5.0.0",
+         summary="Returns the lowest-scoring members from a sorted set after removing them. "
+                 "Deletes the sorted set if the last member was popped.",
+         syntax="key [count]",
+         complexity="O(log(N)*M) with N being the number of elements in the sorted set, and M "
+                    "being the number of elements popped.")
+def zpopmin(ctx: Context, argv: list[bytes]) -> Any:
+    """ZPOPMIN key [count]"""
+    return _zpop(ctx, argv, False)
+
+
+@command("zpopmax", arity=-2, flags="write fast", keys=(1, 1, 1), group="sorted-set",
+         key_flags="RW access delete", since="5.0.0",
+         summary="Returns the highest-scoring members from a sorted set after removing them. "
+                 "Deletes the sorted set if the last member was popped.",
+         syntax="key [count]",
+         complexity="O(log(N)*M) with N being the number of elements in the sorted set, and M "
+                    "being the number of elements popped.")
+def zpopmax(ctx: Context, argv: list[bytes]) -> Any:
+    """ZPOPMAX key [count]"""
+    return _zpop(ctx, argv, True)
+
+
+def zmpop_first(ctx: Context, keys: list[bytes], highest: bool, count: int) -> Any:
+    """ZMPOP's work: ``[key, [[member, score] ...]]`` from the first non-empty set, else None."""
+    for key in keys:
+        if read_zset(ctx, key) is not None:
+            popped = pop_members(ctx, key, count, highest)
+            return [key, [[m, Double(s)] for m, s in popped]]
+    return None
+
+
+@command("zmpop", arity=-4, flags="write", group="sorted-set", since="7.0.0",
+         key_specs=(key_spec(1, "RW access delete", keynum=True, arg="key"),),
+         summary="Returns the highest- or lowest-scoring members from one or more sorted sets "
+                 "after removing them. Deletes the sorted set if the last member was popped.",
+         syntax="numkeys key [key ...] (MIN|MAX) [COUNT count]",
+         complexity="O(K) + O(M*log(N)) where K is the number of provided keys, N being the number "
+                    "of elements in the sorted set, and M being the number of elements popped.")
+def zmpop(ctx: Context, argv: list[bytes]) -> Any:
+    """ZMPOP numkeys key [key ...] MIN|MAX [COUNT count]"""
+    keys, side, count = parse_mpop(argv, 1, (b"MIN", b"MAX"))
+    found = zmpop_first(ctx, keys, side == b"MAX", count)
+    return NULL_ARRAY if found is None else found
+
+
+# --- removals by range ----------------------------------------------------------------
+def _remove_range(ctx: Context, key: bytes, effect: list[Any], count: int) -> int:
+    if count == 0:
+        return 0
+    return int(ctx.emit(effect))
+
+
+@command("zremrangebyrank", arity=4, flags="write", keys=(1, 1, 1), group="sorted-set",
+         key_flags="RW delete", since="2.0.0",
+         summary="Removes members in a sorted set within a range of indexes. Deletes the sorted "
+                 "set if all members were removed.",
+         syntax="key start stop",
+         complexity="O(log(N)+M) with N being the number of elements in the sorted set and M the "
+                    "number of elements removed by the operation.")
+def zremrangebyrank(ctx: Context, argv: list[bytes]) -> Any:
+    """ZREMRANGEBYRANK key start stop"""
+    start, stop = int_arg(argv[2]), int_arg(argv[3])
+    zset = read_zset(ctx, argv[1])
+    if zset is None:
+        return 0
+    count = _rank_span(zset, start, stop)
+    return _remove_range(ctx, argv[1], ["kv.zremrangebyrank", argv[1], start, stop], count)
+
+
+def _rank_span(zset: SortedSetValue, start: int, stop: int) -> int:
+    n = len(zset)
+    if start < 0:
+        start = max(n + start, 0)
+    if stop < 0:
+        stop = n + stop
+    if start > stop or start >= n:
+        return 0
+    return min(stop, n - 1) + 1 - start
+
+
+@command("zremrangebyscore", arity=4, flags="write", keys=(1, 1, 1), group="sorted-set",
+         key_flags="RW delete", since="1.2.0",
+         summary="Removes members in a sorted set within a range of scores. Deletes the sorted set "
+                 "if all members were removed.",
+         syntax="key min max",
+         complexity="O(log(N)+M) with N being the number of elements in the sorted set and M the "
+                    "number of elements removed by the operation.")
+def zremrangebyscore(ctx: Context, argv: list[bytes]) -> Any:
+    """ZREMRANGEBYSCORE key min max"""
+    rng = parse_score_range(argv[2], argv[3])
+    zset = read_zset(ctx, argv[1])
+    if zset is None:
+        return 0
+    effect = ["kv.zremrangebyscore", argv[1], rng.min, rng.min_exclusive, rng.max, rng.max_exclusive]
+    return _remove_range(ctx, argv[1], effect, zset.count_by_score(rng))
+
+
+@command("zremrangebylex", arity=4, flags="write", keys=(1, 1, 1), group="sorted-set",
+         key_flags="RW delete", since="2.8.9",
+         summary="Removes members in a sorted set within a lexicographical range. Deletes the "
+                 "sorted set if all members were removed.",
+         syntax="key min max",
+         complexity="O(log(N)+M) with N being the number of elements in the sorted set and M the "
+                    "number of elements removed by the operation.")
+def zremrangebylex(ctx: Context, argv: list[bytes]) -> Any:
+    """ZREMRANGEBYLEX key min max"""
+    lo, hi = parse_lex_range(argv[2], argv[3])
+    zset = read_zset(ctx, argv[1])
+    if zset is None:
+        return 0
+    effect = ["kv.zremrangebylex", argv[1], lo.kind, lo.value, hi.kind, hi.value]
+    return _remove_range(ctx, argv[1], effect, zset.count_by_lex(lo, hi))
+
+
+# --- random members and scans ---------------------------------------------------------
+@command("zrandmember", arity=-2, flags="readonly", keys=(1, 1, 1), group="sorted-set",
+         key_flags="RO access", since="6.2.0", tips="nondeterministic_output",
+         summary="Returns one or more random members from a sorted set.",
+         syntax="key [count [WITHSCORES]]",
+         complexity="O(N) where N is the number of members returned")
+def zrandmember(ctx: Context, argv: list[bytes]) -> Any:
+    """ZRANDMEMBER key [count [WITHSCORES]]"""
+    if len(argv) > 4 or (len(argv) == 4 and argv[3].upper() != b"WITHSCORES"):
+        raise CommandError(errors.SYNTAX)
+    withscores = len(argv) == 4
+    if len(argv) == 2:
+        zset = read_zset(ctx, argv[1])
+        if zset is None or not len(zset):
+            return None
+        return zset.at(random.randrange(len(zset)))[0]
+    count = int_arg(argv[2])
+    if count < -LONG_MAX or (withscores and count < -LONG_MAX // 2):
+        raise CommandError("ERR value is out of range, value must between -9223372036854775807 "
+                           "and 9223372036854775807")
+    zset = read_zset(ctx, argv[1])
+    if zset is None or count == 0:
+        return []
+    n = len(zset)
+    if count < 0:  # repeats allowed, exactly -count picks
+        picks = [zset.at(random.randrange(n)) for _ in range(-count)]
+    elif count >= n:
+        picks = list(zset)
+        random.shuffle(picks)
+    else:
+        picks = [zset.at(i) for i in sorted(random.sample(range(n), count))]
+        random.shuffle(picks)
+    return pairs_reply(ctx, picks, withscores)
+
+
+@command("zscan", arity=-3, flags="readonly", keys=(1, 1, 1), group="sorted-set",
+         key_flags="RO access", since="2.8.0", tips="nondeterministic_output",
+         summary="Iterates over members and scores of a sorted set.",
+         syntax="key cursor [MATCH pattern] [COUNT count]",
+         complexity="O(1) for every call. O(N) for a complete iteration, including enough command "
+                    "calls for the cursor to return back to 0. N is the number of elements inside "
+                    "the collection.")
+def zscan(ctx: Context, argv: list[bytes]) -> Any:
+    """ZSCAN key cursor [MATCH pattern] [COUNT count]"""
+    cursor = _cursor(argv[2])
+    pattern: bytes | None = None
+    count = 10
+    i = 3
+    while i < len(argv):
+        opt = argv[i].upper()
+        if i + 1 >= len(argv):
+            raise CommandError(errors.SYNTAX)
+        if opt == b"COUNT":
+            value = parse_int(argv[i + 1])
+            if value is None:
+                raise CommandError(errors.NOT_INTEGER)
+            if value < 1:
+                raise CommandError(errors.SYNTAX)
+            count = value
+        elif opt == b"MATCH":
+            pattern = argv[i + 1]
+        else:
+            raise CommandError(errors.SYNTAX)
+        i += 2
+    zset = read_zset(ctx, argv[1])
+    if zset is None:
+        return [b"0", []]
+    next_cursor, pairs = zset_scan_step(zset, cursor, count)
+    out: list[Any] = []
+    for member, score in pairs:
+        if pattern is None or glob_match(pattern, member):
+            out.append(member)
+            out.append(format_double(score))
+    return [b"%d" % next_cursor, out]
+
+
+def _cursor(raw: bytes) -> int:
+    if not raw.isdigit() or len(raw) > 20 or int(raw) >= 2**64:
+        raise CommandError(errors.INVALID_CURSOR)
+    return int(raw)
+
+
+#: sets up to this size answer a whole ZSCAN walk at once (as Redis's listpack encoding)
+SCAN_WHOLE = 128
+
+
+def zset_scan_step(zset: SortedSetValue, cursor: int, count: int) -> tuple[int, list[tuple[bytes, float]]]:
+    """One ZSCAN step: members in the order of their hash, the cursor is the hash to resume at,
+    so a member present for the whole walk is returned once, whatever changes in between."""
+    if len(zset) <= SCAN_WHOLE:
+        return 0, list(zset)
+    order = zset.scan_order
+    if order is None or cursor == 0:
+        order = sorted((_scan_hash(m), m) for m in zset.scores)
+        zset.scan_order = order
+    import bisect
+
+    at = bisect.bisect_left(order, (cursor, b"")) if cursor else 0
+    end = min(at + count, len(order))
+    while 0 < end < len(order) and order[end][0] == order[end - 1][0]:
+        end += 1
+    scores = zset.scores
+    found = [(m, scores[m]) for _, m in order[at:end] if m in scores]
+    if end >= len(order):
+        zset.scan_order = None
+        return 0, found
+    return order[end][0], found
+
+
+def _scan_hash(member: bytes) -> int:
+    return (hash(member) & (2**64 - 1)) or 1

@@ -1,0 +1,267 @@
+"""The value of a Redis list key: a sequence of binary strings with O(1) pushes and pops at both ends.
+
+The structure is ``collections.deque``: CPython keeps it as a doubly linked list of blocks of
+64 pointers, so LPUSH/RPUSH/LPOP/RPOP are O(1), and reaching index ``i`` walks blocks from
+the nearer end, O(min(i, n - i) / 64), as Redis's quicklist walks its nodes. Every element
+is a ``bytes`` object (33 bytes of header + its length) plus 8 bytes of pointer in a block.
+
+The methods take Redis's arguments as they are (negative indexes count from the tail, ranges
+are inclusive and clamped) and return plain Python values; a method never creates or deletes
+the key: the keyspace drops a list that became empty. Nothing here reads a clock.
+
+Effects (the keyspace applies them to a key holding a list; see ``stores/values.py``):
+
+* ``["kv.lpush", key, [element, ...]]`` / ``["kv.rpush", ...]`` - push; returns the length.
+* ``["kv.lpop", key, count]`` / ``["kv.rpop", key, count]`` - pop; returns the elements.
+* ``["kv.lset", key, index, element]``, ``["kv.linsert", key, before, pivot, element]``,
+  ``["kv.lrem", key, count, element]``, ``["kv.ltrim", key, start, stop]``.
+* ``["kv.lmove", key, from_left, to_left]`` - LMOVE of a list onto itself (a rotation);
+  between two keys LMOVE is a pop and a push (or a ``kv.put`` of a new destination).
+
+A list is created by ``["kv.put", key, "list", [element, ...], deadline]``.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable, Iterator
+from itertools import islice
+from typing import Any, ClassVar
+
+from hotkv_server.stores.values import Applier, TypedValue, value_type
+
+#: bytes one element costs beyond its payload: the bytes object header and its block slot
+ELEMENT_OVERHEAD = 41
+#: bytes of an empty list value (the deque and this object)
+LIST_OVERHEAD = 700
+
+
+@value_type
+class ListValue(TypedValue):
+    """One list: ``items`` is the deque; ``nbytes`` the estimated bytes it holds."""
+
+    __slots__ = ("items",)
+
+    type_name: ClassVar[str] = "list"
+    effects: ClassVar[dict[str, Applier]] = {}
+    missing: ClassVar[Any] = None
+
+    def __init__(self, values: Iterable[bytes] = ()) -> None:
+        super().__init__()
+        self.items: deque[bytes] = deque(values)
+        self.nbytes = LIST_OVERHEAD + _cost(self.items)
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def __iter__(self) -> Iterator[bytes]:
+        return iter(self.items)
+
+    def __repr__(self) -> str:
+        return f"ListValue({list(self.items)!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ListValue) and self.items == other.items
+
+    def copy(self) -> ListValue:
+        return ListValue(self.items)
+
+    def encoding(self) -> str:
+        return "quicklist"  # Redis 7.0 keeps every list as a quicklist
+
+    def snapshot(self) -> list[bytes]:
+        return list(self.items)
+
+    @classmethod
+    def restore(cls, state: Any) -> ListValue:
+        return cls(state)
+
+    def payload_bytes(self) -> int:
+        """The bytes of the elements alone."""
+        return self.nbytes - LIST_OVERHEAD - len(self.items) * ELEMENT_OVERHEAD
+
+    # --- ends -----------------------------------------------------------------------
+    def push_left(self, values: Iterable[bytes]) -> int:
+        """LPUSH: each value becomes the new head in turn (so they end up reversed)."""
+        values = list(values)
+        self.items.extendleft(values)
+        self.nbytes += _cost(values)
+        return len(self.items)
+
+    def push_right(self, values: Iterable[bytes]) -> int:
+        values = list(values)
+        self.items.extend(values)
+        self.nbytes += _cost(values)
+        return len(self.items)
+
+    def pop_left(self, count: int = 1) -> list[bytes]:
+        """Up to ``count`` elements from the head, in the order they were taken."""
+        items = self.items
+        take = min(count, len(items))
+        out = [items.popleft() for _ in range(take)]
+        self.nbytes -= _cost(out)
+        return out
+
+    def pop_right(self, count: int = 1) -> list[bytes]:
+        items = self.items
+        take = min(count, len(items))
+        out = [items.pop() for _ in range(take)]
+        self.nbytes -= _cost(out)
+        return out
+
+    # --- positions ------------------------------------------------------------------
+    def _clamp(self, start: int, stop: int) -> tuple[int, int] | None:
+        """Redis's inclusive ``start..stop`` with negative indexes, as a half-open range of
+        real positions; None when it selects nothing."""
+        n = len(self.items)
+        if start < 0:
+            start = max(n + start, 0)
+        if stop < 0:
+            stop = n + stop
+        if start > stop or start >= n:
+            return None
+        return start, min(stop, n - 1) + 1
+
+    def range(self, start: int, stop: int) -> list[bytes]:
+        """LRANGE: the elements from ``start`` to ``stop`` inclusive."""
+        span = self._clamp(start, stop)
+        if span is None:
+            return []
+        lo, hi = span
+        items = self.items
+        n = len(items)
+        if lo > n - hi:  # nearer the tail: walk from there
+            part = list(islice(reversed(items), n - hi, n - lo))
+            part.reverse()
+            return part
+        return list(islice(items, lo, hi))
+
+    def index(self, index: int) -> bytes | None:
+        """LINDEX: the element at ``index`` (negative from the tail), None when outside."""
+        n = len(self.items)
+        if index < 0:
+            index += n
+        if index < 0 or index >= n:
+            return None
+        return self.items[index]
+
+    def set(self, index: int, value: bytes) -> bool:
+        """LSET: replace the element at ``index``; False when the index is outside."""
+        n = len(self.items)
+        if index < 0:
+            index += n
+        if index < 0 or index >= n:
+            return False
+        old = self.items[index]
+        self.items[index] = value
+        self.nbytes += len(value) - len(old)
+        return True
+
+    def insert(self, pivot: bytes, value: bytes, before: bool) -> int:
+        """LINSERT: put ``value`` before/after the first ``pivot``; the new length, or -1
+        when the pivot is not in the list."""
+        items = self.items
+        try:
+            at = items.index(pivot)
+        except ValueError:
+            return -1
+        items.insert(at if before else at + 1, value)
+        self.nbytes += len(value) + ELEMENT_OVERHEAD
+        return len(items)
+
+    def remove(self, count: int, value: bytes) -> int:
+        """LREM: remove ``count`` occurrences from the head (count > 0), from the tail
+        (count < 0) or all of them (0); how many went."""
+        items = self.items
+        limit = abs(count) if count else len(items)
+        source = reversed(items) if count < 0 else iter(items)
+        kept: list[bytes] = []
+        removed = 0
+        for item in source:
+            if removed < limit and item == value:
+                removed += 1
+            else:
+                kept.append(item)
+        if not removed:
+            return 0
+        if count < 0:
+            kept.reverse()
+        self.items = deque(kept)
+        self.nbytes -= removed * (len(value) + ELEMENT_OVERHEAD)
+        return removed
+
+    def trim(self, start: int, stop: int) -> None:
+        """LTRIM: keep only ``start..stop`` (an empty range empties the list)."""
+        span = self._clamp(start, stop)
+        items = self.items
+        if span is None:
+            items.clear()
+            self.nbytes = LIST_OVERHEAD
+            return
+        lo, hi = span
+        n = len(items)
+        if hi - lo < (n - (hi - lo)):  # keeping less than dropping: rebuild from the slice
+            self.items = deque(self.range(lo, hi - 1))
+            self.nbytes = LIST_OVERHEAD + _cost(self.items)
+            return
+        dropped = 0
+        for _ in range(lo):
+            dropped += len(items.popleft()) + ELEMENT_OVERHEAD
+        for _ in range(n - hi):
+            dropped += len(items.pop()) + ELEMENT_OVERHEAD
+        self.nbytes -= dropped
+
+    def positions(self, value: bytes, rank: int, count: int | None, maxlen: int) -> list[int]:
+        """LPOS: indexes of ``value`` matches, skipping the first ``|rank| - 1`` matches,
+        scanning from the tail for a negative rank, at most ``count`` of them (0 = all,
+        None = one), comparing at most ``maxlen`` elements (0 = all)."""
+        items = self.items
+        n = len(items)
+        wanted = 1 if count is None else (count or n)
+        skip = abs(rank) - 1
+        source = reversed(items) if rank < 0 else iter(items)
+        if maxlen:
+            source = islice(source, maxlen)
+        out: list[int] = []
+        for i, item in enumerate(source):
+            if item == value:
+                if skip:
+                    skip -= 1
+                    continue
+                out.append(n - 1 - i if rank < 0 else i)
+                if len(out) >= wanted:
+                    break
+        return out
+
+
+def _cost(values: Iterable[bytes]) -> int:
+    total = 0
+    count = 0
+    for value in values:
+        total += len(value)
+        count += 1
+    return total + count * ELEMENT_OVERHEAD
+
+
+def rotate(lst: ListValue, from_left: bool, to_left: bool) -> bytes:
+    """LMOVE of a list onto itself: the element taken and pushed back at the other end."""
+    items = lst.items
+    value = items.popleft() if from_left else items.pop()
+    if to_left:
+        items.appendleft(value)
+    else:
+        items.append(value)
+    return value
+
+
+ListValue.effects = {
+    "kv.lpush": lambda value, e: value.push_left(e[2]),
+    "kv.rpush": lambda value, e: value.push_right(e[2]),
+    "kv.lpop": lambda value, e: value.pop_left(e[2]),
+    "kv.rpop": lambda value, e: value.pop_right(e[2]),
+    "kv.lset": lambda value, e: value.set(e[2], e[3]),
+    "kv.linsert": lambda value, e: value.insert(e[3], e[4], e[2]),
+    "kv.lrem": lambda value, e: value.remove(e[2], e[3]),
+    "kv.ltrim": lambda value, e: value.trim(e[2], e[3]),
+    "kv.lmove": lambda value, e: rotate(value, e[2], e[3]),
+}

@@ -1,0 +1,109 @@
+"""SortedSetValue as a plain data structure, checked against a sorted Python list model."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+
+from hotkv_server.stores.zsetvalue import LexBound, ScoreRange, SortedSetValue
+
+
+def model_order(scores: dict[bytes, float]) -> list[tuple[bytes, float]]:
+    return [(m, s) for s, m in sorted((s, m) for m, s in scores.items())]
+
+
+def in_score_range(s: float, r: ScoreRange) -> bool:
+    low = s > r.min if r.min_exclusive else s >= r.min
+    high = s < r.max if r.max_exclusive else s <= r.max
+    return low and high
+
+
+def test_add_update_remove_and_rank() -> None:
+    z = SortedSetValue()
+    assert z.add(b"b", 2.0) is True
+    assert z.add(b"a", 2.0) is True
+    assert z.add(b"c", 1.0) is True
+    assert z.add(b"c", 3.0) is False
+    assert list(z) == [(b"a", 2.0), (b"b", 2.0), (b"c", 3.0)]
+    assert z.rank(b"a") == 0 and z.rank(b"c") == 2
+    assert z.rank(b"c", reverse=True) == 0
+    assert z.rank(b"zz") is None
+    assert z.remove(b"a") is True and z.remove(b"a") is False
+    assert list(z) == [(b"b", 2.0), (b"c", 3.0)]
+    assert z.payload_bytes() == 2
+
+
+def test_negative_zero_is_stored_as_zero() -> None:
+    z = SortedSetValue()
+    z.add(b"m", -0.0)
+    assert math.copysign(1.0, z.score(b"m") or 1.0) == 1.0
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_ranges_match_the_model(seed: int) -> None:
+    rnd = random.Random(seed)
+    scores = {b"m%03d" % i: float(rnd.randint(-5, 5)) for i in range(rnd.randint(0, 120))}
+    z = SortedSetValue(scores.items())
+    model = model_order(scores)
+    n = len(model)
+    for _ in range(200):
+        a, b = rnd.randint(-130, 130), rnd.randint(-130, 130)
+        lo = max(a + n if a < 0 else a, 0)
+        hi = b + n if b < 0 else b
+        expected = model[lo : min(hi, n - 1) + 1] if lo <= hi and lo < n else []
+        assert z.range_by_rank(a, b) == expected
+        assert z.range_by_rank(a, b, reverse=True) == (
+            list(reversed(model))[lo : min(hi, n - 1) + 1] if lo <= hi and lo < n else [])
+        lo_s = rnd.choice([-math.inf, math.inf, float(rnd.randint(-6, 6))])
+        hi_s = rnd.choice([-math.inf, math.inf, float(rnd.randint(-6, 6))])
+        r = ScoreRange(lo_s, hi_s, rnd.random() < 0.5, rnd.random() < 0.5)
+        inside = [p for p in model if in_score_range(p[1], r)]
+        assert z.range_by_score(r) == inside, r
+        assert z.count_by_score(r) == len(inside)
+        assert z.range_by_score(r, reverse=True) == list(reversed(inside))
+        off, cnt = rnd.randint(-1, 10), rnd.randint(-1, 10)
+        want = [] if off < 0 else (inside[off:] if cnt < 0 else inside[off : off + cnt])
+        assert z.range_by_score(r, offset=off, count=cnt) == want
+        rev = list(reversed(inside))
+        want = [] if off < 0 else (rev[off:] if cnt < 0 else rev[off : off + cnt])
+        assert z.range_by_score(r, reverse=True, offset=off, count=cnt) == want
+
+
+def _bound(rnd: random.Random) -> LexBound:
+    kind = rnd.choice("-+[(")
+    return LexBound(kind, b"m%03d" % rnd.randint(0, 60) if kind in "[(" else b"")
+
+
+def test_lex_ranges_with_one_score_match_the_model() -> None:
+    rnd = random.Random(7)
+    members = sorted({b"m%03d" % rnd.randint(0, 60) for _ in range(40)})
+    z = SortedSetValue((m, 0.0) for m in members)
+    for _ in range(500):
+        lo, hi = _bound(rnd), _bound(rnd)
+        inside = [(m, 0.0) for m in members if lo.gte_min(m) and hi.lte_max(m)]
+        assert z.range_by_lex(lo, hi) == inside, (lo, hi)
+        assert z.count_by_lex(lo, hi) == len(inside)
+        assert z.range_by_lex(lo, hi, reverse=True, offset=1, count=2) == list(reversed(inside))[1:3]
+
+
+def test_pops_and_removals_by_range() -> None:
+    z = SortedSetValue((b"m%d" % i, float(i)) for i in range(10))
+    assert z.pop(2) == [(b"m0", 0.0), (b"m1", 1.0)]
+    assert z.pop(2, highest=True) == [(b"m9", 9.0), (b"m8", 8.0)]
+    assert z.remove_range_by_rank(0, 0) == 1  # m2
+    assert z.remove_range_by_score(ScoreRange(5, 6, min_exclusive=True)) == 1  # m6
+    assert z.remove_range_by_lex(LexBound("["), LexBound("-")) == 0
+    assert [m for m, _ in z] == [b"m3", b"m4", b"m5", b"m7"]
+    assert z.scores == {b"m3": 3.0, b"m4": 4.0, b"m5": 5.0, b"m7": 7.0}
+    assert z.pop(10) == [(b"m3", 3.0), (b"m4", 4.0), (b"m5", 5.0), (b"m7", 7.0)]
+    assert len(z) == 0 and z.payload_bytes() == 0
+
+
+def test_infinite_scores_sort_at_the_ends() -> None:
+    z = SortedSetValue([(b"lo", -math.inf), (b"hi", math.inf), (b"mid", 0.0)])
+    assert [m for m, _ in z] == [b"lo", b"mid", b"hi"]
+    assert z.count_by_score(ScoreRange(-math.inf, math.inf)) == 3
+    assert z.count_by_score(ScoreRange(-math.inf, math.inf, True, True)) == 1
+    assert z.count_by_score(ScoreRange(math.inf, math.inf)) == 1
