@@ -196,13 +196,7 @@ redis.log = function(level, ...)
   host.log(level, table.concat(parts, " "))
 end
 
-redis.setresp = function(...)
-  if raw_select("#", ...) ~= 1 then
-    raw_error("redis.setresp() requires one argument.", 2)
-  end
-  local ok, err = host.setresp((...))
-  if not ok then raw_error(err, 2) end
-end
+redis.setresp = host.setresp
 
 redis.set_repl = function(...)
   if raw_select("#", ...) ~= 1 then

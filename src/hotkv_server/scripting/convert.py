@@ -18,10 +18,11 @@ boolean             number 1 / 0                 ``true`` / ``false``
 verbatim string     string                       ``{verbatim_string = {format, string}}``
 ==================  ===========================  ==============================
 
-Lua -> reply (what a script returns), by the *caller's* protocol: a string is a bulk
+Lua -> reply (what a script returns): a string is a bulk
 string; a number an integer (truncated toward zero; out of range or NaN is the minimum
 64-bit integer, as C's cast gives on the machines Redis runs on); ``true`` is 1 in RESP2 and
-``#t`` in RESP3, ``false`` a null in RESP2 and ``#f`` in RESP3; a table with a string ``err``
+``#t`` in RESP3, ``false`` a null in RESP2 and ``#f`` in RESP3 (the *script's* protocol: booleans become RESP3
+booleans only after ``redis.setresp(3)``, as Redis 7.0 does); a table with a string ``err``
 is an error, with a string ``ok`` a status, with ``double``, ``map``, ``set``,
 ``big_number`` or ``verbatim_string`` the RESP3 type (each shown as RESP2 has it to a RESP2
 caller); any other table is an array of its items 1, 2, ... up to the first nil; nil and
@@ -162,10 +163,13 @@ def lua_number_to_integer(value: float) -> int:
 
 
 class FromLua:
-    """Turns what a script returned into a reply value for a client of protocol ``proto``."""
+    """Turns what a script returned into a reply value; ``proto`` is the script's protocol
+    (``redis.setresp``): Redis 7.0 turns Lua booleans into 1 / null under RESP2 and into
+    RESP3 booleans only after ``redis.setresp(3)``, whatever the caller speaks."""
 
-    def __init__(self, proto: int) -> None:
+    def __init__(self, proto: int, caller_proto: int = 2) -> None:
         self.proto = proto
+        self.caller_proto = caller_proto
 
     def reply(self, value: Any) -> Any:
         t = type(value)
@@ -196,7 +200,7 @@ class FromLua:
         big = table[b"big_number"]
         if type(big) is bytes:
             text = big.decode("utf-8", "replace")
-            if self.proto == 2:
+            if self.caller_proto == 2:
                 return big
             return Raw(b"(%b\r\n" % text.replace("\r", " ").replace("\n", " ").encode())
         mapping = table[b"map"]

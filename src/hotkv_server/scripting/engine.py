@@ -234,7 +234,7 @@ class ScriptEngine:
         """On the script thread: call the script and turn its result into a reply."""
         ok, result = self.sandbox.run(run.script.fn, keys, args)
         if ok:
-            return FromLua(run.caller.proto).reply(result)
+            return FromLua(run.resp, run.caller.proto).reply(result)
         return ErrorReply(self._failure_text(run, result))
 
     @staticmethod
@@ -282,14 +282,16 @@ class ScriptEngine:
         run = self.running
         return run is not None and run.kill
 
-    def _setresp(self, value: Any) -> tuple[bool, Any]:
+    def _setresp(self, *args: Any) -> None:
         run = self.running
-        if value not in (2, 3):
-            return False, b"RESP version must be 2 or 3."
+        if len(args) != 1:
+            raise HostError(b"ERR redis.setresp() requires one argument.")
+        value = args[0]
+        if type(value) not in (int, float) or value not in (2, 3):
+            raise HostError(b"ERR RESP version must be 2 or 3.")
         if run is not None:
             run.resp = int(value)
             run.ctx.proto = int(value)
-        return True, None
 
     def _command(self, args: tuple[Any, ...]) -> tuple[Run | None, Any]:
         """Run one redis.call/pcall: (the run, the reply) or (run, ErrorReply)."""

@@ -76,7 +76,7 @@ class Sandbox:
         call: Callable[..., Any],
         pcall: Callable[..., Any],
         killed: Callable[[], bool],
-        setresp: Callable[[Any], Any],
+        setresp: Callable[..., Any],
         acl_check_cmd: Callable[..., Any],
     ) -> None:
         self.runtime = lua51.LuaRuntime(
