@@ -273,3 +273,22 @@ def test_a_replica_gets_the_effects(tmp_path: Any) -> None:
     finally:
         replica.cleanup()
         primary.cleanup()
+
+
+def test_a_quick_script_that_turns_long_is_moved_off_the_loop(busy_server: HotkvProcess) -> None:
+    """A script whose last run was quick runs on the event-loop thread; past the limit and
+    before any write it is abandoned and run again on the script thread, so BUSY and SCRIPT
+    KILL work for it as for any other."""
+    runner = busy_server.client(socket_timeout=20)
+    other = busy_server.client()
+    body = "if ARGV[1] == 'loop' then while true do end end return redis.call('get', 'k')"
+    other.set("k", "v")
+    assert runner.eval(body, 0, "once") == b"v"  # on the script thread, quick
+    assert runner.eval(body, 0, "again") == b"v"  # now on the loop thread
+    thread, box = _run_in_thread(runner, "EVAL", body, 0, "loop")
+    _wait_busy(other)
+    other.execute_command("SCRIPT", "KILL")
+    thread.join(10)
+    assert isinstance(box[0], redis.ResponseError)
+    assert str(box[0]).startswith("Script killed by user with SCRIPT KILL")
+    assert runner.eval(body, 0, "after") == b"v"

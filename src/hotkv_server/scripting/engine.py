@@ -51,18 +51,23 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("hotkv")
 
+#: a script whose run took less than this is run on the loop thread the next time
+FAST_RUN_S = 0.005
+
 _SHEBANG_FLAGS = {b"no-writes", b"allow-oom", b"allow-stale", b"no-cluster", b"allow-cross-slot-keys"}
 
 
 class Script:
     """One cached script: its body, its compiled function and its shebang flags."""
 
-    __slots__ = ("body", "flags", "fn", "sha")
+    __slots__ = ("body", "fast", "flags", "fn", "sha")
 
     def __init__(self, sha: str, body: bytes, fn: Any, flags: frozenset[bytes] | None) -> None:
         self.sha = sha
         self.body = body
         self.fn = fn
+        #: its last run ended within FAST_RUN_S: the next one runs on the loop thread
+        self.fast = False
         #: None for a script without a shebang line (Redis's legacy rules)
         self.flags = flags
 
@@ -70,7 +75,19 @@ class Script:
 class Run:
     """One script being run: who called it, its protocol, and what it did so far."""
 
-    __slots__ = ("caller", "ctx", "kill", "readonly", "resp", "script", "started", "wrote")
+    __slots__ = (
+        "caller",
+        "ctx",
+        "deadline",
+        "kill",
+        "readonly",
+        "resp",
+        "restart",
+        "script",
+        "started",
+        "warned",
+        "wrote",
+    )
 
     def __init__(self, caller: Context, ctx: Context, script: Script, readonly: bool) -> None:
         self.caller = caller
@@ -81,18 +98,31 @@ class Run:
         self.wrote = False
         self.kill = False
         self.started = time.monotonic()
+        #: run on the loop thread: when it must stop and start again on the script thread
+        #: (monotonic seconds), else None
+        self.deadline: float | None = None
+        #: the direct run passed its deadline before writing: it is being abandoned
+        self.restart = False
+        self.warned = False
 
 
 class _Job:
-    """A call handed to the script thread, and how its end is reported back."""
+    """A call handed to the script thread, and how its end is reported back.
 
-    __slots__ = ("done", "fn", "lock", "on_done", "result")
+    ``finished`` is held from creation until the call is done (the loop thread waits on it:
+    one futex wake per call, the cheapest hand-back there is); ``state`` guards ``done`` and
+    ``on_done`` against the race of a script ending while the loop thread turns busy.
+    """
+
+    __slots__ = ("done", "finished", "fn", "on_done", "result", "state")
 
     def __init__(self, fn: Callable[[], Any]) -> None:
         self.fn = fn
         self.result: Any = None
         self.done = False
-        self.lock = threading.Lock()
+        self.finished = threading.Lock()
+        self.finished.acquire()
+        self.state = threading.Lock()
         self.on_done: Callable[[], None] | None = None
 
 
@@ -101,7 +131,6 @@ class ScriptThread:
 
     def __init__(self) -> None:
         self.jobs: queue.SimpleQueue[_Job] = queue.SimpleQueue()
-        self.finished = threading.Condition()
         self.thread: threading.Thread | None = None
 
     def submit(self, fn: Callable[[], Any]) -> _Job:
@@ -112,10 +141,13 @@ class ScriptThread:
         self.jobs.put(job)
         return job
 
-    def wait(self, job: _Job, timeout_s: float | None) -> bool:
+    @staticmethod
+    def wait(job: _Job, timeout_s: float | None) -> bool:
         """Block until ``job`` is done or ``timeout_s`` passed (None: without limit)."""
-        with self.finished:
-            return self.finished.wait_for(lambda: job.done, timeout_s)
+        if job.finished.acquire(timeout=-1 if timeout_s is None else timeout_s):
+            job.finished.release()
+            return True
+        return False
 
     def _serve(self) -> None:
         while True:
@@ -125,10 +157,10 @@ class ScriptThread:
             except BaseException as exc:  # a bug must end this call, not the thread
                 log.exception("internal error running a script")
                 job.result = ErrorReply(f"ERR internal error running a script: {type(exc).__name__}")
-            with self.finished:
+            with job.state:
                 job.done = True
                 callback = job.on_done
-                self.finished.notify_all()
+            job.finished.release()
             if callback is not None:
                 callback()
 
@@ -177,17 +209,33 @@ class ScriptEngine:
         if script.flags is not None and b"no-writes" in script.flags:
             readonly = True
         ctx = self._script_context(caller)
-        run = Run(caller, ctx, script, readonly)
         outer_exec = core.in_exec
+        limit_ms = core.config.values["busy-reply-threshold"]
+        limit_s: float | None = limit_ms / 1000 if limit_ms > 0 else None
         core.in_exec = True  # the script's effects leave as one record, after it
+        if script.fast:
+            run = Run(caller, ctx, script, readonly)
+            if limit_s is not None:
+                run.deadline = run.started + limit_s
+            self.running = run
+            reply = self._execute(run, keys, args)
+            if not run.restart:
+                self._finished(run, outer_exec)
+                script.fast = time.monotonic() - run.started < FAST_RUN_S
+                return reply
+            # past the limit without a write: forget this run, start it again on the script
+            # thread and answer BUSY at once (the time was spent already)
+            script.fast = False
+            limit_s = 0.0
+        run = Run(caller, ctx, script, readonly)
         self.running = run
         job = self.thread.submit(lambda: self._execute(run, keys, args))
-        limit_ms = core.config.values["busy-reply-threshold"]
-        outcome: bool | Deferred = self.thread.wait(job, limit_ms / 1000 if limit_ms > 0 else None)
+        outcome: bool | Deferred = self.thread.wait(job, limit_s)
         if outcome is False:
             outcome = self._become_busy(run, job, outer_exec)
         if outcome is True:
             self._finished(run, outer_exec)
+            script.fast = time.monotonic() - run.started < FAST_RUN_S
             return job.result
         return outcome
 
@@ -213,7 +261,7 @@ class ScriptEngine:
                 core.flush_effects()
             deferred.resolve(job.result)
 
-        with self.thread.finished:
+        with job.state:
             if job.done:
                 return True
             def wake_loop() -> None:
@@ -280,7 +328,24 @@ class ScriptEngine:
     # --- host functions (called from Lua, on the script thread) ---------------------------
     def _killed(self) -> bool:
         run = self.running
-        return run is not None and run.kill
+        if run is None:
+            return False
+        if run.deadline is not None and time.monotonic() > run.deadline:
+            return self._past_deadline(run)
+        return run.kill
+
+    def _past_deadline(self, run: Run) -> bool:
+        """A run on the loop thread passed busy-reply-threshold: abandon it (True) when it
+        wrote nothing, so it starts again on the script thread; one that wrote must go on
+        here (its writes cannot be undone), with the loop waiting for it."""
+        if not run.wrote:
+            run.restart = True
+            return True
+        if not run.warned:
+            run.warned = True
+            log.warning("Slow script detected: f_%s wrote and runs past busy-reply-threshold "
+                        "on the event loop; clients wait until it ends", run.script.sha)
+        return False
 
     def _setresp(self, *args: Any) -> None:
         run = self.running
@@ -298,6 +363,9 @@ class ScriptEngine:
         run = self.running
         if run is None:
             return None, ErrorReply("ERR redis.call is only available while a script runs")
+        if run.deadline is not None and (run.restart or (
+                time.monotonic() > run.deadline and self._past_deadline(run))):
+            return run, ErrorReply("ERR the script is started again on the script thread")
         if not args:
             return run, ErrorReply("ERR Please specify at least one argument for this redis lib call")
         argv: list[bytes] = []
