@@ -1,7 +1,7 @@
 """Generic key commands over the whole keyspace, as Redis 7.0 answers them.
 
-DEL UNLINK EXISTS TYPE KEYS SCAN EXPIRE PEXPIRE EXPIREAT PEXPIREAT TTL PTTL PERSIST DBSIZE
-RANDOMKEY, over the whole keyspace (strings and every value type). The memory stores
+DEL UNLINK EXISTS TYPE KEYS SCAN EXPIRE PEXPIRE EXPIREAT PEXPIREAT TTL PTTL EXPIRETIME
+PEXPIRETIME PERSIST DBSIZE RANDOMKEY, over the whole keyspace (strings and every value type). The memory stores
 have their own commands (``AMEM.SCAN``, ``AMEM.CONV.DEL`` ...). Deadlines are made absolute
 from the command's clock snapshot ``ctx.now_ms``; a deadline already passed deletes the key
 (the effect is a ``kv.del``, as Redis propagates a DEL).
@@ -304,6 +304,33 @@ def ttl(ctx: Context, argv: list[bytes]) -> Any:
 def pttl(ctx: Context, argv: list[bytes]) -> Any:
     """PTTL key"""
     return ctx.db.kv.ttl_ms(argv[1], ctx.now_ms)
+
+
+def _deadline(ctx: Context, key: bytes) -> int:
+    """The key's deadline in ms, -1 without one, -2 when missing (EXPIRETIME's codes)."""
+    kv = ctx.db.kv
+    if kv.peek(key, ctx.now_ms) is None:
+        return -2
+    at = kv.expiry(key)
+    return -1 if at is None else at
+
+
+@command("expiretime", arity=2, flags="readonly fast", keys=(1, 1, 1), group="generic",
+         key_flags="RO access",
+         summary="Returns the expiration time of a key as a Unix timestamp.", syntax="key")
+def expiretime(ctx: Context, argv: list[bytes]) -> Any:
+    """EXPIRETIME key"""
+    at = _deadline(ctx, argv[1])
+    return at if at < 0 else at // 1000
+
+
+@command("pexpiretime", arity=2, flags="readonly fast", keys=(1, 1, 1), group="generic",
+         key_flags="RO access",
+         summary="Returns the expiration time of a key as a Unix milliseconds timestamp.",
+         syntax="key")
+def pexpiretime(ctx: Context, argv: list[bytes]) -> Any:
+    """PEXPIRETIME key"""
+    return _deadline(ctx, argv[1])
 
 
 @command("persist", arity=2, flags="write fast", keys=(1, 1, 1), group="generic",

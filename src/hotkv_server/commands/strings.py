@@ -1,4 +1,8 @@
-"""String commands of the cache (GET SET MGET MSET INCR INCRBY DECR DECRBY STRLEN), as Redis 7.0.
+"""String commands (GET SET MGET MSET INCR INCRBY DECR DECRBY STRLEN INCRBYFLOAT), as Redis 7.0.
+
+The other ways to set and get a string (SETNX SETEX PSETEX GETEX GETDEL GETSET MSETNX)
+are in commands/string_sets.py, the byte-range ones (APPEND SETRANGE GETRANGE LCS) in
+commands/string_ranges.py.
 
 Replies and error wording are Redis's own, so redis-py and redis-cli see no difference.
 Every deadline is made absolute here (SET EX 10 is stored as PXAT now+10000, as Redis
@@ -9,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from hotkv_server.commands.floats import add_long_doubles, format_long_double, parse_long_double
 from hotkv_server.engine import errors
 from hotkv_server.engine.args import parse_int
 from hotkv_server.engine.context import Context
@@ -18,6 +23,7 @@ from hotkv_server.server.resp import OK
 
 LLONG_MAX = 2**63 - 1
 LLONG_MIN = -(2**63)
+NAN_OR_INF = "ERR increment would produce NaN or Infinity"
 
 # SET option bits
 _NX = 1
@@ -113,20 +119,21 @@ def _parse_set_options(argv: list[bytes]) -> tuple[int, bytes | None]:
     return flags, expire_raw
 
 
-def _set_deadline(raw: bytes, flags: int, now_ms: int) -> int:
-    """The absolute deadline (ms) of SET's EX/PX/EXAT/PXAT value, with Redis's checks."""
+def _set_deadline(raw: bytes, flags: int, now_ms: int, name: str = "set") -> int:
+    """The absolute deadline (ms) of an EX/PX/EXAT/PXAT value (SET, SETEX, GETEX ...),
+    with Redis's checks; ``name`` is the command the error names."""
     value = parse_int(raw)
     if value is None:
         raise CommandError(errors.NOT_INTEGER)
     seconds = flags & (_EX | _EXAT)
     if value <= 0 or (seconds and value > LLONG_MAX // 1000):
-        raise CommandError(errors.invalid_expire("set"))
+        raise CommandError(errors.invalid_expire(name))
     if seconds:
         value *= 1000
     if flags & (_EX | _PX):
         value += now_ms
         if value > LLONG_MAX:  # Redis sees the 64-bit sum wrap below zero
-            raise CommandError(errors.invalid_expire("set"))
+            raise CommandError(errors.invalid_expire(name))
     return value
 
 
@@ -232,3 +239,30 @@ def strlen(ctx: Context, argv: list[bytes]) -> Any:
     """STRLEN key"""
     value = ctx.db.kv.get(argv[1], ctx.now_ms)
     return 0 if value is None else len(value)
+
+
+@command("incrbyfloat", arity=3, flags="write denyoom fast", keys=(1, 1, 1), group="string",
+         key_flags="RW access update",
+         summary="Increment the floating point value of a key by a number. Uses 0 as initial "
+                 "value if the key doesn't exist.",
+         syntax="key increment")
+def incrbyfloat(ctx: Context, argv: list[bytes]) -> Any:
+    """INCRBYFLOAT key increment"""
+    key = argv[1]
+    kv = ctx.db.kv
+    old = kv.get(key, ctx.now_ms)
+    at = None
+    current = parse_long_double(b"0")
+    if old is not None:
+        current = parse_long_double(old)
+        at = kv.expiry(key)
+    delta = parse_long_double(argv[2])
+    if current is None or delta is None:
+        raise CommandError(errors.NOT_FLOAT)
+    total = add_long_doubles(current, delta)
+    if total is None:
+        raise CommandError(NAN_OR_INF)
+    text = format_long_double(total)
+    # the effect holds the result (Redis propagates a SET of it with KEEPTTL)
+    ctx.emit(["kv.set", key, text, at])
+    return text

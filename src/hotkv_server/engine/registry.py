@@ -109,7 +109,8 @@ class KeySpec:
     keynumidx: int = 0
     firstkey: int = 1
     notes: str | None = None
-    #: the syntax's name of the argument holding these keys (COMMAND DOCS types it ``key``)
+    #: the syntax's name(s) of the argument(s) holding these keys, space-separated (COMMAND
+    #: DOCS types them ``key`` with this spec's index)
     arg: str | None = None
 
     def keys(self, argv: list[bytes]) -> list[bytes]:
@@ -125,9 +126,9 @@ class KeySpec:
             except (IndexError, ValueError):
                 return []
             first = start + self.firstkey
-            if count <= 0:
-                return []
-            return argv[first : min(first + count * self.keystep, argc) : self.keystep]
+            if count <= 0 or first + (count - 1) * self.keystep >= argc:
+                return []  # Redis calls such a call's keys invalid
+            return argv[first : first + count * self.keystep : self.keystep]
         last = start + self.lastkey if self.lastkey >= 0 else argc + self.lastkey
         return argv[start : min(last, argc - 1) + 1 : self.keystep]
 
@@ -408,7 +409,7 @@ def add_spec(
 
 def _key_args(key_specs: tuple[KeySpec, ...]) -> dict[str, int] | None:
     """Argument name -> key spec index, for a command whose key specs name their arguments."""
-    named = {ks.arg: i for i, ks in enumerate(key_specs) if ks.arg is not None}
+    named = {name: i for i, ks in enumerate(key_specs) if ks.arg is not None for name in ks.arg.split()}
     return named or None
 
 

@@ -1,7 +1,7 @@
 """The hash value type: field -> value, both binary, as Redis 7.0 hashes.
 
 A ``HashValue`` is a dict. OBJECT ENCODING answers ``listpack`` while the hash has at most
-128 fields and no field or value longer than 64 bytes (Redis's ``hash-max-listpack-*``
+512 fields and no field or value longer than 64 bytes (Redis's ``hash-max-listpack-*``
 defaults), then ``hashtable`` for good, as Redis never converts back (a restore decides
 again from the contents, as Redis's RDB load does). A listpack-sized hash answers HSCAN
 in one step with cursor 0, as Redis does; a larger one is walked by ``ScanOrder``.
@@ -24,7 +24,7 @@ from hotkv_server.stores.scanorder import ScanOrder
 from hotkv_server.stores.values import Applier, TypedValue, value_type
 
 #: Redis 7.0's defaults of hash-max-listpack-entries and hash-max-listpack-value
-LISTPACK_ENTRIES = 128
+LISTPACK_ENTRIES = 512
 LISTPACK_VALUE = 64
 #: bytes a field costs beyond its field and value bytes (dict slot, two bytes objects),
 #: and a hash beyond its fields (object, empty dict): measured on CPython 3.11

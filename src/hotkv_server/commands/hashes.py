@@ -1,0 +1,320 @@
+"""The hash commands of Redis 7.0: HSET HSETNX HGET HMGET HMSET HGETALL HDEL HEXISTS HLEN
+HSTRLEN HKEYS HVALS HINCRBY HINCRBYFLOAT HRANDFIELD HSCAN.
+
+Replies and errors are Redis's. Writes are effects (``stores/hashes.py``): ``kv.put`` of
+the new hash when the key was absent, else ``kv.hset`` / ``kv.hdel``; HINCRBY and
+HINCRBYFLOAT write the resulting value, and HRANDFIELD only reads, so replay never
+re-decides anything.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from typing import Any
+
+from hotkv_server.commands.floats import add_long_doubles, format_long_double, parse_long_double
+from hotkv_server.commands.keys import parse_cursor
+from hotkv_server.commands.scanning import matching, scan_options
+from hotkv_server.commands.strings import NAN_OR_INF
+from hotkv_server.commands.typed import read, target
+from hotkv_server.engine import errors
+from hotkv_server.engine.args import parse_int
+from hotkv_server.engine.context import Context
+from hotkv_server.engine.errors import CommandError
+from hotkv_server.engine.registry import command
+from hotkv_server.server.resp import OK
+from hotkv_server.stores.hashes import HashValue
+
+LLONG_MAX = 2**63 - 1
+LLONG_MIN = -(2**63)
+HASH_NOT_INTEGER = "ERR hash value is not an integer"
+HASH_NOT_FLOAT = "ERR hash value is not a float"
+OUT_OF_RANGE = "ERR value is out of range"
+NAN_OR_INF_VALUE = "ERR value is NaN or Infinity"
+
+
+def set_fields(ctx: Context, key: bytes, found: HashValue | None, pairs: list[bytes]) -> int:
+    """Write ``field, value ...`` to the hash at ``key`` (``found``, None for a new hash);
+    returns how many fields were new."""
+    if found is None:
+        ctx.emit(["kv.put", key, "hash", pairs, None])
+        return len(set(pairs[::2]))
+    added: int = ctx.emit(["kv.hset", key, pairs])
+    return added
+
+
+@command("hset", arity=-4, flags="write denyoom fast", keys=(1, 1, 1), group="hash",
+         key_flags="RW update",
+         summary="Creates or modifies the value of a field in a hash.",
+         syntax="key field value [field value ...]",
+         complexity="O(1) for each field/value pair added, so O(N) to add N field/value pairs "
+                    "when the command is called with multiple field/value pairs.")
+def hset(ctx: Context, argv: list[bytes]) -> Any:
+    """HSET key field value [field value ...]"""
+    if len(argv) % 2:
+        raise CommandError(errors.wrong_arity("hset"))
+    key = argv[1]
+    return set_fields(ctx, key, target(ctx, key, HashValue), argv[2:])
+
+
+@command("hmset", arity=-4, flags="write denyoom fast", keys=(1, 1, 1), group="hash",
+         key_flags="RW update",
+         summary="Sets the values of multiple fields.", syntax="key field value [field value ...]",
+         complexity="O(N) where N is the number of fields being set.")
+def hmset(ctx: Context, argv: list[bytes]) -> Any:
+    """HMSET key field value [field value ...]"""
+    if len(argv) % 2:
+        raise CommandError(errors.wrong_arity("hmset"))
+    key = argv[1]
+    set_fields(ctx, key, target(ctx, key, HashValue), argv[2:])
+    return OK
+
+
+@command("hsetnx", arity=4, flags="write denyoom fast", keys=(1, 1, 1), group="hash",
+         key_flags="RW insert",
+         summary="Sets the value of a field in a hash only when the field doesn't exist.",
+         syntax="key field value")
+def hsetnx(ctx: Context, argv: list[bytes]) -> Any:
+    """HSETNX key field value"""
+    key = argv[1]
+    found = target(ctx, key, HashValue)
+    if found is not None and argv[2] in found.fields:
+        return 0
+    set_fields(ctx, key, found, argv[2:4])
+    return 1
+
+
+@command("hget", arity=3, flags="readonly fast", keys=(1, 1, 1), group="hash",
+         key_flags="RO access",
+         summary="Returns the value of a field in a hash.", syntax="key field")
+def hget(ctx: Context, argv: list[bytes]) -> Any:
+    """HGET key field"""
+    found = read(ctx, argv[1], HashValue)
+    return None if found is None else found.fields.get(argv[2])
+
+
+@command("hmget", arity=-3, flags="readonly fast", keys=(1, 1, 1), group="hash",
+         key_flags="RO access",
+         summary="Returns the values of all fields in a hash.", syntax="key field [field ...]",
+         complexity="O(N) where N is the number of fields being requested.")
+def hmget(ctx: Context, argv: list[bytes]) -> Any:
+    """HMGET key field [field ...]"""
+    found = read(ctx, argv[1], HashValue)
+    if found is None:
+        return [None] * (len(argv) - 2)
+    get = found.fields.get
+    return [get(field) for field in argv[2:]]
+
+
+@command("hgetall", arity=2, flags="readonly", keys=(1, 1, 1), group="hash",
+         key_flags="RO access", tips="nondeterministic_output_order",
+         summary="Returns all fields and values in a hash.", syntax="key",
+         complexity="O(N) where N is the size of the hash.")
+def hgetall(ctx: Context, argv: list[bytes]) -> Any:
+    """HGETALL key"""
+    found = read(ctx, argv[1], HashValue)
+    return {} if found is None else dict(found.fields)
+
+
+@command("hkeys", arity=2, flags="readonly", keys=(1, 1, 1), group="hash",
+         key_flags="RO access", tips="nondeterministic_output_order",
+         summary="Returns all fields in a hash.", syntax="key",
+         complexity="O(N) where N is the size of the hash.")
+def hkeys(ctx: Context, argv: list[bytes]) -> Any:
+    """HKEYS key"""
+    found = read(ctx, argv[1], HashValue)
+    return [] if found is None else list(found.fields)
+
+
+@command("hvals", arity=2, flags="readonly", keys=(1, 1, 1), group="hash",
+         key_flags="RO access", tips="nondeterministic_output_order",
+         summary="Returns all values in a hash.", syntax="key",
+         complexity="O(N) where N is the size of the hash.")
+def hvals(ctx: Context, argv: list[bytes]) -> Any:
+    """HVALS key"""
+    found = read(ctx, argv[1], HashValue)
+    return [] if found is None else list(found.fields.values())
+
+
+@command("hdel", arity=-3, flags="write fast", keys=(1, 1, 1), group="hash",
+         key_flags="RW delete",
+         summary="Deletes one or more fields and their values from a hash. Deletes the hash if no fields remain.",
+         syntax="key field [field ...]", complexity="O(N) where N is the number of fields to be removed.")
+def hdel(ctx: Context, argv: list[bytes]) -> Any:
+    """HDEL key field [field ...]"""
+    key = argv[1]
+    found = target(ctx, key, HashValue)
+    if found is None:
+        return 0
+    fields = found.fields
+    gone = [field for field in dict.fromkeys(argv[2:]) if field in fields]
+    if not gone:
+        return 0
+    removed: int = ctx.emit(["kv.hdel", key, gone])
+    return removed
+
+
+@command("hexists", arity=3, flags="readonly fast", keys=(1, 1, 1), group="hash",
+         key_flags="RO",
+         summary="Determines whether a field exists in a hash.", syntax="key field")
+def hexists(ctx: Context, argv: list[bytes]) -> Any:
+    """HEXISTS key field"""
+    found = read(ctx, argv[1], HashValue)
+    return int(found is not None and argv[2] in found.fields)
+
+
+@command("hlen", arity=2, flags="readonly fast", keys=(1, 1, 1), group="hash",
+         key_flags="RO",
+         summary="Returns the number of fields in a hash.", syntax="key")
+def hlen(ctx: Context, argv: list[bytes]) -> Any:
+    """HLEN key"""
+    found = read(ctx, argv[1], HashValue)
+    return 0 if found is None else len(found)
+
+
+@command("hstrlen", arity=3, flags="readonly fast", keys=(1, 1, 1), group="hash",
+         key_flags="RO",
+         summary="Returns the length of the value of a field.", syntax="key field")
+def hstrlen(ctx: Context, argv: list[bytes]) -> Any:
+    """HSTRLEN key field"""
+    found = read(ctx, argv[1], HashValue)
+    if found is None:
+        return 0
+    value = found.fields.get(argv[2])
+    return 0 if value is None else len(value)
+
+
+@command("hincrby", arity=4, flags="write denyoom fast", keys=(1, 1, 1), group="hash",
+         key_flags="RW access update",
+         summary="Increments the integer value of a field in a hash by a number. Uses 0 as "
+                 "initial value if the field doesn't exist.",
+         syntax="key field increment")
+def hincrby(ctx: Context, argv: list[bytes]) -> Any:
+    """HINCRBY key field increment"""
+    delta = parse_int(argv[3])
+    if delta is None:
+        raise CommandError(errors.NOT_INTEGER)
+    key, field = argv[1], argv[2]
+    found = target(ctx, key, HashValue)
+    old = None if found is None else found.fields.get(field)
+    current = 0
+    if old is not None:
+        parsed = parse_int(old)
+        if parsed is None:
+            raise CommandError(HASH_NOT_INTEGER)
+        current = parsed
+    new = current + delta
+    if new > LLONG_MAX or new < LLONG_MIN:
+        raise CommandError(errors.INCR_OVERFLOW)
+    set_fields(ctx, key, found, [field, b"%d" % new])
+    return new
+
+
+@command("hincrbyfloat", arity=4, flags="write denyoom fast", keys=(1, 1, 1), group="hash",
+         key_flags="RW access update",
+         summary="Increments the floating point value of a field by a number. Uses 0 as "
+                 "initial value if the field doesn't exist.",
+         syntax="key field increment")
+def hincrbyfloat(ctx: Context, argv: list[bytes]) -> Any:
+    """HINCRBYFLOAT key field increment"""
+    delta = parse_long_double(argv[3])
+    if delta is None:
+        raise CommandError(errors.NOT_FLOAT)
+    if not math.isfinite(delta):  # HINCRBYFLOAT refuses an infinite increment up front
+        raise CommandError(NAN_OR_INF_VALUE)
+    key, field = argv[1], argv[2]
+    found = target(ctx, key, HashValue)
+    old = None if found is None else found.fields.get(field)
+    current = parse_long_double(b"0")
+    if old is not None:
+        current = parse_long_double(old)
+        if current is None:
+            raise CommandError(HASH_NOT_FLOAT)
+    total = add_long_doubles(current, delta)
+    if total is None:
+        raise CommandError(NAN_OR_INF)
+    text = format_long_double(total)
+    # the effect holds the resulting text (Redis propagates an HSET of it)
+    set_fields(ctx, key, found, [field, text])
+    return text
+
+
+@command("hrandfield", arity=-2, flags="readonly", keys=(1, 1, 1), group="hash",
+         key_flags="RO access", tips="nondeterministic_output",
+         summary="Returns one or more random fields from a hash.",
+         syntax="key [count [WITHVALUES]]",
+         complexity="O(N) where N is the number of fields returned")
+def hrandfield(ctx: Context, argv: list[bytes]) -> Any:
+    """HRANDFIELD key [count [WITHVALUES]]"""
+    if len(argv) == 2:
+        found = read(ctx, argv[1], HashValue)
+        if found is None:
+            return None
+        return _field_at(found, random.randrange(len(found)))
+    count = random_count(argv[2])
+    withvalues = False
+    if len(argv) > 4 or (len(argv) == 4 and argv[3].lower() != b"withvalues"):
+        raise CommandError(errors.SYNTAX)
+    if len(argv) == 4:
+        withvalues = True
+        if abs(count) > LLONG_MAX // 2:
+            raise CommandError(OUT_OF_RANGE)
+    found = read(ctx, argv[1], HashValue)
+    if found is None or count == 0:
+        return []
+    names = pick(list(found.fields), count)
+    if not withvalues:
+        return names
+    fields = found.fields
+    if ctx.proto == 3:
+        return [[name, fields[name]] for name in names]
+    return [item for name in names for item in (name, fields[name])]
+
+
+def random_count(raw: bytes) -> int:
+    """HRANDFIELD's and SRANDMEMBER's count: a 64-bit integer other than LLONG_MIN."""
+    count = parse_int(raw)
+    if count is None:
+        raise CommandError(errors.NOT_INTEGER)
+    if count == LLONG_MIN:
+        raise CommandError(f"ERR value is out of range, value must between {-LLONG_MAX} and {LLONG_MAX}")
+    return count
+
+
+def pick(names: list[bytes], count: int) -> list[bytes]:
+    """``count`` > 0: that many distinct names at most (all of them, shuffled, if fewer);
+    ``count`` < 0: ``-count`` names drawn with repeats (Redis's count sign rule)."""
+    if count < 0:
+        return random.choices(names, k=-count)
+    if count >= len(names):
+        random.shuffle(names)
+        return names
+    return random.sample(names, count)
+
+
+def _field_at(found: HashValue, index: int) -> bytes:
+    for i, name in enumerate(found.fields):
+        if i == index:
+            return name
+    raise IndexError(index)
+
+
+@command("hscan", arity=-3, flags="readonly", keys=(1, 1, 1), group="hash",
+         key_flags="RO access", tips="nondeterministic_output",
+         summary="Iterates over fields and values of a hash.",
+         syntax="key cursor [MATCH pattern] [COUNT count]",
+         complexity="O(1) for every call. O(N) for a complete iteration, including enough "
+                    "command calls for the cursor to return back to 0. N is the number of "
+                    "elements inside the collection.")
+def hscan(ctx: Context, argv: list[bytes]) -> Any:
+    """HSCAN key cursor [MATCH pattern] [COUNT count]"""
+    cursor = parse_cursor(argv[2])
+    found = read(ctx, argv[1], HashValue)
+    if found is None:
+        return [b"0", []]
+    pattern, count = scan_options(argv, 3)
+    next_cursor, names = found.scan(cursor, count)
+    fields = found.fields
+    return [b"%d" % next_cursor,
+            [item for name in matching(names, pattern) for item in (name, fields[name])]]

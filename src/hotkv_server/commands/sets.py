@@ -1,0 +1,215 @@
+"""The set commands of Redis 7.0: SADD SREM SMEMBERS SISMEMBER SMISMEMBER SCARD SPOP
+SRANDMEMBER SMOVE SSCAN (the algebra, SINTER SUNION SDIFF and their STORE and CARD forms,
+is in commands/setalgebra.py).
+
+Replies and errors are Redis's. Writes are effects (``stores/sets.py``): ``kv.put`` of the
+new set when the key was absent, else ``kv.sadd`` / ``kv.srem``. SPOP draws its members
+here and the effect names them, so replay removes exactly those.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from hotkv_server.commands.hashes import pick, random_count
+from hotkv_server.commands.keys import parse_cursor
+from hotkv_server.commands.scanning import matching, scan_options
+from hotkv_server.commands.typed import read, target
+from hotkv_server.engine import errors
+from hotkv_server.engine.args import parse_int
+from hotkv_server.engine.context import Context
+from hotkv_server.engine.errors import CommandError, WrongTypeError
+from hotkv_server.engine.registry import command, key_spec
+from hotkv_server.stores.sets import SetValue
+
+NOT_POSITIVE = "ERR value is out of range, must be positive"
+
+
+def add_members(ctx: Context, key: bytes, found: SetValue | None, members: list[bytes]) -> int:
+    """Add ``members`` to the set at ``key`` (``found``, None for a new set); returns how
+    many were new."""
+    if found is None:
+        distinct = list(dict.fromkeys(members))
+        ctx.emit(["kv.put", key, "set", distinct, None])
+        return len(distinct)
+    index = found.index
+    new = [member for member in dict.fromkeys(members) if member not in index]
+    if not new:
+        return 0
+    added: int = ctx.emit(["kv.sadd", key, new])
+    return added
+
+
+@command("sadd", arity=-3, flags="write denyoom fast", keys=(1, 1, 1), group="set",
+         key_flags="RW insert",
+         summary="Adds one or more members to a set. Creates the key if it doesn't exist.",
+         syntax="key member [member ...]",
+         complexity="O(1) for each element added, so O(N) to add N elements when the command "
+                    "is called with multiple arguments.")
+def sadd(ctx: Context, argv: list[bytes]) -> Any:
+    """SADD key member [member ...]"""
+    key = argv[1]
+    return add_members(ctx, key, target(ctx, key, SetValue), argv[2:])
+
+
+@command("srem", arity=-3, flags="write fast", keys=(1, 1, 1), group="set",
+         key_flags="RW delete",
+         summary="Removes one or more members from a set. Deletes the set if the last member was removed.",
+         syntax="key member [member ...]",
+         complexity="O(N) where N is the number of members to be removed.")
+def srem(ctx: Context, argv: list[bytes]) -> Any:
+    """SREM key member [member ...]"""
+    key = argv[1]
+    found = target(ctx, key, SetValue)
+    if found is None:
+        return 0
+    index = found.index
+    gone = [member for member in dict.fromkeys(argv[2:]) if member in index]
+    if not gone:
+        return 0
+    removed: int = ctx.emit(["kv.srem", key, gone])
+    return removed
+
+
+@command("smembers", arity=2, flags="readonly", keys=(1, 1, 1), group="set",
+         key_flags="RO access", tips="nondeterministic_output_order",
+         summary="Returns all members of a set.", syntax="key",
+         complexity="O(N) where N is the set cardinality.")
+def smembers(ctx: Context, argv: list[bytes]) -> Any:
+    """SMEMBERS key"""
+    found = read(ctx, argv[1], SetValue)
+    return set() if found is None else set(found.members)
+
+
+@command("sismember", arity=3, flags="readonly fast", keys=(1, 1, 1), group="set",
+         key_flags="RO",
+         summary="Determines whether a member belongs to a set.", syntax="key member")
+def sismember(ctx: Context, argv: list[bytes]) -> Any:
+    """SISMEMBER key member"""
+    found = read(ctx, argv[1], SetValue)
+    return int(found is not None and argv[2] in found.index)
+
+
+@command("smismember", arity=-3, flags="readonly fast", keys=(1, 1, 1), group="set",
+         key_flags="RO access",
+         summary="Determines whether multiple members belong to a set.",
+         syntax="key member [member ...]",
+         complexity="O(N) where N is the number of elements being checked for membership")
+def smismember(ctx: Context, argv: list[bytes]) -> Any:
+    """SMISMEMBER key member [member ...]"""
+    found = read(ctx, argv[1], SetValue)
+    if found is None:
+        return [0] * (len(argv) - 2)
+    index = found.index
+    return [int(member in index) for member in argv[2:]]
+
+
+@command("scard", arity=2, flags="readonly fast", keys=(1, 1, 1), group="set",
+         key_flags="RO",
+         summary="Returns the number of members in a set.", syntax="key")
+def scard(ctx: Context, argv: list[bytes]) -> Any:
+    """SCARD key"""
+    found = read(ctx, argv[1], SetValue)
+    return 0 if found is None else len(found)
+
+
+@command("spop", arity=-2, flags="write fast", keys=(1, 1, 1), group="set",
+         key_flags="RW access delete", tips="nondeterministic_output",
+         summary="Returns one or more random members from a set after removing them. "
+                 "Deletes the set if the last member was popped.",
+         syntax="key [count]",
+         complexity="Without the count argument O(1), otherwise O(N) where N is the value "
+                    "of the passed count.")
+def spop(ctx: Context, argv: list[bytes]) -> Any:
+    """SPOP key [count]"""
+    if len(argv) > 3:
+        raise CommandError(errors.SYNTAX)
+    key = argv[1]
+    if len(argv) == 2:
+        found = target(ctx, key, SetValue)
+        if found is None:
+            return None
+        member = found.members[random.randrange(len(found))]
+        ctx.emit(["kv.srem", key, [member]])
+        return member
+    count = parse_int(argv[2])
+    if count is None or count < 0:  # Redis answers both with the one message
+        raise CommandError(NOT_POSITIVE)
+    found = target(ctx, key, SetValue)
+    if found is None or count == 0:
+        return set()
+    members = found.members
+    chosen = list(members) if count >= len(members) else random.sample(members, count)
+    ctx.emit(["kv.srem", key, chosen])
+    return set(chosen)
+
+
+@command("srandmember", arity=-2, flags="readonly", keys=(1, 1, 1), group="set",
+         key_flags="RO access", tips="nondeterministic_output",
+         summary="Get one or multiple random members from a set", syntax="key [count]",
+         complexity="Without the count argument O(1), otherwise O(N) where N is the absolute "
+                    "value of the passed count.")
+def srandmember(ctx: Context, argv: list[bytes]) -> Any:
+    """SRANDMEMBER key [count]"""
+    if len(argv) > 3:
+        raise CommandError(errors.SYNTAX)
+    if len(argv) == 2:
+        found = read(ctx, argv[1], SetValue)
+        if found is None:
+            return None
+        return found.members[random.randrange(len(found))]
+    count = random_count(argv[2])
+    found = read(ctx, argv[1], SetValue)
+    if found is None or count == 0:
+        return []
+    members = found.members
+    if count < 0:
+        return [members[random.randrange(len(members))] for _ in range(-count)]
+    return pick(list(members), count)
+
+
+@command("smove", arity=4, flags="write fast", keys=(1, 2, 1), group="set",
+         key_specs=(key_spec(1, "RW access delete", arg="source"),
+                    key_spec(2, "RW insert", arg="destination")),
+         summary="Moves a member from one set to another.", syntax="source destination member")
+def smove(ctx: Context, argv: list[bytes]) -> Any:
+    """SMOVE source destination member"""
+    src_key, dst_key, member = argv[1], argv[2], argv[3]
+    kv = ctx.db.kv
+    # both looked up before either type is checked: a missing source answers 0 whatever
+    # the destination holds, as in Redis
+    src = kv.lookup(src_key, ctx.now_ms)
+    dst = kv.lookup(dst_key, ctx.now_ms)
+    if src is None:
+        return 0
+    if not isinstance(src, SetValue) or (dst is not None and not isinstance(dst, SetValue)):
+        raise WrongTypeError()
+    if src_key == dst_key:
+        return int(member in src.index)
+    if member not in src.index:
+        return 0
+    ctx.emit(["kv.srem", src_key, [member]])
+    if dst is None:
+        ctx.emit(["kv.put", dst_key, "set", [member], None])
+    elif member not in dst.index:
+        ctx.emit(["kv.sadd", dst_key, [member]])
+    return 1
+
+
+@command("sscan", arity=-3, flags="readonly", keys=(1, 1, 1), group="set",
+         key_flags="RO access", tips="nondeterministic_output",
+         summary="Iterates over members of a set.",
+         syntax="key cursor [MATCH pattern] [COUNT count]",
+         complexity="O(1) for every call. O(N) for a complete iteration, including enough "
+                    "command calls for the cursor to return back to 0. N is the number of "
+                    "elements inside the collection.")
+def sscan(ctx: Context, argv: list[bytes]) -> Any:
+    """SSCAN key cursor [MATCH pattern] [COUNT count]"""
+    cursor = parse_cursor(argv[2])
+    found = read(ctx, argv[1], SetValue)
+    if found is None:
+        return [b"0", []]
+    pattern, count = scan_options(argv, 3)
+    next_cursor, names = found.scan(cursor, count)
+    return [b"%d" % next_cursor, matching(names, pattern)]

@@ -1,0 +1,148 @@
+"""More ways to set and get a string, as Redis 7.0: SETNX SETEX PSETEX GETEX GETDEL GETSET
+MSETNX.
+
+Each write is the same ``kv.set`` / ``kv.mset`` / ``kv.del`` / ``kv.expire`` /
+``kv.persist`` effect SET, MSET, DEL and EXPIRE make, with the deadline made absolute here.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hotkv_server.commands.strings import _EX, _EXAT, _PX, _PXAT, _set_deadline
+from hotkv_server.engine import errors
+from hotkv_server.engine.context import Context
+from hotkv_server.engine.errors import CommandError
+from hotkv_server.engine.registry import command
+from hotkv_server.server.resp import OK
+
+
+def _hit(ctx: Context, value: bytes | None) -> bytes | None:
+    stats = ctx.core.stats
+    if value is None:
+        stats.keyspace_misses += 1
+    else:
+        stats.keyspace_hits += 1
+    return value
+
+
+@command("setnx", arity=3, flags="write denyoom fast", keys=(1, 1, 1), group="string",
+         key_flags="OW insert",
+         summary="Set the string value of a key only when the key doesn't exist.",
+         syntax="key value")
+def setnx(ctx: Context, argv: list[bytes]) -> Any:
+    """SETNX key value"""
+    if ctx.db.kv.lookup(argv[1], ctx.now_ms) is not None:
+        return 0
+    ctx.emit(["kv.set", argv[1], argv[2], None])
+    return 1
+
+
+def _setex(ctx: Context, argv: list[bytes], flag: int) -> Any:
+    at = _set_deadline(argv[2], flag, ctx.now_ms, argv[0].lower().decode())
+    ctx.emit(["kv.set", argv[1], argv[3], at])
+    return OK
+
+
+@command("setex", arity=4, flags="write denyoom", keys=(1, 1, 1), group="string",
+         key_flags="OW update",
+         summary="Sets the string value and expiration time of a key. Creates the key if it doesn't exist.",
+         syntax="key seconds value")
+def setex(ctx: Context, argv: list[bytes]) -> Any:
+    """SETEX key seconds value"""
+    return _setex(ctx, argv, _EX)
+
+
+@command("psetex", arity=4, flags="write denyoom", keys=(1, 1, 1), group="string",
+         key_flags="OW update",
+         summary="Sets both string value and expiration time in milliseconds of a key. The "
+                 "key is created if it doesn't exist.",
+         syntax="key milliseconds value")
+def psetex(ctx: Context, argv: list[bytes]) -> Any:
+    """PSETEX key milliseconds value"""
+    return _setex(ctx, argv, _PX)
+
+
+_GETEX_TOKENS = {b"EX": _EX, b"PX": _PX, b"EXAT": _EXAT, b"PXAT": _PXAT}
+
+
+@command("getex", arity=-2, flags="write fast", keys=(1, 1, 1), group="string",
+         key_flags="RW access update", key_notes="RW and UPDATE because it changes the TTL",
+         summary="Returns the string value of a key after setting its expiration time.",
+         syntax="key [EX seconds|PX milliseconds|EXAT unix-time-seconds|"
+                "PXAT unix-time-milliseconds|PERSIST]")
+def getex(ctx: Context, argv: list[bytes]) -> Any:
+    """GETEX key [EX seconds|PX milliseconds|EXAT unix-time-seconds|PXAT unix-time-milliseconds|PERSIST]"""
+    flag = 0
+    persist = False
+    raw: bytes | None = None
+    i = 2
+    while i < len(argv):
+        opt = argv[i].upper()
+        bit = _GETEX_TOKENS.get(opt)
+        if bit is not None and not persist and (not flag or flag == bit) and i + 1 < len(argv):
+            flag = bit
+            raw = argv[i + 1]
+            i += 2
+        elif opt == b"PERSIST" and not flag:
+            persist = True
+            i += 1
+        else:
+            raise CommandError(errors.SYNTAX)
+    key = argv[1]
+    kv = ctx.db.kv
+    now = ctx.now_ms
+    value = _hit(ctx, kv.get(key, now))
+    if value is None:
+        return None
+    # as in Redis, the expire value is checked only once the key is found
+    if raw is not None:
+        at = _set_deadline(raw, flag, now, "getex")
+        if at <= now:
+            ctx.emit(["kv.del", [key]])
+        else:
+            ctx.emit(["kv.expire", key, at])
+    elif persist and kv.expiry(key) is not None:
+        ctx.emit(["kv.persist", key])
+    return value
+
+
+@command("getdel", arity=2, flags="write fast", keys=(1, 1, 1), group="string",
+         key_flags="RW access delete",
+         summary="Returns the string value of a key after deleting the key.", syntax="key")
+def getdel(ctx: Context, argv: list[bytes]) -> Any:
+    """GETDEL key"""
+    key = argv[1]
+    value = _hit(ctx, ctx.db.kv.get(key, ctx.now_ms))
+    if value is not None:
+        ctx.emit(["kv.del", [key]])
+    return value
+
+
+@command("getset", arity=3, flags="write denyoom fast", keys=(1, 1, 1), group="string",
+         key_flags="RW access update",
+         summary="Returns the previous string value of a key after setting it to a new value.",
+         syntax="key value")
+def getset(ctx: Context, argv: list[bytes]) -> Any:
+    """GETSET key value"""
+    old = _hit(ctx, ctx.db.kv.get(argv[1], ctx.now_ms))
+    ctx.emit(["kv.set", argv[1], argv[2], None])
+    return old
+
+
+@command("msetnx", arity=-3, flags="write denyoom", keys=(1, -1, 2), group="string",
+         key_flags="OW insert", tips="request_policy:multi_shard response_policy:agg_min",
+         summary="Atomically modifies the string values of one or more keys only when all "
+                 "keys don't exist.",
+         syntax="key value [key value ...]",
+         complexity="O(N) where N is the number of keys to set.")
+def msetnx(ctx: Context, argv: list[bytes]) -> Any:
+    """MSETNX key value [key value ...]"""
+    if len(argv) % 2 == 0:
+        raise CommandError(errors.wrong_arity("msetnx"))
+    kv = ctx.db.kv
+    now = ctx.now_ms
+    if any(kv.lookup(key, now) is not None for key in argv[1::2]):
+        return 0
+    ctx.emit(["kv.mset", argv[1:]])
+    return 1
