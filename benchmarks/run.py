@@ -140,6 +140,29 @@ ROWS: tuple[Row, ...] = (
         target_plain=0.75, target_pipelined=0.40),
 )
 
+#: members of the sorted set ZRANGEBYSCORE reads (scores 0..n-1), items of the LRANGE list
+ZSET_KEYSPACE = 10_000
+LIST_ITEMS = 600
+#: lists and sorted sets (issue 16): the same command on both servers
+TYPE_ROWS: tuple[Row, ...] = (
+    Row("lpush", "types", "LPUSH", ("LPUSH", "bench:lpush", "xxx"), ("LPUSH", "bench:lpush", "xxx"),
+        probe=(b"LPUSH", b"bench:probe", VALUE), target_pipelined=0.35),
+    Row("lrange_100", "types", "LRANGE (first 100 of 600)",
+        ("LRANGE", "bench:list", "0", "99"), ("LRANGE", "bench:list", "0", "99"),
+        probe=(b"LLEN", b"bench:list"), target_pipelined=0.35),
+    Row("zadd", "types", "ZADD",
+        (*_rand(STRING_KEYSPACE), "ZADD", "bench:zadd", "__rand_int__", "m:__rand_int__"),
+        (*_rand(STRING_KEYSPACE), "ZADD", "bench:zadd", "__rand_int__", "m:__rand_int__"),
+        probe=(b"ZCARD", b"bench:zadd"), target_pipelined=0.35),
+    Row("zrangebyscore", "types", "ZRANGEBYSCORE (10 of 10k)",
+        (*_rand(ZSET_KEYSPACE), "ZRANGEBYSCORE", "bench:zset", "__rand_int__", "+inf",
+         "LIMIT", "0", "10"),
+        (*_rand(ZSET_KEYSPACE), "ZRANGEBYSCORE", "bench:zset", "__rand_int__", "+inf",
+         "LIMIT", "0", "10"),
+        probe=(b"ZCARD", b"bench:zset"), target_pipelined=0.35),
+)
+ROWS = ROWS + TYPE_ROWS
+
 
 def _aof_row(row: Row) -> Row:
     """The same workload on hotkv with an AOF (everysec) against hotkv without."""
@@ -410,6 +433,15 @@ def prepare(server: ServerProcess, row: Row) -> str | None:
             _fill(client, ((b"HSET", SESSION, key_name(i), VALUE) for i in range(WORK_KEYSPACE)))
         elif kind == "conv_append" and server.name == "redis":
             client.call(b"DEL", SESSION)  # the list would otherwise grow over repeated runs
+        elif kind == "lpush":
+            client.call(b"DEL", b"bench:lpush")
+        elif kind == "lrange_100":
+            client.call(b"DEL", b"bench:list")
+            _fill(client, ((b"RPUSH", b"bench:list", b"item:%d" % i) for i in range(LIST_ITEMS)))
+        elif kind == "zrangebyscore":
+            client.call(b"DEL", b"bench:zset")
+            _fill(client, ((b"ZADD", b"bench:zset", b"%d" % i, b"m:%d" % i)
+                           for i in range(ZSET_KEYSPACE)))
         if server.name != "hotkv" or row.probe is None:
             return None
         if kind == "conv_append":

@@ -109,7 +109,8 @@ def section_server(core: Core) -> Fields:
 def section_clients(core: Core) -> Fields:
     clients = list(core.clients.values())
     replicas = sum(1 for c in clients if "S" in c.flags)
-    blocked = sum(1 for c in clients if "b" in c.flags)
+    # waiting for a deferred reply: blocked on keys (BLPOP ...), in WAIT, or a RECALL
+    blocked = sum(1 for c in clients if c.blocked or "b" in c.flags)
     return [
         ("connected_clients", len(clients) - replicas),
         ("cluster_connections", 0),

@@ -19,8 +19,9 @@ from hotkv_server.server.resp import NULL_ARRAY
 
 
 def cannot_block(ctx: Context) -> bool:
-    """Inside EXEC or a script a blocking command answers at once, as its timeout would."""
-    return ctx.core.in_exec or bool(ctx.flags and "lua" in ctx.flags)
+    """Inside EXEC or a script (which runs with ``in_exec`` set too) a blocking command
+    answers at once, as its timeout would."""
+    return ctx.core.in_exec
 
 
 def _blocking_pop(ctx: Context, argv: list[bytes], left: bool) -> Any:
@@ -75,7 +76,7 @@ def _blocking_move(ctx: Context, src: bytes, dst: bytes, from_left: bool, to_lef
         value = move(ctx, src, dst, from_left, to_left)
         return None if value is None else (value, [src, dst])
 
-    return ctx.core.blocking.block(ctx, [src], timeout_ms, serve, None)
+    return ctx.core.blocking.block(ctx, [src], timeout_ms, serve, NULL_ARRAY)  # (Redis: a null array)
 
 
 @command("blmove", arity=6, flags="write denyoom noscript blocking", keys=(1, 2, 1), group="list",

@@ -37,6 +37,11 @@ _STRTOD = re.compile(
 )
 
 
+#: the common spellings, parsed by float() directly (the same value as strtod's)
+_PLAIN = re.compile(rb"-?[0-9]{1,15}(?:\.[0-9]{1,15})?")
+_INFINITIES = {b"+inf": math.inf, b"-inf": -math.inf, b"inf": math.inf}
+
+
 def strtod(raw: bytes) -> tuple[float, int, bool]:
     """C's strtod on ``raw``: (value, bytes consumed, out of range). Nothing parsed is
     (0.0, 0, False), as C returns 0 with the end pointer at the start."""
@@ -77,6 +82,8 @@ def parse_score(raw: bytes) -> float:
 
 
 def score_or_none(raw: bytes) -> float | None:
+    if _PLAIN.fullmatch(raw) is not None:
+        return float(raw)
     if not raw or raw[0] in _C_SPACE:
         return None
     value, used, out_of_range = strtod(raw)
@@ -86,6 +93,11 @@ def score_or_none(raw: bytes) -> float | None:
 
 
 def _range_end(raw: bytes) -> tuple[float, bool]:
+    if _PLAIN.fullmatch(raw) is not None:
+        return float(raw), False
+    infinite = _INFINITIES.get(raw)
+    if infinite is not None:
+        return infinite, False
     exclusive = raw[:1] == b"("
     text = raw[1:] if exclusive else raw
     value, used, _ = strtod(text)

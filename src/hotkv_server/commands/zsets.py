@@ -100,6 +100,8 @@ def zadd_apply(ctx: Context, key: bytes, flags: int, pairs: list[tuple[float, by
                     "sorted set.")
 def zadd(ctx: Context, argv: list[bytes]) -> Any:
     """ZADD key [NX|XX] [GT|LT] [CH] [INCR] score member [score member ...]"""
+    if len(argv) == 4 and argv[2].upper() not in _ZADD_FLAGS:  # the common one-pair form
+        return _zadd_one(ctx, argv[1], parse_score(argv[2]), argv[3])
     flags = 0
     i = 2
     while i < len(argv):
@@ -119,6 +121,20 @@ def zadd(ctx: Context, argv: list[bytes]) -> Any:
         raise CommandError("ERR INCR option supports a single increment-element pair")
     pairs = [(parse_score(argv[j]), argv[j + 1]) for j in range(i, len(argv), 2)]
     return zadd_apply(ctx, argv[1], flags, pairs)
+
+
+def _zadd_one(ctx: Context, key: bytes, score: float, member: bytes) -> int:
+    """``ZADD key score member`` without options: zadd_apply's outcome, on a shorter path."""
+    zset = read_zset(ctx, key)
+    score += 0.0
+    if zset is None:
+        put_zset(ctx, key, [member, score])
+        return 1
+    old = zset.scores.get(member)
+    if old == score:
+        return 0
+    ctx.emit(["kv.zadd", key, [member, score]])
+    return 1 if old is None else 0
 
 
 @command("zincrby", arity=4, flags="write denyoom fast", keys=(1, 1, 1), group="sorted-set",

@@ -58,7 +58,7 @@ class Waiter:
 class Blocking:
     """The blocked clients of one server (``core.blocking``)."""
 
-    __slots__ = ("by_client", "by_key", "core", "ready", "served_total")
+    __slots__ = ("by_client", "by_key", "core", "loop", "ready", "scheduled", "served_total")
 
     def __init__(self, core: Core) -> None:
         self.core = core
@@ -70,6 +70,10 @@ class Blocking:
         #: ordered set)
         self.ready: dict[bytes, None] = {}
         self.served_total = 0
+        #: the event loop of the blocked clients, and whether a serve_ready is scheduled on
+        #: it (for writes made outside a client's dispatch: a script on its own thread)
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.scheduled = False
 
     def __len__(self) -> int:
         """Clients blocked now (INFO clients ``blocked_clients``)."""
@@ -81,16 +85,18 @@ class Blocking:
         """Park ``ctx`` until one of ``keys`` can serve it, or ``timeout_ms`` (0 = never)."""
         from hotkv_server.engine.dispatch import Deferred
 
-        waiter = Waiter(ctx, list(dict.fromkeys(keys)), serve, timeout_reply, Deferred())
+        waiter = Waiter(ctx, list(dict.fromkeys(keys)), serve, timeout_reply,
+                        Deferred(keep_reading=True))
         for key in waiter.keys:
             queue = self.by_key.get(key)
             if queue is None:
                 queue = self.by_key[key] = deque()
             queue.append(waiter)
         self.by_client[ctx.id] = waiter
-        if timeout_ms > 0:
-            loop = _loop()
-            if loop is not None:
+        loop = _loop()
+        if loop is not None:
+            self.loop = loop
+            if timeout_ms > 0:
                 waiter.timer = loop.call_later(timeout_ms / 1000, self._timed_out, waiter)
         return waiter.deferred
 
@@ -151,6 +157,16 @@ class Blocking:
         for key in keys:
             if key in by_key:
                 self.ready[key] = None
+        if self.ready and not self.scheduled and self.loop is not None:
+            # the dispatch point serves at the end of the command; this covers a write that
+            # did not come through it (a script's thread): the next loop iteration serves
+            self.scheduled = True
+            self.loop.call_soon_threadsafe(self._serve_scheduled)
+
+    def _serve_scheduled(self) -> None:
+        self.scheduled = False
+        if self.ready:
+            self.serve_ready()
 
     def serve_ready(self) -> None:
         """Offer every signalled key to its waiters, first come first served, until no key

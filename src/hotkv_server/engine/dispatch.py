@@ -48,11 +48,15 @@ class Deferred:
     ignored (a timeout racing an acknowledgement).
     """
 
-    __slots__ = ("callback", "done", "value")
+    __slots__ = ("callback", "done", "keep_reading", "value")
 
-    def __init__(self) -> None:
+    def __init__(self, keep_reading: bool = False) -> None:
         self.done = False
         self.value: Any = None
+        #: the connection goes on reading while it waits (requests are held, up to a
+        #: limit), so a client that closes is noticed: a client blocked on keys (BLPOP)
+        #: may wait for ever and must leave the queue when it goes, as in Redis
+        self.keep_reading = keep_reading
         #: set by the connection that waits for the reply
         self.callback: Callable[[Deferred], None] | None = None
 

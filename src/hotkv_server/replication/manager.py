@@ -500,6 +500,7 @@ class Replication:
         core.config.values["replicaof"] = (host, port)
         for waiter in list(self.waiters):
             self._finish_wait(waiter, ErrorReply(UNBLOCKED))
+        core.blocking.unblock_all(UNBLOCKED)  # clients blocked on keys (BLPOP ...), as Redis
         self.drop_all_peers("this server follows a new primary")
         if was_primary:
             self.pending.clear()

@@ -38,6 +38,8 @@ log = logging.getLogger("hotkv")
 MAX_INLINE = 64 * 1024
 #: pause reading from a client once this much output waits in its transport
 WRITE_HIGH_WATER = 4 * 1024 * 1024
+#: requests held behind a deferred reply that keeps reading, before reading pauses
+MAX_HELD = 1024
 
 
 def split_inline(line: bytes) -> list[bytes]:
@@ -216,7 +218,7 @@ class ClientProtocol(asyncio.Protocol):
                         raise ProtocolViolation(_element_error(arg))
                 got = argv
                 if self.deferred is not None:  # behind a deferred reply: run it afterwards
-                    self.held.append(argv)
+                    self._hold_request(argv)
                     continue
                 reply = dispatch(ctx, argv)
                 if reply is not NO_REPLY:
@@ -480,7 +482,7 @@ class ClientProtocol(asyncio.Protocol):
         """Dispatch one request, or hold it while an earlier reply is deferred (the
         multibulk loop of ``_process`` does the same inline, once per command)."""
         if self.deferred is not None:
-            self.held.append(argv)
+            self._hold_request(argv)
             return NO_REPLY
         reply = dispatch(ctx, argv)
         if type(reply) is Deferred:
@@ -491,12 +493,19 @@ class ClientProtocol(asyncio.Protocol):
         return reply
 
     def _park(self, deferred: Deferred) -> None:
-        """Wait for ``deferred``; stop reading so at most one read's requests are held."""
+        """Wait for ``deferred``; stop reading so at most one read's requests are held
+        (a ``keep_reading`` wait reads on, so a close is seen, up to ``MAX_HELD``)."""
         self.deferred = deferred
         deferred.callback = self._deferred_resolved
         if self.ctx is not None:
             self.ctx.blocked = True
-        if self.transport is not None and not self.closed:
+        if self.transport is not None and not self.closed and not deferred.keep_reading:
+            self.transport.pause_reading()
+
+    def _hold_request(self, argv: list[bytes]) -> None:
+        held = self.held
+        held.append(argv)
+        if len(held) >= MAX_HELD and self.transport is not None and not self.closed:
             self.transport.pause_reading()
 
     def _deferred_resolved(self, deferred: Deferred) -> None:

@@ -114,6 +114,19 @@ def encode_double(value: float) -> bytes:
     return repr(value).encode()
 
 
+#: ``$<n>`` of the common lengths (bytes formatting is the slow part of a long array)
+_BULK_HEADERS = [b"$%d" % i for i in range(1024)]
+
+
+def _bulk_array(items: list[bytes] | tuple[bytes, ...]) -> bytes:
+    """The bulk strings of a non-empty array, encoded with one join of header, item ..."""
+    headers = _BULK_HEADERS
+    parts = [b""] * (2 * len(items))
+    parts[::2] = [headers[len(x)] if len(x) < 1024 else b"$%d" % len(x) for x in items]
+    parts[1::2] = items
+    return b"\r\n".join(parts) + b"\r\n"
+
+
 def encode(value: Any, proto: int) -> bytes:
     """Encode one reply for protocol 2 or 3."""
     # Fast paths for the replies of the hot commands (GET, SET, INCR, PING, a miss): one
@@ -147,6 +160,13 @@ def _encode_into(value: Any, proto: int, out: list[bytes]) -> None:
         out.append(b"$%d\r\n%b\r\n" % (len(data), data))
     elif t is list or t is tuple:
         out.append(b"*%d\r\n" % len(value))
+        for item in value:  # an array of bulk strings (LRANGE, MGET ...): one join
+            if type(item) is not bytes:
+                break
+        else:
+            if value:
+                out.append(_bulk_array(value))
+            return
         append = out.append
         for item in value:
             if type(item) is bytes:  # the common element, without the recursive call

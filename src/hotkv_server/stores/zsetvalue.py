@@ -35,6 +35,7 @@ A sorted set is created by ``["kv.put", key, "zset", [member, score, ...], deadl
 from __future__ import annotations
 
 import math
+from bisect import bisect_left
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from itertools import islice
@@ -52,6 +53,8 @@ LISTPACK_ENTRIES = 128
 LISTPACK_VALUE = 64
 
 _INF = math.inf
+#: LIMIT offsets up to this are walked member by member (beyond, positions are cheaper)
+_WALK_OFFSET = 256
 
 
 @dataclass(frozen=True, slots=True)
@@ -270,8 +273,73 @@ class SortedSetValue(TypedValue):
     def range_by_score(self, rng: ScoreRange, reverse: bool = False, offset: int = 0,
                        count: int = -1) -> list[tuple[bytes, float]]:
         """ZRANGEBYSCORE (REV walks from max to min); LIMIT offset count, count < 0 = all."""
+        if 0 <= offset <= _WALK_OFFSET and count >= 0 and not rng.empty():
+            return self._walk(rng, reverse, offset, count)
         lo, hi = self._score_span(rng)
         return self._slice(lo, hi, reverse, offset, count)
+
+    def _walk(self, rng: ScoreRange, reverse: bool, offset: int, count: int) -> list[tuple[bytes, float]]:
+        """A LIMITed score range read straight off the sublists: two bisections and the
+        members wanted, without the positional index (which inserts keep invalidating)."""
+        if rng.min_exclusive and rng.min == _INF:
+            return []
+        low: tuple[float, bytes] = (
+            math.nextafter(rng.min, _INF) if rng.min_exclusive else rng.min, b"")
+        high: tuple[float, bytes] | None  # members sort below this key (None: no bound)
+        if rng.max_exclusive:
+            high = (rng.max, b"")
+        elif rng.max == _INF:
+            high = None
+        else:
+            high = (math.nextafter(rng.max, _INF), b"")
+        lists = self.ordered._lists  # sortedcontainers' sublists, read-only here
+        maxes = self.ordered._maxes
+        out: list[tuple[bytes, float]] = []
+        if not lists or count == 0:
+            return out
+        skip = offset
+        if not reverse:
+            pos = bisect_left(maxes, low)
+            if pos == len(maxes):
+                return out
+            idx = bisect_left(lists[pos], low)
+            while pos < len(lists):
+                for item in islice(lists[pos], idx, None):
+                    if high is not None and item >= high:
+                        return out
+                    if skip:
+                        skip -= 1
+                        continue
+                    out.append((item[1], item[0]))
+                    if len(out) == count:
+                        return out
+                pos += 1
+                idx = 0
+            return out
+        if high is None:
+            pos, idx = len(lists) - 1, len(lists[-1])
+        else:
+            pos = bisect_left(maxes, high)
+            if pos == len(maxes):
+                pos, idx = len(lists) - 1, len(lists[-1])
+            else:
+                idx = bisect_left(lists[pos], high)
+        while pos >= 0:
+            sub = lists[pos]
+            for j in range(idx - 1, -1, -1):
+                item = sub[j]
+                if item < low:
+                    return out
+                if skip:
+                    skip -= 1
+                    continue
+                out.append((item[1], item[0]))
+                if len(out) == count:
+                    return out
+            pos -= 1
+            if pos >= 0:
+                idx = len(lists[pos])
+        return out
 
     def _slice(self, lo: int, hi: int, reverse: bool, offset: int, count: int) -> list[tuple[bytes, float]]:
         if offset < 0:
