@@ -287,8 +287,19 @@ local HOOK_EVERY = 100000
 hooked.fn, hooked.every = kill_hook, HOOK_EVERY
 
 -- run one compiled script: set KEYS and ARGV, call it with the error handler, and return
--- (true, result) or (false, {err, source, line})
-local function run(fn, keys, argv)
+-- (true, result) or (false, {err, source, line}). The keys and arguments come either as
+-- varargs after their count (cheaper than two tables built by the host) or, for very many,
+-- as two tables (nkeys = -1)
+local function run(fn, nkeys, ...)
+  local keys, argv
+  if nkeys < 0 then
+    keys, argv = ...
+  else
+    local n = raw_select("#", ...)
+    keys, argv = {}, {}
+    for i = 1, nkeys do keys[i] = (raw_select(i, ...)) end
+    for i = nkeys + 1, n do argv[i - nkeys] = (raw_select(i, ...)) end
+  end
   raw_rawset(real, "KEYS", keys)
   raw_rawset(real, "ARGV", argv)
   sethook(kill_hook, "", HOOK_EVERY)

@@ -146,7 +146,10 @@ class Sandbox:
 
     def run(self, fn: Any, keys: list[bytes], args: list[bytes]) -> tuple[bool, Any]:
         """Call a compiled script with KEYS and ARGV: (True, result) or (False, error table)."""
-        outcome = self._run(fn, self.table(keys), self.table(args))
+        if len(keys) + len(args) <= 200:
+            outcome = self._run(fn, len(keys), *keys, *args)
+        else:  # Lua's C stack holds a few thousand values: many go as two tables
+            outcome = self._run(fn, -1, self.table(keys), self.table(args))
         if isinstance(outcome, tuple):
             ok = bool(outcome[0])
             return ok, outcome[1] if len(outcome) > 1 else None
