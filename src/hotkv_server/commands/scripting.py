@@ -35,8 +35,8 @@ def _keys_and_args(argv: list[bytes]) -> tuple[list[bytes], list[bytes]]:
     return argv[3 : 3 + numkeys], argv[3 + numkeys :]
 
 
-def _run(ctx: Context, argv: list[bytes], script: Script, readonly: bool) -> Any:
-    keys, args = _keys_and_args(argv)
+def _run(ctx: Context, argv: list[bytes], script: Script, readonly: bool,
+         keys: list[bytes], args: list[bytes]) -> Any:
     core = ctx.core
     if core.monitors:  # EVAL skips the usual feed (skip_monitor) to show itself first
         feed_monitors(ctx, argv)
@@ -44,20 +44,22 @@ def _run(ctx: Context, argv: list[bytes], script: Script, readonly: bool) -> Any
 
 
 def _eval(ctx: Context, argv: list[bytes], readonly: bool) -> Any:
-    _keys_and_args(argv)  # Redis checks numkeys before compiling
+    keys, args = _keys_and_args(argv)  # Redis checks numkeys before compiling
     found = engine_of(ctx.core).load(argv[1])
     if isinstance(found, str):
         raise CommandError(found)
-    return _run(ctx, argv, found, readonly)
+    return _run(ctx, argv, found, readonly, keys, args)
 
 
 def _evalsha(ctx: Context, argv: list[bytes], readonly: bool) -> Any:
-    _keys_and_args(argv)
-    sha = argv[1].decode("latin-1").lower()
-    found = engine_of(ctx.core).cache.get(sha) if len(sha) == 40 else None
+    keys, args = _keys_and_args(argv)
+    cache = engine_of(ctx.core).cache
+    found = cache.get(argv[1].decode("latin-1")) if len(argv[1]) == 40 else None
     if found is None:
-        raise CommandError(errors.NOSCRIPT)
-    return _run(ctx, argv, found, readonly)
+        found = cache.get(argv[1].decode("latin-1").lower()) if len(argv[1]) == 40 else None
+        if found is None:
+            raise CommandError(errors.NOSCRIPT)
+    return _run(ctx, argv, found, readonly, keys, args)
 
 
 @command("eval", arity=-3, flags="noscript stale skip_monitor no_mandatory_keys",

@@ -63,6 +63,9 @@ class ToLua:
     def __init__(self, runtime: Any) -> None:
         self.table = runtime.table_from
         self.new_table = runtime.table
+        # built by Lua from a call's arguments: a few times cheaper than lupa's table_from
+        self._status = runtime.eval(b"function(s) return {ok = s} end")
+        self._array = runtime.eval(b"function(...) return {...} end")
 
     def reply(self, value: Any, resp: int) -> Any:
         """One reply (not an error at the top: the caller handles those) as a Lua value."""
@@ -70,10 +73,12 @@ class ToLua:
         if t is bytes or t is int:
             return value
         if t is Simple:
-            return self.table({b"ok": value.encode()})
+            return self._status(value.encode())
         if value is None or value is NULL_ARRAY:
             return False if resp == 2 else None
         if t is list or t is tuple or t is Push:
+            if len(value) <= 200:  # Lua's C stack takes a few thousand values per call
+                return self._array(*[self._item(v, resp) for v in value])
             return self.table([self._item(v, resp) for v in value])
         if t is ErrorReply:
             return self.table({b"err": value.encode("utf-8", "replace")})
