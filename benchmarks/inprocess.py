@@ -91,6 +91,9 @@ ROWS: dict[str, bytes] = {
     "wset": request(b"AMEM.WORK.SET", b"bench", KEY, b"xxx"),
     "wget": request(b"AMEM.WORK.GET", b"bench", KEY),
     "capp": request(b"AMEM.CONV.APPEND", b"bench", b"user", b"xxx"),
+    "hset": request(b"HSET", b"bench:hash", KEY, b"xxx"),
+    "hget": request(b"HGET", b"bench:hash", KEY),
+    "sadd": request(b"SADD", b"bench:set", KEY),
 }
 
 

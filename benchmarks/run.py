@@ -25,6 +25,11 @@ comparison stays fair); ``--no-pin`` turns that off. redis-benchmark's ``--threa
 used: one client thread is enough to saturate a single-threaded server on this machine and
 a second one would compete with the server for its core.
 
+The ``types`` rows (HSET, HGET, SADD; ``-r 10000`` fields or members, the hash filled
+before HGET so every HGET hits; LPUSH, LRANGE of the first 100 of 600 items, ZADD of
+``-r 100000`` members, ZRANGEBYSCORE of 10 members from a random score of a 10,000-member
+set) send the same command to both servers.
+
 The AMEM rows compare each AMEM command with the nearest plain Redis command
 (AMEM.WORK.SET ~ HSET, AMEM.WORK.GET ~ HGET, AMEM.CONV.APPEND ~ RPUSH). A row whose
 command hotkv does not know (yet) is skipped with a note instead of failing the run.
@@ -139,6 +144,22 @@ ROWS: tuple[Row, ...] = (
         ("AMEM.CONV.APPEND", "bench", "user", "xxx"),
         probe=(b"AMEM.CONV.APPEND", SESSION, b"user", VALUE),
         target_plain=0.75, target_pipelined=0.40),
+    # the Redis data types (issue 16): the same command on both servers
+    Row("hset", "types", "HSET",
+        (*_rand(WORK_KEYSPACE), "HSET", "bench:hash", "key:__rand_int__", "xxx"),
+        (*_rand(WORK_KEYSPACE), "HSET", "bench:hash", "key:__rand_int__", "xxx"),
+        probe=(b"HSET", b"bench:hash", key_name(0), VALUE),
+        target_plain=0.80, target_pipelined=0.35),
+    Row("hget", "types", "HGET",
+        (*_rand(WORK_KEYSPACE), "HGET", "bench:hash", "key:__rand_int__"),
+        (*_rand(WORK_KEYSPACE), "HGET", "bench:hash", "key:__rand_int__"),
+        probe=(b"HGET", b"bench:hash", key_name(0)),
+        target_plain=0.80, target_pipelined=0.35),
+    Row("sadd", "types", "SADD",
+        (*_rand(WORK_KEYSPACE), "SADD", "bench:set", "key:__rand_int__"),
+        (*_rand(WORK_KEYSPACE), "SADD", "bench:set", "key:__rand_int__"),
+        probe=(b"SADD", b"bench:set", key_name(0)),
+        target_plain=0.80, target_pipelined=0.35),
 )
 
 #: members of the sorted set ZRANGEBYSCORE reads (scores 0..n-1), items of the LRANGE list
@@ -453,6 +474,8 @@ def prepare(server: ServerProcess, row: Row) -> str | None:
             reply = client.call(b"SCRIPT", b"LOAD", EVALSHA_SCRIPT)
             if isinstance(reply, hiredis.ReplyError):
                 return _skip_reason(b"SCRIPT", reply)
+        elif kind == "hget":  # every HGET hits, on both servers
+            _fill(client, ((b"HSET", b"bench:hash", key_name(i), VALUE) for i in range(WORK_KEYSPACE)))
         elif kind == "lpush":
             client.call(b"DEL", b"bench:lpush")
         elif kind == "lrange_100":

@@ -112,6 +112,26 @@ def test_maxmemory_evicts_lists_and_refuses_pushes_with_noeviction(r: redis.Redi
         r.config_set("maxmemory-policy", "noeviction")
 
 
+def test_reads_count_keyspace_hits_and_misses_writes_do_not(r: redis.Redis) -> None:
+    def counts() -> tuple[int, int]:
+        stats = r.info("stats")
+        return int(stats["keyspace_hits"]), int(stats["keyspace_misses"])
+
+    r.rpush("l", "a")
+    r.zadd("z", {"a": 1})
+    start = counts()
+    r.lrange("l", 0, -1)
+    r.zscore("z", "a")
+    r.lrange("nope", 0, -1)
+    r.zrange("nope", 0, -1)
+    assert counts() == (start[0] + 2, start[1] + 2)
+    r.rpush("l", "b")
+    r.lpop("l")
+    r.zadd("z", {"b": 2})
+    r.zpopmin("z")
+    assert counts() == (start[0] + 2, start[1] + 2)
+
+
 # --- the blocked clients registry, through dispatch, without sockets -------------------
 
 

@@ -107,7 +107,7 @@ HASHES: list[Step] = [
     ["HSCAN", "h", "0", "TYPE", "hash"],
     ["HSCAN", "h", "0", "COUNT"],
     ["HSCAN", "h", "abc"],
-    ["HSCAN", "h", "-1"],
+    ["HSCAN", "nohash", "-1"],  # parsed (strtoul wraps it); what a walk from it finds is hash luck
     ("random", ["HRANDFIELD", "h"], H_FIELDS),
     ["HRANDFIELD", "nohash"],
     ["HRANDFIELD", "nohash", "5"],

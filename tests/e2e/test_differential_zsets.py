@@ -78,6 +78,8 @@ ADD: list[Step] = [
     ["ZADD", "list", "1", "a"],
     ["OBJECT", "ENCODING", "z"],
     ["TYPE", "z"],
+    ("scanall", ["TYPE", "zset"]),
+    ("scanall", ["TYPE", "list", "COUNT", "3"]),
     ["ZADD", "big", *[x for i in range(130) for x in (str(i), f"m{i}")]],
     ["OBJECT", "ENCODING", "big"],
     ["ZADD", "long", "1", "x" * 65],
@@ -224,6 +226,11 @@ POPS: list[Step] = [
     ["ZSCAN", "one", "0", "COUNT", "0"],
     ["ZSCAN", "one", "0", "FOO", "1"],
     ["ZSCAN", "str", "0"],
+    ["ZSCAN", "str", "0", "COUNT", "0"],
+    ["ZSCAN", "nope", "0", "COUNT", "0"],
+    ["ZSCAN", "nope", "x"],
+    ["ZSCAN", "one", "0", "COUNT"],
+    ["ZSCAN", "one", "0", "COUNT", "x"],
 ]
 
 SETOPS: list[Step] = [

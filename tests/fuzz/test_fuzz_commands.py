@@ -68,7 +68,8 @@ PER_COMMAND_SECONDS = FUZZ_SECONDS / max(len(SPECS), 1)
 # --- values at their edges -------------------------------------------------------------
 
 NOW = 1_700_000_000_000
-SEED_IDS = [b"k1", b"counter", b"s1", b"ns4", b"agent1", b"missing", b"tenant:a", b""]
+SEED_IDS = [b"k1", b"counter", b"s1", b"ns4", b"agent1", b"missing", b"tenant:a", b"",
+            b"hash1", b"set1", b"bigset"]
 EDGE_INTS = [b"0", b"1", b"-1", b"2", b"10", b"100", b"1000", b"1001", b"10000", b"10001",
              b"100000", b"100001", b"4096", b"4097", b"9223372036854775807",
              b"9223372036854775808", b"-9223372036854775808", b"-9223372036854775809",
@@ -218,6 +219,9 @@ SEED = [
     [b"AMEM.WORK.SET", b"s1", b"n", b"5", b"TTL", b"100"],
     [b"AMEM.EPIS.LOG", b"agent1", b"action", b"did it", b"SOURCE", b"test"],
     [b"AMEM.SUMMARY.SET", b"agent1", b"so far", b"UPTO", b"0-1"],
+    [b"HSET", b"hash1", b"f1", b"v1", b"n", b"5", b"fl", b"1.5"],
+    [b"SADD", b"set1", b"a", b"b", b"1"],
+    [b"SADD", b"bigset", *[b"m%d" % i for i in range(600)]],
 ]
 
 

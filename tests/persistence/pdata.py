@@ -1,7 +1,8 @@
 """Test data for the persistence tests: a mixed workload over every store, and full dumps.
 
 ``populate`` writes through the commands (conversation, semantic, working, episodic,
-summary memory and the string cache, with TTLs, overwrites, deletes, a MULTI/EXEC).
+summary memory and the keyspace's strings, hashes, sets, lists and sorted sets, with TTLs, overwrites,
+deletes, random pops, a MULTI/EXEC).
 ``dump`` reads the whole state back through the commands, in RESP2 or RESP3, as plain
 Python values; relative TTLs become absolute deadlines estimated with the server's TIME,
 so two dumps taken at different moments compare with ``assert_same_state``.
@@ -65,6 +66,7 @@ def populate(r: redis.Redis, seed: int = 7, rounds: int = 60) -> None:
                           f"event {i}", "META", '{"ok": true}', "SOURCE", "unit")
         p.execute_command("AMEM.SUMMARY.APPEND", f"agent:{i % 3}", f"line {i}")
         p.execute_command("AMEM.SUMMARY.SET", f"agent:x{i % 2}", f"summary {i}")
+        _typed_writes(p, i)
         if i % 11 == 5:
             p.execute_command("AMEM.WORK.DEL", f"pad:{i % 6}", f"k{(i + 1) % 9}")
             p.execute_command("AMEM.SEM.DEL", "kb", f"fact:{(i * 7) % 50}")
@@ -76,10 +78,96 @@ def populate(r: redis.Redis, seed: int = 7, rounds: int = 60) -> None:
             t.execute_command("AMEM.CONV.APPEND", f"sess:{seed}:{i - i % 5}", "tool", f"tx {i}")
             t.execute_command("AMEM.EPIS.LOG", "agent:tx", "decision", f"tx {i}")
             t.execute_command("AMEM.SUMMARY.APPEND", "agent:tx", f"tx {i}")
+            t.hset("tx:hash", "i", str(i))
+            t.sadd("tx:set", str(i))
             t.execute()
     ex("AMEM.WORK.EXPIRE", "pad:1", 3600)
     ex("AMEM.CONV.DEL", f"sess:{seed}:10")
     ex("AMEM.SEM.DROP", "nothing-here")
+
+
+def _typed_writes(p: Any, i: int) -> None:
+    """Hash and set writes of round ``i``: SPOP's random pick must replay exactly too."""
+    p.hset(f"hash:{i % 8}", mapping={f"f{i % 5}": f"v{i}", "n": str(i)})
+    p.hincrby(f"hash:{i % 8}", "count", 1)
+    p.hincrbyfloat(f"hash:{i % 8}", "avg", 0.1)
+    p.hsetnx(f"hash:{i % 8}", "first", str(i))
+    p.sadd(f"set:{i % 6}", f"m{i}", f"m{i % 4}", str(i % 10))
+    if i % 5 == 2:
+        p.spop(f"set:{(i + 1) % 6}")
+        p.spop(f"set:{(i + 2) % 6}", 2)
+        p.hdel(f"hash:{(i + 3) % 8}", f"f{i % 5}", "n")
+        p.srem(f"set:{(i + 4) % 6}", f"m{i % 4}")
+    if i % 9 == 4:
+        p.smove(f"set:{i % 6}", f"set:{(i + 2) % 6}", f"m{i}")
+        p.smove(f"set:{i % 6}", f"moved:{i}", f"m{i % 4}")
+        p.sinterstore(f"inter:{i % 3}", f"set:{i % 6}", f"set:{(i + 1) % 6}")
+        p.sunionstore(f"union:{i % 3}", f"set:{i % 6}", f"set:{(i + 3) % 6}")
+        p.expire(f"hash:{i % 8}", 3600)
+        p.pexpire(f"set:{(i + 5) % 6}", 7_200_000)
+    _list_zset_writes(p, i)
+    if i % 17 == 8:
+        p.copy(f"hash:{i % 8}", f"hash-copy:{i}", replace=True)
+        p.rename(f"set:{i % 6}", f"renamed:{i}")
+        p.append(f"key:{i}", "-appended")
+        p.setrange(f"key:{i}", 2, "XY")
+        p.incrbyfloat("float", 1.25)
+        p.getex(f"key:{i}", ex=1800)
+
+
+def _list_zset_writes(p: Any, i: int) -> None:
+    """List and sorted set writes of round ``i``: pushes, pops, edits, moves, scores, ranges."""
+    p.rpush(f"list:{i % 5}", f"e{i}", f"e{i % 3}")
+    p.lpush(f"list:{(i + 1) % 5}", f"h{i}")
+    p.zadd(f"zset:{i % 4}", {f"m{i}": i * 0.5, f"m{i % 7}": -i})
+    p.zincrby(f"zset:{(i + 1) % 4}", 1.1, f"m{i % 7}")
+    if i % 5 == 3:
+        p.lpop(f"list:{i % 5}")
+        p.rpop(f"list:{(i + 2) % 5}", 2)
+        p.lrem(f"list:{(i + 3) % 5}", 1, f"e{i % 3}")
+        p.zpopmin(f"zset:{(i + 2) % 4}")
+        p.zrem(f"zset:{(i + 3) % 4}", f"m{i % 7}")
+    if i % 9 == 7:
+        p.lmove(f"list:{i % 5}", f"list:{(i + 1) % 5}", "LEFT", "RIGHT")
+        p.lmove(f"list:{i % 5}", f"moved-list:{i}", "RIGHT", "LEFT")
+        p.ltrim(f"list:{(i + 4) % 5}", 1, -1)
+        p.linsert(f"list:{(i + 1) % 5}", "BEFORE", f"h{i}", "before")
+        p.zunionstore(f"zunion:{i % 3}", [f"zset:{i % 4}", f"zset:{(i + 1) % 4}"])
+        p.zremrangebyscore(f"zset:{(i + 1) % 4}", "(0", 3)
+        p.zadd(f"zset:{i % 4}", {f"m{i % 7}": 100}, gt=True, ch=True)
+        p.pexpire(f"list:{(i + 2) % 5}", 7_200_000)
+        p.expire(f"zset:{(i + 3) % 4}", 3600)
+
+
+def _read_list(p: Any, key: bytes) -> None:
+    p.lrange(key, 0, -1)
+
+
+def _read_zset(p: Any, key: bytes) -> None:
+    p.zrange(key, 0, -1, withscores=True)
+
+
+def _read_string(p: Any, key: bytes) -> None:
+    p.get(key)
+
+
+def _read_hash(p: Any, key: bytes) -> None:
+    p.hgetall(key)
+
+
+def _read_set(p: Any, key: bytes) -> None:
+    p.smembers(key)
+
+
+#: TYPE -> (queue the read of a key of that type, turn the reply into a plain value); a new
+#: type adds its row here so every persistence and replication test compares it too
+VALUE_READERS: dict[str, tuple[Any, Any]] = {
+    "string": (_read_string, lambda v: v),
+    "hash": (_read_hash, lambda v: sorted(v.items())),
+    "set": (_read_set, sorted),
+    "list": (_read_list, list),
+    "zset": (_read_zset, lambda v: [tuple(pair) for pair in v]),
+}
 
 
 def _scan_ids(r: redis.Redis, kind: str) -> list[bytes]:
@@ -124,16 +212,21 @@ def dump(r: redis.Redis) -> dict[str, Any]:
     for start in range(0, len(keys), 2000):
         chunk = keys[start : start + 2000]
         p = r.pipeline(transaction=False)
-        p.time()
         for key in chunk:
-            p.get(key)
+            p.type(key)
+        types = [t.decode() if isinstance(t, bytes) else t for t in p.execute()]
+        p = r.pipeline(transaction=False)
+        p.time()
+        for key, type_name in zip(chunk, types, strict=True):
+            VALUE_READERS[type_name][0](p, key)
             p.pttl(key)
         replies = p.execute()
         seconds, micros = replies[0]
         now = int(seconds) * 1000 + int(micros) // 1000
-        for i, key in enumerate(chunk):
+        for i, (key, type_name) in enumerate(zip(chunk, types, strict=True)):
             ttl = replies[2 + 2 * i]
-            kv[key] = (replies[1 + 2 * i], ("at", now + ttl) if ttl >= 0 else ttl)
+            value = VALUE_READERS[type_name][1](replies[1 + 2 * i])
+            kv[key] = (type_name, value, ("at", now + ttl) if ttl >= 0 else ttl)
     state["kv"] = kv
     conv = {}
     for sess in _scan_ids(r, "conv"):

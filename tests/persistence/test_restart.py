@@ -34,6 +34,7 @@ def test_restart_keeps_every_store(policy: str, protocol: int, data_dir: str,
     before = dump(r)
     assert before["kv"] and before["conv"] and before["work"] and before["sem"]
     assert before["epis"] and before["summary"]
+    assert {"string", "hash", "set"} <= {entry[0] for entry in before["kv"].values()}
 
     proc.restart()  # SIGTERM: flush and fsync
     after = dump(proc.client(protocol=protocol))

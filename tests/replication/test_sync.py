@@ -55,6 +55,8 @@ def test_stream_carries_every_store(clean: Trio) -> None:
     assert pc.execute_command("WAIT", 2, 10000) == 2
     expected = state_of(pc)
     assert expected["conv"] and expected["sem"] and expected["work"] and expected["epis"]
+    # hashes and sets too, SPOP's random picks included
+    assert {"string", "hash", "set"} <= {entry[0] for entry in expected["kv"].values()}
     assert_same_state(expected, state_of(a.client(protocol=2)))
     assert_same_state(expected, state_of(b.client(protocol=3)))
 

@@ -1,7 +1,8 @@
 """How the list and sorted-set commands read their values and write their effects.
 
 Reads go through ``kv.typed`` (WRONGTYPE for a key of another type, None for a missing or
-expired key); ``*_if_any`` variants answer None for another type instead (a blocked client
+expired key): ``read_*`` for a read command (counted as a keyspace hit or miss), ``target_*``
+for the key a write changes; ``*_if_any`` variants answer None for another type instead (a blocked client
 is not served from a key that became a string). Writes are effects (``stores/values.py``):
 a key found absent is created by ``kv.put``, an existing one changed by the type's ops.
 """
@@ -10,16 +11,28 @@ from __future__ import annotations
 
 from typing import Any
 
+from hotkv_server.commands.typed import read
 from hotkv_server.engine.context import Context
 from hotkv_server.stores.listvalue import ListValue
 from hotkv_server.stores.zsetvalue import SortedSetValue
 
 
 def read_list(ctx: Context, key: bytes) -> ListValue | None:
-    return ctx.db.kv.typed(key, ctx.now_ms, ListValue)
+    """The list a read command reads (counted in keyspace_hits/misses)."""
+    return read(ctx, key, ListValue)
 
 
 def read_zset(ctx: Context, key: bytes) -> SortedSetValue | None:
+    """The sorted set a read command reads (counted in keyspace_hits/misses)."""
+    return read(ctx, key, SortedSetValue)
+
+
+def target_list(ctx: Context, key: bytes) -> ListValue | None:
+    """The list a write is about to change (not counted, as Redis's lookupKeyWrite)."""
+    return ctx.db.kv.typed(key, ctx.now_ms, ListValue)
+
+
+def target_zset(ctx: Context, key: bytes) -> SortedSetValue | None:
     return ctx.db.kv.typed(key, ctx.now_ms, SortedSetValue)
 
 

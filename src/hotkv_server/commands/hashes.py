@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import random
+from itertools import islice
 from typing import Any
 
 from hotkv_server.commands.floats import add_long_doubles, format_long_double, parse_long_double
@@ -55,7 +56,13 @@ def hset(ctx: Context, argv: list[bytes]) -> Any:
     if len(argv) % 2:
         raise CommandError(errors.wrong_arity("hset"))
     key = argv[1]
-    return set_fields(ctx, key, target(ctx, key, HashValue), argv[2:])
+    # set_fields written out: HSET is a hot path
+    found = ctx.db.kv.typed(key, ctx.now_ms, HashValue)
+    if found is None:
+        ctx.emit(["kv.put", key, "hash", argv[2:], None])
+        return 1 if len(argv) == 4 else len(set(argv[2::2]))
+    added: int = ctx.emit(["kv.hset", key, argv[2:]])
+    return added
 
 
 @command("hmset", arity=-4, flags="write denyoom fast", keys=(1, 1, 1), group="hash",
@@ -90,8 +97,13 @@ def hsetnx(ctx: Context, argv: list[bytes]) -> Any:
          summary="Returns the value of a field in a hash.", syntax="key field")
 def hget(ctx: Context, argv: list[bytes]) -> Any:
     """HGET key field"""
-    found = read(ctx, argv[1], HashValue)
-    return None if found is None else found.fields.get(argv[2])
+    found = ctx.db.kv.typed(argv[1], ctx.now_ms, HashValue)
+    stats = ctx.core.stats  # read() written out: HGET is a hot path
+    if found is None:
+        stats.keyspace_misses += 1
+        return None
+    stats.keyspace_hits += 1
+    return found.fields.get(argv[2])
 
 
 @command("hmget", arity=-3, flags="readonly fast", keys=(1, 1, 1), group="hash",
@@ -263,6 +275,7 @@ def hrandfield(ctx: Context, argv: list[bytes]) -> Any:
     found = read(ctx, argv[1], HashValue)
     if found is None or count == 0:
         return []
+    check_repeats(count)
     names = pick(list(found.fields), count)
     if not withvalues:
         return names
@@ -270,6 +283,11 @@ def hrandfield(ctx: Context, argv: list[bytes]) -> Any:
     if ctx.proto == 3:
         return [[name, fields[name]] for name in names]
     return [item for name in names for item in (name, fields[name])]
+
+
+#: most elements a negative count (picks with repeats) may ask for: Redis would build any
+#: reply until memory runs out; hotkv answers an error instead of exhausting the process
+MAX_REPEATED_PICKS = 10_000_000
 
 
 def random_count(raw: bytes) -> int:
@@ -280,6 +298,13 @@ def random_count(raw: bytes) -> int:
     if count == LLONG_MIN:
         raise CommandError(f"ERR value is out of range, value must between {-LLONG_MAX} and {LLONG_MAX}")
     return count
+
+
+def check_repeats(count: int) -> None:
+    """Refuse a negative count asking for more picks with repeats than one reply can hold."""
+    if count < -MAX_REPEATED_PICKS:
+        raise CommandError(f"ERR count is too large: a negative count asks for at most "
+                           f"{MAX_REPEATED_PICKS} elements with repeats")
 
 
 def pick(names: list[bytes], count: int) -> list[bytes]:
@@ -294,10 +319,9 @@ def pick(names: list[bytes], count: int) -> list[bytes]:
 
 
 def _field_at(found: HashValue, index: int) -> bytes:
-    for i, name in enumerate(found.fields):
-        if i == index:
-            return name
-    raise IndexError(index)
+    """The field at position ``index`` of the hash's order (a dict has no random access:
+    O(index), walked in C)."""
+    return next(islice(found.fields, index, None))
 
 
 @command("hscan", arity=-3, flags="readonly", keys=(1, 1, 1), group="hash",

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from hotkv_server.commands.containers import put_list, read_list
+from hotkv_server.commands.containers import put_list, read_list, target_list
 from hotkv_server.engine import errors
 from hotkv_server.engine.args import parse_int
 from hotkv_server.engine.context import Context
 from hotkv_server.engine.errors import CommandError
 from hotkv_server.engine.registry import command, key_spec
 from hotkv_server.server.resp import NULL_ARRAY, OK
+from hotkv_server.stores.listvalue import ListValue
 
 MUST_BE_POSITIVE = "ERR value is out of range, must be positive"
 NO_SUCH_KEY = "ERR no such key"
@@ -55,10 +56,13 @@ def push_to(ctx: Context, key: bytes, values: list[bytes], left: bool, exists: b
 
 def _push(ctx: Context, argv: list[bytes], left: bool, only_existing: bool) -> int:
     key = argv[1]
-    lst = read_list(ctx, key)
-    if lst is None and only_existing:
+    if ctx.db.kv.typed(key, ctx.now_ms, ListValue) is not None:
+        return int(ctx.emit(["kv.lpush" if left else "kv.rpush", key, argv[2:]]))
+    if only_existing:
         return 0
-    return push_to(ctx, key, argv[2:], left, lst is not None)
+    values = argv[2:]
+    put_list(ctx, key, values[::-1] if left else values)
+    return len(values)
 
 
 @command("lpush", arity=-3, flags="write denyoom fast", keys=(1, 1, 1), group="list",
@@ -120,7 +124,7 @@ def _pop(ctx: Context, argv: list[bytes], left: bool) -> Any:
         if count is None or count < 0:
             raise CommandError(MUST_BE_POSITIVE)
     key = argv[1]
-    lst = read_list(ctx, key)
+    lst = target_list(ctx, key)
     if lst is None:
         return None if count is None else NULL_ARRAY
     if count is None:
@@ -235,7 +239,7 @@ def lset(ctx: Context, argv: list[bytes]) -> Any:
     """LSET key index element"""
     key = argv[1]
     index = int_arg(argv[2])
-    lst = read_list(ctx, key)
+    lst = target_list(ctx, key)
     if lst is None:
         raise CommandError(NO_SUCH_KEY)
     n = len(lst)
@@ -258,7 +262,7 @@ def linsert(ctx: Context, argv: list[bytes]) -> Any:
     if where not in (b"BEFORE", b"AFTER"):
         raise CommandError(errors.SYNTAX)
     key = argv[1]
-    lst = read_list(ctx, key)
+    lst = target_list(ctx, key)
     if lst is None:
         return 0
     if argv[3] not in lst.items:
@@ -276,7 +280,7 @@ def lrem(ctx: Context, argv: list[bytes]) -> Any:
     """LREM key count element"""
     key = argv[1]
     count = int_arg(argv[2])
-    lst = read_list(ctx, key)
+    lst = target_list(ctx, key)
     if lst is None or argv[3] not in lst.items:
         return 0
     return int(ctx.emit(["kv.lrem", key, count, argv[3]]))
@@ -291,10 +295,10 @@ def ltrim(ctx: Context, argv: list[bytes]) -> Any:
     """LTRIM key start stop"""
     key = argv[1]
     start, stop = int_arg(argv[2]), int_arg(argv[3])
-    lst = read_list(ctx, key)
+    lst = target_list(ctx, key)
     if lst is None:
         return OK
-    if lst.range(start, stop) != list(lst.items):  # something to drop
+    if not lst.keeps_all(start, stop):  # something to drop
         ctx.emit(["kv.ltrim", key, start, stop])
     return OK
 
@@ -302,10 +306,10 @@ def ltrim(ctx: Context, argv: list[bytes]) -> Any:
 # --- moves ----------------------------------------------------------------------------
 def move(ctx: Context, src: bytes, dst: bytes, from_left: bool, to_left: bool) -> bytes | None:
     """LMOVE's work: None when ``src`` is missing; WRONGTYPE when either key is not a list."""
-    lst = read_list(ctx, src)
+    lst = target_list(ctx, src)
     if lst is None:
         return None
-    target = read_list(ctx, dst)  # the destination's type is checked before anything moves
+    target = target_list(ctx, dst)  # the destination's type is checked before anything moves
     if src == dst:
         rotated: bytes = ctx.emit(["kv.lmove", src, from_left, to_left])
         return rotated
@@ -365,7 +369,7 @@ def parse_mpop(argv: list[bytes], at: int, sides: tuple[bytes, bytes]) -> tuple[
 def mpop_first(ctx: Context, keys: list[bytes], left: bool, count: int) -> Any:
     """LMPOP's work: ``[key, [elements]]`` from the first non-empty list, else None."""
     for key in keys:
-        if read_list(ctx, key) is not None:
+        if target_list(ctx, key) is not None:
             return [key, pop_from(ctx, key, left, count)]
     return None
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hotkv_server.commands.containers import list_if_any, read_list
+from hotkv_server.commands.containers import list_if_any, target_list
 from hotkv_server.commands.lists import move, mpop_first, parse_mpop, pop_from, side_arg
 from hotkv_server.commands.numbers import parse_timeout_ms
 from hotkv_server.engine.context import Context
@@ -28,7 +28,7 @@ def _blocking_pop(ctx: Context, argv: list[bytes], left: bool) -> Any:
     timeout_ms = parse_timeout_ms(argv[-1])
     keys = argv[1:-1]
     for key in keys:
-        if read_list(ctx, key) is not None:
+        if target_list(ctx, key) is not None:
             return [key, pop_from(ctx, key, left, 1)[0]]
     if cannot_block(ctx):
         return NULL_ARRAY

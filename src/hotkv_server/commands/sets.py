@@ -12,7 +12,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from hotkv_server.commands.hashes import pick, random_count
+from hotkv_server.commands.hashes import check_repeats, pick, random_count
 from hotkv_server.commands.keys import parse_cursor
 from hotkv_server.commands.scanning import matching, scan_options
 from hotkv_server.commands.typed import read, target
@@ -50,7 +50,13 @@ def add_members(ctx: Context, key: bytes, found: SetValue | None, members: list[
 def sadd(ctx: Context, argv: list[bytes]) -> Any:
     """SADD key member [member ...]"""
     key = argv[1]
-    return add_members(ctx, key, target(ctx, key, SetValue), argv[2:])
+    found = ctx.db.kv.typed(key, ctx.now_ms, SetValue)
+    if found is not None and len(argv) == 3:  # one member to an existing set: the hot path
+        if argv[2] in found.index:
+            return 0
+        added: int = ctx.emit(["kv.sadd", key, [argv[2]]])
+        return added
+    return add_members(ctx, key, found, argv[2:])
 
 
 @command("srem", arity=-3, flags="write fast", keys=(1, 1, 1), group="set",
@@ -164,8 +170,9 @@ def srandmember(ctx: Context, argv: list[bytes]) -> Any:
     if found is None or count == 0:
         return []
     members = found.members
+    check_repeats(count)
     if count < 0:
-        return [members[random.randrange(len(members))] for _ in range(-count)]
+        return random.choices(members, k=-count)
     return pick(list(members), count)
 
 

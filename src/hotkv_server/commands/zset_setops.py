@@ -30,11 +30,15 @@ UNION, INTER, DIFF = "union", "inter", "diff"
 def input_scores(ctx: Context, key: bytes) -> dict[bytes, float] | None:
     """member -> score of one input (a set scores 1), None when the key is missing."""
     value = ctx.db.kv.lookup(key, ctx.now_ms)
+    stats = ctx.core.stats
     if value is None:
+        stats.keyspace_misses += 1
         return None
     if value.__class__ is SortedSetValue:
+        stats.keyspace_hits += 1
         return value.scores
     if value.__class__ is SetValue:
+        stats.keyspace_hits += 1
         return dict.fromkeys(value.members, 1.0)
     raise WrongTypeError()
 

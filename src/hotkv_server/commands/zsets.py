@@ -14,7 +14,7 @@ import math
 import random
 from typing import Any
 
-from hotkv_server.commands.containers import put_zset, read_zset
+from hotkv_server.commands.containers import put_zset, read_zset, target_zset
 from hotkv_server.commands.glob import glob_match
 from hotkv_server.commands.lists import MUST_BE_POSITIVE, int_arg, parse_mpop
 from hotkv_server.commands.numbers import parse_lex_range, parse_score, parse_score_range
@@ -50,7 +50,7 @@ _ZADD_FLAGS = {b"NX": _NX, b"XX": _XX, b"GT": _GT, b"LT": _LT, b"CH": _CH, b"INC
 
 def zadd_apply(ctx: Context, key: bytes, flags: int, pairs: list[tuple[float, bytes]]) -> Any:
     """Decide ZADD's outcome on the current value and emit the resulting scores."""
-    zset = read_zset(ctx, key)
+    zset = target_zset(ctx, key)
     if zset is None and flags & _XX:
         return None if flags & _INCR else 0
     current = zset.scores if zset is not None else {}
@@ -125,7 +125,7 @@ def zadd(ctx: Context, argv: list[bytes]) -> Any:
 
 def _zadd_one(ctx: Context, key: bytes, score: float, member: bytes) -> int:
     """``ZADD key score member`` without options: zadd_apply's outcome, on a shorter path."""
-    zset = read_zset(ctx, key)
+    zset = target_zset(ctx, key)
     score += 0.0
     if zset is None:
         put_zset(ctx, key, [member, score])
@@ -157,7 +157,7 @@ def zincrby(ctx: Context, argv: list[bytes]) -> Any:
 def zrem(ctx: Context, argv: list[bytes]) -> Any:
     """ZREM key member [member ...]"""
     key = argv[1]
-    zset = read_zset(ctx, key)
+    zset = target_zset(ctx, key)
     if zset is None:
         return 0
     present = [m for m in dict.fromkeys(argv[2:]) if m in zset.scores]
@@ -278,7 +278,7 @@ def _zpop(ctx: Context, argv: list[bytes], highest: bool) -> Any:
             raise CommandError(MUST_BE_POSITIVE)
         count = value
     key = argv[1]
-    zset = read_zset(ctx, key)
+    zset = target_zset(ctx, key)
     if zset is None or count == 0:
         return []
     popped = pop_members(ctx, key, count, highest)
@@ -315,7 +315,7 @@ def zpopmax(ctx: Context, argv: list[bytes]) -> Any:
 def zmpop_first(ctx: Context, keys: list[bytes], highest: bool, count: int) -> Any:
     """ZMPOP's work: ``[key, [[member, score] ...]]`` from the first non-empty set, else None."""
     for key in keys:
-        if read_zset(ctx, key) is not None:
+        if target_zset(ctx, key) is not None:
             popped = pop_members(ctx, key, count, highest)
             return [key, [[m, Double(s)] for m, s in popped]]
     return None
@@ -352,7 +352,7 @@ def _remove_range(ctx: Context, key: bytes, effect: list[Any], count: int) -> in
 def zremrangebyrank(ctx: Context, argv: list[bytes]) -> Any:
     """ZREMRANGEBYRANK key start stop"""
     start, stop = int_arg(argv[2]), int_arg(argv[3])
-    zset = read_zset(ctx, argv[1])
+    zset = target_zset(ctx, argv[1])
     if zset is None:
         return 0
     count = _rank_span(zset, start, stop)
@@ -380,7 +380,7 @@ def _rank_span(zset: SortedSetValue, start: int, stop: int) -> int:
 def zremrangebyscore(ctx: Context, argv: list[bytes]) -> Any:
     """ZREMRANGEBYSCORE key min max"""
     rng = parse_score_range(argv[2], argv[3])
-    zset = read_zset(ctx, argv[1])
+    zset = target_zset(ctx, argv[1])
     if zset is None:
         return 0
     effect = ["kv.zremrangebyscore", argv[1], rng.min, rng.min_exclusive, rng.max, rng.max_exclusive]
@@ -397,7 +397,7 @@ def zremrangebyscore(ctx: Context, argv: list[bytes]) -> Any:
 def zremrangebylex(ctx: Context, argv: list[bytes]) -> Any:
     """ZREMRANGEBYLEX key min max"""
     lo, hi = parse_lex_range(argv[2], argv[3])
-    zset = read_zset(ctx, argv[1])
+    zset = target_zset(ctx, argv[1])
     if zset is None:
         return 0
     effect = ["kv.zremrangebylex", argv[1], lo.kind, lo.value, hi.kind, hi.value]
@@ -449,6 +449,10 @@ def zrandmember(ctx: Context, argv: list[bytes]) -> Any:
 def zscan(ctx: Context, argv: list[bytes]) -> Any:
     """ZSCAN key cursor [MATCH pattern] [COUNT count]"""
     cursor = _cursor(argv[2])
+    # Redis looks the key up before it reads the options: a missing key is an empty scan
+    zset = read_zset(ctx, argv[1])
+    if zset is None:
+        return [b"0", []]
     pattern: bytes | None = None
     count = 10
     i = 3
@@ -468,9 +472,6 @@ def zscan(ctx: Context, argv: list[bytes]) -> Any:
         else:
             raise CommandError(errors.SYNTAX)
         i += 2
-    zset = read_zset(ctx, argv[1])
-    if zset is None:
-        return [b"0", []]
     next_cursor, pairs = zset_scan_step(zset, cursor, count)
     out: list[Any] = []
     for member, score in pairs:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hotkv_server.commands.containers import read_zset, zset_if_any
+from hotkv_server.commands.containers import target_zset, zset_if_any
 from hotkv_server.commands.lists import parse_mpop
 from hotkv_server.commands.lists_blocking import cannot_block
 from hotkv_server.commands.numbers import parse_timeout_ms
@@ -28,7 +28,7 @@ def _bzpop(ctx: Context, argv: list[bytes], highest: bool) -> Any:
     timeout_ms = parse_timeout_ms(argv[-1])
     keys = argv[1:-1]
     for key in keys:
-        if read_zset(ctx, key) is not None:
+        if target_zset(ctx, key) is not None:
             return _pop_one(ctx, key, highest)
     if cannot_block(ctx):
         return NULL_ARRAY

@@ -122,7 +122,7 @@ def _bulk_array(items: list[bytes] | tuple[bytes, ...]) -> bytes:
     """The bulk strings of a non-empty array, encoded with one join of header, item ..."""
     headers = _BULK_HEADERS
     parts = [b""] * (2 * len(items))
-    parts[::2] = [headers[len(x)] if len(x) < 1024 else b"$%d" % len(x) for x in items]
+    parts[::2] = [headers[n] if n < 1024 else b"$%d" % n for n in map(len, items)]
     parts[1::2] = items
     return b"\r\n".join(parts) + b"\r\n"
 

@@ -58,9 +58,22 @@ class HashValue(TypedValue):
 
     def set_fields(self, pairs: list[bytes]) -> int:
         """Set ``field, value, ...``; returns how many fields were new."""
+        fields = self.fields
+        if len(pairs) == 2:  # one field: the common case, without the loop
+            field, value = pairs
+            old = fields.get(field)
+            fields[field] = value
+            if not self._big and (len(field) > LISTPACK_VALUE or len(value) > LISTPACK_VALUE
+                                  or len(fields) > LISTPACK_ENTRIES):
+                self._big = True
+            if old is None:
+                self._added += 1
+                self.nbytes += len(field) + len(value) + FIELD_OVERHEAD
+                return 1
+            self.nbytes += len(value) - len(old)
+            return 0
         if len(pairs) % 2:
             raise EffectError("kv.hset needs field, value pairs")
-        fields = self.fields
         new = 0
         grown = 0
         big = self._big
@@ -134,3 +147,4 @@ def _apply_hdel(value: HashValue, effect: Effect) -> int:
 
 
 HashValue.effects = {"kv.hset": _apply_hset, "kv.hdel": _apply_hdel}
+HashValue.growing = frozenset({"kv.hset"})

@@ -195,10 +195,20 @@ class KeyValueStore(Store):
     def typed(self, key: bytes, now_ms: int, cls: type[T]) -> T | None:
         """The value of type ``cls`` at a live key, None when missing, ``WrongTypeError``
         when the key holds another type. Handlers read it; they change it by effects."""
-        value = self.lookup(key, now_ms)
-        if value is None or value.__class__ is cls:
-            return value
-        raise WrongTypeError()
+        # ``lookup`` written out: this is every hash and set command's first step
+        value = self._values.get(key)
+        if value is None:
+            return None
+        if self._expires:
+            at = self._expires.get(key)
+            if at is not None and at <= now_ms:
+                self._expire_key(key)
+                return None
+        if value.__class__ is not cls:
+            raise WrongTypeError()
+        if self._access is not None:
+            self._stamp_read(key, now_ms)
+        return value
 
     def peek(self, key: bytes, now_ms: int) -> Value | None:
         """``lookup`` that does not count as a use for LRU (SCAN, EXISTS, as Redis's NOTOUCH)."""
@@ -394,6 +404,8 @@ class KeyValueStore(Store):
         """Apply one of ``cls``'s ops to the value at ``effect[1]``, keeping the byte
         count, removing a value left empty, and doing nothing on a missing key."""
         missing = cls.missing
+        # an op that never empties the value needs no emptiness check (a call of __len__)
+        may_empty = op not in cls.growing
 
         def apply(effect: Effect) -> Any:
             key = effect[1]
@@ -405,7 +417,7 @@ class KeyValueStore(Store):
             before = value.nbytes
             result = fn(value, effect)
             self._data_bytes += value.nbytes - before
-            if not len(value):
+            if may_empty and not len(value):
                 self._delete([key])
             elif self._access is not None:
                 self._tick += 1

@@ -81,15 +81,13 @@ class ListValue(TypedValue):
         return self.nbytes - LIST_OVERHEAD - len(self.items) * ELEMENT_OVERHEAD
 
     # --- ends -----------------------------------------------------------------------
-    def push_left(self, values: Iterable[bytes]) -> int:
+    def push_left(self, values: list[bytes]) -> int:
         """LPUSH: each value becomes the new head in turn (so they end up reversed)."""
-        values = list(values)
         self.items.extendleft(values)
         self.nbytes += _cost(values)
         return len(self.items)
 
-    def push_right(self, values: Iterable[bytes]) -> int:
-        values = list(values)
+    def push_right(self, values: list[bytes]) -> int:
         self.items.extend(values)
         self.nbytes += _cost(values)
         return len(self.items)
@@ -121,6 +119,10 @@ class ListValue(TypedValue):
         if start > stop or start >= n:
             return None
         return start, min(stop, n - 1) + 1
+
+    def keeps_all(self, start: int, stop: int) -> bool:
+        """Whether LTRIM start stop would keep every element (a trim with nothing to do)."""
+        return self._clamp(start, stop) == (0, len(self.items)) if self.items else True
 
     def range(self, start: int, stop: int) -> list[bytes]:
         """LRANGE: the elements from ``start`` to ``stop`` inclusive."""
@@ -235,12 +237,9 @@ class ListValue(TypedValue):
 
 
 def _cost(values: Iterable[bytes]) -> int:
-    total = 0
-    count = 0
-    for value in values:
-        total += len(value)
-        count += 1
-    return total + count * ELEMENT_OVERHEAD
+    if not isinstance(values, list | deque):
+        values = list(values)
+    return sum(map(len, values)) + len(values) * ELEMENT_OVERHEAD
 
 
 def rotate(lst: ListValue, from_left: bool, to_left: bool) -> bytes:

@@ -140,3 +140,4 @@ def _apply_srem(value: SetValue, effect: Effect) -> int:
 
 
 SetValue.effects = {"kv.sadd": _apply_sadd, "kv.srem": _apply_srem}
+SetValue.growing = frozenset({"kv.sadd"})

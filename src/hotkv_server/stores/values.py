@@ -51,6 +51,8 @@ class TypedValue(ABC):
     effects: ClassVar[dict[str, Applier]] = {}
     #: what an op returns when its key is missing (a DEL-like op on nothing removes 0)
     missing: ClassVar[Any] = 0
+    #: ops that never leave the value empty (adds): the keyspace skips the emptiness check
+    growing: ClassVar[frozenset[str]] = frozenset()
 
     def __init__(self) -> None:
         #: estimated bytes of the contents (members, fields, overheads), not the key

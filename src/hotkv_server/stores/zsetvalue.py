@@ -298,20 +298,26 @@ class SortedSetValue(TypedValue):
         if not lists or count == 0:
             return out
         skip = offset
+        left = count
+        append = out.append
         if not reverse:
             pos = bisect_left(maxes, low)
             if pos == len(maxes):
                 return out
             idx = bisect_left(lists[pos], low)
-            while pos < len(lists):
-                for item in islice(lists[pos], idx, None):
+            last = len(lists)
+            while pos < last:
+                sub = lists[pos]
+                # a slice, not islice: islice would step over the first idx items one by one
+                for item in sub[idx : idx + skip + left] if idx else sub:
                     if high is not None and item >= high:
                         return out
                     if skip:
                         skip -= 1
                         continue
-                    out.append((item[1], item[0]))
-                    if len(out) == count:
+                    append((item[1], item[0]))
+                    left -= 1
+                    if not left:
                         return out
                 pos += 1
                 idx = 0
@@ -333,8 +339,9 @@ class SortedSetValue(TypedValue):
                 if skip:
                     skip -= 1
                     continue
-                out.append((item[1], item[0]))
-                if len(out) == count:
+                append((item[1], item[0]))
+                left -= 1
+                if not left:
                     return out
             pos -= 1
             if pos >= 0:
