@@ -227,6 +227,7 @@ class ScriptEngine:
             # thread and answer BUSY at once (the time was spent already)
             script.fast = False
             limit_s = 0.0
+            ctx.proto = 2  # as a fresh run starts (the abandoned one may have set RESP3)
         run = Run(caller, ctx, script, readonly)
         self.running = run
         job = self.thread.submit(lambda: self._execute(run, keys, args))
@@ -264,6 +265,7 @@ class ScriptEngine:
         with job.state:
             if job.done:
                 return True
+
             def wake_loop() -> None:
                 loop.call_soon_threadsafe(finish_on_loop)
 
