@@ -55,6 +55,7 @@ from __future__ import annotations
 import argparse
 import csv
 import datetime as dt
+import hashlib
 import io
 import json
 import os
@@ -183,6 +184,20 @@ TYPE_ROWS: tuple[Row, ...] = (
         probe=(b"ZCARD", b"bench:zset"), target_pipelined=0.35),
 )
 ROWS = ROWS + TYPE_ROWS
+
+#: the script of the EVALSHA row (issue 16): three redis.call's, a write, an INCR and a read
+EVALSHA_SCRIPT = (b"redis.call('SET', KEYS[1], ARGV[1]) redis.call('INCR', KEYS[2]) "
+                  b"return redis.call('GET', KEYS[1])")
+EVALSHA_SHA = hashlib.sha1(EVALSHA_SCRIPT).hexdigest()
+SCRIPT_ROWS: tuple[Row, ...] = (
+    Row("evalsha", "scripting", "EVALSHA of a 3-call script (SET, INCR, GET)",
+        (*_rand(STRING_KEYSPACE), "EVALSHA", EVALSHA_SHA, "2", "key:__rand_int__",
+         "bench:counter", "xxx"),
+        (*_rand(STRING_KEYSPACE), "EVALSHA", EVALSHA_SHA, "2", "key:__rand_int__",
+         "bench:counter", "xxx"),
+        probe=(b"SCRIPT", b"EXISTS", EVALSHA_SHA.encode()), target_pipelined=0.35),
+)
+ROWS = ROWS + SCRIPT_ROWS
 
 
 def _aof_row(row: Row) -> Row:
@@ -454,6 +469,11 @@ def prepare(server: ServerProcess, row: Row) -> str | None:
             _fill(client, ((b"HSET", SESSION, key_name(i), VALUE) for i in range(WORK_KEYSPACE)))
         elif kind == "conv_append" and server.name == "redis":
             client.call(b"DEL", SESSION)  # the list would otherwise grow over repeated runs
+        elif kind == "evalsha":
+            # both servers need the script in their cache (EVALSHA alone answers NOSCRIPT)
+            reply = client.call(b"SCRIPT", b"LOAD", EVALSHA_SCRIPT)
+            if isinstance(reply, hiredis.ReplyError):
+                return _skip_reason(b"SCRIPT", reply)
         elif kind == "hget":  # every HGET hits, on both servers
             _fill(client, ((b"HSET", b"bench:hash", key_name(i), VALUE) for i in range(WORK_KEYSPACE)))
         elif kind == "lpush":

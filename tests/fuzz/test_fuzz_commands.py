@@ -364,4 +364,5 @@ def test_every_command_is_fuzzed_or_knowingly_skipped() -> None:
         for sub in [spec, *spec.subcommands.values()]:
             if sub.handler is None:
                 continue
-            assert sub.name in names or sub.name in SKIPPED, sub.name
+            # blocking commands (BLPOP ...) are left out of SPECS: a fuzzed call would wait
+            assert sub.name in names or sub.name in SKIPPED or "blocking" in sub.flags, sub.name

@@ -38,6 +38,7 @@ MODULES = (
     "zsets_blocking",
     "client_unblock",
     "cluster",
+    "scripting",
 )
 
 _loaded = False

@@ -738,6 +738,9 @@ def shutdown(ctx: Context, argv: list[bytes]) -> Any:
             raise CommandError("ERR No shutdown in progress.")
         else:
             raise CommandError(errors.SYNTAX)
+    if ctx.core.busy is not None and save is not False:
+        # a script runs past its time limit: only SHUTDOWN NOSAVE may end the server now
+        raise CommandError(errors.BUSY_SCRIPT)
     request = ctx.core.shutdown_requested
     if request is None:
         raise CommandError("ERR Errors trying to SHUTDOWN. Check logs.")

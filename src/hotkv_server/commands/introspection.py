@@ -296,11 +296,12 @@ def _keys_of_call(call: list[bytes]) -> tuple[CommandSpec, list[bytes]]:
     if (spec.arity > 0 and n != spec.arity) or n < -spec.arity:
         raise CommandError("ERR Invalid number of arguments specified for command")
     keys = spec.keys_of(call)
-    if "no_mandatory_keys" in spec.flags:
-        return spec, keys
     if not keys or not all(_count_fits(ks, call) for ks in spec.key_specs if ks.keynum):
         # Redis's getkeys functions of numkeys commands find no keys for a count that is not
-        # a number >= 1 or names more keys than there are arguments (SINTERCARD 0 a): this
+        # a number >= 1 or names more keys than there are arguments: this error, or no keys
+        # for a command whose keys are optional (EVAL's numkeys 0: no_mandatory_keys)
+        if "no_mandatory_keys" in spec.flags:
+            return spec, []
         raise CommandError("ERR Invalid arguments specified for command")
     return spec, keys
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from hotkv_server.engine import errors
 from hotkv_server.engine.context import Context
-from hotkv_server.engine.dispatch import NO_REPLY, execute
+from hotkv_server.engine.dispatch import NO_REPLY, Deferred, execute
 from hotkv_server.engine.errors import CommandError
 from hotkv_server.engine.registry import command
 from hotkv_server.engine.replies import NULL_ARRAY, OK, ErrorReply, Spliced
@@ -61,24 +61,53 @@ def exec_(ctx: Context, argv: list[bytes]) -> Any:
         ctx.unwatch()
         return NULL_ARRAY
     ctx.unwatch()
+    return _run_queued(ctx, queued, 0, [], None)
+
+
+def _run_queued(ctx: Context, queued: list[Any], start: int, replies: list[Any],
+                waiting: Deferred | None) -> Any:
+    """Run the queued commands from ``start``; a command whose reply is deferred (a script
+    past busy-reply-threshold) suspends the block until it resolves, with the effect group kept
+    open so the whole block still leaves as one record (one effects.begin/commit around it)."""
     core = ctx.core
-    if ctx.pubsub is not None or any(spec.is_pubsub for spec, _ in queued):
+    if start == 0 and (ctx.pubsub is not None or any(spec.is_pubsub for spec, _ in queued)):
         return _exec_with_pushes(ctx, queued)
     effects = core.effects
-    replies: list[Any] = []
     user = ctx.user
-    effects.begin()
+    if start == 0:
+        effects.begin()
+    i = start
     try:
-        for spec, args in queued:
+        while i < len(queued):
+            spec, args = queued[i]
+            i += 1
             if user is not None and user.restricted:
                 # the rules may have changed since the command was queued: check again
                 denied = user.denial(spec, args)
                 if denied is not None:
                     replies.append(_revoked(ctx, denied))
                     continue
-            replies.append(execute(ctx, spec, args))
+            reply = execute(ctx, spec, args)
+            if type(reply) is Deferred:
+                if not reply.done:
+                    later = waiting if waiting is not None else Deferred()
+                    resume_at = i
+
+                    def resume(done: Deferred, later: Deferred = later, at: int = resume_at) -> None:
+                        replies.append(done.value)
+                        _run_queued(ctx, queued, at, replies, later)
+
+                    reply.callback = resume
+                    i = -1  # suspended: the finally below must not end the block
+                    return later
+                reply = reply.value
+            replies.append(reply)
     finally:
-        effects.commit()
+        if i != -1:
+            effects.commit()
+    if waiting is not None:
+        waiting.resolve(replies)
+        return waiting
     return replies
 
 

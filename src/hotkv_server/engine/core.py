@@ -104,6 +104,7 @@ class Core:
         #: replica, MISCONF, maxmemory set): with it False, dispatch tests nothing else
         self.gated = False
         self._loading = False
+        self._busy: Any = None
         self._role = "master"
         self._write_error: str | None = None  # set when the AOF can't be written (MISCONF)
         self.shutdown_requested: Callable[[bool | None], None] | None = None
@@ -140,6 +141,17 @@ class Core:
         self._update_gated()
 
     @property
+    def busy(self) -> Any:
+        """The script running past busy-reply-threshold (scripting/engine.py ``Run``), else
+        None: while set, commands not flagged ``allow_busy`` answer -BUSY."""
+        return self._busy
+
+    @busy.setter
+    def busy(self, value: Any) -> None:
+        self._busy = value
+        self._update_gated()
+
+    @property
     def role(self) -> str:
         """``"master"`` or ``"slave"`` (INFO's words)."""
         return self._role
@@ -173,6 +185,7 @@ class Core:
         self.gated = bool(
             self._loading
             or getattr(self, "_cluster", None) is not None
+            or self._busy is not None
             or self._role == "slave"
             or self._write_error is not None
             or self.config.values["maxmemory"]

@@ -128,7 +128,10 @@ def _gate(ctx: Context, core: Any, spec: CommandSpec, argv: list[bytes]) -> str 
     """The refusal of a command: its cluster redirection, over maxmemory, after an AOF
     write error, without enough good replicas, on a read-only replica, with the primary's
     link down or while loading (Redis's order); None when it may run here. EXEC is judged
-    by what it would run (a queued write makes it a write)."""
+    by what it would run (a queued write makes it a write). While a script runs past
+    busy-reply-threshold only ``allow_busy`` commands pass (-BUSY)."""
+    if core.busy is not None and not spec.allowed_while_busy:
+        return errors.BUSY_SCRIPT
     if ctx.is_master_link:
         return errors.LOADING if core.loading and not spec.allowed_while_loading else None
     if core.cluster is not None:
@@ -246,6 +249,52 @@ def execute(ctx: Context, spec: CommandSpec, argv: list[bytes], started: int = 0
     if core.monitors and not spec.skip_monitor:
         feed_monitors(ctx, argv)
     return reply
+
+
+def dispatch_script(ctx: Context, argv: list[bytes], run: Any) -> Any:
+    """Run one ``redis.call`` of a running script and return its reply value.
+
+    The same steps as ``dispatch`` for a client, with Redis's words for a script's refusals:
+    lookup and arity, commands flagged ``noscript``, the caller's ACL rules, writes from a
+    read-only script (EVAL_RO, ``#!lua flags=no-writes``), then the replica / MISCONF /
+    maxmemory gates; no MULTI queueing, and the clock stays the script's snapshot (as Redis 7
+    freezes time for a script). ``run`` is the scripting engine's record of the script.
+    """
+    found = resolve(ctx, argv)
+    if isinstance(found, str):
+        if found.startswith("ERR wrong number"):
+            return ErrorReply(errors.SCRIPT_WRONG_ARITY)
+        return ErrorReply(errors.SCRIPT_UNKNOWN_COMMAND)
+    spec = found
+    if "noscript" in spec.flags:
+        return ErrorReply(errors.SCRIPT_NOSCRIPT_COMMAND)
+    user = ctx.user
+    if user is not None and user.restricted:
+        denied = user.denial(spec, argv)
+        if denied is not None:
+            reason, obj = denied
+            users = ctx.core.users
+            if users is not None:  # ACL LOG names the context "lua", as Redis does
+                users._log(ctx, reason, obj.decode("utf-8", "replace"), ctx.username)
+            spec.rejected_calls += 1
+            return ErrorReply(errors.SCRIPT_NOPERM_COMMAND if reason == "command"
+                              else errors.SCRIPT_NOPERM_KEY)
+    if spec.is_write and run.readonly:
+        spec.rejected_calls += 1
+        return ErrorReply(errors.SCRIPT_WRITE_IN_READONLY)
+    core = ctx.core
+    if core.gated:
+        saved, core.busy = core.busy, None  # the script's own commands are never BUSY
+        try:
+            denial = _gate(ctx, core, spec, argv)
+        finally:
+            core.busy = saved
+        if denial is not None:
+            spec.rejected_calls += 1
+            return ErrorReply(denial)
+    if spec.is_write:
+        run.wrote = True
+    return execute(ctx, spec, argv)
 
 
 def commands_processed() -> int:

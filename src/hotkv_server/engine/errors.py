@@ -48,6 +48,7 @@ NOPROTO = "NOPROTO unsupported protocol version"
 OOM = "OOM command not allowed when used memory > 'maxmemory'."
 NOREPLICAS = "NOREPLICAS Not enough good replicas to write."
 MASTERDOWN = ("MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.")
+BUSY_SCRIPT = "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE."
 MISCONF = (
     "MISCONF Errors writing to the AOF file: hotkv refuses writes until the disk works again "
     "(see the server log and INFO persistence)"
@@ -157,3 +158,20 @@ def dim_bad_value(raw: bytes, position: int) -> str:
 def dim_count(expected: int, got: int) -> str:
     """``DIM expected 3 values, got 2``."""
     return f"DIM expected {expected} values, got {got}"
+
+
+# --- scripting (scripting/, commands/scripting.py), Redis 7.0 wording -------------------
+SCRIPT_UNKNOWN_COMMAND = "ERR Unknown Redis command called from script"
+SCRIPT_WRONG_ARITY = "ERR Wrong number of args calling Redis command from script"
+SCRIPT_NOSCRIPT_COMMAND = "ERR This Redis command is not allowed from script"
+SCRIPT_NOPERM_COMMAND = "ERR The user executing the script can't run this command or subcommand"
+SCRIPT_NOPERM_KEY = ("ERR The user executing the script can't access at least one of the keys "
+                     "mentioned in the command arguments")
+SCRIPT_WRITE_IN_READONLY = "ERR Write commands are not allowed from read-only scripts."
+NOSCRIPT = "NOSCRIPT No matching script. Please use EVAL."
+NOTBUSY = "NOTBUSY No scripts in execution right now."
+UNKILLABLE = (
+    "UNKILLABLE Sorry the script already executed write commands against the dataset. You can "
+    "either wait the script termination or kill the server in a hard way using the SHUTDOWN "
+    "NOSAVE command."
+)

@@ -69,6 +69,7 @@ GROUP_CATEGORIES: dict[str, tuple[str, ...]] = {
     "replication": (),
     "pubsub": ("pubsub",),
     "cluster": (),
+    "scripting": ("scripting",),
 }
 
 
@@ -194,6 +195,7 @@ class CommandSpec:
     no_auth: bool = False
     allowed_while_loading: bool = False
     allowed_in_multi: bool = True
+    allowed_while_busy: bool = False
     stale_ok: bool = False
     skip_monitor: bool = False
     skip_slowlog: bool = False
@@ -376,7 +378,8 @@ def add_spec(
         cats.update(GROUP_CATEGORIES.get(group, ()))
     if "write" in flag_set:
         cats.add("write")
-    if "readonly" in flag_set:
+    if "readonly" in flag_set and group != "scripting":
+        # EVAL_RO is readonly yet not @read in Redis: what it reads is up to the script
         cats.add("read")
     if "admin" in flag_set:
         cats.update(("admin", "dangerous"))
@@ -417,6 +420,7 @@ def add_spec(
         no_auth="no_auth" in flag_set,
         allowed_while_loading="loading" in flag_set,
         allowed_in_multi="no_multi" not in flag_set,
+        allowed_while_busy="allow_busy" in flag_set,
         stale_ok="stale" in flag_set,
         skip_monitor="skip_monitor" in flag_set,
         skip_slowlog="skip_slowlog" in flag_set,

@@ -213,6 +213,8 @@ class Server:
         core = self.core
         while True:
             await asyncio.sleep(1.0 / core.config.values["hz"])
+            if core.busy is not None:
+                continue  # a script runs on the script thread: only it touches the data
             try:
                 self.expire_cycle()
                 self._timeout_clients()

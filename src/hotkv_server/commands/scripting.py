@@ -1,0 +1,195 @@
+"""Scripting: EVAL EVALSHA EVAL_RO EVALSHA_RO and SCRIPT LOAD|EXISTS|FLUSH|KILL|DEBUG|HELP.
+
+Scripts run on a real Lua 5.1 interpreter (``hotkv_server.scripting``) with Redis 7's
+semantics; how they run (the script thread, BUSY, SCRIPT KILL) is described in
+``scripting/engine.py`` and docs/scripting.md. Their writes are ordinary effects that leave
+as one record after the script, so the AOF and replicas never run a script again.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hotkv_server.engine import errors
+from hotkv_server.engine.args import parse_int
+from hotkv_server.engine.context import Context
+from hotkv_server.engine.dispatch import feed_monitors
+from hotkv_server.engine.errors import CommandError
+from hotkv_server.engine.registry import KeySpec, command, container
+from hotkv_server.scripting.engine import Script, engine_of
+from hotkv_server.server.resp import OK, Simple
+
+_EVAL_SYNTAX = "script numkeys [key [key ...]] [arg [arg ...]]"
+_EVALSHA_SYNTAX = "sha1 numkeys [key [key ...]] [arg [arg ...]]"
+_EVAL_COMPLEXITY = "Depends on the script that is executed."
+
+
+def _keys_and_args(argv: list[bytes]) -> tuple[list[bytes], list[bytes]]:
+    numkeys = parse_int(argv[2])
+    if numkeys is None:
+        raise CommandError(errors.NOT_INTEGER)
+    if numkeys < 0:
+        raise CommandError("ERR Number of keys can't be negative")
+    if numkeys > len(argv) - 3:
+        raise CommandError("ERR Number of keys can't be greater than number of args")
+    return argv[3 : 3 + numkeys], argv[3 + numkeys :]
+
+
+def _run(ctx: Context, argv: list[bytes], script: Script, readonly: bool,
+         keys: list[bytes], args: list[bytes]) -> Any:
+    core = ctx.core
+    if core.monitors:  # EVAL skips the usual feed (skip_monitor) to show itself first
+        feed_monitors(ctx, argv)
+    return engine_of(core).run(ctx, script, keys, args, readonly)
+
+
+def _eval(ctx: Context, argv: list[bytes], readonly: bool) -> Any:
+    keys, args = _keys_and_args(argv)  # Redis checks numkeys before compiling
+    found = engine_of(ctx.core).load(argv[1])
+    if isinstance(found, str):
+        raise CommandError(found)
+    return _run(ctx, argv, found, readonly, keys, args)
+
+
+def _evalsha(ctx: Context, argv: list[bytes], readonly: bool) -> Any:
+    keys, args = _keys_and_args(argv)
+    cache = engine_of(ctx.core).cache
+    found = cache.get(argv[1].decode("latin-1")) if len(argv[1]) == 40 else None
+    if found is None:
+        found = cache.get(argv[1].decode("latin-1").lower()) if len(argv[1]) == 40 else None
+        if found is None:
+            raise CommandError(errors.NOSCRIPT)
+    return _run(ctx, argv, found, readonly, keys, args)
+
+
+@command("eval", arity=-3, flags="noscript stale skip_monitor no_mandatory_keys",
+         key_specs=(KeySpec(2, ("RW", "access", "update"), keynum=True, arg="key",
+                            notes="We cannot tell how the keys will be used so we assume the "
+                                  "worst, RW and UPDATE"),),
+         group="scripting", summary="Executes a server-side Lua script.",
+         syntax=_EVAL_SYNTAX, since="2.6.0", complexity=_EVAL_COMPLEXITY)
+def eval_(ctx: Context, argv: list[bytes]) -> Any:
+    """EVAL script numkeys [key [key ...]] [arg [arg ...]]"""
+    return _eval(ctx, argv, readonly=False)
+
+
+@command("evalsha", arity=-3, flags="noscript stale skip_monitor no_mandatory_keys",
+         key_specs=(KeySpec(2, ("RW", "access", "update"), keynum=True, arg="key"),),
+         group="scripting", summary="Executes a server-side Lua script by SHA1 digest.",
+         syntax=_EVALSHA_SYNTAX, since="2.6.0", complexity=_EVAL_COMPLEXITY)
+def evalsha(ctx: Context, argv: list[bytes]) -> Any:
+    """EVALSHA sha1 numkeys [key [key ...]] [arg [arg ...]]"""
+    return _evalsha(ctx, argv, readonly=False)
+
+
+@command("eval_ro", arity=-3, flags="readonly noscript stale skip_monitor no_mandatory_keys",
+         key_specs=(KeySpec(2, ("RO", "access"), keynum=True, arg="key",
+                            notes="We cannot tell how the keys will be used so we assume the "
+                                  "worst, RO and ACCESS"),),
+         group="scripting", summary="Executes a read-only server-side Lua script.",
+         syntax=_EVAL_SYNTAX, since="7.0.0", complexity=_EVAL_COMPLEXITY)
+def eval_ro(ctx: Context, argv: list[bytes]) -> Any:
+    """EVAL_RO script numkeys [key [key ...]] [arg [arg ...]]"""
+    return _eval(ctx, argv, readonly=True)
+
+
+@command("evalsha_ro", arity=-3, flags="readonly noscript stale skip_monitor no_mandatory_keys",
+         key_specs=(KeySpec(2, ("RO", "access"), keynum=True, arg="key"),),
+         group="scripting", summary="Executes a read-only server-side Lua script by SHA1 digest.",
+         syntax=_EVALSHA_SYNTAX, since="7.0.0", complexity=_EVAL_COMPLEXITY)
+def evalsha_ro(ctx: Context, argv: list[bytes]) -> Any:
+    """EVALSHA_RO sha1 numkeys [key [key ...]] [arg [arg ...]]"""
+    return _evalsha(ctx, argv, readonly=True)
+
+
+container("script", group="scripting", summary="A container for Lua scripts management commands.",
+          since="2.6.0")
+
+
+@command("script|load", arity=3, flags="noscript stale", group="scripting",
+         tips="request_policy:all_nodes response_policy:all_succeeded",
+         summary="Loads a server-side Lua script to the script cache.", syntax="script",
+         since="2.6.0", complexity="O(N) with N being the length in bytes of the script body.")
+def script_load(ctx: Context, argv: list[bytes]) -> Any:
+    """SCRIPT LOAD script"""
+    found = engine_of(ctx.core).load(argv[2])
+    if isinstance(found, str):
+        raise CommandError(found)
+    return found.sha.encode()
+
+
+@command("script|exists", arity=-3, flags="noscript", group="scripting",
+         tips="request_policy:all_shards response_policy:agg_logical_and",
+         summary="Determines whether server-side Lua scripts exist in the script cache.",
+         syntax="sha1 [sha1 ...]", since="2.6.0",
+         complexity="O(N) with N being the number of scripts to check (so checking a single "
+                    "script is an O(1) operation).")
+def script_exists(ctx: Context, argv: list[bytes]) -> Any:
+    """SCRIPT EXISTS sha1 [sha1 ...]"""
+    cache = engine_of(ctx.core).cache
+    return [1 if sha.decode("latin-1").lower() in cache else 0 for sha in argv[2:]]
+
+
+@command("script|flush", arity=-2, flags="noscript", group="scripting",
+         tips="request_policy:all_nodes response_policy:all_succeeded",
+         summary="Removes all server-side Lua scripts from the script cache.",
+         syntax="[ASYNC|SYNC]", since="2.6.0",
+         complexity="O(N) with N being the number of scripts in cache")
+def script_flush(ctx: Context, argv: list[bytes]) -> Any:
+    """SCRIPT FLUSH [ASYNC|SYNC]"""
+    if len(argv) > 3 or (len(argv) == 3 and argv[2].upper() not in (b"ASYNC", b"SYNC")):
+        raise CommandError("ERR SCRIPT FLUSH only support SYNC|ASYNC option")
+    engine_of(ctx.core).flush()
+    return OK
+
+
+@command("script|kill", arity=2, flags="noscript allow_busy", group="scripting",
+         tips="request_policy:all_shards response_policy:one_succeeded",
+         summary="Terminates a server-side Lua script during execution.", since="2.6.0")
+def script_kill(ctx: Context, argv: list[bytes]) -> Any:
+    """SCRIPT KILL"""
+    engine = ctx.core.extras.get("scripts")
+    if engine is None:
+        raise CommandError(errors.NOTBUSY)
+    refusal = engine.kill()
+    if refusal is not None:
+        raise CommandError(refusal)
+    return OK
+
+
+@command("script|debug", arity=3, flags="noscript", group="scripting",
+         summary="Sets the debug mode of server-side Lua scripts.", syntax="YES|SYNC|NO",
+         since="3.2.0", complexity="O(1)")
+def script_debug(ctx: Context, argv: list[bytes]) -> Any:
+    """SCRIPT DEBUG YES|SYNC|NO"""
+    mode = argv[2].upper()
+    if mode == b"NO":
+        return OK
+    if mode in (b"YES", b"SYNC"):
+        raise CommandError("ERR hotkv has no Lua debugger: SCRIPT DEBUG YES and SYNC are not supported")
+    raise CommandError("ERR Use SCRIPT DEBUG YES/SYNC/NO")
+
+
+_HELP = [
+    "SCRIPT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "DEBUG (YES|SYNC|NO)",
+    "    Set the debug mode for subsequent scripts executed (hotkv: only NO).",
+    "EXISTS <sha1> [<sha1> ...]",
+    "    Return information about the existence of the scripts in the script cache.",
+    "FLUSH [ASYNC|SYNC]",
+    "    Flush the Lua scripts cache. Very dangerous on replicas.",
+    "KILL",
+    "    Kill the currently executing Lua script.",
+    "LOAD <script>",
+    "    Load a script into the scripts cache without executing it.",
+    "HELP",
+    "    Prints this help.",
+]
+
+
+@command("script|help", arity=2, flags="loading stale", group="scripting",
+         summary="Returns helpful text about the different subcommands.", since="5.0.0")
+def script_help(ctx: Context, argv: list[bytes]) -> Any:
+    """SCRIPT HELP"""
+    return [Simple(line) for line in _HELP]
+

@@ -1,0 +1,474 @@
+"""The libraries Redis scripts use beside ``redis``: cjson, cmsgpack, bit and struct.
+
+Each is what Redis 7 bundles, with its behaviour and error texts where scripts can see them:
+
+* ``cjson``: ``encode`` is Lua (``cjson_encode.lua``, so objects list keys in Lua's table
+  order as Redis's encoder does); ``decode`` parses with Python's json and builds Lua tables
+  (JSON null is ``cjson.null``; numbers are Lua numbers).
+* ``cmsgpack``: ``pack(...)`` / ``unpack(s)`` / ``unpack_one`` / ``unpack_limit``; a table
+  whose keys are 1..n is an array, another a map; an integral number is a msgpack integer, a
+  float a float32 when that is exact, else a float64 (as lua-cmsgpack chooses).
+* ``bit``: LuaBitOp 1.0 (``tobit tohex bnot band bor bxor lshift rshift arshift rol ror
+  bswap``), results as signed 32-bit numbers.
+* ``struct``: Roberto Ierusalimschy's struct (``pack unpack size``) for the formats ``< > =
+  !n b B h H i[n] I[n] l L T f d c[n] s x`` (``unpack`` returns the values, then the next
+  position).
+
+Every host function returns ``(True, value ...)`` or ``(False, message)``; the Lua wrappers in
+``bootstrap.lua`` raise the message at the script's line, as a C library function would.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import struct as pystruct
+from importlib import resources
+from typing import Any
+
+import msgpack
+from lupa.lua51 import LuaError, lua_type
+
+# --- bit ---------------------------------------------------------------------------------
+
+
+def _tobit(x: Any) -> int:
+    if type(x) not in (int, float):
+        raise TypeError
+    if type(x) is float:
+        if math.isnan(x) or math.isinf(x):
+            return 0
+        x = round(x)  # the 2^52+2^51 trick of LuaBitOp rounds to nearest, ties to even
+    x &= 0xFFFFFFFF
+    return x - 0x100000000 if x & 0x80000000 else x
+
+
+def _u32(x: Any) -> int:
+    return _tobit(x) & 0xFFFFFFFF
+
+
+def _signed(x: int) -> int:
+    x &= 0xFFFFFFFF
+    return x - 0x100000000 if x & 0x80000000 else x
+
+
+_BIT_NAMES = ("tobit", "tohex", "bnot", "band", "bor", "bxor", "lshift", "rshift", "arshift",
+              "rol", "ror", "bswap")
+
+
+def _bit_call(name: bytes, *args: Any) -> tuple[Any, ...]:
+    fname = name.decode()
+    for i, a in enumerate(args):
+        if type(a) not in (int, float):
+            got = "no value" if a is None else lua_type(a) or type(a).__name__
+            if type(a) is bytes:
+                try:
+                    float(a)
+                    continue
+                except ValueError:
+                    got = "string"
+            return False, f"bad argument #{i + 1} to '{fname}' (number expected, got {got})"
+    nums = [float(a) if type(a) is bytes else a for a in args]
+    need = {"tobit": 1, "bnot": 1, "bswap": 1, "band": 1, "bor": 1, "bxor": 1, "tohex": 1}
+    if len(nums) < need.get(fname, 2):
+        return False, f"bad argument #{len(nums) + 1} to '{fname}' (number expected, got no value)"
+    if fname == "tobit":
+        return True, _tobit(nums[0])
+    if fname == "tohex":
+        n = _tobit(nums[1]) if len(nums) > 1 else 8
+        digits = "0123456789abcdef"
+        if n < 0:
+            n = -n
+            digits = "0123456789ABCDEF"
+        n = min(n, 8)
+        value = _u32(nums[0])
+        out = "".join(digits[(value >> (4 * i)) & 15] for i in reversed(range(n)))
+        return True, out.encode()
+    if fname == "bnot":
+        return True, _signed(~_u32(nums[0]))
+    if fname in ("band", "bor", "bxor"):
+        acc = _u32(nums[0])
+        for v in nums[1:]:
+            u = _u32(v)
+            acc = acc & u if fname == "band" else acc | u if fname == "bor" else acc ^ u
+        return True, _signed(acc)
+    if fname == "bswap":
+        v = _u32(nums[0])
+        return True, _signed(int.from_bytes(v.to_bytes(4, "little"), "big"))
+    value = _u32(nums[0])
+    shift = _tobit(nums[1]) & 31
+    if fname == "lshift":
+        return True, _signed(value << shift)
+    if fname == "rshift":
+        return True, _signed(value >> shift)
+    if fname == "arshift":
+        return True, _signed(_signed(value) >> shift)
+    if fname == "rol":
+        return True, _signed((value << shift) | (value >> ((32 - shift) & 31)) if shift else value)
+    if fname == "ror":
+        return True, _signed((value >> shift) | (value << ((32 - shift) & 31)) if shift else value)
+    return False, f"unknown bit function {fname}"
+
+
+# --- struct --------------------------------------------------------------------------------
+
+_STRUCT_INTS = {"b": 1, "B": 1, "h": 2, "H": 2, "l": 8, "L": 8, "T": 8, "i": 4, "I": 4}
+
+
+def _struct_items(fmt: bytes) -> list[tuple[str, int, str]]:
+    """(kind, size, byte order) of each item of a struct format; ValueError when invalid."""
+    items: list[tuple[str, int, str]] = []
+    order = "<"
+    text = fmt.decode("latin-1")
+    i = 0
+    while i < len(text):
+        c = text[i]
+        i += 1
+        digits = ""
+        while i < len(text) and text[i].isdigit():
+            digits += text[i]
+            i += 1
+        if c in " ":
+            continue
+        if c == "<":
+            order = "<"
+        elif c == ">":
+            order = ">"
+        elif c in "=!":
+            order = "<" if c == "=" else order
+        elif c in _STRUCT_INTS:
+            size = int(digits) if digits and c in "iI" else _STRUCT_INTS[c]
+            if not 1 <= size <= 8:
+                raise ValueError(f"integral size {size} is larger than limit of 8")
+            items.append((c, size, order))
+        elif c in "fd":
+            items.append((c, 4 if c == "f" else 8, order))
+        elif c == "c":
+            items.append(("c", int(digits) if digits else 1, order))
+        elif c == "s":
+            items.append(("s", 0, order))
+        elif c == "x":
+            items.append(("x", 1, order))
+        else:
+            raise ValueError(f"invalid format option '{c}'")
+    return items
+
+
+def _struct_pack(fmt: Any, *values: Any) -> tuple[Any, ...]:
+    if type(fmt) is not bytes:
+        return False, "bad argument #1 to 'pack' (string expected)"
+    try:
+        items = _struct_items(fmt)
+    except ValueError as exc:
+        return False, str(exc)
+    out = bytearray()
+    vi = 0
+    for kind, size, order in items:
+        if kind == "x":
+            out += b"\0"
+            continue
+        if vi >= len(values):
+            return False, f"bad argument #{vi + 2} to 'pack' (number expected, got no value)"
+        value = values[vi]
+        vi += 1
+        if kind in _STRUCT_INTS:
+            if type(value) not in (int, float):
+                return False, f"bad argument #{vi + 1} to 'pack' (number expected, got {lua_type(value) or 'string'})"
+            n = int(value) & ((1 << (8 * size)) - 1)
+            out += n.to_bytes(size, "little" if order == "<" else "big")
+        elif kind in "fd":
+            out += pystruct.pack(order + kind, float(value))
+        elif kind == "c":
+            data = value if type(value) is bytes else str(value).encode()
+            if size == 0:
+                size = len(data)
+            if len(data) < size:
+                return False, f"bad argument #{vi + 1} to 'pack' (string too short)"
+            out += data[:size]
+        elif kind == "s":
+            data = value if type(value) is bytes else str(value).encode()
+            if b"\0" in data:
+                return False, f"bad argument #{vi + 1} to 'pack' (string contains zeros)"
+            out += data + b"\0"
+    return True, bytes(out)
+
+
+def _struct_unpack(fmt: Any, data: Any, start: Any = None) -> tuple[Any, ...]:
+    if type(fmt) is not bytes or type(data) is not bytes:
+        return False, "bad argument to 'unpack' (string expected)"
+    try:
+        items = _struct_items(fmt)
+    except ValueError as exc:
+        return False, str(exc)
+    pos = int(start) - 1 if type(start) in (int, float) else 0
+    values: list[Any] = []
+    for kind, size, order in items:
+        if kind == "s":
+            end = data.find(b"\0", pos)
+            if end < 0:
+                return False, "unfinished string in data"
+            values.append(data[pos:end])
+            pos = end + 1
+            continue
+        if pos + size > len(data):
+            return False, "bad argument #2 to 'unpack' (data string too short)"
+        chunk = data[pos : pos + size]
+        pos += size
+        if kind == "x":
+            continue
+        if kind in _STRUCT_INTS:
+            n = int.from_bytes(chunk, "little" if order == "<" else "big")
+            if kind.islower() and n >= 1 << (8 * size - 1):
+                n -= 1 << (8 * size)
+            values.append(n)
+        elif kind in "fd":
+            values.append(pystruct.unpack(order + kind, chunk)[0])
+        else:
+            values.append(chunk)
+    values.append(pos + 1)
+    return (True, *values)
+
+
+def _struct_size(fmt: Any) -> tuple[Any, ...]:
+    if type(fmt) is not bytes:
+        return False, "bad argument #1 to 'size' (string expected)"
+    try:
+        items = _struct_items(fmt)
+    except ValueError as exc:
+        return False, str(exc)
+    if any(kind == "s" for kind, _, _ in items):
+        return False, "options 'c0' - 's' have undefined sizes"
+    return True, sum(size for _, size, _ in items)
+
+
+# --- cjson.decode ----------------------------------------------------------------------------
+
+
+class _Decoder:
+    def __init__(self, runtime: Any, null: Any) -> None:
+        self.table = runtime.table_from
+        self.null = null
+
+    def __call__(self, text: Any) -> tuple[Any, ...]:
+        if type(text) in (int, float):
+            text = b"%.14g" % text
+        if type(text) is not bytes:
+            return False, "bad argument #1 to 'decode' (string expected)"
+        try:
+            value = json.loads(text.decode("utf-8", "surrogateescape"), parse_constant=_no_constant)
+        except json.JSONDecodeError as exc:
+            return False, _json_error(exc)
+        except (ValueError, RecursionError):
+            return False, "Expected value but found invalid token at character 1"
+        return True, self.lua(value)
+
+    def lua(self, value: Any) -> Any:
+        if value is None:
+            return self.null
+        if isinstance(value, str):
+            return value.encode("utf-8", "surrogateescape")
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, int):
+            return float(value) if abs(value) > 2**53 else value
+        if isinstance(value, float):
+            return value
+        if isinstance(value, list):
+            return self.table([self.lua(v) for v in value])
+        return self.table({k.encode("utf-8", "surrogateescape"): self.lua(v) for k, v in value.items()})
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(name)
+
+
+def _json_error(exc: json.JSONDecodeError) -> str:
+    where = exc.pos + 1
+    if exc.msg.startswith("Extra data"):
+        return f"Expected the end but found invalid token at character {where}"
+    at_end = exc.pos >= len(exc.doc)
+    if exc.msg.startswith("Expecting ',' delimiter") or (exc.msg.startswith("Expecting value") and at_end):
+        return f"Expected comma or array end but found T_END at character {where}"
+    return f"Expected value but found invalid token at character {where}"
+
+
+# --- cmsgpack -------------------------------------------------------------------------------
+
+
+def _pack_value(value: Any, out: bytearray, depth: int) -> None:
+    t = type(value)
+    if value is None:
+        out += b"\xc0"
+    elif t is bool:
+        out += b"\xc3" if value else b"\xc2"
+    elif t is int or t is float:
+        if t is float and (math.isnan(value) or math.isinf(value) or value != math.floor(value)):
+            as_float = pystruct.unpack(">f", pystruct.pack(">f", value))[0] if not math.isinf(value) else value
+            if as_float == value or math.isnan(value):
+                out += b"\xca" + pystruct.pack(">f", value)
+            else:
+                out += b"\xcb" + pystruct.pack(">d", value)
+        elif -(2**63) <= value < 2**64:
+            out += msgpack.packb(int(value))
+        else:
+            out += b"\xcb" + pystruct.pack(">d", float(value))
+    elif t is bytes:
+        n = len(value)
+        if n < 32:
+            out.append(0xA0 | n)
+        elif n < 256:
+            out += b"\xd9" + bytes([n])
+        elif n < 65536:
+            out += b"\xda" + n.to_bytes(2, "big")
+        else:
+            out += b"\xdb" + n.to_bytes(4, "big")
+        out += value
+    elif lua_type(value) == "table":
+        if depth > 16:  # lua-cmsgpack's LUACMSGPACK_MAX_NESTING: deeper tables are nil
+            out += b"\xc0"
+            return
+        keys = list(value.keys())
+        n = len(keys)
+        if all(type(k) in (int, float) and k == int(k) and k >= 1 for k in keys) and (
+            sorted(int(k) for k in keys) == list(range(1, n + 1))
+        ):
+            _header(out, n, 0x90, b"\xdc", b"\xdd")
+            for i in range(1, n + 1):
+                _pack_value(value[i], out, depth + 1)
+        else:
+            _header(out, n, 0x80, b"\xde", b"\xdf")
+            for k in keys:
+                _pack_value(k, out, depth + 1)
+                _pack_value(value[k], out, depth + 1)
+    else:
+        out += b"\xc0"
+
+
+def _header(out: bytearray, n: int, fix: int, h16: bytes, h32: bytes) -> None:
+    if n < 16:
+        out.append(fix | n)
+    elif n < 65536:
+        out += h16 + n.to_bytes(2, "big")
+    else:
+        out += h32 + n.to_bytes(4, "big")
+
+
+def _msgpack_pack(count: int, *values: Any) -> tuple[Any, ...]:
+    if count < 1:
+        return False, "MessagePack pack needs input."
+    out = bytearray()
+    padded = list(values) + [None] * (count - len(values))
+    for v in padded[:count]:
+        _pack_value(v, out, 1)
+    return True, bytes(out)
+
+
+class _Unpacker:
+    def __init__(self, runtime: Any) -> None:
+        self.table = runtime.table_from
+
+    def __call__(self, data: Any, limit: Any, offset: Any) -> tuple[Any, ...]:
+        if type(data) is not bytes:
+            return False, "bad argument #1 to 'unpack' (string expected)"
+        limit = int(limit or 0)
+        offset = int(offset or 0)
+        if offset < 0 or offset > len(data):
+            return False, f"Start offset {offset} greater than input length {len(data)}."
+        unpacker = msgpack.Unpacker(raw=True, strict_map_key=False, use_list=True)
+        unpacker.feed(data[offset:])
+        values: list[Any] = []
+        try:
+            while limit == 0 or len(values) < limit:
+                try:
+                    values.append(self.lua(unpacker.unpack()))
+                except msgpack.OutOfData:
+                    break
+        except (ValueError, msgpack.ExtraData, msgpack.FormatError, msgpack.StackError):
+            return False, "Bad data format in input."
+        if not values and data[offset:]:
+            return False, "Missing bytes in input."
+        consumed = offset + unpacker.tell()
+        if limit:
+            next_offset = -1 if consumed >= len(data) else consumed
+            return (True, next_offset, *values)
+        return (True, *values)
+
+    def lua(self, value: Any) -> Any:
+        if isinstance(value, list):
+            return self.table([self.lua(v) for v in value])
+        if isinstance(value, dict):
+            return self.table({self.lua(k): self.lua(v) for k, v in value.items()})
+        return value
+
+
+class LibError(Exception):
+    """A library function's error, already prefixed with the script line that called it."""
+
+
+def _expose(fn: Any, fail: Any) -> Any:
+    """A host function for Lua: ``fn``'s values, or ``fail(message)`` raising LibError."""
+
+    def call(*args: Any) -> Any:
+        result = fn(*args)
+        if not result[0]:
+            fail(result[1])
+        values = result[1:]
+        return values[0] if len(values) == 1 else values
+
+    return call
+
+
+def _bit_function(name: bytes) -> Any:
+    return lambda *args: _bit_call(name, *args)
+
+
+def _noop(*args: Any) -> None:
+    return None
+
+
+def install(runtime: Any, host: Any, null: Any, fail: Any) -> None:
+    """Put the library tables into ``host`` (the table bootstrap.lua is given). ``fail``
+    raises a LibError naming the calling script line."""
+    bit = runtime.table()
+    for name in _BIT_NAMES:
+        bit[name.encode()] = _expose(_bit_function(name.encode()), fail)
+    host[b"bit"] = bit
+    struct = runtime.table()
+    struct[b"pack"] = _expose(_struct_pack, fail)
+    struct[b"unpack"] = _expose(_struct_unpack, fail)
+    struct[b"size"] = _expose(_struct_size, fail)
+    host[b"struct"] = struct
+    source = resources.files("hotkv_server.scripting").joinpath("cjson_encode.lua").read_bytes()
+    lua_encode = runtime.execute(source, null, name="=hotkv_sandbox")
+
+    def encode(*args: Any) -> Any:
+        if len(args) != 1:
+            fail("bad argument #1 to 'encode' (expected 1 argument)")
+        try:
+            return lua_encode(args[0])
+        except LuaError as exc:
+            fail(_lua_message(exc))
+
+    cjson = runtime.table()
+    cjson[b"encode"] = encode
+    cjson[b"decode"] = _expose(_Decoder(runtime, null), fail)
+    cjson[b"null"] = null
+    for option in (b"encode_keep_buffer", b"encode_max_depth", b"decode_max_depth",
+                 b"encode_number_precision", b"encode_invalid_numbers",
+                 b"decode_invalid_numbers", b"encode_sparse_array"):
+        cjson[option] = _noop
+    host[b"cjson"] = cjson
+    unpacker = _Unpacker(runtime)
+    cmsgpack = runtime.table()
+    cmsgpack[b"pack"] = _expose(lambda *a: _msgpack_pack(len(a), *a), fail)
+    cmsgpack[b"unpack"] = _expose(lambda s=None: unpacker(s, 0, 0), fail)
+    cmsgpack[b"unpack_one"] = _expose(lambda s=None, o=0: unpacker(s, 1, o), fail)
+    cmsgpack[b"unpack_limit"] = _expose(lambda s=None, n=0, o=0: unpacker(s, n, o), fail)
+    host[b"cmsgpack"] = cmsgpack
+
+
+def _lua_message(exc: Exception) -> str:
+    message = exc.args[0] if exc.args else str(exc)
+    if isinstance(message, bytes):
+        message = message.decode("utf-8", "replace")
+    return str(message)

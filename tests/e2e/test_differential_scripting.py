@@ -1,0 +1,303 @@
+"""Scripting against a real redis-server 7: the same EVAL/EVALSHA/SCRIPT calls to both, in
+RESP2 and RESP3, replies compared as tagged trees (RESP type of every element kept).
+
+Covered: the reply conversion both ways (numbers truncated, tables up to the first nil,
+false, ok/err tables, RESP3 maps/sets/doubles/booleans/big numbers via redis.setresp(3)),
+redis.call raising and redis.pcall returning errors, error texts (``... script: <sha>, on
+@user_script:<line>.``), the protected globals, cjson/cmsgpack/bit/struct, the SCRIPT
+subcommands, EVAL_RO and shebang flags, WRONGTYPE/arity/noscript refusals from scripts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from e2e.test_differential import RespConnection
+from helpers import HotkvProcess, RedisServer
+
+#: (script, keys, args): each is sent as EVAL script numkeys keys... args...
+SCRIPTS: list[tuple[str, list[str], list[str]]] = [
+    # Lua -> reply
+    ("return 1", [], []),
+    ("return 3.99", [], []),
+    ("return -3.99", [], []),
+    ("return 1e20", [], []),
+    ("return 0/0", [], []),
+    ("return 'x'", [], []),
+    ("return true", [], []),
+    ("return false", [], []),
+    ("return nil", [], []),
+    ("return {1, 2, 3, nil, 5}", [], []),
+    ("return {1, false, 3}", [], []),
+    ("return {1.5, 'a', true, false, {1, {2}}}", [], []),
+    ("return {ok = 'FINE'}", [], []),
+    ("return {err = 'My Error'}", [], []),
+    ("return {err = 'nocode'}", [], []),
+    ("return {ok = 5}", [], []),
+    ("return {err = 5}", [], []),
+    ("return {ok = 'x', err = 'y'}", [], []),
+    ("return {double = 1.5}", [], []),
+    ("return {double = 3}", [], []),
+    ("return {map = {a = 1}}", [], []),
+    ("return {set = {a = true}}", [], []),
+    ("return {big_number = '123456789012345678901234567890'}", [], []),
+    ("return {big_number = 123}", [], []),
+    ("return {1, {err = 'ERR inner'}, 3}", [], []),
+    ("return redis.error_reply('My Error')", [], []),
+    ("return redis.error_reply('x')", [], []),
+    ("return redis.status_reply('FINE')", [], []),
+    ("return function() end", [], []),
+    ("return {KEYS[1], KEYS[2], ARGV[1], ARGV[2], #KEYS, #ARGV}", ["k1", "k2"], ["a1", "a2"]),
+    # reply -> Lua (RESP2 rules)
+    ("return redis.call('set', KEYS[1], ARGV[1])", ["s"], ["v"]),
+    ("redis.call('set', 's', 'v'); return redis.call('get', 's')", [], []),
+    ("return type(redis.call('get', 'missing'))", [], []),
+    ("return redis.call('get', 'missing')", [], []),
+    ("return type(redis.call('ping'))", [], []),
+    ("return redis.call('ping').ok", [], []),
+    ("return redis.call('incr', 'n')", [], []),
+    ("redis.call('set', 'n', 1); return redis.call('incrby', 'n', 2.0)", [], []),
+    ("return redis.call('echo', 0.1)", [], []),
+    ("return redis.call('echo', 1/3)", [], []),
+    ("return redis.call('echo', 1e20)", [], []),
+    ("return redis.call('echo', 3)", [], []),
+    ("return redis.call('echo', 1/0)", [], []),
+    ("return redis.call('mget', 'missing', 'missing2')", [], []),
+    ("redis.call('set', 'a', '1'); return redis.call('mget', 'a', 'missing')", [], []),
+    ("return redis.call('exists', 'missing')", [], []),
+    # RESP3 inside the script
+    ("redis.setresp(3); return redis.call('get', 'missing')", [], []),
+    ("redis.setresp(3); return type(redis.call('get', 'missing'))", [], []),
+    ("redis.setresp(3); return redis.call('config', 'get', 'maxmemory-policy')", [], []),
+    ("redis.setresp(3); local r = redis.call('config', 'get', 'maxmemory-policy'); "
+     "return type(r.map)", [], []),
+    ("return redis.setresp(4)", [], []),
+    ("return redis.setresp()", [], []),
+    # errors
+    ("return redis.call('nosuch')", [], []),
+    ("local x = 1\nredis.call('nosuch')", [], []),
+    ("return redis.pcall('nosuch')", [], []),
+    ("return {pcall(redis.call, 'nosuch')}", [], []),
+    ("local ok, e = pcall(redis.call, 'nosuch'); return type(e)", [], []),
+    ("local ok, e = pcall(redis.call, 'nosuch'); error(e, 0)", [], []),
+    ("local e = redis.pcall('nosuch'); local r = {} "
+     "for k, v in pairs(e) do r[#r + 1] = k end table.sort(r) return r", [], []),
+    ("return redis.call('get')", [], []),
+    ("return redis.call('get', 'a', 'b')", [], []),
+    ("return redis.call('ping', 'a', 'b')", [], []),
+    ("return redis.call()", [], []),
+    ("return redis.call({})", [], []),
+    ("return redis.call('set', 'a', {})", [], []),
+    ("return redis.call('set', 'a', true)", [], []),
+    ("return redis.call('eval', 'return 1', 0)", [], []),
+    ("return redis.call('multi')", [], []),
+    ("return redis.call('watch', 'x')", [], []),
+    ("return redis.call('script', 'load', 'return 1')", [], []),
+    ("return redis.call('config', 'nosuch')", [], []),
+    ("return redis.call('config')", [], []),
+    ("redis.call('set', 'str', 'x'); return redis.call('incr', 'str')", [], []),
+    ("redis.call('set', 'str', 'x'); return redis.pcall('incr', 'str')", [], []),
+    ("error('x')", [], []),
+    ("error('MYCODE x', 0)", [], []),
+    ("error({err = 'MY bad'})", [], []),
+    ("error(5)", [], []),
+    ("error()", [], []),
+    ("local a = nil\nreturn a + 1", [], []),
+    ("return 1 +", [], []),
+    ("return (", [], []),
+    ("local ok, e = pcall(error, {err = 'x'}); return type(e)", [], []),
+    ("local ok, e = pcall(error, {foo = 'x'}); return type(e)", [], []),
+    ("return {pcall(function() return 1, 2 end)}", [], []),
+    # the sandbox
+    ("return foo", [], []),
+    ("foo = 1", [], []),
+    ("return {pcall(function() redis.call = nil end)}", [], []),
+    ("return {pcall(rawset, _G, 'x', 1)}", [], []),
+    ("return {pcall(setmetatable, _G, nil)}", [], []),
+    ("string.upper = nil", [], []),
+    ("return tostring(getmetatable('').__index == string)", [], []),
+    ("return type(getmetatable(string))", [], []),
+    ("return type(getmetatable(_G))", [], []),
+    ("return ('abc'):upper()", [], []),
+    ("KEYS[1] = 'y'; return KEYS[1]", ["x"], []),
+    ("return loadstring('return 7')()", [], []),
+    ("return {loadstring(string.dump(function() return 1 end))}", [], []),
+    ("return type(loadstring)", [], []),
+    ("return _VERSION", [], []),
+    *[(f"return type({name})", [], []) for name in (
+        "os", "io", "debug", "require", "dofile", "loadfile", "setfenv", "getfenv",
+        "newproxy", "module", "print", "package", "python", "jit",
+        "coroutine", "unpack", "collectgarbage", "gcinfo", "string", "table", "math",
+        "cjson", "cmsgpack", "bit", "struct", "redis", "load", "xpcall",
+    )],
+    # redis.*
+    ("return redis.sha1hex('')", [], []),
+    ("return redis.sha1hex('abc')", [], []),
+    ("return redis.sha1hex(123)", [], []),
+    ("redis.log(redis.LOG_WARNING, 'from a script'); return 1", [], []),
+    ("return {redis.REPL_NONE, redis.REPL_AOF, redis.REPL_REPLICA, redis.REPL_ALL}", [], []),
+    ("redis.set_repl(redis.REPL_ALL); return 1", [], []),
+    ("return redis.replicate_commands()", [], []),
+    # cjson
+    ("return cjson.encode({1, 2, 3, {a = 'x/y'}})", [], []),
+    ("return cjson.encode({})", [], []),
+    ("return cjson.encode({[1] = 1, [3] = 3})", [], []),
+    ("return cjson.encode({[1] = 1, [30] = 3})", [], []),
+    ("return cjson.encode({a = 1, b = 2, c = 3, d = {1.5, 0.1, 1e100, -0}})", [], []),
+    ("return cjson.encode('a\"b\\\\c\\n\\t\\1\\127')", [], []),
+    ("return cjson.encode(1/0)", [], []),
+    ("return cjson.encode({[true] = 1})", [], []),
+    ("return cjson.encode(function() end)", [], []),
+    ("return cjson.encode(cjson.null)", [], []),
+    ("return cjson.decode('{\"a\":[1,2,{\"b\":null}]}').a[3].b == cjson.null", [], []),
+    ("return cjson.decode('x')", [], []),
+    ("return cjson.decode('{\"a\":1}x')", [], []),
+    ("return cjson.decode('123456789012345678')", [], []),
+    ("return tostring(cjson.decode('1.5'))", [], []),
+    ("return cjson.encode(cjson.decode('{\"x\":[]}'))", [], []),
+    ("return cjson.decode(ARGV[1]).name", [], ['{"name":"hotkv","n":[1,2]}']),
+    # cmsgpack
+    ("return cmsgpack.pack({1, 2, {a = 1}}, 'x', 1.5, true, nil)", [], []),
+    ("return {cmsgpack.unpack(cmsgpack.pack(1, 'a', {1, 2}))}", [], []),
+    ("return cmsgpack.pack(0.5)", [], []),
+    ("return cmsgpack.pack(0.1)", [], []),
+    ("return cmsgpack.pack(-1, 300, 2^40, -200)", [], []),
+    ("return cmsgpack.pack(string.rep('x', 40))", [], []),
+    # bit
+    ("return bit.band(0xff, 0x0f)", [], []),
+    ("return bit.tohex(-1)", [], []),
+    ("return bit.tohex(255, -4)", [], []),
+    ("return bit.tobit(2^32 + 5)", [], []),
+    ("return bit.lshift(1, 31)", [], []),
+    ("return bit.bnot(0)", [], []),
+    ("return bit.rol(0x12345678, 12)", [], []),
+    ("return bit.ror(0x12345678, 12)", [], []),
+    ("return bit.bswap(0x12345678)", [], []),
+    ("return bit.arshift(-256, 4)", [], []),
+    ("return bit.rshift(-256, 4)", [], []),
+    ("return bit.bxor(5, 3, 1)", [], []),
+    ("return bit.band()", [], []),
+    # struct
+    ("return struct.pack('>I2', 258)", [], []),
+    ("return {struct.unpack('<i4', struct.pack('<i4', -5))}", [], []),
+    ("return struct.size('>iIhb')", [], []),
+    ("return {struct.unpack('>hBs', struct.pack('>hBs', -2, 7, 'abc'))}", [], []),
+    ("return struct.pack('>d', 1.5)", [], []),
+    # shebang flags and read-only scripts
+    ("#!lua flags=no-writes\nreturn redis.call('set', 'x', 1)", [], []),
+    ("#!lua flags=no-writes\nreturn redis.call('get', 'x')", [], []),
+    ("#!lua flags=foo\nreturn 1", [], []),
+    ("#!lua\nreturn 1", [], []),
+    ("#!luax\nreturn 1", [], []),
+    ("#!lua x=y\nreturn 1", [], []),
+]
+
+#: whole commands, compared the same way
+CALLS: list[list[str]] = [
+    ["EVAL", "return 1", "3", "a", "b"],
+    ["EVAL", "return 1", "-1"],
+    ["EVAL", "return 1", "abc"],
+    ["EVAL", "return 1"],
+    ["EVALSHA", "abc", "0"],
+    ["EVALSHA", "0123456789012345678901234567890123456789", "0"],
+    ["SCRIPT", "LOAD", "return 'loaded'"],
+    ["EVALSHA", "0d6e5a2a4ccd8a0b6ee3ff05e0fd8d32f13b3a1d", "0"],
+    ["SCRIPT", "EXISTS", "e0e1f9fabfc9d4800c877a703b823ac0578ff8db", "ffff"],
+    ["SCRIPT", "LOAD", "return 1 +"],
+    ["SCRIPT", "FLUSH", "foo"],
+    ["SCRIPT", "FLUSH", "ASYNC"],
+    ["SCRIPT", "FLUSH"],
+    ["SCRIPT", "EXISTS", "e0e1f9fabfc9d4800c877a703b823ac0578ff8db"],
+    ["SCRIPT", "KILL"],
+    ["SCRIPT", "NOSUCH"],
+    ["SCRIPT"],
+    ["EVAL_RO", "return redis.call('set', 'x', 1)", "0"],
+    ["EVAL_RO", "return redis.call('get', KEYS[1])", "1", "x"],
+    ["SCRIPT", "LOAD", "return redis.call('set', 'ro', 1)"],
+    ["EVALSHA_RO", "1c0f3b0e85a82fd2a30e2b2b2fd16b06ad7ec4df", "0"],
+    ["COMMAND", "GETKEYS", "EVAL", "return 1", "2", "a", "b", "c"],
+    ["COMMAND", "GETKEYSANDFLAGS", "EVAL_RO", "return 1", "1", "a"],
+]
+
+
+@pytest.fixture(params=[2, 3], ids=["resp2", "resp3"])
+def both(request: pytest.FixtureRequest, server: HotkvProcess,
+         reference: RedisServer) -> Iterator[tuple[RespConnection, RespConnection]]:
+    hot = RespConnection(server.port, request.param)
+    ref = RespConnection(reference.port, request.param)
+    for conn in (hot, ref):
+        conn.call(["FLUSHALL"])
+        conn.call(["SCRIPT", "FLUSH"])
+    try:
+        yield hot, ref
+    finally:
+        hot.close()
+        ref.close()
+
+
+def test_scripts_reply_as_redis(both: tuple[RespConnection, RespConnection]) -> None:
+    hot, ref = both
+    differences = []
+    for script, keys, args in SCRIPTS:
+        argv = ["EVAL", script, str(len(keys)), *keys, *args]
+        for conn in (hot, ref):
+            conn.call(["FLUSHALL"])
+        mine, theirs = hot.call(argv), ref.call(argv)
+        if mine != theirs:
+            differences.append((script, mine, theirs))
+    assert differences == []
+
+
+def test_script_commands_reply_as_redis(both: tuple[RespConnection, RespConnection]) -> None:
+    hot, ref = both
+    differences = []
+    for argv in CALLS:
+        mine, theirs = hot.call(argv), ref.call(argv)
+        if mine != theirs:
+            differences.append((argv, mine, theirs))
+    assert differences == []
+
+
+def test_script_cache_and_evalsha_as_redis(both: tuple[RespConnection, RespConnection]) -> None:
+    hot, ref = both
+    body = "return {KEYS[1], ARGV[1], redis.call('incr', KEYS[1])}"
+    assert hot.call(["SCRIPT", "LOAD", body]) == ref.call(["SCRIPT", "LOAD", body]) == (
+        "$", _sha(body).encode())
+    steps = [
+        ["EVALSHA", _sha(body).upper(), "1", "counter", "x"],
+        ["EVALSHA", "9bd32b4d3b2e8b5d2cf4efb3b6ac0e4f3d9a54f2", "0"],
+        ["EVAL", body, "1", "c2", "y"],
+        ["SCRIPT", "EXISTS", _sha(body), _sha("nope")],
+        ["EVALSHA", _sha(body), "1", "c2", "z"],
+        ["SCRIPT", "FLUSH", "SYNC"],
+        ["EVALSHA", _sha(body), "1", "c2", "z"],
+    ]
+    for argv in steps:
+        assert hot.call(argv) == ref.call(argv), argv
+
+
+def test_multi_exec_with_eval_as_redis(both: tuple[RespConnection, RespConnection]) -> None:
+    hot, ref = both
+    steps = [
+        ["MULTI"],
+        ["SET", "m", "1"],
+        ["EVAL", "return redis.call('incr', KEYS[1])", "1", "m"],
+        ["EVAL", "return redis.call('nosuch')", "0"],
+        ["EXEC"],
+        ["GET", "m"],
+        ["WATCH", "w"],
+        ["EVAL", "return redis.call('set', KEYS[1], 'by-script')", "1", "w"],
+        ["MULTI"],
+        ["GET", "w"],
+        ["EXEC"],
+    ]
+    for argv in steps:
+        assert hot.call(argv) == ref.call(argv), argv
+
+
+def _sha(body: str) -> str:
+    import hashlib
+
+    return hashlib.sha1(body.encode()).hexdigest()
