@@ -22,8 +22,10 @@ ALLOWED: dict[str, set[str]] = {
     "commands": {"commands", "engine", "stores", ""},
     "persistence": {"persistence", "engine", "stores"},
     "replication": {"replication", "engine", "stores"},
+    # cluster mode (a subsystem) and its operator tool; persistence for fsutil's atomic write
+    "cluster": {"cluster", "engine", "stores", "persistence"},
     # the process: it builds the engine, loads the commands and the subsystems
-    "server": {"server", "engine", "stores", "commands", "persistence", "replication", ""},
+    "server": {"server", "engine", "stores", "commands", "persistence", "replication", "cluster", ""},
     # the client library and the MCP server talk to a server over the network
     "clients": {"clients", "engine", ""},
 }

@@ -27,6 +27,7 @@ MODULES = (
     "amem",
     "acl",
     "replication",
+    "cluster",
 )
 
 _loaded = False

@@ -207,6 +207,11 @@ DIRECTIVES: dict[str, Directive] = {
         Directive("tls-auth-clients", "yes", _enum("yes", "no", "optional"), str, mutable=False),
         Directive("save", "", _text, str),
         Directive("daemonize", False, *_B, mutable=False),
+        Directive("cluster-enabled", False, *_B, mutable=False),
+        Directive("cluster-config-file", "nodes.conf", _single(_str), str, mutable=False),
+        Directive("cluster-require-full-coverage", True, *_B),
+        Directive("cluster-announce-ip", "", _single(_str), str),
+        Directive("cluster-announce-port", 0, _int_range(0, 65535), str),
     ]
 }
 

@@ -58,6 +58,7 @@ GROUP_CATEGORIES: dict[str, tuple[str, ...]] = {
     "summary": ("amem",),
     "amem": ("amem",),
     "replication": (),
+    "cluster": (),
 }
 
 
