@@ -32,7 +32,8 @@ def test_each_store_applies_exactly_the_records_it_lists(module_name: str) -> No
     module = importlib.import_module(module_name)
     db = default_database()
     owner = module_name.rsplit(".", 1)[1].removesuffix("_effects")
-    store = next(s for s in db.stores.values() if type(s).__module__.endswith("." + owner))
+    # the store's module is stores/<owner>.py or inside a stores/<owner>/ package (sem)
+    store = next(s for s in db.stores.values() if owner in type(s).__module__.split(".")[2:])
     expected = set(module.RECORDS)
     if owner == "keyspace":  # and the records of every value type it holds (hashes, sets ...)
         expected |= {record for cls in load_value_types().values() for record in cls.effects}
