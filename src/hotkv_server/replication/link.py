@@ -207,11 +207,19 @@ class PrimaryLink:
             reply = await self._call(reader, writer, *args)
             if not reply.startswith(b"+"):
                 raise LinkError(f"unable to AUTH to MASTER: {reply.decode('utf-8', 'replace')}")
-        port = self.repl.core.tcp_port
+        # what the primary shows of this replica in INFO (and so what Sentinel connects to):
+        # replica-announce-port/ip when set, as Redis's replicationSendAck handshake does
+        port = values["replica-announce-port"] or self.repl.core.tcp_port
         reply = await self._call(reader, writer, b"REPLCONF", b"listening-port", b"%d" % port)
         if reply.startswith(b"-"):
             log.info("(Non critical) Master does not understand REPLCONF listening-port: %s",
                      reply.decode("utf-8", "replace"))
+        if values["replica-announce-ip"]:
+            reply = await self._call(reader, writer, b"REPLCONF", b"ip-address",
+                                     values["replica-announce-ip"].encode())
+            if reply.startswith(b"-"):
+                log.info("(Non critical) Master does not understand REPLCONF ip-address: %s",
+                         reply.decode("utf-8", "replace"))
         reply = await self._call(reader, writer, b"REPLCONF", b"capa", b"eof", b"capa", b"psync2")
         if reply.startswith(b"-"):
             log.info("(Non critical) Master does not understand REPLCONF capa: %s", reply.decode("utf-8", "replace"))
