@@ -96,6 +96,19 @@ class ClusterState:
                 del self.importing[slot]
         self.save()
 
+    def adopt(self, text: bytes) -> bool:
+        """Take a topology document heard from the primary this node replicates, when it is
+        newer than the node's own; True when it was taken."""
+        try:
+            topo = Topology.parse(text)
+        except TopologyError as exc:
+            log.warning("Ignoring the master's cluster topology: %s", exc)
+            return False
+        if topo.epoch <= self.topology.epoch:
+            return False
+        self.set_topology(topo)
+        return True
+
     def state_ok(self) -> bool:
         return not self.require_full_coverage or self.topology.assigned() == SLOTS
 

@@ -71,12 +71,20 @@ class Cluster:
         except TopologyError as exc:
             raise ToolError(f"{address}: {exc}") from None
 
-    def publish(self, topo: Topology, extra: Sequence[str] = ()) -> None:
-        """Send ``topo`` to every node it lists (and to ``extra`` addresses)."""
+    def publish(self, topo: Topology, *, tolerate: Sequence[str] = ()) -> list[str]:
+        """Send ``topo`` to every node it lists; a node in ``tolerate`` (a failed primary) may
+        be unreachable: it learns the topology from its new primary when it rejoins as a
+        replica. Returns the addresses that could not be told."""
         text = topo.dumps()
-        targets = [n.address for n in topo.nodes.values()] + list(extra)
-        for address in dict.fromkeys(targets):
-            self.call(address, "CLUSTER", "SETTOPOLOGY", text)
+        missed: list[str] = []
+        for node in topo.nodes.values():
+            try:
+                self.call(node.address, "CLUSTER", "SETTOPOLOGY", text)
+            except ToolError:
+                if node.address not in tolerate:
+                    raise
+                missed.append(node.address)
+        return missed
 
 
 def spread(primaries: list[Node]) -> None:
@@ -165,7 +173,10 @@ def promote(cluster: Cluster, existing: str, new_primary: str) -> Topology:
         elif raw["primary"] == old.id:
             raw["primary"] = chosen.id
     updated = Topology.from_json(data)
-    cluster.publish(updated)
+    missed = cluster.publish(updated, tolerate=[old.address])
+    for address in missed:
+        print(f"[WARN] {address} is unreachable; it takes the topology from its primary when it returns",
+              file=sys.stderr)
     return updated
 
 

@@ -223,10 +223,26 @@ class PrimaryLink:
         reply = await self._call(reader, writer, b"REPLCONF", b"capa", b"eof", b"capa", b"psync2")
         if reply.startswith(b"-"):
             log.info("(Non critical) Master does not understand REPLCONF capa: %s", reply.decode("utf-8", "replace"))
+        cluster = self.repl.core.cluster
+        if cluster is not None:
+            # no gossip: a node that comes back (an old primary Sentinel made a replica) learns
+            # the topology written meanwhile from the primary it now follows
+            writer.write(encode_command(b"CLUSTER", b"TOPOLOGY"))
+            header = await self._call_reply_line(reader)
+            if header.startswith(b"$") and header[1:].isdigit():
+                body = await asyncio.wait_for(reader.readexactly(int(header[1:]) + 2), REPL_TIMEOUT_S)
+                if cluster.adopt(body[:-2]):
+                    log.info("Cluster topology of epoch %d taken from the master", cluster.topology.epoch)
+            else:
+                log.info("(Non critical) Master did not send its cluster topology: %s",
+                         header.decode("utf-8", "replace"))
 
     async def _call(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, *args: bytes) -> bytes:
         """Send one command and read its one-line reply (the handshake only needs those)."""
         writer.write(encode_command(*args))
+        return await self._call_reply_line(reader)
+
+    async def _call_reply_line(self, reader: asyncio.StreamReader) -> bytes:
         while True:
             line = await asyncio.wait_for(reader.readline(), REPL_TIMEOUT_S)
             if not line:
