@@ -14,7 +14,7 @@ import logging
 import os
 from typing import TYPE_CHECKING, Any
 
-from hotkv_server.engine.slots import SLOTS, key_slot
+from hotkv_server.engine.slots import SLOTS, key_slot, migrate_keys
 from hotkv_server.engine.topology import Node, Topology, TopologyError
 from hotkv_server.persistence.fsutil import atomic_write
 
@@ -43,6 +43,9 @@ class ClusterState:
         #: slot -> node id: slots this node is moving out / taking in (SETSLOT)
         self.migrating: dict[int, str] = {}
         self.importing: dict[int, str] = {}
+        #: the ids of the migrating slots, found by one walk when first asked for: a
+        #: migrating slot only loses ids (a missing key is sent to the target with -ASK)
+        self._migrating_ids: dict[int, list[bytes]] | None = None
         self.load()
 
     # --- the config file ------------------------------------------------------------------
@@ -126,7 +129,9 @@ class ClusterState:
     # --- routing -------------------------------------------------------------------------------
     @staticmethod
     def keys_of(spec: CommandSpec, argv: list[bytes]) -> list[bytes]:
-        """The keys a call is routed by."""
+        """The keys a call is routed by (MIGRATE's are its key or those after KEYS)."""
+        if spec.name == "migrate":
+            return migrate_keys(argv)
         return spec.keys_of(argv)
 
     def route(self, ctx: Context, spec: CommandSpec, keys: list[bytes], asking: bool = False) -> str | None:
@@ -181,14 +186,32 @@ class ClusterState:
 
     # --- keys of a slot ------------------------------------------------------------------------
     def ids_in_slot(self, ctx: Context, slot: int) -> list[bytes]:
-        """Every live id of every store that hashes to ``slot`` (each id once), sorted."""
-        now = ctx.now_ms
-        found: set[bytes] = set()
-        for store in ctx.core.db.stores.values():
+        """Every live id of every store that hashes to ``slot`` (each id once), sorted.
+
+        A walk of every id, except for migrating slots: their ids are found by one walk for
+        all of them together and then only checked, so moving many slots costs one walk."""
+        now = ctx.core.clock.now_ms()
+        stores = list(ctx.core.db.stores.values())
+        if slot in self.migrating:
+            if self._migrating_ids is None or slot not in self._migrating_ids:
+                self._migrating_ids = self._walk(stores, now, set(self.migrating))
+            ids = [i for i in self._migrating_ids[slot] if any(s.exists(i, now) for s in stores)]
+            self._migrating_ids[slot] = ids
+            return ids
+        return self._walk(stores, now, {slot})[slot]
+
+    @staticmethod
+    def _walk(stores: list[Any], now: int, slots: set[int]) -> dict[int, list[bytes]]:
+        found: dict[int, set[bytes]] = {slot: set() for slot in slots}
+        for store in stores:
             for ident in store.ids(now):
-                if key_slot(ident) == slot:
-                    found.add(ident)
-        return sorted(found)
+                bucket = found.get(key_slot(ident))
+                if bucket is not None:
+                    bucket.add(ident)
+        return {slot: sorted(ids) for slot, ids in found.items()}
+
+    def migrating_changed(self) -> None:
+        self._migrating_ids = None
 
     def info(self) -> list[tuple[str, Any]]:
         return [("cluster_enabled", 1)]

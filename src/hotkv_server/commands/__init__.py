@@ -21,6 +21,7 @@ MODULES = (
     "acl",
     "replication",
     "cluster",
+    "migrate",
 )
 
 _loaded = False

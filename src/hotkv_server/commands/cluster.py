@@ -323,6 +323,7 @@ def cluster_setslot(ctx: Context, argv: list[bytes]) -> Any:
         if not topo.nodes[node_id].is_primary:
             raise CommandError("ERR Target node is not a master")
         state.migrating[slot] = node_id
+        state.migrating_changed()
     elif action == b"importing":
         if topo.owners[slot] == state.myid:
             raise CommandError(f"ERR I'm already the owner of hash slot {slot}")

@@ -232,7 +232,7 @@ class PrimaryLink:
             if header.startswith(b"$") and header[1:].isdigit():
                 body = await asyncio.wait_for(reader.readexactly(int(header[1:]) + 2), REPL_TIMEOUT_S)
                 if cluster.adopt(body[:-2]):
-                    log.info("Cluster topology of epoch %d taken from the master", cluster.topology.epoch)
+                    log.info("Cluster topology taken from the master (it was newer)")
             else:
                 log.info("(Non critical) Master did not send its cluster topology: %s",
                          header.decode("utf-8", "replace"))

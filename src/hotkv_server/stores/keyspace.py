@@ -469,6 +469,17 @@ class KeyValueStore(Store):
         self._data_bytes = size
         self._rebuild_heap()
 
+    def dump_id(self, ident: bytes) -> Any:
+        value = self._values.get(ident)
+        return None if value is None else [value, self._expires.get(ident)]
+
+    def load_id(self, ident: bytes, state: Any) -> None:
+        value, at = state
+        self._apply_set(KvSet(ident, value, at))
+
+    def drop_id(self, ident: bytes) -> None:
+        self._delete([ident])
+
     def stats(self, now_ms: int) -> dict[str, int]:
         n = len(self._values)
         return {
