@@ -9,6 +9,7 @@ as Redis's getNodeByQuery decides. Slot migration state (``SETSLOT ... MIGRATING
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import os
@@ -46,6 +47,7 @@ class ClusterState:
         #: the ids of the migrating slots, found by one walk when first asked for: a
         #: migrating slot only loses ids (a missing key is sent to the target with -ASK)
         self._migrating_ids: dict[int, list[bytes]] | None = None
+        self._save_pending = False
         self.load()
 
     # --- the config file ------------------------------------------------------------------
@@ -70,9 +72,30 @@ class ClusterState:
         self.topology = Topology()
         self.migrating.clear()
         self.importing.clear()
+        self._migrating_ids = None
         if hard:
             self.myid = os.urandom(20).hex()
         self.save()
+
+    def save_soon(self) -> None:
+        """Save once at the end of this event-loop turn: a pipeline of SETSLOTs (a reshard
+        marks thousands of slots) costs one fsync, as Redis saves in beforeSleep."""
+        if self._save_pending:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # no loop (a unit test): save now
+            self.save()
+            return
+        self._save_pending = True
+        loop.call_soon(self._save_now)
+
+    def _save_now(self) -> None:
+        self._save_pending = False
+        try:
+            self.save()
+        except OSError as exc:
+            log.warning("Cannot save the cluster config file %s: %s", self.path, exc)
 
     def save(self) -> None:
         data = {"myid": self.myid, "topology": self.topology.to_json(),

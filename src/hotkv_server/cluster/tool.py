@@ -53,7 +53,7 @@ class Cluster:
         if found is None:
             host, port = parse_address(address)
             found = redis.Redis(host=host, port=port, username=self.user, password=self.password,
-                                socket_timeout=10, decode_responses=True)
+                                socket_timeout=60, decode_responses=True)
             self.conns[address] = found
         return found
 
@@ -212,14 +212,24 @@ def reshard(cluster: Cluster, existing: str, source_id: str, target_id: str, cou
             pipe.execute_command("CLUSTER", "SETSLOT", slot, "MIGRATING", target_id)
         pipe.execute()
         moved = 0
-        for slot in slots:
-            while True:
-                ids = src.execute_command("CLUSTER", "GETKEYSINSLOT", slot, batch)
-                if not ids:
+        # slots in chunks, each step one pipelined round trip of GETKEYSINSLOT and one of
+        # MIGRATE (one per non-empty slot: a MIGRATE's keys share a slot), until empty
+        for start in range(0, len(slots), 256):
+            pending = slots[start : start + 256]
+            while pending:
+                pipe = src.pipeline(transaction=False)
+                for slot in pending:
+                    pipe.execute_command("CLUSTER", "GETKEYSINSLOT", slot, batch)
+                found = [(slot, ids) for slot, ids in zip(pending, pipe.execute(), strict=True) if ids]
+                if not found:
                     break
-                src.execute_command("MIGRATE", target.host, target.port, "", 0, timeout_ms,
-                                    "REPLACE", "KEYS", *ids)
-                moved += len(ids)
+                pipe = src.pipeline(transaction=False)
+                for _slot, ids in found:
+                    pipe.execute_command("MIGRATE", target.host, target.port, "", 0, timeout_ms,
+                                         "REPLACE", "KEYS", *ids)
+                pipe.execute()
+                moved += sum(len(ids) for _slot, ids in found)
+                pending = [slot for slot, ids in found if len(ids) == batch]
     except redis.RedisError as exc:
         raise ToolError(f"reshard stopped ({exc}); the slots stay MIGRATING/IMPORTING: "
                         "run it again to finish") from None

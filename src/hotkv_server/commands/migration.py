@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import socket
 import struct
+import time
 import zlib
 from collections.abc import Sequence
 from typing import Any
@@ -59,34 +60,64 @@ def _encode(*args: bytes) -> bytes:
     return b"".join(out)
 
 
-def send_payloads(host: str, port: int, timeout_ms: int, auth: Sequence[bytes],
-                  items: Sequence[tuple[bytes, bytes]], replace: bool) -> None:
-    """RESTORE-ASKING every ``(key, payload)`` on ``host:port``; raise MigrateError on the
-    first failure (nothing is deleted locally then)."""
-    timeout = max(timeout_ms, 1) / 1000
+#: open connections to migration targets, reused for this long as Redis's MIGRATE does (a
+#: reshard sends one MIGRATE per slot); touched only by the event-loop thread
+CACHE_SECONDS = 10.0
+_cache: dict[tuple[str, int, tuple[bytes, ...]], tuple[socket.socket, object, float]] = {}
+
+
+def _connection(host: str, port: int, auth: Sequence[bytes], timeout: float) -> tuple[socket.socket, object]:
+    now = time.monotonic()
+    for key, (sock, _reader, used) in list(_cache.items()):
+        if now - used > CACHE_SECONDS:
+            del _cache[key]
+            sock.close()
+    key = (host, port, tuple(auth))
+    found = _cache.get(key)
+    if found is not None:
+        found[0].settimeout(timeout)
+        return found[0], found[1]
     try:
         sock = socket.create_connection((host, port), timeout=timeout)
     except OSError:
         # as Redis, whose non-blocking connect fails at the first write
         raise MigrateError("IOERR error or timeout writing to target instance") from None
+    reader = sock.makefile("rb")
+    if auth:
+        try:
+            sock.sendall(_encode(b"AUTH", *auth))
+            line = reader.readline()
+        except OSError:
+            line = b""
+        if not line.startswith(b"+"):
+            sock.close()
+            text = line[1:].rstrip(b"\r\n").decode("utf-8", "replace") or "no reply"
+            raise MigrateError(f"ERR Target instance replied with error: {text}")
+    _cache[key] = (sock, reader, now)
+    return sock, reader
+
+
+def send_payloads(host: str, port: int, timeout_ms: int, auth: Sequence[bytes],
+                  items: Sequence[tuple[bytes, bytes]], replace: bool) -> None:
+    """RESTORE-ASKING every ``(key, payload)`` on ``host:port``; raise MigrateError on the
+    first failure (nothing is deleted locally then)."""
+    timeout = max(timeout_ms, 1) / 1000
+    key = (host, port, tuple(auth))
+    sock, reader = _connection(host, port, auth, timeout)
+    requests = []
+    for ident, payload in items:
+        args = [b"RESTORE-ASKING", ident, b"0", payload]
+        if replace:
+            args.append(b"REPLACE")
+        requests.append(_encode(*args))
     try:
-        sock.settimeout(timeout)
-        requests = []
-        if auth:
-            requests.append(_encode(b"AUTH", *auth))
-        for key, payload in items:
-            args = [b"RESTORE-ASKING", key, b"0", payload]
-            if replace:
-                args.append(b"REPLACE")
-            requests.append(_encode(*args))
         try:
             sock.sendall(b"".join(requests))
         except OSError:
             raise MigrateError("IOERR error or timeout writing to target instance") from None
-        reader = sock.makefile("rb")
         for _ in requests:
             try:
-                line = reader.readline()
+                line = reader.readline()  # type: ignore[attr-defined]
             except OSError:
                 line = b""
             if not line:
@@ -94,5 +125,8 @@ def send_payloads(host: str, port: int, timeout_ms: int, auth: Sequence[bytes],
             if line.startswith(b"-"):
                 text = line[1:].rstrip(b"\r\n").decode("utf-8", "replace")
                 raise MigrateError(f"ERR Target instance replied with error: {text}")
-    finally:
+    except MigrateError:
+        _cache.pop(key, None)  # the replies may be out of step now: never reuse it
         sock.close()
+        raise
+    _cache[key] = (sock, reader, time.monotonic())
