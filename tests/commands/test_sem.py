@@ -723,7 +723,7 @@ def test_hotkv_client_search_recall_exact_and_info(r: redis.Redis) -> None:
 
 def test_self_check_scheduling_in_process() -> None:
     """RecallSelfCheck driven tick by tick on a Core with a manual clock (no event loop)."""
-    from hotkv_server.commands.sem import SELF_CHECK_INTERVAL_MS, RecallSelfCheck
+    from hotkv_server.commands.sem_service import SELF_CHECK_INTERVAL_MS, RecallSelfCheck
     from hotkv_server.engine.clock import ManualClock
     from hotkv_server.engine.core import Core
 

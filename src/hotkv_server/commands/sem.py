@@ -16,8 +16,8 @@ SEARCH ranks by BM25 over each fact's text and description (``hotkv_server.store
 with a VECTOR, fuses that ranking with the HNSW one (docs/hybrid-search.md). RECALL EXACT
 scans every matching fact with numpy instead of searching the graph, so the two can be
 compared on one's own data; INFO's ``recall_*`` fields come from a periodic self-check of
-each namespace (:class:`RecallSelfCheck`), run on the event loop in short slices between
-commands.
+each namespace (``commands/sem_service.py``), run on the event loop in short slices
+between commands.
 
 RECALL off the event loop: an HNSW search (not EXACT, not inside MULTI/EXEC, not a
 command of a replica's master link, and only in a running server) is handed to the
@@ -34,15 +34,13 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import ctypes
 import logging
 import re
-from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from hotkv_server.commands.sem_service import SemanticService
 from hotkv_server.engine import errors
 from hotkv_server.engine.args import Args, parse_float
 from hotkv_server.engine.context import Context
@@ -66,7 +64,6 @@ from hotkv_server.stores.sem import (
     Fact,
     Namespace,
     PendingSearch,
-    RecallCheck,
     SearchHit,
     SemanticStore,
 )
@@ -92,23 +89,8 @@ _STORE_OPTIONS = "NX, XX, TTL, PX, KIND, CONFIDENCE, SOURCE, DESCRIPTION or META
 _RECALL_OPTIONS = "MINSIM, KIND, MINCONF, PREFIX, EF, EXACT or WITHVECTORS"
 _SEARCH_OPTIONS = "TEXT, VECTOR, FUSION, ALPHA, MINSCORE, KIND, MINCONF or PREFIX"
 
-#: the recall self-check: how often it runs a slice, how much a slice scans (vector
-#: values, facts x dim: about 2 ms, mostly reading vectors back from hnswlib), and how long
-#: a checked namespace waits before it is checked again (only if it changed meanwhile)
-SELF_CHECK_BUDGET = 32_000
-SELF_CHECK_INTERVAL_MS = 30_000
 _LIST_OPTIONS = "PREFIX, KIND, CURSOR or COUNT"
 
-#: threads running RECALL's hnswlib searches (the machine this is tuned for has 2 cores)
-SEARCH_THREADS = 2
-#: OpenBLAS's "set the number of threads" under the names its builds export (numpy's
-#: wheels bundle scipy-openblas with the 64-bit-index suffix)
-_OPENBLAS_SET_THREADS = (
-    "scipy_openblas_set_num_threads64_",
-    "scipy_openblas_set_num_threads",
-    "openblas_set_num_threads64_",
-    "openblas_set_num_threads",
-)
 
 log = logging.getLogger("hotkv")
 
@@ -123,150 +105,6 @@ def _namespace(ctx: Context, name: bytes) -> Namespace:
     if ns is None:
         raise CommandError(errors.sem_not_found(name))
     return ns
-
-
-# --- the recall self-check -------------------------------------------------------------
-
-
-class RecallSelfCheck:
-    """Measures each namespace's HNSW recall in the background (INFO's ``recall_*``).
-
-    Each server cron tick (hz times a second) it scans one slice of SELF_CHECK_BUDGET vector values of the
-    namespace under check (:class:`hotkv_server.stores.sem.RecallCheck`), on the event loop
-    between commands, as the active expiry does; hnswlib and numpy do the work. A
-    namespace is due when it changed since its last check and that check is at least
-    SELF_CHECK_INTERVAL_MS old (a namespace never checked is due at once). The result is
-    per process and not persisted: a restarted server or a replica measures its own.
-    """
-
-    def __init__(self, core: Any) -> None:
-        self.core = core
-        self.current: RecallCheck | None = None
-        self.current_name = b""
-
-    def tick(self, budget: int = SELF_CHECK_BUDGET) -> None:
-        """One bounded slice of work."""
-        core = self.core
-        if getattr(core, "loading", False):
-            return
-        store: SemanticStore = core.db.sem
-        now = core.clock.now_ms()
-        check = self.current
-        if check is not None and store.get(self.current_name) is not check.ns:
-            check = self.current = None  # dropped, flushed or replaced meanwhile
-        if check is None:
-            # round robin from the namespace checked last, so a large namespace that is due
-            # again by the time its check ends does not starve the others
-            names = list(store.namespaces)
-            start = names.index(self.current_name) + 1 if self.current_name in names else 0
-            for name in names[start:] + names[:start]:
-                ns = store.namespaces[name]
-                if self.due(ns, now):
-                    check = self.current = RecallCheck(ns)
-                    self.current_name = name
-                    break
-            else:
-                return
-        if check.step(budget):
-            self.current = None
-            if not check.ns.record_recall_check(check, now):
-                # nothing to measure (emptied): remember the version so it is not retried
-                check.ns.recall_version = check.version
-
-    @staticmethod
-    def due(ns: Namespace, now_ms: int) -> bool:
-        if len(ns.facts) < 2 or ns.version == ns.recall_version:
-            return False
-        return not ns.recall_checked or now_ms - ns.recall_checked >= SELF_CHECK_INTERVAL_MS
-
-
-# --- the server subsystem --------------------------------------------------------------
-
-
-class SemanticService:
-    """The semantic store's part of a running server (``core.extras["sem"]``): the threads
-    that run RECALL's hnswlib searches and the recall self-check.
-
-    The threads start with the first RECALL that needs them; :meth:`close` (server
-    shutdown) cancels the searches not started, waits for the running ones and lets any
-    later RECALL search in place. :meth:`tick` runs one slice of the self-check (the server
-    cron calls it hz times a second, between commands, like the active expiry).
-    """
-
-    def __init__(self, core: Any, threads: int = SEARCH_THREADS) -> None:
-        self.core = core
-        self.threads = threads
-        self.self_check = RecallSelfCheck(core)
-        self._pool: concurrent.futures.ThreadPoolExecutor | None = None
-        self.closed = False
-
-    def tick(self) -> None:
-        self.self_check.tick()
-
-    def submit(self, search: Callable[[], None]) -> concurrent.futures.Future[None] | None:
-        """Run ``search`` on a search thread; None when closed (search in place then)."""
-        if self.closed:
-            return None
-        if self._pool is None:
-            self._pool = concurrent.futures.ThreadPoolExecutor(
-                max_workers=self.threads, thread_name_prefix="hotkv-recall")
-        return self._pool.submit(search)
-
-    def close(self, save: bool | None = None) -> None:
-        """Server shutdown: no new searches; queued ones are cancelled (their clients get an
-        error reply), running ones (milliseconds) are waited for."""
-        self.closed = True
-        pool, self._pool = self._pool, None
-        if pool is not None:
-            pool.shutdown(wait=True, cancel_futures=True)
-
-
-def loaded_openblas() -> list[ctypes.CDLL]:
-    """The OpenBLAS libraries mapped into this process (numpy's pip wheels bundle one);
-    [] when there is none, or off Linux (no ``/proc/self/maps``)."""
-    try:
-        maps = Path("/proc/self/maps").read_text()
-    except OSError:  # not Linux
-        return []
-    paths = {line.split()[-1] for line in maps.splitlines()
-             if "openblas" in line.rsplit("/", 1)[-1].lower()}
-    libs: list[ctypes.CDLL] = []
-    for path in sorted(paths):
-        try:
-            libs.append(ctypes.CDLL(path))
-        except OSError:
-            continue
-    return libs
-
-
-def limit_blas_threads(threads: int = 1) -> bool:
-    """Cap numpy's OpenBLAS thread pool at ``threads``; False when no OpenBLAS was found.
-
-    The server is single-threaded apart from its search threads, and OpenBLAS's own
-    threads spin for milliseconds after every matrix product: the self-check's small
-    products every cron tick kept a second core busy (0.6-1.0 of a core on an idle server
-    holding 100,000 x 768 facts), which the RECALL search threads need. One thread is also
-    faster for products this small. (Setting ``OPENBLAS_NUM_THREADS=1`` before numpy is
-    first imported does the same; by the time this module is imported numpy is loaded.)"""
-    found = False
-    for lib in loaded_openblas():
-        for symbol in _OPENBLAS_SET_THREADS:
-            setter = getattr(lib, symbol, None)
-            if setter is not None:
-                setter(threads)
-                found = True
-                break
-    return found
-
-
-def attach(server: Any) -> SemanticService:
-    """Server subsystem hook (``Server._open_subsystems``): the search threads, the recall
-    self-check on the server cron, and numpy's BLAS held to one thread."""
-    if not limit_blas_threads(1):
-        log.debug("no OpenBLAS found to hold to one thread")
-    service = SemanticService(server.core)
-    server.core.extras["sem"] = service
-    return service
 
 
 # --- argument readers --------------------------------------------------------------
