@@ -28,6 +28,9 @@ EXPECTED_INFO_DIFFERENCES: dict[tuple[str, str], str] = {
     ("zrank", "arity"): "ZRANK takes Redis 7.2's WITHSCORE (-3), 7.0 has exactly 3",
     ("zrevrank", "arity"): "ZREVRANK takes Redis 7.2's WITHSCORE (-3), 7.0 has exactly 3",
     ("cluster", "subcommands"): "hotkv adds cluster|settopology and cluster|topology (no cluster bus)",
+    # one key spec per command until the registry learns keyword key specs (KEYS ...)
+    ("migrate", "flags"): "no movablekeys yet: MIGRATE's KEYS list is found by the cluster router",
+    ("migrate", "key_specs"): "the second (KEYS keyword) key spec is missing",
 }
 
 INFO_FIELDS = ("name", "arity", "flags", "first_key", "last_key", "step", "acl_categories",
@@ -197,12 +200,20 @@ def _docs(conn: RespConnection, name: str) -> dict[Any, Any]:
     return dict(zip(doc[::2], doc[1::2], strict=True))
 
 
+#: commands whose COMMAND DOCS key arguments differ from Redis's, and why
+DOCS_KEY_DIFFERENCES = {
+    "migrate": 'the syntax string cannot say key_or_empty_string (key|"") nor a second key spec',
+}
+
+
 def test_command_docs_key_arguments_agree(both: tuple[RespConnection, RespConnection]) -> None:
     """Every key argument sits where Redis has it, pointing at the same key spec (MSET's
     key_value/key, DEL's one key flagged multiple ...)."""
     hot, ref = both
     checked = 0
     for name in common_names(hot, ref):
+        if name in DOCS_KEY_DIFFERENCES:
+            continue
         mine, theirs = _docs(hot, name), _docs(ref, name)
         args_key = ("$", b"arguments")
         mine_keys = _key_arguments(mine[args_key][1]) if args_key in mine else []

@@ -9,12 +9,13 @@ as Redis's getNodeByQuery decides. Slot migration state (``SETSLOT ... MIGRATING
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import os
 from typing import TYPE_CHECKING, Any
 
-from hotkv_server.engine.slots import SLOTS, key_slot
+from hotkv_server.engine.slots import SLOTS, key_slot, migrate_keys
 from hotkv_server.engine.topology import Node, Topology, TopologyError
 from hotkv_server.persistence.fsutil import atomic_write
 
@@ -43,6 +44,10 @@ class ClusterState:
         #: slot -> node id: slots this node is moving out / taking in (SETSLOT)
         self.migrating: dict[int, str] = {}
         self.importing: dict[int, str] = {}
+        #: the ids of the migrating slots, found by one walk when first asked for: a
+        #: migrating slot only loses ids (a missing key is sent to the target with -ASK)
+        self._migrating_ids: dict[int, list[bytes]] | None = None
+        self._save_pending = False
         self.load()
 
     # --- the config file ------------------------------------------------------------------
@@ -67,9 +72,30 @@ class ClusterState:
         self.topology = Topology()
         self.migrating.clear()
         self.importing.clear()
+        self._migrating_ids = None
         if hard:
             self.myid = os.urandom(20).hex()
         self.save()
+
+    def save_soon(self) -> None:
+        """Save once at the end of this event-loop turn: a pipeline of SETSLOTs (a reshard
+        marks thousands of slots) costs one fsync, as Redis saves in beforeSleep."""
+        if self._save_pending:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # no loop (a unit test): save now
+            self.save()
+            return
+        self._save_pending = True
+        loop.call_soon(self._save_now)
+
+    def _save_now(self) -> None:
+        self._save_pending = False
+        try:
+            self.save()
+        except OSError as exc:
+            log.warning("Cannot save the cluster config file %s: %s", self.path, exc)
 
     def save(self) -> None:
         data = {"myid": self.myid, "topology": self.topology.to_json(),
@@ -96,6 +122,19 @@ class ClusterState:
                 del self.importing[slot]
         self.save()
 
+    def adopt(self, text: bytes) -> bool:
+        """Take a topology document heard from the primary this node replicates, when it is
+        newer than the node's own; True when it was taken."""
+        try:
+            topo = Topology.parse(text)
+        except TopologyError as exc:
+            log.warning("Ignoring the master's cluster topology: %s", exc)
+            return False
+        if topo.epoch <= self.topology.epoch:
+            return False
+        self.set_topology(topo)
+        return True
+
     def state_ok(self) -> bool:
         return not self.require_full_coverage or self.topology.assigned() == SLOTS
 
@@ -113,7 +152,9 @@ class ClusterState:
     # --- routing -------------------------------------------------------------------------------
     @staticmethod
     def keys_of(spec: CommandSpec, argv: list[bytes]) -> list[bytes]:
-        """The keys a call is routed by."""
+        """The keys a call is routed by (MIGRATE's are its key or those after KEYS)."""
+        if spec.name == "migrate":
+            return migrate_keys(argv)
         return spec.keys_of(argv)
 
     def route(self, ctx: Context, spec: CommandSpec, keys: list[bytes], asking: bool = False) -> str | None:
@@ -168,14 +209,32 @@ class ClusterState:
 
     # --- keys of a slot ------------------------------------------------------------------------
     def ids_in_slot(self, ctx: Context, slot: int) -> list[bytes]:
-        """Every live id of every store that hashes to ``slot`` (each id once), sorted."""
-        now = ctx.now_ms
-        found: set[bytes] = set()
-        for store in ctx.core.db.stores.values():
+        """Every live id of every store that hashes to ``slot`` (each id once), sorted.
+
+        A walk of every id, except for migrating slots: their ids are found by one walk for
+        all of them together and then only checked, so moving many slots costs one walk."""
+        now = ctx.core.clock.now_ms()
+        stores = list(ctx.core.db.stores.values())
+        if slot in self.migrating:
+            if self._migrating_ids is None or slot not in self._migrating_ids:
+                self._migrating_ids = self._walk(stores, now, set(self.migrating))
+            ids = [i for i in self._migrating_ids[slot] if any(s.exists(i, now) for s in stores)]
+            self._migrating_ids[slot] = ids
+            return ids
+        return self._walk(stores, now, {slot})[slot]
+
+    @staticmethod
+    def _walk(stores: list[Any], now: int, slots: set[int]) -> dict[int, list[bytes]]:
+        found: dict[int, set[bytes]] = {slot: set() for slot in slots}
+        for store in stores:
             for ident in store.ids(now):
-                if key_slot(ident) == slot:
-                    found.add(ident)
-        return sorted(found)
+                bucket = found.get(key_slot(ident))
+                if bucket is not None:
+                    bucket.add(ident)
+        return {slot: sorted(ids) for slot, ids in found.items()}
+
+    def migrating_changed(self) -> None:
+        self._migrating_ids = None
 
     def info(self) -> list[tuple[str, Any]]:
         return [("cluster_enabled", 1)]

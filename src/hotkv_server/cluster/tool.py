@@ -7,6 +7,7 @@ topology document to every node (``CLUSTER SETTOPOLOGY``) with a higher epoch ea
 
     hotkv-cluster create 127.0.0.1:7000 127.0.0.1:7001 127.0.0.1:7002 [--replicas 1]
     hotkv-cluster add-node 127.0.0.1:7003 127.0.0.1:7000 [--replica-of NODE-ID]
+    hotkv-cluster reshard 127.0.0.1:7000 --from NODE-ID --to NODE-ID --slots 100
     hotkv-cluster check 127.0.0.1:7000
 
 Every subcommand takes ``--password`` / ``--user`` for nodes that need AUTH. Failover of a
@@ -52,7 +53,7 @@ class Cluster:
         if found is None:
             host, port = parse_address(address)
             found = redis.Redis(host=host, port=port, username=self.user, password=self.password,
-                                socket_timeout=10, decode_responses=True)
+                                socket_timeout=60, decode_responses=True)
             self.conns[address] = found
         return found
 
@@ -71,12 +72,20 @@ class Cluster:
         except TopologyError as exc:
             raise ToolError(f"{address}: {exc}") from None
 
-    def publish(self, topo: Topology, extra: Sequence[str] = ()) -> None:
-        """Send ``topo`` to every node it lists (and to ``extra`` addresses)."""
+    def publish(self, topo: Topology, *, tolerate: Sequence[str] = ()) -> list[str]:
+        """Send ``topo`` to every node it lists; a node in ``tolerate`` (a failed primary) may
+        be unreachable: it learns the topology from its new primary when it rejoins as a
+        replica. Returns the addresses that could not be told."""
         text = topo.dumps()
-        targets = [n.address for n in topo.nodes.values()] + list(extra)
-        for address in dict.fromkeys(targets):
-            self.call(address, "CLUSTER", "SETTOPOLOGY", text)
+        missed: list[str] = []
+        for node in topo.nodes.values():
+            try:
+                self.call(node.address, "CLUSTER", "SETTOPOLOGY", text)
+            except ToolError:
+                if node.address not in tolerate:
+                    raise
+                missed.append(node.address)
+        return missed
 
 
 def spread(primaries: list[Node]) -> None:
@@ -165,8 +174,74 @@ def promote(cluster: Cluster, existing: str, new_primary: str) -> Topology:
         elif raw["primary"] == old.id:
             raw["primary"] = chosen.id
     updated = Topology.from_json(data)
-    cluster.publish(updated)
+    missed = cluster.publish(updated, tolerate=[old.address])
+    for address in missed:
+        print(f"[WARN] {address} is unreachable; it takes the topology from its primary when it returns",
+              file=sys.stderr)
     return updated
+
+
+def reshard(cluster: Cluster, existing: str, source_id: str, target_id: str, count: int,
+            batch: int = 100, timeout_ms: int = 10000) -> tuple[Topology, int]:
+    """Move ``count`` slots (the highest the source serves) and every object in them from
+    the source primary to the target primary while clients keep working: the slots are
+    marked IMPORTING on the target and MIGRATING on the source (clients get -ASK for what
+    has moved), their objects go over with MIGRATE in batches, then the new topology is
+    sent to the target first, the source next, then every other node. Returns the new
+    topology and how many objects moved."""
+    topo = cluster.topology(existing)
+    source, target = topo.nodes.get(source_id), topo.nodes.get(target_id)
+    if source is None or not source.is_primary:
+        raise ToolError(f"--from: {source_id} is not a primary of the cluster")
+    if target is None or not target.is_primary:
+        raise ToolError(f"--to: {target_id} is not a primary of the cluster")
+    if source_id == target_id:
+        raise ToolError("--from and --to name the same node")
+    owned = [slot for slot, owner in enumerate(topo.owners) if owner == source_id]
+    if not 0 < count <= len(owned):
+        raise ToolError(f"--slots: the source serves {len(owned)} slots; expected 1..{len(owned)}")
+    slots = owned[-count:]
+    src, dst = cluster.conn(source.address), cluster.conn(target.address)
+    try:
+        pipe = dst.pipeline(transaction=False)
+        for slot in slots:
+            pipe.execute_command("CLUSTER", "SETSLOT", slot, "IMPORTING", source_id)
+        pipe.execute()
+        pipe = src.pipeline(transaction=False)
+        for slot in slots:
+            pipe.execute_command("CLUSTER", "SETSLOT", slot, "MIGRATING", target_id)
+        pipe.execute()
+        moved = 0
+        # slots in chunks, each step one pipelined round trip of GETKEYSINSLOT and one of
+        # MIGRATE (one per non-empty slot: a MIGRATE's keys share a slot), until empty
+        for start in range(0, len(slots), 256):
+            pending = slots[start : start + 256]
+            while pending:
+                pipe = src.pipeline(transaction=False)
+                for slot in pending:
+                    pipe.execute_command("CLUSTER", "GETKEYSINSLOT", slot, batch)
+                found = [(slot, ids) for slot, ids in zip(pending, pipe.execute(), strict=True) if ids]
+                if not found:
+                    break
+                pipe = src.pipeline(transaction=False)
+                for _slot, ids in found:
+                    pipe.execute_command("MIGRATE", target.host, target.port, "", 0, timeout_ms,
+                                         "REPLACE", "KEYS", *ids)
+                pipe.execute()
+                moved += sum(len(ids) for _slot, ids in found)
+                pending = [slot for slot, ids in found if len(ids) == batch]
+    except redis.RedisError as exc:
+        raise ToolError(f"reshard stopped ({exc}); the slots stay MIGRATING/IMPORTING: "
+                        "run it again to finish") from None
+    data = topo.to_json()
+    data["epoch"] += 1
+    updated = Topology.from_json(data)
+    updated.set_owner(slots, target_id)
+    text = updated.dumps()
+    order = [target.address, source.address] + [n.address for n in updated.nodes.values()]
+    for address in dict.fromkeys(order):
+        cluster.call(address, "CLUSTER", "SETTOPOLOGY", text)
+    return updated, moved
 
 
 def check(cluster: Cluster, address: str) -> list[str]:
@@ -213,6 +288,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     p_promote = sub.add_parser("promote", help="make a replica the primary of its shard")
     p_promote.add_argument("existing", metavar="EXISTING_HOST:PORT")
     p_promote.add_argument("new_primary", metavar="REPLICA_HOST:PORT")
+    p_reshard = sub.add_parser("reshard", help="move slots and their objects between primaries")
+    p_reshard.add_argument("existing", metavar="HOST:PORT")
+    p_reshard.add_argument("--from", dest="source", required=True, metavar="NODE-ID")
+    p_reshard.add_argument("--to", dest="target", required=True, metavar="NODE-ID")
+    p_reshard.add_argument("--slots", type=int, required=True, help="how many slots to move")
+    p_reshard.add_argument("--batch", type=int, default=100, help="objects per MIGRATE")
     p_check = sub.add_parser("check", help="check that every node agrees and every slot is served")
     p_check.add_argument("node", metavar="HOST:PORT")
     p_show = sub.add_parser("show", help="print the topology as JSON")
@@ -226,6 +307,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(describe(add_node(cluster, args.new, args.existing, args.replica_of)))
         elif args.action == "promote":
             print(describe(promote(cluster, args.existing, args.new_primary)))
+        elif args.action == "reshard":
+            topo, moved = reshard(cluster, args.existing, args.source, args.target, args.slots, args.batch)
+            print(describe(topo))
+            print(f"moved {args.slots} slots, {moved} objects")
         elif args.action == "show":
             print(json.dumps(cluster.topology(args.node).to_json(), indent=1))
         else:

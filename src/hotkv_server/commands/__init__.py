@@ -39,6 +39,7 @@ MODULES = (
     "client_unblock",
     "cluster",
     "scripting",
+    "migrate",
 )
 
 _loaded = False

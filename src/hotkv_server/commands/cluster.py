@@ -310,7 +310,7 @@ def cluster_setslot(ctx: Context, argv: list[bytes]) -> Any:
             raise CommandError("ERR syntax error")
         state.migrating.pop(slot, None)
         state.importing.pop(slot, None)
-        state.save()
+        state.save_soon()
         return OK
     if action not in (b"importing", b"migrating", b"node") or len(argv) != 5:
         raise CommandError("ERR Invalid CLUSTER SETSLOT action or number of arguments. Try CLUSTER HELP")
@@ -323,6 +323,7 @@ def cluster_setslot(ctx: Context, argv: list[bytes]) -> Any:
         if not topo.nodes[node_id].is_primary:
             raise CommandError("ERR Target node is not a master")
         state.migrating[slot] = node_id
+        state.migrating_changed()
     elif action == b"importing":
         if topo.owners[slot] == state.myid:
             raise CommandError(f"ERR I'm already the owner of hash slot {slot}")
@@ -336,7 +337,7 @@ def cluster_setslot(ctx: Context, argv: list[bytes]) -> Any:
         state.migrating.pop(slot, None)
         if node_id == state.myid:
             state.importing.pop(slot, None)
-    state.save()
+    state.save_soon()
     return OK
 
 

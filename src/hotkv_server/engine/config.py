@@ -246,6 +246,10 @@ DIRECTIVES: dict[str, Directive] = {
         Directive("busy-reply-threshold", 5000, _int_range(0, 2**63 - 1), str),
         Directive("latency-tracking", True, *_B),
         Directive("daemonize", False, *_B, mutable=False),
+        Directive("replica-priority", 100, _int_range(0, 2**31 - 1), str),
+        Directive("replica-announce-ip", "", _single(_str), str),
+        Directive("replica-announce-port", 0, _int_range(0, 65535), str),
+        Directive("replica-announced", True, *_B),
         Directive("cluster-enabled", False, *_B, mutable=False),
         Directive("cluster-config-file", "nodes.conf", _single(_str), str, mutable=False),
         Directive("cluster-require-full-coverage", True, *_B),
@@ -256,7 +260,9 @@ DIRECTIVES: dict[str, Directive] = {
 
 
 #: other names of directives, as Redis keeps them (CONFIG GET lists both names)
-ALIASES = {"slaveof": "replicaof", "lua-time-limit": "busy-reply-threshold"}
+ALIASES = {"slaveof": "replicaof", "lua-time-limit": "busy-reply-threshold",
+           "slave-priority": "replica-priority", "slave-announce-ip": "replica-announce-ip",
+           "slave-announce-port": "replica-announce-port"}
 
 
 def canonical(name: str) -> str:

@@ -362,6 +362,10 @@ class ClusterRouter(Protocol):
 
     def route(self, ctx: Context, spec: CommandSpec, keys: list[bytes], asking: bool) -> str | None: ...
 
+    def adopt(self, text: bytes) -> bool:
+        """Take a newer topology document heard from this node's primary."""
+        ...
+
 
 class Host(Protocol):
     """What a subsystem is attached to (the Server): it reaches the engine through ``core``."""

@@ -22,7 +22,7 @@ Handler = Callable[[Any, list[bytes]], Any]
 KNOWN_FLAGS = frozenset(
     ["write", "readonly", "denyoom", "admin", "pubsub", "noscript", "blocking", "loading", "stale",
      "skip_monitor", "skip_slowlog", "fast", "no_auth", "may_replicate", "no_async_loading",
-     "no_multi", "allow_busy", "movablekeys", "no_mandatory_keys"]
+     "no_multi", "allow_busy", "movablekeys", "no_mandatory_keys", "asking"]
 )
 
 #: key spec flags as Redis 7 names them, in the order COMMAND INFO lists them

@@ -36,3 +36,13 @@ def ranges(slots: list[int]) -> list[tuple[int, int]]:
         else:
             out.append((slot, slot))
     return out
+
+
+def migrate_keys(argv: list[bytes]) -> list[bytes]:
+    """The names a MIGRATE call moves: its key argument, or those after KEYS when it is ""."""
+    if argv[3]:
+        return [argv[3]]
+    for i in range(6, len(argv)):
+        if argv[i].lower() == b"keys":
+            return argv[i + 1 :]
+    return []

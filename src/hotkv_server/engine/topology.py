@@ -56,6 +56,8 @@ class Topology:
     nodes: dict[str, Node] = field(default_factory=dict)
     #: slot -> id of the primary serving it (None: no owner)
     owners: list[str | None] = field(default_factory=lambda: [None] * SLOTS)
+    #: how many slots have an owner, counted when first asked (the router asks per command)
+    _assigned: int | None = field(default=None, repr=False, compare=False)
 
     @classmethod
     def from_json(cls, data: Any) -> Topology:
@@ -108,13 +110,17 @@ class Topology:
         return [n for n in self.nodes.values() if n.primary == node_id]
 
     def assigned(self) -> int:
-        return sum(1 for owner in self.owners if owner is not None)
+        """How many slots have an owner (cached: the router asks on every command)."""
+        if self._assigned is None:
+            self._assigned = sum(1 for owner in self.owners if owner is not None)
+        return self._assigned
 
     def set_owner(self, slots: list[int], node_id: str | None) -> None:
         """Give ``slots`` to ``node_id`` (None: unassign them) and rebuild the nodes' ranges."""
         touched = {self.owners[s] for s in slots} | {node_id}
         for slot in slots:
             self.owners[slot] = node_id
+        self._assigned = None
         for nid in touched:
             if nid is not None and nid in self.nodes:
                 self.nodes[nid].slots = ranges([s for s, o in enumerate(self.owners) if o == nid])

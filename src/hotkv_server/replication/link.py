@@ -207,18 +207,42 @@ class PrimaryLink:
             reply = await self._call(reader, writer, *args)
             if not reply.startswith(b"+"):
                 raise LinkError(f"unable to AUTH to MASTER: {reply.decode('utf-8', 'replace')}")
-        port = self.repl.core.tcp_port
+        # what the primary shows of this replica in INFO (and so what Sentinel connects to):
+        # replica-announce-port/ip when set, as Redis's replicationSendAck handshake does
+        port = values["replica-announce-port"] or self.repl.core.tcp_port
         reply = await self._call(reader, writer, b"REPLCONF", b"listening-port", b"%d" % port)
         if reply.startswith(b"-"):
             log.info("(Non critical) Master does not understand REPLCONF listening-port: %s",
                      reply.decode("utf-8", "replace"))
+        if values["replica-announce-ip"]:
+            reply = await self._call(reader, writer, b"REPLCONF", b"ip-address",
+                                     values["replica-announce-ip"].encode())
+            if reply.startswith(b"-"):
+                log.info("(Non critical) Master does not understand REPLCONF ip-address: %s",
+                         reply.decode("utf-8", "replace"))
         reply = await self._call(reader, writer, b"REPLCONF", b"capa", b"eof", b"capa", b"psync2")
         if reply.startswith(b"-"):
             log.info("(Non critical) Master does not understand REPLCONF capa: %s", reply.decode("utf-8", "replace"))
+        cluster = self.repl.core.cluster
+        if cluster is not None:
+            # no gossip: a node that comes back (an old primary Sentinel made a replica) learns
+            # the topology written meanwhile from the primary it now follows
+            writer.write(encode_command(b"CLUSTER", b"TOPOLOGY"))
+            header = await self._call_reply_line(reader)
+            if header.startswith(b"$") and header[1:].isdigit():
+                body = await asyncio.wait_for(reader.readexactly(int(header[1:]) + 2), REPL_TIMEOUT_S)
+                if cluster.adopt(body[:-2]):
+                    log.info("Cluster topology taken from the master (it was newer)")
+            else:
+                log.info("(Non critical) Master did not send its cluster topology: %s",
+                         header.decode("utf-8", "replace"))
 
     async def _call(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, *args: bytes) -> bytes:
         """Send one command and read its one-line reply (the handshake only needs those)."""
         writer.write(encode_command(*args))
+        return await self._call_reply_line(reader)
+
+    async def _call_reply_line(self, reader: asyncio.StreamReader) -> bytes:
         while True:
             line = await asyncio.wait_for(reader.readline(), REPL_TIMEOUT_S)
             if not line:

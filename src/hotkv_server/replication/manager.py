@@ -653,9 +653,9 @@ class Replication:
                 down = link.down_since if link is not None else None
                 fields.append(("master_link_down_since_seconds", int(now - down) if down is not None else -1))
             fields += [
-                ("slave_priority", 100),
+                ("slave_priority", core.config.values["replica-priority"]),
                 ("slave_read_only", int(bool(core.config.values["replica-read-only"]))),
-                ("replica_announced", 1),
+                ("replica_announced", int(bool(core.config.values["replica-announced"]))),
             ]
         fields.append(("connected_slaves", len(self.peers)))
         for i, peer in enumerate(self.peers.values()):

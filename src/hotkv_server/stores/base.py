@@ -79,5 +79,19 @@ class Store(ABC):
         """Replace the state with one produced by snapshot()."""
 
     @abstractmethod
+    def dump_id(self, ident: bytes) -> Any:
+        """The part of ``snapshot()`` that holds ``ident`` (None when it holds nothing of it),
+        for DUMP and slot migration; ``load_id`` takes it back. Deadlines stay absolute."""
+
+    @abstractmethod
+    def load_id(self, ident: bytes, state: Any) -> None:
+        """Replace whatever this store holds of ``ident`` with ``dump_id``'s output (RESTORE,
+        the target side of a migration); applied by the database's ``obj.load`` effect."""
+
+    @abstractmethod
+    def drop_id(self, ident: bytes) -> None:
+        """Forget ``ident`` entirely (RESTORE ... REPLACE, the source side of a migration)."""
+
+    @abstractmethod
     def stats(self, now_ms: int) -> dict[str, int]:
         """Counters for INFO amem: at least ``objects`` and ``entries``."""

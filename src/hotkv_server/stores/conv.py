@@ -236,31 +236,28 @@ class ConversationStore(Store):
 
     # --- persistence --------------------------------------------------------------
     def snapshot(self) -> Any:
-        return [
-            [
-                session,
-                conv.window,
-                conv.ttl_ms,
-                conv.expires_at,
-                conv.created,
-                conv.updated,
-                conv.appended,
-                [[t.seq, t.role, t.content, t.ts, t.meta] for t in conv.turns],
-            ]
-            for session, conv in self.sessions.items()
-        ]
+        return [[session, *self._row(conv)] for session, conv in self.sessions.items()]
+
+    @staticmethod
+    def _row(conv: Conversation) -> list[Any]:
+        return [conv.window, conv.ttl_ms, conv.expires_at, conv.created, conv.updated,
+                conv.appended, [[t.seq, t.role, t.content, t.ts, t.meta] for t in conv.turns]]
 
     def restore(self, state: Any) -> None:
         self.clear()
-        for session, window, ttl_ms, expires_at, created, updated, appended, turns in state:
-            conv = Conversation(
-                window,
-                ttl_ms,
-                None,
-                created,
-                updated,
-                appended,
-                deque((Turn(*t) for t in turns), maxlen=window),
-            )
-            self.sessions[session] = conv
-            self._set_deadline(session, conv, expires_at)
+        for session, *row in state:
+            self.load_id(session, row)
+
+    def dump_id(self, ident: bytes) -> Any:
+        conv = self.sessions.get(ident)
+        return None if conv is None else self._row(conv)
+
+    def load_id(self, ident: bytes, state: Any) -> None:
+        window, ttl_ms, expires_at, created, updated, appended, turns = state
+        conv = Conversation(window, ttl_ms, None, created, updated, appended,
+                            deque((Turn(*t) for t in turns), maxlen=window))
+        self.sessions[ident] = conv
+        self._set_deadline(ident, conv, expires_at)
+
+    def drop_id(self, ident: bytes) -> None:
+        self.sessions.pop(ident, None)  # its heap entry goes stale and is skipped

@@ -1,7 +1,9 @@
 """The database: the six id spaces side by side, and the one place records are routed.
 
 ``apply(effect)`` sends a typed record to the method of the store that declared it (each
-store's ``appliers()``, gathered once here). ``FlushAll`` belongs to the database itself.
+store's ``appliers()``, gathered once here). ``FlushAll``, ``ObjLoad`` (RESTORE and the
+target side of a slot migration: each store's ``load_id``) and ``ObjDrop`` (the id leaves
+every store: MIGRATE's source side) belong to the database itself.
 A wire list (``["kv.set", ...]`` or ``["tx", [...]]``, as the AOF and the replication
 stream hold them) is decoded first and its records applied in order.
 """
@@ -13,7 +15,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from hotkv_server.stores.base import Store
-from hotkv_server.stores.effect import Effect, EffectError, FlushAll, decode
+from hotkv_server.stores.effect import Effect, EffectError, FlushAll, ObjDrop, ObjLoad, decode
 
 #: module, class of every store, in the order INFO and AMEM.SCAN list them
 STORE_CLASSES: tuple[tuple[str, str], ...] = (
@@ -32,7 +34,8 @@ class Database:
     def __init__(self, stores: Iterable[Store]) -> None:
         self.stores: dict[str, Store] = {}
         #: record class -> the function applying it
-        self._routes: dict[type[Any], Callable[[Any], Any]] = {FlushAll: self._flushall}
+        self._routes: dict[type[Any], Callable[[Any], Any]] = {
+            FlushAll: self._flushall, ObjLoad: self._load, ObjDrop: self._drop}
         for store in stores:
             self.stores[store.name] = store
             setattr(self, store.name, store)
@@ -76,6 +79,26 @@ class Database:
         """Tell ``observer(store, id, entry)`` of every entry any store expires."""
         for store in self.stores.values():
             store.on_expire = observer
+
+    def _load(self, effect: ObjLoad) -> None:
+        for name, state in effect.parts.items():
+            store = self.stores.get(name)
+            if store is None:
+                raise EffectError(f"no store named {name!r}")
+            store.load_id(effect.ident, state)
+
+    def _drop(self, effect: ObjDrop) -> None:
+        for store in self.stores.values():
+            store.drop_id(effect.ident)
+
+    def dump_id(self, ident: bytes) -> dict[str, Any]:
+        """Every store's part of ``ident`` (DUMP, MIGRATE): ``{store name: state}``."""
+        parts = {}
+        for name, store in self.stores.items():
+            state = store.dump_id(ident)
+            if state is not None:
+                parts[name] = state
+        return parts
 
     def clear(self) -> None:
         for store in self.stores.values():

@@ -112,6 +112,22 @@ class FlushAll(Effect):
         return None
 
 
+@effect("obj.load")
+class ObjLoad(Effect):
+    """RESTORE / a migrated object: ``parts`` maps store names to their ``dump_id`` states
+    of ``ident`` (deadlines inside are absolute)."""
+
+    ident: bytes
+    parts: dict[str, Any]
+
+
+@effect("obj.drop")
+class ObjDrop(Effect):
+    """MIGRATE's source side (and RESTORE ... REPLACE): ``ident`` leaves every store."""
+
+    ident: bytes
+
+
 def decode(value: Any) -> list[Effect]:
     """The records of one wire value: an effect list or ``["tx", [value, ...]]`` (nested
     groups flattened). Raises EffectError for anything else."""

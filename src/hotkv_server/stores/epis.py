@@ -192,20 +192,35 @@ class EpisodicStore(Store):
         self._entries = 0
 
     def snapshot(self) -> Any:
-        return [
-            [agent, *key_parts(log.last_key), [list(event) for event in log.events]]
-            for agent, log in self._logs.items()
-        ]
+        return [[agent, *self._row(log)] for agent, log in self._logs.items()]
+
+    @staticmethod
+    def _row(log: AgentLog) -> list[Any]:
+        return [*key_parts(log.last_key), [list(event) for event in log.events]]
 
     def restore(self, state: Any) -> None:
         self.clear()
-        for agent, last_ms, last_seq, events in state:
-            log = self._logs[agent] = AgentLog()
-            log.last_key = event_key(last_ms, last_seq)
-            for ms, seq, type_, text, source, meta in events:
-                log.keys.append(event_key(ms, seq))
-                log.events.append((ms, seq, type_, text, source, meta))
-            self._entries += len(events)
+        for agent, *row in state:
+            self.load_id(agent, row)
+
+    def dump_id(self, ident: bytes) -> Any:
+        log = self._logs.get(ident)
+        return None if log is None else self._row(log)
+
+    def load_id(self, ident: bytes, state: Any) -> None:
+        self.drop_id(ident)
+        last_ms, last_seq, events = state
+        log = self._logs[ident] = AgentLog()
+        log.last_key = event_key(last_ms, last_seq)
+        for ms, seq, type_, text, source, meta in events:
+            log.keys.append(event_key(ms, seq))
+            log.events.append((ms, seq, type_, text, source, meta))
+        self._entries += len(events)
+
+    def drop_id(self, ident: bytes) -> None:
+        log = self._logs.pop(ident, None)
+        if log is not None:
+            self._entries -= len(log.events)
 
     def stats(self, now_ms: int) -> dict[str, int]:
         return {"objects": len(self._logs), "entries": self._entries}

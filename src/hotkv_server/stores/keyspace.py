@@ -654,6 +654,26 @@ class KeyValueStore(Store):
         self._data_bytes = size
         self._rebuild_heap()
 
+    def dump_id(self, ident: bytes) -> Any:
+        """``[value, deadline]``; a typed value as ``[type_name, its snapshot]`` (as in
+        ``snapshot``)."""
+        value = self._values.get(ident)
+        if value is None:
+            return None
+        if isinstance(value, TypedValue):
+            return [[value.type_name, value.snapshot()], self._expires.get(ident)]
+        return [value, self._expires.get(ident)]
+
+    def load_id(self, ident: bytes, state: Any) -> None:
+        value, at = state
+        if value.__class__ is bytes:
+            self._apply_set(KvSet(ident, value, at))
+        else:
+            self._apply_put(KvPut(ident, value[0], value[1], at))
+
+    def drop_id(self, ident: bytes) -> None:
+        self._delete([ident])
+
     def stats(self, now_ms: int) -> dict[str, int]:
         n = len(self._values)
         return {

@@ -98,6 +98,16 @@ class SummaryStore(Store):
             for agent, text, version, updated, upto in state
         }
 
+    def dump_id(self, ident: bytes) -> Any:
+        item = self._items.get(ident)
+        return None if item is None else [item.text, item.version, item.updated, item.upto]
+
+    def load_id(self, ident: bytes, state: Any) -> None:
+        self._items[ident] = Summary(*state)
+
+    def drop_id(self, ident: bytes) -> None:
+        self._items.pop(ident, None)
+
     def stats(self, now_ms: int) -> dict[str, int]:
         # one text per agent: objects and entries are the same count
         count = len(self._items)

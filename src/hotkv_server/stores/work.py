@@ -248,25 +248,41 @@ class WorkingStore(Store):
 
     # --- persistence --------------------------------------------------------------
     def snapshot(self) -> Any:
-        return [
-            [
-                session,
-                pad.expires_at,
-                [[k, v, pad.deadlines.get(k)] for k, v in pad.values.items()],
-            ]
-            for session, pad in self.sessions.items()
-        ]
+        return [[session, *self._row(pad)] for session, pad in self.sessions.items()]
+
+    @staticmethod
+    def _row(pad: Scratchpad) -> list[Any]:
+        return [pad.expires_at, [[k, v, pad.deadlines.get(k)] for k, v in pad.values.items()]]
+
+    def _load_row(self, session: bytes, state: Any) -> None:
+        expires_at, entries = state
+        pad = Scratchpad(expires_at=expires_at)
+        for key, value, deadline in entries:
+            pad.values[key] = value
+            if deadline is not None:
+                pad.deadlines[key] = deadline
+        self.sessions[session] = pad
 
     def restore(self, state: Any) -> None:
         self.clear()
-        for session, expires_at, entries in state:
-            pad = Scratchpad(expires_at=expires_at)
-            for key, value, deadline in entries:
-                pad.values[key] = value
-                if deadline is not None:
-                    pad.deadlines[key] = deadline
-            self.sessions[session] = pad
+        for session, *row in state:
+            self._load_row(session, row)
         self._rebuild_heap()
+
+    def dump_id(self, ident: bytes) -> Any:
+        pad = self.sessions.get(ident)
+        return None if pad is None else self._row(pad)
+
+    def load_id(self, ident: bytes, state: Any) -> None:
+        self._load_row(ident, state)
+        pad = self.sessions[ident]
+        if pad.expires_at is not None:
+            self._push((pad.expires_at, ident, b"", True))
+        for key, deadline in pad.deadlines.items():
+            self._push((deadline, ident, key, False))
+
+    def drop_id(self, ident: bytes) -> None:
+        self._clear_session(ident)
 
 
 # --- MERGE ------------------------------------------------------------------------------

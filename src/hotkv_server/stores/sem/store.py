@@ -109,11 +109,31 @@ class SemanticStore(Store):
     def restore(self, state: Any) -> None:
         self.clear()
         for name, ns_state in state.items():
-            ns = Namespace.from_snapshot(name, ns_state)
-            ns.on_expire = self._fact_expired
-            self.namespaces[name] = ns
-            if ns.has_expiring():
-                self._expiring.add(name)
+            self.load_id(name, ns_state)
+
+    def dump_id(self, ident: bytes) -> Any:
+        ns = self.namespaces.get(ident)
+        if ns is None:
+            return None
+        state = ns.snapshot()
+        if state["index"] is not None:  # the snapshot's views would outlive the index
+            state["index"] = {k: bytes(v) if isinstance(v, memoryview) else v
+                              for k, v in state["index"].items()}
+        return state
+
+    def load_id(self, ident: bytes, state: Any) -> None:
+        self.drop_id(ident)
+        ns = Namespace.from_snapshot(ident, state)
+        ns.on_expire = self._fact_expired
+        self.namespaces[ident] = ns
+        if ns.has_expiring():
+            self._expiring.add(ident)
+
+    def drop_id(self, ident: bytes) -> None:
+        ns = self.namespaces.pop(ident, None)
+        if ns is not None:
+            ns.quiesce()
+        self._expiring.discard(ident)
 
     def stats(self, now_ms: int) -> dict[str, int]:
         vectors = 0
