@@ -30,8 +30,9 @@ EFFECT_MODULES = [name + "_effects" for name, _ in STORE_CLASSES]
 def test_each_store_applies_exactly_the_records_it_lists(module_name: str) -> None:
     module = importlib.import_module(module_name)
     db = default_database()
-    owner = module_name.rsplit(".", 1)[1].removesuffix("_effects")
-    store = next(s for s in db.stores.values() if type(s).__module__.endswith("." + owner))
+    owner = module_name.removesuffix("_effects")  # the store's module (or package)
+    store = next(s for s in db.stores.values()
+                 if type(s).__module__ in (owner, owner + ".store"))
     assert set(store.appliers()) == set(module.RECORDS)
     for record in module.RECORDS:
         assert record.op.startswith(store.name + "."), record
