@@ -19,7 +19,9 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "hotkv_server"
 ALLOWED: dict[str, set[str]] = {
     "stores": {"stores"},
     "engine": {"engine", "stores", ""},
-    "commands": {"commands", "engine", "stores", ""},
+    "commands": {"commands", "engine", "stores", "scripting", ""},
+    # the Lua engine behind EVAL/EVALSHA/SCRIPT: a library of the command layer
+    "scripting": {"scripting", "engine", "stores", ""},
     "persistence": {"persistence", "engine", "stores"},
     "replication": {"replication", "engine", "stores"},
     # cluster mode (a subsystem) and its operator tool; persistence for fsutil's atomic write

@@ -16,8 +16,8 @@ from hotkv_server.engine.context import Context
 from hotkv_server.engine.dispatch import feed_monitors
 from hotkv_server.engine.errors import CommandError
 from hotkv_server.engine.registry import KeySpec, command, container
+from hotkv_server.engine.replies import OK, Simple
 from hotkv_server.scripting.engine import Script, engine_of
-from hotkv_server.server.resp import OK, Simple
 
 _EVAL_SYNTAX = "script numkeys [key [key ...]] [arg [arg ...]]"
 _EVALSHA_SYNTAX = "sha1 numkeys [key [key ...]] [arg [arg ...]]"

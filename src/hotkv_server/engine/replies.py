@@ -86,3 +86,14 @@ NULL_ARRAY = _NullArray()
 OK = Simple("OK")
 QUEUED = Simple("QUEUED")
 PONG = Simple("PONG")
+
+
+def encode_double(value: float) -> bytes:
+    """The text of a double as Redis 7 prints it (``inf``, ``-inf``, ``nan``, else repr)."""
+    if math.isinf(value):
+        return b"inf" if value > 0 else b"-inf"
+    if math.isnan(value):
+        return b"nan"
+    if value == int(value) and abs(value) < 1e17:
+        return b"%d" % int(value)
+    return repr(value).encode()

@@ -37,7 +37,7 @@ from typing import Any
 import hiredis
 from lupa.lua51 import lua_type
 
-from hotkv_server.server.resp import (
+from hotkv_server.engine.replies import (
     NULL_ARRAY,
     ErrorReply,
     Push,

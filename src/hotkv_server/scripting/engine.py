@@ -42,9 +42,9 @@ from typing import TYPE_CHECKING, Any
 from hotkv_server.engine.context import Context
 from hotkv_server.engine.dispatch import Deferred, dispatch_script, resolve
 from hotkv_server.engine.errors import NOTBUSY, UNKILLABLE
+from hotkv_server.engine.replies import ErrorReply
 from hotkv_server.scripting.convert import FromLua, ToLua
 from hotkv_server.scripting.sandbox import HostError, Sandbox, sha1hex
-from hotkv_server.server.resp import ErrorReply
 
 if TYPE_CHECKING:
     from hotkv_server.engine.core import Core

@@ -29,7 +29,6 @@ value               RESP3                       RESP2
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from hotkv_server.engine.replies import (
@@ -45,13 +44,14 @@ from hotkv_server.engine.replies import (
     Simple,
     Spliced,
     Verbatim,
+    encode_double,
     format_double,
 )
 
 __all__ = [
     "NULL_ARRAY", "OK", "OK_BYTES", "PONG", "QUEUED", "ErrorReply", "OrderedSet", "Push", "Raw",
     "Simple",
-    "Verbatim", "encode", "encode_error",
+    "Verbatim", "encode", "encode_double", "encode_error",
 ]
 
 OK_BYTES = b"+OK\r\n"  # the encoded OK (the connection writes it without a call)
@@ -66,17 +66,6 @@ _FIELD_NAMES_MAX = 4096
 def _bulk_str(text: str) -> bytes:
     data = text.encode()
     return b"$%d\r\n%b\r\n" % (len(data), data)
-
-
-def encode_double(value: float) -> bytes:
-    """The text of a double as Redis 7 prints it (``inf``, ``-inf``, ``nan``, else repr)."""
-    if math.isinf(value):
-        return b"inf" if value > 0 else b"-inf"
-    if math.isnan(value):
-        return b"nan"
-    if value == int(value) and abs(value) < 1e17:
-        return b"%d" % int(value)
-    return repr(value).encode()
 
 
 #: ``$<n>`` of the common lengths (bytes formatting is the slow part of a long array)
