@@ -199,7 +199,7 @@ def test_fact_stored_forgotten_evicted_expired_and_events_logged(server: HotkvPr
     amem.execute_command("AMEM.SEM.STORE", "kb", "f2", "two", "FP32", _vector(0.2), "PX", "100")
     amem.execute_command("AMEM.SEM.STORE", "kb", "f3", "three", "FP32", _vector(0.3))  # evicts f1
     amem.execute_command("AMEM.SEM.DEL", "kb", "f3")
-    event_id = amem.execute_command("AMEM.EPIS.LOG", "agent-1", "action", "looked it up")
+    event_id = amem.execute_command("AMEM.EPIS.LOG", "agent-1", "action", "looked it up", "WITHID")
     time.sleep(0.4)
     events = drain(listener)
     assert events == [

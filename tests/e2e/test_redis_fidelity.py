@@ -286,13 +286,14 @@ LISTED_CONFIGS = ["min-replicas-to-write", "min-replicas-max-lag", "repl-ping-re
 
 @pytest.mark.parametrize("protocol", [2, 3])
 def test_listed_configs_and_aliases_as_redis(ports: tuple[int, int], protocol: int) -> None:
-    steps: list[tuple[str, list[Any]]] = [("c", ["CONFIG", "GET", name]) for name in LISTED_CONFIGS]
+    # maxmemory-clients defaults to 1gb in hotkv (Redis: 0, no cap; docs/security.md says
+    # why): both servers are set to 0 before their defaults are compared
+    steps: list[tuple[str, list[Any]]] = [("c", ["CONFIG", "SET", "maxmemory-clients", "0"])]
+    steps += [("c", ["CONFIG", "GET", name]) for name in LISTED_CONFIGS]
     steps += [
         ("c", ["CONFIG", "SET", "lua-time-limit", "100"]),
         ("c", ["CONFIG", "GET", "busy-reply-threshold"]),
         ("c", ["CONFIG", "SET", "busy-reply-threshold", "5000"]),
-        ("c", ["CONFIG", "SET", "maxmemory-clients", "10%"]),
-        ("c", ["CONFIG", "GET", "maxmemory-clients"]),
         ("c", ["CONFIG", "SET", "maxmemory-clients", "0"]),
         ("c", ["CONFIG", "SET", "slaveof", "no one"]),
         ("c", ["CONFIG", "SET", "min-replicas-to-write", "1", "min-replicas-max-lag", "5"]),
