@@ -226,6 +226,7 @@ _RESETS = {"hello", "reset", "auth", "quit", "subscribe", "psubscribe", "ssubscr
            "exec", "discard", "watch"}
 
 
+@pytest.mark.timeout(600)
 def test_no_command_shows_tenant_b_anything_of_tenant_a(proc: HotkvProcess, seeded: redis.Redis) -> None:
     root = seeded
     docs = command_docs(root)
