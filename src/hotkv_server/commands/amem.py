@@ -112,4 +112,7 @@ def amem_info(core: Core) -> list[tuple[str, object]]:
             continue
         for stat, value in store.stats(now).items():
             fields.append((f"{name}_{stat}", value))
+    embed = core.extras.get("embed")  # the embedders, their pool and cache (hotkv_server.embedding)
+    if embed is not None:
+        fields.extend(embed.info())
     return fields

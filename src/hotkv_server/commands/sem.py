@@ -43,6 +43,7 @@ from typing import Any
 
 import numpy as np
 
+from hotkv_server.commands.embed import check_embedder, embed_then
 from hotkv_server.engine import errors
 from hotkv_server.engine.args import Args, parse_float
 from hotkv_server.engine.context import Context
@@ -86,7 +87,10 @@ _HEX_RE = re.compile(rb"(?:[0-9a-f]{2})+")
 _NAN = frozenset((b"nan", b"+nan", b"-nan"))
 _VECTOR_DTYPE = np.dtype("<f4")
 
-_CREATE_OPTIONS = "METRIC, M, EF_CONSTRUCTION, EF, CAPACITY, EVICT or UPDATE"
+_CREATE_OPTIONS = "METRIC, M, EF_CONSTRUCTION, EF, CAPACITY, EVICT, EMBEDDER or UPDATE"
+_CREATE_TOKENS = frozenset((b"METRIC", b"M", b"EF_CONSTRUCTION", b"EF", b"CAPACITY", b"EVICT",
+                            b"EMBEDDER", b"UPDATE"))
+_EMBEDDER_RE = re.compile(rb"[a-z0-9_-]{1,32}")
 _STORE_OPTIONS = "NX, XX, TTL, PX, KIND, CONFIDENCE, SOURCE, DESCRIPTION or META"
 _RECALL_OPTIONS = "MINSIM, KIND, MINCONF, PREFIX, EF, EXACT or WITHVECTORS"
 _SEARCH_OPTIONS = "TEXT, VECTOR, FUSION, ALPHA, MINSCORE, KIND, MINCONF or PREFIX"
@@ -363,16 +367,21 @@ def _fact_record(ns: Namespace, fact: Fact, similarity: float | None, vector: bo
     flags="write denyoom",
     keys=(1, 1, 1),
     group="sem",
-    summary="Creates a semantic namespace (or with UPDATE changes its EF, CAPACITY and EVICT).",
-    syntax="ns dim [METRIC COSINE|IP|L2] [M m] [EF_CONSTRUCTION n] [EF n] "
-    "[CAPACITY n [EVICT LOWCONF|OLDEST|NONE]] [UPDATE]",
+    summary="Creates a semantic namespace, bound to an embedder with EMBEDDER (or with UPDATE "
+    "changes its EF, CAPACITY and EVICT).",
+    syntax="ns [dim] [METRIC COSINE|IP|L2] [M m] [EF_CONSTRUCTION n] [EF n] "
+    "[CAPACITY n [EVICT LOWCONF|OLDEST|NONE]] [EMBEDDER name] [UPDATE]",
     complexity="O(1), O(N log N) when UPDATE lowers the capacity below the N facts held",
 )
 def sem_create(ctx: Context, argv: list[bytes]) -> Any:
-    """ns dim [METRIC COSINE|IP|L2] [M m] [EF_CONSTRUCTION n] [EF n] [CAPACITY n [EVICT LOWCONF|OLDEST|NONE]] [UPDATE]"""
+    """ns [dim] [METRIC COSINE|IP|L2] [M m] [EF_CONSTRUCTION n] [EF n] [CAPACITY n [EVICT LOWCONF|OLDEST|NONE]] [EMBEDDER name] [UPDATE]"""
     args = Args(argv, 1)
     name = args.ident("ns")
-    dim = args.int("dim", 1, MAX_DIM)
+    dim: int | None = None
+    first = args.peek()
+    if first is not None and first.upper() not in _CREATE_TOKENS:  # dim may be left to EMBEDDER
+        dim = args.int("dim", 1, MAX_DIM)
+    embedder: str | None = None
     metric: str | None = None
     m: int | None = None
     ef_construction: int | None = None
@@ -399,6 +408,12 @@ def sem_create(ctx: Context, argv: list[bytes]) -> Any:
             evict = args.choice("EVICT", _EVICT_TOKENS).decode()
         elif opt == b"UPDATE":
             update = True
+        elif opt == b"EMBEDDER":
+            raw_name = args.next("EMBEDDER")
+            if _EMBEDDER_RE.fullmatch(raw_name) is None:
+                raise CommandError(errors.bad_argument(
+                    "EMBEDDER", "an embedder name (1..32 characters of a-z 0-9 _ -)", raw_name))
+            embedder = raw_name.decode()
         else:
             raise CommandError(errors.bad_argument("option", _CREATE_OPTIONS, raw))
 
@@ -407,6 +422,15 @@ def sem_create(ctx: Context, argv: list[bytes]) -> Any:
     if not update:
         if ns is not None:
             raise CommandError(errors.sem_exists(name))
+        if embedder is not None:
+            made = check_embedder(ctx, embedder)
+            if dim is not None and dim != made:
+                raise CommandError(
+                    f"ERR invalid dim '{dim}': embedder '{embedder}' makes vectors of {made} values")
+            dim = made
+        if dim is None:
+            raise CommandError("ERR syntax error: AMEM.SEM.CREATE needs dim, or EMBEDDER name "
+                               "(the namespace then takes the embedder's dimension)")
         ctx.emit([
             "sem.create", name, dim,
             metric or DEFAULT_METRIC,
@@ -415,13 +439,15 @@ def sem_create(ctx: Context, argv: list[bytes]) -> Any:
             ef or DEFAULT_EF,
             capacity or 0,
             evict or DEFAULT_EVICT,
+            *(() if embedder is None else (embedder,)),
         ])
         return OK
 
     if ns is None:
         raise CommandError(errors.sem_not_found(name))
     fixed = (("dim", dim, ns.dim), ("METRIC", metric, ns.metric), ("M", m, ns.m),
-             ("EF_CONSTRUCTION", ef_construction, ns.ef_construction))
+             ("EF_CONSTRUCTION", ef_construction, ns.ef_construction),
+             ("EMBEDDER", embedder, ns.embedder))
     for label, wanted, held in fixed:
         if wanted is not None and wanted != held:
             raise CommandError(
@@ -447,23 +473,24 @@ def sem_create(ctx: Context, argv: list[bytes]) -> Any:
 
 @command(
     "amem.sem.store",
-    arity=-5,
+    arity=-4,
     flags="write denyoom",
     keys=(1, 1, 1),
     group="sem",
-    summary="Stores (or replaces) a fact with its vector; 1 created, 0 replaced, null if NX/XX blocked it.",
-    syntax="ns id text (FP32 blob | v1 ... vdim) [NX|XX] [TTL s|PX ms] [KIND kind] "
+    summary="Stores (or replaces) a fact with its vector (computed by the namespace's embedder "
+    "when left out); 1 created, 0 replaced, null if NX/XX blocked it.",
+    syntax="ns id text [FP32 blob | v1 ... vdim] [NX|XX] [TTL s|PX ms] [KIND kind] "
     "[CONFIDENCE c] [SOURCE s] [DESCRIPTION d] [META json-object]",
     complexity="O(log N) index insertion",
 )
 def sem_store(ctx: Context, argv: list[bytes]) -> Any:
-    """ns id text (FP32 blob | v1 ... vdim) [NX|XX] [TTL s|PX ms] [KIND kind] [CONFIDENCE c] [SOURCE s] [DESCRIPTION d] [META json-object]"""
+    """ns id text [FP32 blob | v1 ... vdim] [NX|XX] [TTL s|PX ms] [KIND kind] [CONFIDENCE c] [SOURCE s] [DESCRIPTION d] [META json-object]"""
     args = Args(argv, 1)
     name = args.ident("ns")
     ns = _namespace(ctx, name)
     ident = args.ident("id")
     text = args.text("text")
-    vector = read_vector(args, ns)
+    vector = None if ns.embedder is not None and not _vector_follows(args) else read_vector(args, ns)
     condition: bytes | None = None
     ttl_option: bytes | None = None
     ttl_ms: int | None = None
@@ -497,6 +524,34 @@ def sem_store(ctx: Context, argv: list[bytes]) -> Any:
         else:
             raise CommandError(errors.bad_argument("option", _STORE_OPTIONS, raw))
 
+    def store(vector: bytes) -> Any:
+        return _store_fact(ctx, name, ident, text, vector, condition, ttl_ms, kind, confidence,
+                           source, description, meta)
+
+    if vector is None:  # the namespace's embedder makes it (docs/embeddings.md)
+        embedder = ns.embedder or ""
+        return embed_then(ctx, "amem.sem.store", argv, embedder,
+                          [embedding_text(text, description)], lambda vectors: store(vectors[0]))
+    return store(vector)
+
+
+def embedding_text(text: bytes, description: bytes | None) -> bytes:
+    """What a store by text embeds: the text, and after a blank line the DESCRIPTION."""
+    return text if not description else text + b"\n\n" + description
+
+
+def _vector_follows(args: Args) -> bool:
+    """Whether the next argument starts a vector (FP32 or a number), not an option."""
+    first = args.peek()
+    return first is not None and (first.upper() == b"FP32" or _vector_number(first) is not None)
+
+
+def _store_fact(ctx: Context, name: bytes, ident: bytes, text: bytes, vector: bytes,
+                condition: bytes | None, ttl_ms: int | None, kind: bytes, confidence: float,
+                source: bytes | None, description: bytes | None, meta: bytes | None) -> Any:
+    ns = _namespace(ctx, name)  # again: a store by text finishes turns later
+    if len(vector) != 4 * ns.dim:  # dropped and created again meanwhile with another dim
+        raise CommandError(errors.dim_count(ns.dim, len(vector) // 4))
     now = ctx.now_ms
     existing = ns.get(ident, now)
     if (condition == b"NX" and existing is not None) or (condition == b"XX" and existing is None):
@@ -517,17 +572,26 @@ def sem_store(ctx: Context, argv: list[bytes]) -> Any:
     flags="readonly",
     keys=(1, 1, 1),
     group="sem",
-    summary="Returns up to k facts nearest to a vector, best first, filtered inside the search.",
-    syntax="ns k (FP32 blob | v1 ... vdim) [MINSIM x] [KIND kind] [MINCONF c] [PREFIX p] "
-    "[EF n] [EXACT] [WITHVECTORS]",
+    summary="Returns up to k facts nearest to a vector (or to a text, embedded by the "
+    "namespace's embedder), best first, filtered inside the search.",
+    syntax="ns k (FP32 blob | v1 ... vdim | TEXT query) [MINSIM x] [KIND kind] [MINCONF c] "
+    "[PREFIX p] [EF n] [EXACT] [WITHVECTORS]",
     complexity="O(log N) for the HNSW search, O(N) with EXACT",
 )
 def sem_recall(ctx: Context, argv: list[bytes]) -> Any:
-    """ns k (FP32 blob | v1 ... vdim) [MINSIM x] [KIND kind] [MINCONF c] [PREFIX p] [EF n] [EXACT] [WITHVECTORS]"""
+    """ns k (FP32 blob | v1 ... vdim | TEXT query) [MINSIM x] [KIND kind] [MINCONF c] [PREFIX p] [EF n] [EXACT] [WITHVECTORS]"""
     args = Args(argv, 1)
-    ns = _namespace(ctx, args.ident("ns"))
+    name = args.ident("ns")
+    ns = _namespace(ctx, name)
     k = args.int("k", 1, MAX_K)
-    vector = read_vector(args, ns)
+    query: bytes | None = None
+    first = args.peek()
+    if first is not None and first.upper() == b"TEXT":
+        args.next("TEXT")
+        query = args.text("TEXT")
+        vector = b""
+    else:
+        vector = read_vector(args, ns)
     minsim: float | None = None
     kind: bytes | None = None
     minconf: float | None = None
@@ -554,6 +618,31 @@ def sem_recall(ctx: Context, argv: list[bytes]) -> Any:
             withvectors = True
         else:
             raise CommandError(errors.bad_argument("option", _RECALL_OPTIONS, raw))
+
+    def recall(vector: bytes) -> Any:
+        return _recall(ctx, name, vector, k, minsim, kind, minconf, prefix, ef, exact, withvectors)
+
+    if query is not None:
+        return embed_then(ctx, "amem.sem.recall", argv, _embedder_of(ns, "RECALL ... TEXT"),
+                          [query], lambda vectors: recall(vectors[0]))
+    return recall(vector)
+
+
+def _embedder_of(ns: Namespace, what: str) -> str:
+    if ns.embedder is None:
+        raise CommandError(
+            f"ERR {what} needs a namespace with an embedder: namespace "
+            f"'{ns.name.decode('utf-8', 'replace')}' has none (AMEM.SEM.CREATE ns EMBEDDER "
+            "name binds one at creation); send a vector instead")
+    return ns.embedder
+
+
+def _recall(ctx: Context, name: bytes, vector: bytes, k: int, minsim: float | None,
+            kind: bytes | None, minconf: float | None, prefix: bytes | None, ef: int | None,
+            exact: bool, withvectors: bool) -> Any:
+    ns = _namespace(ctx, name)
+    if len(vector) != 4 * ns.dim:  # dropped and created again meanwhile with another dim
+        raise CommandError(errors.dim_count(ns.dim, len(vector) // 4))
     planned = ns.recall_deferred(vector, k, ctx.now_ms, minsim=minsim, kind=kind,
                                  minconf=minconf, prefix=prefix, ef=ef, exact=exact)
     if isinstance(planned, PendingSearch):
@@ -624,13 +713,14 @@ def _search_elsewhere(ctx: Context, ns: Namespace, pending: PendingSearch,
     keys=(1, 1, 1),
     group="sem",
     summary="Returns up to k facts by BM25 text search, or hybrid: BM25 fused with a vector "
-    "search (RRF or LINEAR), best first.",
+    "search (RRF or LINEAR; the namespace's embedder embeds the query when VECTOR is left "
+    "out), best first.",
     syntax="ns k TEXT query [VECTOR (FP32 blob | v1 ... vdim)] [FUSION RRF|LINEAR] [ALPHA a] "
     "[MINSCORE x] [KIND kind] [MINCONF c] [PREFIX p]",
     complexity="O(P) with P the postings of the query's terms, plus O(log N) for the HNSW "
     "search with VECTOR",
 )
-def sem_search(ctx: Context, argv: list[bytes]) -> list[Any]:
+def sem_search(ctx: Context, argv: list[bytes]) -> Any:
     """ns k TEXT query [VECTOR (FP32 blob | v1 ... vdim)] [FUSION RRF|LINEAR] [ALPHA a] [MINSCORE x] [KIND kind] [MINCONF c] [PREFIX p]"""
     args = Args(argv, 1)
     ns = _namespace(ctx, args.ident("ns"))
@@ -666,14 +756,27 @@ def sem_search(ctx: Context, argv: list[bytes]) -> list[Any]:
             raise CommandError(errors.bad_argument("option", _SEARCH_OPTIONS, raw))
     if text is None:
         raise CommandError("ERR syntax error: AMEM.SEM.SEARCH needs TEXT query")
-    if vector is None and (fusion is not None or alpha is not None):
+    embeds = vector is None and ns.embedder is not None  # hybrid with the text's embedding
+    if vector is None and not embeds and (fusion is not None or alpha is not None):
         raise CommandError("ERR syntax error: FUSION and ALPHA need VECTOR (nothing to fuse)")
     if alpha is not None and fusion != "LINEAR":
         raise CommandError("ERR syntax error: ALPHA applies to FUSION LINEAR only")
-    hits = ns.search(text, k, ctx.now_ms, vector=vector, fusion=fusion or DEFAULT_FUSION,
-                     alpha=DEFAULT_ALPHA if alpha is None else alpha, minscore=minscore,
-                     kind=kind, minconf=minconf, prefix=prefix)
-    return [_search_record(hit) for hit in hits]
+    name = ns.name
+    query = text
+
+    def search(vector: bytes | None) -> list[Any]:
+        ns = _namespace(ctx, name)
+        if vector is not None and len(vector) != 4 * ns.dim:
+            raise CommandError(errors.dim_count(ns.dim, len(vector) // 4))
+        hits = ns.search(query, k, ctx.now_ms, vector=vector, fusion=fusion or DEFAULT_FUSION,
+                         alpha=DEFAULT_ALPHA if alpha is None else alpha, minscore=minscore,
+                         kind=kind, minconf=minconf, prefix=prefix)
+        return [_search_record(hit) for hit in hits]
+
+    if embeds:
+        return embed_then(ctx, "amem.sem.search", argv, ns.embedder or "", [query],
+                          lambda vectors: search(vectors[0]))
+    return search(vector)
 
 
 def _search_record(hit: SearchHit) -> Any:
@@ -798,6 +901,8 @@ def sem_info(ctx: Context, argv: list[bytes]) -> dict[str, Any] | None:
         "ef_construction": ns.ef_construction,
         "ef": ns.ef,
     }
+    if ns.embedder is not None:
+        info["embedder"] = ns.embedder
     if ns.recall_estimate is not None:  # left out until a self-check has run
         info["recall_estimate"] = ns.recall_estimate
         info["recall_sample"] = ns.recall_sample

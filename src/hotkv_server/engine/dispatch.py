@@ -197,6 +197,41 @@ def execute(ctx: Context, spec: CommandSpec, argv: list[bytes], started: int = 0
     return reply
 
 
+def run_later(ctx: Context, name: str, argv: list[bytes], step: Callable[[], Any]) -> Any:
+    """The second half of a command whose handler returned a Deferred and finishes on a
+    later turn (AMEM.SEM.STORE by text once the embedding is computed): ``step`` runs with
+    what :func:`execute` gives a handler: a fresh clock snapshot, the write gates checked
+    again (the server may have become a replica meanwhile), a CommandError or a bug turned
+    into one error reply, WATCH invalidated by the effects it emits and those handed to the
+    AOF and the replicas. The call was counted when its first half ran."""
+    core = ctx.core
+    spec = LOOKUP[name.encode()]
+    ctx.now_ms = core.clock.now_ms()
+    if core.gated:
+        denial = _gate(ctx, core, spec)
+        if denial is not None:
+            return _reject_call(ctx, spec, denial)
+    effects_before = len(core.pending_effects)
+    try:
+        reply = step()
+    except CommandError as exc:
+        reply = ErrorReply(exc.message)
+        spec.failed_calls += 1
+        _count_error(core, reply)
+    except Exception as exc:
+        log.exception("internal error in %s", spec.name)
+        core.stats.unexpected_error_replies += 1
+        reply = ErrorReply(f"ERR internal error in '{spec.name}': {type(exc).__name__}")
+        spec.failed_calls += 1
+        _count_error(core, reply)
+    if core.pending_effects:
+        if core.watchers and len(core.pending_effects) != effects_before:
+            core.touch(spec.keys_of(argv))
+        if not core.in_exec:
+            core.flush_effects()
+    return reply
+
+
 def commands_processed() -> int:
     """INFO's total_commands_processed: the calls of every command, as commandstats count
     them (one counter per command instead of a second global one on the hot path)."""

@@ -16,7 +16,7 @@ namespace becomes empty (an hnswlib index costs about 2.6 MB of fixed lock table
 
 Effects (every server-chosen value fixed by the handler)::
 
-    ["sem.create", ns, dim, metric, m, ef_construction, ef, capacity, evict]
+    ["sem.create", ns, dim, metric, m, ef_construction, ef, capacity, evict(, embedder)]
     ["sem.update", ns, {"ef": n, "capacity": n, "evict": policy}, [evicted ids]]
     ["sem.store", ns, id, text, fp32-le-bytes, kind, confidence, source|None,
      description|None, meta|None, created, updated, expires|None, [evicted ids]]
@@ -317,6 +317,7 @@ class Namespace:
         ef: int = DEFAULT_EF,
         capacity: int = 0,
         evict: str = DEFAULT_EVICT,
+        embedder: str | None = None,
     ) -> None:
         if metric not in _SPACES:
             raise EffectError(f"unknown metric {metric!r}")
@@ -330,6 +331,9 @@ class Namespace:
         self.ef = ef
         self.capacity = capacity
         self.evict = evict
+        #: the name of the embedder that turns this namespace's texts into vectors (a
+        #: server subsystem, hotkv_server.embedding; the store only keeps the name)
+        self.embedder = embedder
         #: id -> fact, least recently updated first (a store moves its id to the end)
         self.facts: dict[bytes, Fact] = {}
         self._index: hnswlib.Index | None = None
@@ -399,8 +403,11 @@ class Namespace:
 
     # --- settings -----------------------------------------------------------------
     def settings(self) -> list[Any]:
-        return [self.dim, self.metric, self.m, self.ef_construction, self.ef,
-                self.capacity, self.evict]
+        settings = [self.dim, self.metric, self.m, self.ef_construction, self.ef,
+                    self.capacity, self.evict]
+        if self.embedder is not None:
+            settings.append(self.embedder)
+        return settings
 
     def change(self, changes: dict[str, Any]) -> None:
         """Apply the changeable settings (EF, CAPACITY, EVICT) of a ``sem.update``."""
@@ -1343,9 +1350,10 @@ class SemanticStore(Store):
         return ns
 
     def _apply_create(self, effect: Effect) -> None:
-        _, name, dim, metric, m, ef_construction, ef, capacity, evict = effect
-        self.namespaces[name] = Namespace(name, dim, metric, m, ef_construction, ef,
-                                          capacity, evict)
+        # the embedder name is a trailing field, left out for a namespace without one
+        if len(effect) not in (9, 10):
+            raise EffectError(f"sem.create has {len(effect)} fields, expected 9 or 10")
+        self.namespaces[effect[1]] = Namespace(*effect[1:])
 
     def _apply_update(self, effect: Effect) -> int:
         _, name, changes, evicted = effect

@@ -1,0 +1,130 @@
+"""The embedding subsystem of a running server (``core.extras["embed"]``).
+
+It builds the configured embedders from the ``embed-*`` directives (docs/embeddings.md),
+owns the worker pool and the cache, follows ``CONFIG SET`` of the directives that may
+change at run time, and reports ``embed_*`` fields for ``INFO amem``. The commands reach
+it through :mod:`hotkv_server.commands.embed`, which turns a request into a Deferred reply.
+
+Which embedders exist:
+
+* ``wordllama`` when ``embed-wordllama yes`` (the default) and the package is installed;
+* ``openai`` when ``embed-openai-url``, ``embed-openai-model`` and ``embed-openai-dim`` are
+  all set (a URL without the other two stops the start);
+* ``fastembed`` when ``embed-fastembed-path`` and ``embed-fastembed-dim`` are set.
+
+Models load on a worker thread with the first batch, so the server starts at once and a
+missing model file is an error reply naming it, not a failed start.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from hotkv_server.embedding import wordllama as wordllama_module
+from hotkv_server.embedding.base import Embedder
+from hotkv_server.embedding.cache import EmbeddingCache
+from hotkv_server.embedding.fastembed import FastEmbedEmbedder
+from hotkv_server.embedding.openai import HttpSettings, OpenAIEmbedder
+from hotkv_server.embedding.pool import EmbeddingPool
+from hotkv_server.embedding.wordllama import WordLlamaEmbedder
+from hotkv_server.server.config import ConfigError
+
+log = logging.getLogger("hotkv")
+
+#: directives of the HTTP embedder that CONFIG SET changes on the running embedder
+_HTTP_LIVE: dict[str, tuple[str, Callable[[Any], Any]]] = {
+    "embed-openai-url": ("url", str),
+    "embed-openai-api-key-env": ("api_key_env", str),
+    "embed-openai-api-key-file": ("api_key_file", str),
+    "embed-openai-batch-size": ("batch_size", int),
+    "embed-openai-timeout-ms": ("timeout_s", lambda v: int(v) / 1000),
+    "embed-openai-retries": ("retries", int),
+    "embed-openai-backoff-ms": ("backoff_s", lambda v: int(v) / 1000),
+}
+
+
+def build_embedders(values: dict[str, Any]) -> dict[str, Embedder]:
+    """The embedders the directive values describe (ConfigError for a half-set one)."""
+    found: dict[str, Embedder] = {}
+    if values["embed-wordllama"] and wordllama_module.available():
+        found["wordllama"] = WordLlamaEmbedder(values["embed-wordllama-dim"])
+    url, model, dim = (values["embed-openai-url"], values["embed-openai-model"],
+                       values["embed-openai-dim"])
+    if url or model or dim:
+        if not (url and model and dim):
+            raise ConfigError(
+                "the openai embedder needs embed-openai-url, embed-openai-model and "
+                "embed-openai-dim (all three, or none)")
+        found["openai"] = OpenAIEmbedder(HttpSettings(
+            url=url, model=model, dim=dim,
+            api_key_env=values["embed-openai-api-key-env"],
+            api_key_file=values["embed-openai-api-key-file"],
+            batch_size=values["embed-openai-batch-size"],
+            timeout_s=values["embed-openai-timeout-ms"] / 1000,
+            retries=values["embed-openai-retries"],
+            backoff_s=values["embed-openai-backoff-ms"] / 1000,
+            send_dimensions=values["embed-openai-send-dimensions"],
+        ))
+    path, fdim = values["embed-fastembed-path"], values["embed-fastembed-dim"]
+    if path or fdim:
+        if not (path and fdim):
+            raise ConfigError(
+                "the fastembed embedder needs embed-fastembed-path and embed-fastembed-dim")
+        found["fastembed"] = FastEmbedEmbedder(
+            path, fdim, model_file=values["embed-fastembed-model-file"],
+            pooling=values["embed-fastembed-pooling"])
+    return found
+
+
+class EmbeddingService:
+    def __init__(self, core: Any) -> None:
+        values = core.config.values
+        self.core = core
+        self.embedders = build_embedders(values)
+        self.cache = EmbeddingCache(values["embed-cache-max-memory"])
+        self.pool = EmbeddingPool(values["embed-threads"])
+        self.timeout_ms: int = values["embed-timeout-ms"]
+        #: requests that ended in an error reply (embedder failed, deadline passed)
+        self.failed = 0
+        self.timeouts = 0
+        core.extras.setdefault("config_listeners", []).append(self._config_changed)
+
+    def get(self, name: str) -> Embedder | None:
+        return self.embedders.get(name)
+
+    def names(self) -> str:
+        return ", ".join(sorted(self.embedders)) or "none"
+
+    def _config_changed(self, name: str, value: Any) -> None:
+        if name == "embed-cache-max-memory":
+            self.cache.resize(int(value))
+        elif name == "embed-timeout-ms":
+            self.timeout_ms = int(value)
+        elif name in _HTTP_LIVE:
+            embedder = self.embedders.get("openai")
+            if isinstance(embedder, OpenAIEmbedder):
+                attr, convert = _HTTP_LIVE[name]
+                setattr(embedder.settings, attr, convert(value))
+                embedder.batch_size = embedder.settings.batch_size
+
+    def info(self) -> list[tuple[str, Any]]:
+        fields: list[tuple[str, Any]] = [("embed_embedders", self.names())]
+        fields.extend(self.cache.info())
+        fields.append(("embed_queued", self.pool.queued()))
+        fields.append(("embed_failed_requests", self.failed))
+        fields.append(("embed_timeouts", self.timeouts))
+        for name in sorted(self.embedders):
+            embedder = self.embedders[name]
+            counters = self.pool.counters.get(name)
+            fields.append((f"embed_{name}_dim", embedder.dim))
+            fields.append((f"embed_{name}_model", embedder.model))
+            fields.append((f"embed_{name}_texts", counters.texts if counters else 0))
+            fields.append((f"embed_{name}_batches", counters.batches if counters else 0))
+            fields.append((f"embed_{name}_errors", counters.errors if counters else 0))
+            fields.append((f"embed_{name}_busy_us", counters.busy_us if counters else 0))
+        return fields
+
+    def close(self, save: bool | None = None) -> None:
+        self.pool.close()
