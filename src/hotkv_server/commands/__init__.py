@@ -18,6 +18,7 @@ MODULES = (
     "epis",
     "summary",
     "amem",
+    "dedup",
     "acl",
     "replication",
 )

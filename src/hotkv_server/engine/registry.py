@@ -53,6 +53,7 @@ GROUP_CATEGORIES: dict[str, tuple[str, ...]] = {
     "epis": ("amem",),
     "summary": ("amem",),
     "amem": ("amem",),
+    "embed": ("amem",),
     "replication": (),
 }
 

@@ -1,4 +1,4 @@
-"""The database: the six id spaces side by side, and the one place effects are routed.
+"""The database: the id spaces side by side, and the one place effects are routed.
 
 ``apply(effect)`` sends ``["conv.append", ...]`` to the store named before the dot.
 Two ops belong to the database itself: ``["tx", [effect, ...]]`` (a MULTI/EXEC block, kept
@@ -21,6 +21,7 @@ STORE_CLASSES: tuple[tuple[str, str], ...] = (
     ("hotkv_server.stores.work", "WorkingStore"),
     ("hotkv_server.stores.epis", "EpisodicStore"),
     ("hotkv_server.stores.summary", "SummaryStore"),
+    ("hotkv_server.stores.dedup", "DedupStore"),
 )
 
 
