@@ -16,7 +16,14 @@ from hotkv_server.embedding.service import EmbeddingService
 
 
 def attach(server: Any) -> EmbeddingService:
-    """Server subsystem hook (``Server._open_subsystems``)."""
-    service = EmbeddingService(server.core)
+    """Server subsystem hook (``Server._open_subsystems``); a half-configured embedder
+    stops the start with one line naming the directives it lacks."""
+    from hotkv_server.server.app import StartupError
+    from hotkv_server.server.config import ConfigError
+
+    try:
+        service = EmbeddingService(server.core)
+    except ConfigError as exc:
+        raise StartupError(f"*** FATAL CONFIG ERROR *** {exc}") from None
     server.core.extras["embed"] = service
     return service
