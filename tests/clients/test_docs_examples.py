@@ -134,7 +134,7 @@ def test_quickstart_redis_cli_transcript(url: str) -> None:
     text = (DOCS / "quickstart.md").read_text()
     transcript = text.split("## redis-cli\n\n```text\n", 1)[1].split("```", 1)[0]
     steps = re.split(r"^\$ ", transcript, flags=re.M)[1:]
-    assert len(steps) == 9
+    assert len(steps) == 13
 
     def normal(output: str) -> str:
         return re.sub(r"\b\d{13}\b", "<ms>", output).strip()
