@@ -10,71 +10,23 @@ text's word vectors, normalised, which the test computes with numpy on its own.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
-import onnx
 import pytest
 import redis
-from onnx import TensorProto, helper, numpy_helper
-from tokenizers import Tokenizer, models, normalizers, pre_tokenizers
 
+from embedding.tiny_onnx import build_model, expected
 from helpers import HotkvProcess, record, records
 
 DIM = 8
-WORDS = ["red", "apples", "grow", "on", "trees", "blue", "whales", "swim", "in", "oceans",
-         "fruit", "sea", "animals", "orchard"]
-
-
-def build_model(folder: Path) -> np.ndarray:
-    """Write the model folder; return the word-vector table (row per token id)."""
-    vocab = {"[PAD]": 0, "[UNK]": 1} | {w: i + 2 for i, w in enumerate(WORDS)}
-    table = np.random.default_rng(3).standard_normal((len(vocab), DIM)).astype(np.float32)
-    table[0] = 0.0
-    tokenizer = Tokenizer(models.WordLevel(vocab=vocab, unk_token="[UNK]"))
-    tokenizer.normalizer = normalizers.Lowercase()
-    tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
-    tokenizer.save(str(folder / "tokenizer.json"))
-    (folder / "tokenizer_config.json").write_text(json.dumps(
-        {"pad_token": "[PAD]", "unk_token": "[UNK]", "model_max_length": 64}))
-    (folder / "special_tokens_map.json").write_text(json.dumps(
-        {"pad_token": "[PAD]", "unk_token": "[UNK]"}))
-    (folder / "config.json").write_text(json.dumps({"pad_token_id": 0}))
-
-    ids = helper.make_tensor_value_info("input_ids", TensorProto.INT64, ["batch", "seq"])
-    mask = helper.make_tensor_value_info("attention_mask", TensorProto.INT64, ["batch", "seq"])
-    out = helper.make_tensor_value_info("last_hidden_state", TensorProto.FLOAT,
-                                        ["batch", "seq", DIM])
-    nodes = [
-        helper.make_node("Gather", ["table", "input_ids"], ["tokens"], axis=0),
-        helper.make_node("Cast", ["attention_mask"], ["mask_f"], to=TensorProto.FLOAT),
-        helper.make_node("Unsqueeze", ["mask_f", "last_axis"], ["mask_3d"]),
-        helper.make_node("Mul", ["tokens", "mask_3d"], ["last_hidden_state"]),
-    ]
-    graph = helper.make_graph(
-        nodes, "tiny-word-vectors", [ids, mask], [out],
-        initializer=[numpy_helper.from_array(table, "table"),
-                     numpy_helper.from_array(np.array([-1], dtype=np.int64), "last_axis")])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 8
-    onnx.checker.check_model(model)
-    onnx.save(model, str(folder / "model.onnx"))
-    return table
-
-
-def expected(table: np.ndarray, text: str) -> np.ndarray:
-    index = {w: i + 2 for i, w in enumerate(WORDS)}
-    rows = [table[index.get(w, 1)] for w in text.lower().split()]
-    vector = np.mean(rows, axis=0)
-    return vector / np.linalg.norm(vector)
 
 
 @pytest.fixture(scope="module")
 def model(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, np.ndarray]:
     folder = tmp_path_factory.mktemp("tiny-model")
-    return folder, build_model(folder)
+    return folder, build_model(folder, DIM)
 
 
 @pytest.fixture(scope="module")

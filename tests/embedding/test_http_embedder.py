@@ -10,7 +10,6 @@ nothing and leave the server serving other clients.
 from __future__ import annotations
 
 import os
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -20,10 +19,7 @@ import numpy as np
 import pytest
 import redis
 
-sys.path.insert(0, str(Path(__file__).parent))
-
-from fake_openai import FakeEmbeddings, text_vector
-
+from embedding.fake_openai import FakeEmbeddings, text_vector
 from helpers import HotkvProcess, free_port, record, records
 
 DIM = 16
