@@ -11,6 +11,7 @@ every request's (texts, headers).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import threading
@@ -21,6 +22,7 @@ from typing import Any
 import numpy as np
 
 
+@functools.lru_cache(maxsize=65536)
 def word_vector(word: str, dim: int) -> np.ndarray:
     seed = int.from_bytes(hashlib.sha256(word.encode()).digest()[:8], "little")
     return np.random.default_rng(seed).standard_normal(dim).astype(np.float32)

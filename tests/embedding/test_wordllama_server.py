@@ -162,15 +162,32 @@ def test_inside_multi_a_text_not_cached_is_refused(r: redis.Redis) -> None:
 
 
 def test_pipelined_stores_by_text_keep_their_order(r: redis.Redis) -> None:
+    """The stores held behind the first one's deferred reply are embedded ahead (in
+    batches, while the client waits); each still stores the vector of its own text."""
+    from hotkv_server.embedding.wordllama import WordLlamaEmbedder
+
     r.execute_command("AMEM.SEM.CREATE", "kb", "EMBEDDER", "wordllama")
+    tag = time.time_ns()  # texts no earlier run put in the cache
+    texts = [f"fact number {i} about topic {i % 7} run {tag}" for i in range(200)]
+    before = r.info("amem")
     pipe = r.pipeline(transaction=False)
-    for i in range(200):
-        pipe.execute_command("AMEM.SEM.STORE", "kb", f"f{i}", f"fact number {i} about topic {i % 7}")
+    for i, text in enumerate(texts):
+        pipe.execute_command("AMEM.SEM.STORE", "kb", f"f{i}", text, *(
+            ("DESCRIPTION", "with a description") if i % 5 == 0 else ()))
         pipe.incr("n")
     replies = pipe.execute()
     assert replies[0::2] == [1] * 200
     assert replies[1::2] == list(range(1, 201))
     assert record(r.execute_command("AMEM.SEM.INFO", "kb"))[b"count"] == 200
+    after = r.info("amem")
+    assert after["embed_ahead"] > before["embed_ahead"]  # embedded while held
+    assert after["embed_cache_misses"] - before["embed_cache_misses"] == 200  # each once
+    assert after["embed_cache_hits"] == before["embed_cache_hits"]
+    local = WordLlamaEmbedder()
+    for i in (0, 1, 5, 77, 199):
+        text = texts[i] + ("\n\nwith a description" if i % 5 == 0 else "")
+        got = record(r.execute_command("AMEM.SEM.GET", "kb", f"f{i}", "WITHVECTOR"))[b"vector"]
+        assert np.allclose(np.frombuffer(got, dtype="<f4"), local.embed([text])[0], atol=1e-6)
 
 
 def test_cache_counters_in_info_amem(r: redis.Redis) -> None:

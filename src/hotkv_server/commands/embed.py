@@ -20,8 +20,8 @@ embedding runs in place.
 
 from __future__ import annotations
 
-import asyncio
 import concurrent.futures
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -63,7 +63,10 @@ def embed_then(ctx: Context, command: str, argv: list[bytes], embedder_name: str
             f"(it has {'none' if service is None else service.names()}): send the vector")
     cache = service.cache
     model = embedder.model
-    vectors: list[bytes | None] = [cache.get(model, text) for text in texts]
+    inflight = service.inflight
+    # a text embedded ahead (warm_ahead) and still on its way is waited for, not looked up
+    vectors: list[bytes | None] = [
+        None if (model, text) in inflight else cache.get(model, text) for text in texts]
     missing = list(dict.fromkeys(text for text, vector in zip(texts, vectors, strict=True)
                                  if vector is None))
     if not missing:
@@ -73,67 +76,121 @@ def embed_then(ctx: Context, command: str, argv: list[bytes], embedder_name: str
         raise CommandError(
             f"ERR {command.upper()} without a vector cannot embed inside MULTI/EXEC "
             "(the embedding would stop the server): send the vector, or run it outside the transaction")
-    try:
-        loop = asyncio.get_running_loop()
-    except RuntimeError:
-        loop = None
-    if loop is None or service.pool.closed:
+    loop = service.loop()
+    if loop is None:
         try:
             computed = embedder.embed([text.decode("utf-8", "replace") for text in missing])
         except Exception as exc:
             raise CommandError(str(EmbeddingError(embedder_name, str(exc) or type(exc).__name__)))
-        return then(_combine(cache, model, texts, vectors, missing, computed))
+        made = {text: to_blob(row) for text, row in zip(missing, computed, strict=True)}
+        for text, blob in made.items():
+            cache.put(model, text, blob)
+        return then(_fill(texts, vectors, made))
 
-    future = service.pool.submit(embedder, [text.decode("utf-8", "replace") for text in missing])
+    # the futures to wait for: one per text embedded ahead, one for all the others
+    waits: list[tuple[list[bytes], concurrent.futures.Future[np.ndarray]]] = [
+        ([text], inflight[(model, text)]) for text in missing if (model, text) in inflight]
+    new = [text for text in missing if (model, text) not in inflight]
+    if new:
+        waits.append((new, service.pool.submit(
+            embedder, [text.decode("utf-8", "replace") for text in new])))
     deferred = Deferred()
+    fresh: dict[bytes, bytes] = {}
+    left = [len(waits)]
     timeout_ms = service.timeout_ms
+
+    def fail(message: str) -> None:
+        timer.cancel()
+        service.failed += 1
+        deferred.resolve(_failure(ctx, message))
 
     def expire() -> None:
         if deferred.done:
             return
-        future.cancel()
+        if new:
+            waits[-1][1].cancel()
         service.timeouts += 1
-        service.failed += 1
-        deferred.resolve(_failure(ctx, str(EmbeddingError(
-            embedder_name, f"no vectors within {timeout_ms} ms (embed-timeout-ms)"))))
+        fail(str(EmbeddingError(embedder_name,
+                                f"no vectors within {timeout_ms} ms (embed-timeout-ms)")))
 
     timer = loop.call_later(timeout_ms / 1000, expire)
 
-    def finish(done: concurrent.futures.Future[np.ndarray]) -> None:
-        timer.cancel()
-        if deferred.done or done.cancelled():
+    def finish(batch: list[bytes], done: concurrent.futures.Future[np.ndarray]) -> None:
+        if deferred.done:
+            return
+        if done.cancelled():
+            fail(str(EmbeddingError(embedder_name, "the server is shutting down")))
             return
         error = done.exception()
         if error is not None:
-            service.failed += 1
-            message = str(error) if isinstance(error, EmbeddingError) else str(
-                EmbeddingError(embedder_name, str(error) or type(error).__name__))
-            deferred.resolve(_failure(ctx, message))
+            fail(str(error) if isinstance(error, EmbeddingError) else str(
+                EmbeddingError(embedder_name, str(error) or type(error).__name__)))
             return
-        blobs = _combine(cache, model, texts, vectors, missing, done.result())
+        for text, row in zip(batch, done.result(), strict=True):
+            blob = to_blob(row)
+            fresh[text] = blob
+            if batch is new:
+                cache.put(model, text, blob)
+        left[0] -= 1
+        if left[0]:
+            return
+        timer.cancel()
+        blobs = _fill(texts, vectors, fresh)
         reply = run_later(ctx, command, argv, lambda: then(blobs))
         if type(reply) is Deferred:
             _chain(reply, deferred)
         else:
             deferred.resolve(reply)
 
-    def done_elsewhere(done: concurrent.futures.Future[np.ndarray]) -> None:
-        try:
-            loop.call_soon_threadsafe(finish, done)
-        except RuntimeError:  # the loop is closed: the server is shutting down
-            pass
-
-    future.add_done_callback(done_elsewhere)
+    for batch, future in waits:
+        future.add_done_callback(service.on_loop(loop, functools.partial(finish, batch)))
     return deferred
 
 
-def _combine(cache: Any, model: str, texts: list[bytes], vectors: list[bytes | None],
-             missing: list[bytes], computed: np.ndarray) -> list[bytes]:
-    fresh = {}
-    for text, row in zip(missing, computed, strict=True):
-        blob = to_blob(row)
-        fresh[text] = blob
-        cache.put(model, text, blob)
+def warm_ahead(ctx: Context, argv: list[bytes]) -> None:
+    """The connection holds ``argv`` behind a deferred reply: when it is a store or recall
+    by text on a namespace with an embedder, start embedding its text now, so a client that
+    pipelines many of them is embedded in batches while it waits, and each one finds its
+    vector ready when its turn comes. Only a guess from the raw words: a wrong one costs an
+    embedding, never a wrong result (the command embeds for itself when the cache misses)."""
+    service = service_of(ctx)
+    if service is None or len(argv) < 4:
+        return
+    name = argv[0].lower()
+    text: bytes | None = None
+    if name == b"amem.sem.store":
+        rest = argv[4:]
+        if rest and (rest[0].upper() == b"FP32" or _is_number(rest[0])):
+            return  # an explicit vector
+        description = None
+        for i in range(len(rest) - 1):
+            if rest[i].upper() == b"DESCRIPTION":
+                description = rest[i + 1]
+        text = argv[3] if not description else argv[3] + b"\n\n" + description
+    elif (name in (b"amem.sem.recall", b"amem.sem.search") and len(argv) >= 5
+          and argv[3].upper() == b"TEXT"):
+        if name == b"amem.sem.search" and any(a.upper() == b"VECTOR" for a in argv[5:]):
+            return
+        text = argv[4]
+    if text is None:
+        return
+    ns = ctx.db.sem.get(argv[1])
+    if ns is None or ns.embedder is None:
+        return
+    embedder = service.get(ns.embedder)
+    if embedder is not None:
+        service.prefetch(embedder, text)
+
+
+def _is_number(raw: bytes) -> bool:
+    try:
+        float(raw)
+    except ValueError:
+        return False
+    return True
+
+
+def _fill(texts: list[bytes], vectors: list[bytes | None], fresh: dict[bytes, bytes]) -> list[bytes]:
     return [vector if vector is not None else fresh[text]
             for text, vector in zip(texts, vectors, strict=True)]
 

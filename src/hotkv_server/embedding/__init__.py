@@ -26,4 +26,9 @@ def attach(server: Any) -> EmbeddingService:
     except ConfigError as exc:
         raise StartupError(f"*** FATAL CONFIG ERROR *** {exc}") from None
     server.core.extras["embed"] = service
+    if service.embedders:
+        from hotkv_server.commands.embed import warm_ahead
+
+        # requests held behind a deferred reply: a pipelined store by text starts embedding
+        server.core.extras["lookahead"] = warm_ahead
     return service

@@ -24,6 +24,8 @@ class EmbeddingCache:
         self.hits = 0
         self.misses = 0
         self.evictions = 0
+        #: entries put by a prefetch whose miss was counted then: their first use is no hit
+        self._ahead: set[tuple[str, bytes]] = set()
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -39,10 +41,17 @@ class EmbeddingCache:
             self.misses += 1
             return None
         self._entries.move_to_end(key)
-        self.hits += 1
+        if key in self._ahead:
+            self._ahead.discard(key)
+        else:
+            self.hits += 1
         return vector
 
-    def put(self, model: str, text: bytes, vector: bytes) -> None:
+    def peek(self, model: str, text: bytes) -> bool:
+        """Whether the cache holds the text (counting nothing)."""
+        return (model, text) in self._entries
+
+    def put(self, model: str, text: bytes, vector: bytes, *, ahead: bool = False) -> None:
         cost = self._cost(text, vector)
         if cost > self.max_bytes:
             return
@@ -52,6 +61,8 @@ class EmbeddingCache:
             self.bytes -= self._cost(text, old)
         self._entries[key] = vector
         self.bytes += cost
+        if ahead:
+            self._ahead.add(key)
         self._shrink()
 
     def resize(self, max_bytes: int) -> None:
@@ -60,13 +71,15 @@ class EmbeddingCache:
 
     def clear(self) -> None:
         self._entries.clear()
+        self._ahead.clear()
         self.bytes = 0
 
     def _shrink(self) -> None:
         entries = self._entries
         while self.bytes > self.max_bytes and entries:
-            (_, text), vector = entries.popitem(last=False)
-            self.bytes -= self._cost(text, vector)
+            key, vector = entries.popitem(last=False)
+            self._ahead.discard(key)
+            self.bytes -= self._cost(key[1], vector)
             self.evictions += 1
 
     def info(self) -> list[tuple[str, int]]:

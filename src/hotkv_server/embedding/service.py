@@ -18,12 +18,16 @@ missing model file is an error reply naming it, not a failed start.
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import logging
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 from hotkv_server.embedding import wordllama as wordllama_module
-from hotkv_server.embedding.base import Embedder
+from hotkv_server.embedding.base import Embedder, to_blob
 from hotkv_server.embedding.cache import EmbeddingCache
 from hotkv_server.embedding.fastembed import FastEmbedEmbedder
 from hotkv_server.embedding.openai import HttpSettings, OpenAIEmbedder
@@ -89,10 +93,54 @@ class EmbeddingService:
         #: requests that ended in an error reply (embedder failed, deadline passed)
         self.failed = 0
         self.timeouts = 0
+        #: (model, text) -> the future of a text embedded ahead (prefetch), until it lands
+        self.inflight: dict[tuple[str, bytes], concurrent.futures.Future[np.ndarray]] = {}
+        self.ahead = 0
         core.extras.setdefault("config_listeners", []).append(self._config_changed)
 
     def get(self, name: str) -> Embedder | None:
         return self.embedders.get(name)
+
+    @staticmethod
+    def on_loop(loop: asyncio.AbstractEventLoop,
+                callback: Callable[[concurrent.futures.Future[np.ndarray]], None],
+                ) -> Callable[[concurrent.futures.Future[np.ndarray]], None]:
+        """A future's done callback that runs ``callback`` on the event loop's thread."""
+        def done_elsewhere(done: concurrent.futures.Future[np.ndarray]) -> None:
+            try:
+                loop.call_soon_threadsafe(callback, done)
+            except RuntimeError:  # the loop is closed: the server is shutting down
+                pass
+        return done_elsewhere
+
+    def loop(self) -> asyncio.AbstractEventLoop | None:
+        """The running event loop, or None when embedding must run in place (a Core driven
+        in process, or the pool shut down)."""
+        if self.pool.closed:
+            return None
+        try:
+            return asyncio.get_running_loop()
+        except RuntimeError:
+            return None
+
+    def prefetch(self, embedder: Embedder, text: bytes) -> None:
+        """Embed ``text`` ahead of the command that will need it (loop thread only); its
+        vector lands in the cache. Counted as the cache miss it is."""
+        key = (embedder.model, text)
+        loop = self.loop()
+        if loop is None or key in self.inflight or self.cache.peek(*key):
+            return
+        self.cache.misses += 1
+        self.ahead += 1
+        future = self.pool.submit(embedder, [text.decode("utf-8", "replace")])
+        self.inflight[key] = future
+
+        def landed(done: concurrent.futures.Future[np.ndarray]) -> None:
+            self.inflight.pop(key, None)
+            if not done.cancelled() and done.exception() is None:
+                self.cache.put(key[0], key[1], to_blob(done.result()[0]), ahead=True)
+
+        future.add_done_callback(self.on_loop(loop, landed))
 
     def names(self) -> str:
         return ", ".join(sorted(self.embedders)) or "none"
@@ -113,6 +161,7 @@ class EmbeddingService:
         fields: list[tuple[str, Any]] = [("embed_embedders", self.names())]
         fields.extend(self.cache.info())
         fields.append(("embed_queued", self.pool.queued()))
+        fields.append(("embed_ahead", self.ahead))
         fields.append(("embed_failed_requests", self.failed))
         fields.append(("embed_timeouts", self.timeouts))
         for name in sorted(self.embedders):

@@ -217,6 +217,9 @@ class ClientProtocol(asyncio.Protocol):
                 got = argv
                 if self.deferred is not None:  # behind a deferred reply: run it afterwards
                     self.held.append(argv)
+                    ahead = self.core.extras.get("lookahead")
+                    if ahead is not None:  # e.g. start embedding a held store by text
+                        ahead(ctx, argv)
                     continue
                 reply = dispatch(ctx, argv)
                 if reply is not NO_REPLY:
@@ -481,6 +484,9 @@ class ClientProtocol(asyncio.Protocol):
         multibulk loop of ``_process`` does the same inline, once per command)."""
         if self.deferred is not None:
             self.held.append(argv)
+            ahead = self.core.extras.get("lookahead")
+            if ahead is not None:
+                ahead(ctx, argv)
             return NO_REPLY
         reply = dispatch(ctx, argv)
         if type(reply) is Deferred:
