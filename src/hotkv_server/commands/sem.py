@@ -452,7 +452,7 @@ def sem_create(ctx: Context, argv: list[bytes]) -> Any:
         if wanted is not None and wanted != held:
             raise CommandError(
                 f"ERR invalid {label} '{wanted}': namespace '{name.decode('utf-8', 'replace')}' "
-                f"has {label} {held}, which never changes after creation"
+                f"has {label} {'none' if held is None else held}, which never changes after creation"
             )
     changes: dict[str, Any] = {}
     if ef is not None and ef != ns.ef:
