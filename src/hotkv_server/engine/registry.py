@@ -53,7 +53,7 @@ GROUP_CATEGORIES: dict[str, tuple[str, ...]] = {
     "epis": ("amem",),
     "summary": ("amem",),
     "amem": ("amem",),
-    "embed": ("amem",),
+    "embed": (),  # EMBED.DEDUP.*: not agent memory, so not in @amem
     "replication": (),
 }
 
