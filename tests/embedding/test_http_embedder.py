@@ -246,3 +246,30 @@ def test_key_never_in_info_or_config_rewrite_is_unaffected(r: redis.Redis) -> No
     blob = text if isinstance(text, (bytes, str)) else str(text)
     assert "file-secret" not in str(blob)
     assert os.environ.get("HOTKV_TEST_EMBED_KEY") is None
+
+
+def test_shutdown_does_not_wait_for_a_hung_endpoint(fake: FakeEmbeddings) -> None:
+    proc = HotkvProcess("--embed-wordllama", "no", "--embed-openai-url", fake.url,
+                        "--embed-openai-model", "m", "--embed-openai-dim", str(DIM),
+                        "--embed-openai-timeout-ms", "20000").start()
+    fake.delay_s = 8.0
+    try:
+        c = proc.client()
+        c.execute_command("AMEM.SEM.CREATE", "kb", "EMBEDDER", "openai")
+        waiting = threading.Thread(target=lambda: _swallow(c, "AMEM.SEM.STORE", "kb", "a", "hung"))
+        waiting.start()
+        time.sleep(0.3)  # the request is at the endpoint now
+        started = time.monotonic()
+        assert proc.stop(timeout=10) == 0
+        assert time.monotonic() - started < 4
+        waiting.join()
+    finally:
+        fake.delay_s = 0.0
+        proc.cleanup()
+
+
+def _swallow(c: redis.Redis, *args: str) -> None:
+    try:
+        c.execute_command(*args)
+    except (redis.ResponseError, redis.ConnectionError):
+        pass

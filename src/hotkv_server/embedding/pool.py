@@ -1,7 +1,8 @@
 """The embedding worker pool: embedders run here, never on the event loop.
 
 ``submit(embedder, texts)`` queues one request and returns a ``concurrent.futures``
-Future of its ``len(texts) x dim`` vectors. Per embedder, at most ``threads`` drainers run
+Future of its ``len(texts) x dim`` vectors. Per embedder, at most ``threads`` drainers (daemon
+threads, started when work arrives, ending when the queue is empty) run
 at a time; each takes the queued requests in order until ``embedder.batch_size`` texts
 are gathered and makes one ``embed`` call of them all, so requests that arrive while the
 workers are busy are embedded together (a bulk store by text costs one model call per
@@ -54,7 +55,6 @@ class EmbeddingPool:
         self.threads = threads
         self._lock = threading.Lock()
         self._queues: dict[str, _Queue] = {}
-        self._executor: concurrent.futures.ThreadPoolExecutor | None = None
         self.counters: dict[str, EmbedderCounters] = {}
         self.closed = False
 
@@ -72,12 +72,11 @@ class EmbeddingPool:
             if queue.drainers < self.threads:
                 queue.drainers += 1
                 start = True
-            if self._executor is None:
-                self._executor = concurrent.futures.ThreadPoolExecutor(
-                    max_workers=self.threads * 4, thread_name_prefix="hotkv-embed")
-            executor = self._executor
         if start:
-            executor.submit(self._drain, queue)
+            # a daemon thread, not a ThreadPoolExecutor's: the interpreter joins those at
+            # exit, and a shutdown must not wait for an HTTP call that is retrying
+            threading.Thread(target=self._drain, args=(queue,), daemon=True,
+                             name=f"hotkv-embed-{embedder.name}").start()
         return future
 
     def queued(self) -> int:
@@ -136,11 +135,8 @@ class EmbeddingPool:
             pending = [item for queue in self._queues.values() for item in queue.items]
             for queue in self._queues.values():
                 queue.items.clear()
-            executor, self._executor = self._executor, None
         for _, future in pending:
             future.cancel()
-        if executor is not None:
-            executor.shutdown(wait=False, cancel_futures=True)
 
 
 def _now_us() -> int:
