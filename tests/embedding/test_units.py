@@ -100,3 +100,32 @@ def test_wordllama_loads_with_every_connection_refused(monkeypatch: pytest.Monke
     assert vectors.shape == (2, 128)
     assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
     assert embedder.model == "wordllama/l2_supercat/128"
+
+
+def test_store_by_text_in_process_records_the_vector_in_its_effect() -> None:
+    """A Core driven without an event loop embeds in place; the effect handed to the
+    sinks (the AOF, the replicas) holds the vector, and applying that effect to a second
+    database with no embedder gives the same fact."""
+    from hotkv_server.commands import load_all
+    from hotkv_server.embedding.service import EmbeddingService
+    from hotkv_server.engine.context import Context
+    from hotkv_server.engine.core import Core
+    from hotkv_server.engine.dispatch import dispatch
+    from hotkv_server.stores.database import default_database
+
+    load_all()
+    core = Core()
+    core.extras["embed"] = EmbeddingService(core)
+    seen: list[list[object]] = []
+    core.set_sink(seen.append, True)
+    ctx = Context(core)
+    assert dispatch(ctx, [b"AMEM.SEM.CREATE", b"kb", b"EMBEDDER", b"wordllama"]) is not None
+    assert dispatch(ctx, [b"AMEM.SEM.STORE", b"kb", b"a", b"tea in the lobby"]) == 1
+    store = seen[-1]
+    assert store[0] == "sem.store" and len(store[4]) == 4 * 256  # type: ignore[arg-type]
+    replica = default_database()
+    for effect in seen:
+        replica.apply(effect)  # type: ignore[arg-type]
+    fact = replica.sem.get(b"kb").get(b"a", 0)
+    assert fact is not None and replica.sem.get(b"kb").embedder == "wordllama"
+    assert replica.sem.get(b"kb").vector(fact) == store[4]
