@@ -52,6 +52,22 @@ def check_embedder(ctx: Context, name: str) -> int:
     return embedder.dim
 
 
+def embedder_of(ns: Any, what: str) -> str:
+    """The name of the namespace's embedder; CommandError for a namespace without one."""
+    if ns.embedder is None:
+        raise CommandError(
+            f"ERR {what} needs a namespace with an embedder: namespace "
+            f"'{ns.name.decode('utf-8', 'replace')}' has none (AMEM.SEM.CREATE ns EMBEDDER "
+            "name binds one at creation); send a vector instead")
+    name: str = ns.embedder
+    return name
+
+
+def embedding_text(text: bytes, description: bytes | None) -> bytes:
+    """What a store by text embeds: the text, and after a blank line the DESCRIPTION."""
+    return text if not description else text + b"\n\n" + description
+
+
 def embed_then(ctx: Context, command: str, argv: list[bytes], embedder_name: str,
                texts: list[bytes], then: Callable[[list[bytes]], Any]) -> Any:
     """``then(vectors)`` with one FP32 blob per text, now or as a Deferred reply."""
@@ -166,7 +182,7 @@ def warm_ahead(ctx: Context, argv: list[bytes]) -> None:
         for i in range(len(rest) - 1):
             if rest[i].upper() == b"DESCRIPTION":
                 description = rest[i + 1]
-        text = argv[3] if not description else argv[3] + b"\n\n" + description
+        text = embedding_text(argv[3], description)
     elif (name in (b"amem.sem.recall", b"amem.sem.search") and len(argv) >= 5
           and argv[3].upper() == b"TEXT"):
         if name == b"amem.sem.search" and any(a.upper() == b"VECTOR" for a in argv[5:]):

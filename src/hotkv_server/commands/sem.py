@@ -43,7 +43,7 @@ from typing import Any
 
 import numpy as np
 
-from hotkv_server.commands.embed import check_embedder, embed_then
+from hotkv_server.commands.embed import check_embedder, embed_then, embedder_of, embedding_text
 from hotkv_server.engine import errors
 from hotkv_server.engine.args import Args, parse_float
 from hotkv_server.engine.context import Context
@@ -535,11 +535,6 @@ def sem_store(ctx: Context, argv: list[bytes]) -> Any:
     return store(vector)
 
 
-def embedding_text(text: bytes, description: bytes | None) -> bytes:
-    """What a store by text embeds: the text, and after a blank line the DESCRIPTION."""
-    return text if not description else text + b"\n\n" + description
-
-
 def _vector_follows(args: Args) -> bool:
     """Whether the next argument starts a vector (FP32 or a number), not an option."""
     first = args.peek()
@@ -623,18 +618,9 @@ def sem_recall(ctx: Context, argv: list[bytes]) -> Any:
         return _recall(ctx, name, vector, k, minsim, kind, minconf, prefix, ef, exact, withvectors)
 
     if query is not None:
-        return embed_then(ctx, "amem.sem.recall", argv, _embedder_of(ns, "RECALL ... TEXT"),
+        return embed_then(ctx, "amem.sem.recall", argv, embedder_of(ns, "RECALL ... TEXT"),
                           [query], lambda vectors: recall(vectors[0]))
     return recall(vector)
-
-
-def _embedder_of(ns: Namespace, what: str) -> str:
-    if ns.embedder is None:
-        raise CommandError(
-            f"ERR {what} needs a namespace with an embedder: namespace "
-            f"'{ns.name.decode('utf-8', 'replace')}' has none (AMEM.SEM.CREATE ns EMBEDDER "
-            "name binds one at creation); send a vector instead")
-    return ns.embedder
 
 
 def _recall(ctx: Context, name: bytes, vector: bytes, k: int, minsim: float | None,
