@@ -34,8 +34,10 @@ def test_list_purge_drop(r: redis.Redis) -> None:
     assert r.execute_command("EMBED.DEDUP.LIST") == [b"a", b"b", b"c"]
     r.execute_command("EMBED.DEDUP.GET", "a", "h")
     assert r.execute_command("EMBED.DEDUP.PURGE", "a") == 1
+    # nothing expires and the last RELEASE frees an entry: purge leaves live ones alone
+    assert r.execute_command("EMBED.DEDUP.GET", "a", "h") == EMB
     stats = record(r.execute_command("EMBED.DEDUP.STATS", "a"))
-    assert stats[b"entries"] == 0 and stats[b"hits"] == 1  # counters kept
+    assert stats[b"entries"] == 1 and stats[b"hits"] == 2
     assert r.execute_command("EMBED.DEDUP.DROP", "a") == 1
     assert r.execute_command("EMBED.DEDUP.DROP", "a") == 0
     assert r.execute_command("EMBED.DEDUP.PURGE", "zz") == 0

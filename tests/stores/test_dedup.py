@@ -22,6 +22,9 @@ def test_references_and_snapshot() -> None:
     assert store.apply(["dedup.release", b"ns", b"h"]) == 1
     assert store.lookup(b"ns", b"h") is None
     assert store.stats(0)["bytes"] == 0
+    store.apply(["dedup.put", b"ns", b"k", b"m", b"e"])
+    store.namespaces[b"ns"].entries[b"k"].refs = 0  # as a hand-made snapshot could have it
+    assert store.apply(["dedup.purge", b"ns"]) == 1 and store.lookup(b"ns", b"k") is None
     assert store.apply(["dedup.drop", b"ns"]) == 1
     with pytest.raises(EffectError):
         store.apply(["dedup.nope"])

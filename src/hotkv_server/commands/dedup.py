@@ -4,8 +4,9 @@ The wire form is the one hotkv-client 1.0.0's ``embed_dedup_*`` methods send:
 ``PUT ns hash model embedding`` (1 stored, 0 one more reference to a stored one),
 ``GET ns hash`` (the embedding or null), ``RELEASE ns hash`` (1 if it was held; freed at
 zero references), ``STATS ns`` (``hits``, ``misses``, ``entries``, ``references``,
-``bytes``), ``DROP ns`` and ``PURGE ns`` (1 if the namespace existed; PURGE forgets its
-entries but keeps its counters), ``LIST`` (the namespace names, sorted; a user confined
+``bytes``), ``DROP ns`` (1 if the namespace existed), ``PURGE ns`` (frees expired and
+unreferenced entries: there are none, as an entry is freed at its last RELEASE and
+entries never expire; 1 if the namespace exists), ``LIST`` (the namespace names, sorted; a user confined
 by ACL key patterns sees only the names it may read). The embedding is opaque bytes
 (FP32 or whatever the client's model produces), stored as sent. Every write is an effect.
 """
@@ -130,10 +131,10 @@ def dedup_drop(ctx: Context, argv: list[bytes]) -> int:
     flags="write",
     keys=(1, 1, 1),
     group="embed",
-    summary="Forgets every entry of a dedup namespace, keeping the namespace and its "
-    "counters; 1 if it existed, else 0.",
+    summary="Frees the expired and unreferenced entries of a dedup namespace (hotkv frees an "
+    "entry at its last RELEASE and entries never expire, so none are left); 1 if the "
+    "namespace exists, else 0.",
     syntax="ns",
-    complexity="O(N) with N the entries held",
 )
 def dedup_purge(ctx: Context, argv: list[bytes]) -> int:
     """ns"""
@@ -141,7 +142,7 @@ def dedup_purge(ctx: Context, argv: list[bytes]) -> int:
     space = _store(ctx).get(ns)
     if space is None:
         return 0
-    if space.entries:
+    if any(entry.refs <= 0 for entry in space.entries.values()):  # none by construction
         ctx.emit(["dedup.purge", ns])
     return 1
 

@@ -10,7 +10,7 @@ Effects (nothing in them is decided at apply time, so replay and replicas agree)
 
     ["dedup.put", ns, hash, model, embedding]   first reference stores, later ones count
     ["dedup.release", ns, hash]                 one reference less, freed at zero
-    ["dedup.purge", ns]                         every entry of ns forgotten, ns kept
+    ["dedup.purge", ns]                         entries of ns without references freed
     ["dedup.drop", ns]                          ns and its counters forgotten
 
 ``hits`` and ``misses`` count GETs in this process (as Redis's keyspace_hits do): they
@@ -104,10 +104,10 @@ class DedupStore(Store):
             space = self.namespaces.get(effect[1])
             if space is None:
                 return 0
-            count = len(space.entries)
-            space.entries.clear()
-            space.bytes = 0
-            return count
+            gone = [ident for ident, entry in space.entries.items() if entry.refs <= 0]
+            for ident in gone:
+                space.bytes -= _cost(ident, space.entries.pop(ident))
+            return len(gone)
         if op == "dedup.drop":
             return 1 if self.namespaces.pop(effect[1], None) is not None else 0
         raise EffectError(f"unknown dedup effect {op!r}")
