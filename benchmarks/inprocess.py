@@ -32,8 +32,8 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from hotkv_server.engine.config import load_config
 from hotkv_server.server.app import Server
-from hotkv_server.server.config import load_config
 from hotkv_server.server.connection import ClientProtocol
 
 try:

@@ -20,7 +20,7 @@ import yaml
 
 from helpers import ROOT, free_port
 from hotkv_server.clients.entrypoint import server_arguments
-from hotkv_server.server.config import DIRECTIVES
+from hotkv_server.engine.config import DIRECTIVES
 
 Instruction = tuple[str, str]
 

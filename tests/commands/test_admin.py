@@ -22,10 +22,10 @@ from helpers import raw_reply as raw
 from hotkv_server.commands import load_all
 from hotkv_server.commands.admin import NO_PERSISTENCE
 from hotkv_server.engine.clock import ManualClock
+from hotkv_server.engine.config import ConfigError, load_config
 from hotkv_server.engine.context import Context
 from hotkv_server.engine.core import Core
 from hotkv_server.engine.dispatch import dispatch
-from hotkv_server.server.config import ConfigError, load_config
 from hotkv_server.server.resp import ErrorReply, Verbatim
 
 

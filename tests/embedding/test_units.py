@@ -112,20 +112,21 @@ def test_store_by_text_in_process_records_the_vector_in_its_effect() -> None:
     from hotkv_server.engine.core import Core
     from hotkv_server.engine.dispatch import dispatch
     from hotkv_server.stores.database import default_database
+    from hotkv_server.stores.effect import pack, unpack
 
     load_all()
     core = Core()
     core.extras["embed"] = EmbeddingService(core)
-    seen: list[list[object]] = []
-    core.set_sink(seen.append, True)
+    seen: list[object] = []
+    core.effects.set_observer(seen.append, True)
     ctx = Context(core)
     assert dispatch(ctx, [b"AMEM.SEM.CREATE", b"kb", b"EMBEDDER", b"wordllama"]) is not None
     assert dispatch(ctx, [b"AMEM.SEM.STORE", b"kb", b"a", b"tea in the lobby"]) == 1
-    store = seen[-1]
-    assert store[0] == "sem.store" and len(store[4]) == 4 * 256  # type: ignore[arg-type]
+    store = seen[-1].wire()  # type: ignore[attr-defined]
+    assert store[0] == "sem.store" and len(store[4]) == 4 * 256
     replica = default_database()
     for effect in seen:
-        replica.apply(effect)  # type: ignore[arg-type]
+        replica.apply(unpack(pack(effect.wire())))  # type: ignore[attr-defined]
     fact = replica.sem.get(b"kb").get(b"a", 0)
     assert fact is not None and replica.sem.get(b"kb").embedder == "wordllama"
     assert replica.sem.get(b"kb").vector(fact) == store[4]

@@ -28,11 +28,11 @@ from hypothesis import strategies as st
 
 from hotkv_server.commands import acl, load_all
 from hotkv_server.engine.clock import ManualClock
+from hotkv_server.engine.config import Config
 from hotkv_server.engine.context import Context
 from hotkv_server.engine.core import Core
 from hotkv_server.engine.dispatch import NO_REPLY, dispatch
 from hotkv_server.engine.registry import Arg, CommandSpec, all_specs
-from hotkv_server.server.config import Config
 from hotkv_server.server.resp import ErrorReply, encode
 
 load_all()

@@ -295,7 +295,7 @@ def _header_is_short(data: bytes, max_bulk: int) -> bool:
                 max_size=16),
        st.sampled_from([5, 99, 1000, 512 * 1024 * 1024, 10**12]))
 def test_short_header_pattern_follows_its_rule(parts: list[bytes], max_bulk: int) -> None:
-    from hotkv_server.server.framing import short_header
+    from hotkv_server.engine.config import short_header
 
     data = b"*" + b"".join(parts)
     assert (short_header(max_bulk).match(data) is not None) == _header_is_short(data, max_bulk)
@@ -309,7 +309,7 @@ def test_inline_words_without_quotes_split_as_quoted_ones(words: list[bytes],
                                                           blanks: list[bytes]) -> None:
     """The quote-free fast path of split_args gives what the quoting parser gives for the
     same words each wrapped in quotes."""
-    from hotkv_server.server.words import split_args
+    from hotkv_server.engine.words import split_args
 
     plain = blanks[0] + b"".join(w + blanks[i + 1] for i, w in enumerate(words))
     quoted = blanks[0] + b"".join(b'"' + w + b'"' + blanks[i + 1] for i, w in enumerate(words))

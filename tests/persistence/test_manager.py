@@ -16,11 +16,12 @@ from typing import Any
 
 import pytest
 
+from hotkv_server.engine.config import load_config
 from hotkv_server.engine.core import Core
 from hotkv_server.persistence.loader import Loader, read_checked_manifest
 from hotkv_server.persistence.manager import AofUnavailable, Persistence
-from hotkv_server.server.config import load_config
 from hotkv_server.stores.database import default_database
+from hotkv_server.stores.keyspace_effects import KvSet
 from persistence.recording import RecordingTransport
 
 
@@ -44,14 +45,13 @@ def make(tmp_path: Any) -> Iterator[Any]:
 def write(p: Persistence, *effects: Any) -> None:
     """What dispatch and the connection do for one command and its reply."""
     for effect in effects:
-        p.core.emit(effect)
-    p.core.flush_effects()
-    for hook in p.core.before_reply:
-        hook()
+        p.core.effects.emit(effect)
+    p.core.effects.flush()
+    p.core.turn.make_durable()
 
 
-def kv(key: bytes, value: bytes) -> list[Any]:
-    return ["kv.set", key, value, None]
+def kv(key: bytes, value: bytes) -> KvSet:
+    return KvSet(key, value, None)
 
 
 def reload(p: Persistence) -> list[bytes]:

@@ -13,8 +13,8 @@ import asyncio
 import os
 from pathlib import Path
 
+from hotkv_server.engine.config import load_config
 from hotkv_server.server.app import Server
-from hotkv_server.server.config import load_config
 from hotkv_server.server.connection import ClientProtocol
 from persistence.recording import RecordingTransport
 

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from hotkv_server.persistence.framing import unpack
+from hotkv_server.persistence.framing import pack, unpack
 from hotkv_server.replication import state
 from hotkv_server.replication.backlog import Backlog
 from hotkv_server.replication.stream import (
@@ -27,7 +27,7 @@ RECORDS = [
 
 
 def test_effect_commands_round_trip_through_the_parser() -> None:
-    stream = b"".join(effect_command(r) for r in RECORDS) + PING + GETACK
+    stream = b"".join(effect_command(pack(r)) for r in RECORDS) + PING + GETACK
     parser = CommandParser()
     seen = []
     # one byte at a time: every split point of every command
@@ -35,7 +35,7 @@ def test_effect_commands_round_trip_through_the_parser() -> None:
         parser.feed(stream[i : i + 1])
         while (item := parser.next()) is not None:
             seen.append(item)
-    assert [raw for _, raw in seen][:4] == [effect_command(r) for r in RECORDS]
+    assert [raw for _, raw in seen][:4] == [effect_command(pack(r)) for r in RECORDS]
     assert b"".join(raw for _, raw in seen) == stream
     assert [unpack(argv[1]) for argv, _ in seen[:4]] == RECORDS
     assert seen[4][0] == [b"PING"] and seen[5][0] == [b"REPLCONF", b"GETACK", b"*"]

@@ -18,18 +18,21 @@ from hypothesis import strategies as st
 from helpers import HotkvProcess
 from hotkv_server.commands import load_all
 from hotkv_server.engine.clock import ManualClock
+from hotkv_server.engine.config import Config
 from hotkv_server.engine.context import Context
 from hotkv_server.engine.core import Core
 from hotkv_server.engine.dispatch import dispatch
-from hotkv_server.server.config import Config
 from hotkv_server.server.memory import MemoryGuard, UsedMemory, install
 from hotkv_server.server.resp import NULL_ARRAY, ErrorReply
+from hotkv_server.stores.effect import FlushAll, decode, unpack
 from hotkv_server.stores.keyspace import (
     ACCESS_OVERHEAD,
     DEADLINE_OVERHEAD,
     ENTRY_OVERHEAD,
     KeyValueStore,
 )
+from hotkv_server.stores.keyspace_effects import KvDel, KvSet
+from hotkv_server.stores.summary_effects import SummarySet
 
 OOM = "OOM command not allowed when used memory > 'maxmemory'."
 #: redis-py strips the OOM code and raises OutOfMemoryError with the rest
@@ -214,8 +217,8 @@ class Scripted:
 def fill(core: Core, prefix: bytes, n: int, size: int = 1000) -> int:
     before = core.db.kv.estimated_bytes()
     for i in range(n):
-        core.emit(["kv.set", prefix + b"%d" % i, b"x" * size, None])
-    core.flush_effects()
+        core.effects.emit(KvSet(prefix + b"%d" % i, b"x" * size, None))
+    core.effects.flush()
     return core.db.kv.estimated_bytes() - before
 
 
@@ -225,7 +228,7 @@ def test_estimate_follows_rss_but_not_its_stickiness() -> None:
     core = Core(config, ManualClock())
     fake = Scripted(BASE)
     used = UsedMemory(core, fake.measure, fake.clock, interval=1.0)
-    core.sinks.append(used.note_effect)
+    core.effects.observers.append(used.note_effect)
     assert used() == BASE
     # the cache grows and RSS with it: the estimate is the same as RSS
     grown = fill(core, b"a", 100)
@@ -239,7 +242,7 @@ def test_estimate_follows_rss_but_not_its_stickiness() -> None:
     # an eviction frees at once, though RSS stays where it is
     freed = core.db.kv.entry_bytes(b"a0") * 10
     used.released += freed
-    core.emit(["kv.del", [b"a%d" % i for i in range(10)]])
+    core.effects.emit(KvDel([b"a%d" % i for i in range(10)]))
     assert used() == BASE + grown + 1000 - freed
     fake.t += 1
     assert used() == BASE + grown + 1000 - freed
@@ -252,9 +255,9 @@ def test_estimate_follows_rss_but_not_its_stickiness() -> None:
     # another store reuses memory the cache gave up: it counts although RSS did not move
     other_before = used.other
     used.released += freed
-    core.emit(["kv.del", [b"b%d" % i for i in range(10)]])
-    core.emit(["summary.set", b"agent", "x" * 5000, 1, NOW, None])
-    core.flush_effects()
+    core.effects.emit(KvDel([b"b%d" % i for i in range(10)]))
+    core.effects.emit(SummarySet(b"agent", b"x" * 5000, 1, NOW, None))
+    core.effects.flush()
     written = used.other_written
     assert 5000 < written < freed
     fake.t += 1
@@ -267,7 +270,7 @@ def test_estimate_follows_rss_but_not_its_stickiness() -> None:
     assert used() == BASE + grown + 1000 - freed + written + 500
     assert used.free_pool == freed - written
     # FLUSHALL gives the cache's memory back to the pool
-    core.emit(["flushall"])
+    core.effects.emit(FlushAll())
     fake.t += 1
     assert used() == used.other
     assert used.free_pool >= grown - freed
@@ -282,8 +285,8 @@ class Rig:
     def __init__(self, policy: str, budget: int, *, seed: int = 3) -> None:
         self.core = Core(Config(), ManualClock(NOW))
         self.guard: MemoryGuard = install(self.core, lambda: BASE, lambda: 0.0, random.Random(seed))
-        self.records: list[Any] = []
-        self.core.sinks.append(self.records.append)
+        self.records: list[Any] = []  # wire lists of what reached the AOF/replica sinks
+        self.core.effects.set_sink(self, True)
         self.ctx = Context(self.core, "127.0.0.1:1", "127.0.0.1:2")
         self.core.config.values["maxmemory-policy"] = policy
         self.set_maxmemory(BASE + budget)
@@ -297,6 +300,15 @@ class Rig:
 
     def run(self, *argv: Any) -> Any:
         return dispatch(self.ctx, [a if isinstance(a, bytes) else str(a).encode() for a in argv])
+
+    wants_bytes = True  # check the packed form too
+
+    def write_effects(self, records: list[Any], payload: bytes | None) -> None:
+        assert payload is not None and decode(unpack(payload)) == records
+        self.records.extend(r.wire() for r in records)
+
+    def effects_lost(self, reason: str) -> None:
+        raise AssertionError(reason)
 
     @property
     def kv(self) -> KeyValueStore:
@@ -477,15 +489,15 @@ def test_other_stores_writes_are_counted_only_while_a_limit_is_set() -> None:
     rig = Rig("allkeys-random", 0)
     rig.set_maxmemory(0)
     written = rig.guard.used.other_written
-    assert rig.guard.used.note_effect not in rig.core.sinks
+    assert rig.guard.used.note_effect not in rig.core.effects.observers
     assert rig.run("AMEM.WORK.SET", "s", "k", "v" * 1000) == "OK"
     assert rig.guard.used.other_written == written
     assert rig.run("CONFIG", "SET", "maxmemory", str(10**12)) == "OK"
-    assert rig.guard.used.note_effect in rig.core.sinks
+    assert rig.guard.used.note_effect in rig.core.effects.observers
     assert rig.run("AMEM.WORK.SET", "s", "k2", "v" * 1000) == "OK"
     assert rig.guard.used.other_written >= written + 1000
     assert rig.run("CONFIG", "SET", "maxmemory", "0") == "OK"
-    assert rig.guard.used.note_effect not in rig.core.sinks
+    assert rig.guard.used.note_effect not in rig.core.effects.observers
 
 
 def test_a_replica_does_not_evict() -> None:

@@ -16,7 +16,7 @@ import os
 import sys
 from collections.abc import Mapping, Sequence
 
-from hotkv_server.server.config import DIRECTIVES
+from hotkv_server.engine.config import DIRECTIVES
 
 #: the container's defaults: listen on every interface, keep data in the /data volume
 CONTAINER_DEFAULTS: tuple[str, ...] = ("--bind", "0.0.0.0", "--dir", "/data",

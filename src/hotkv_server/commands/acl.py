@@ -29,7 +29,7 @@ from hotkv_server.engine.args import parse_int
 from hotkv_server.engine.context import Context
 from hotkv_server.engine.errors import CommandError
 from hotkv_server.engine.registry import COMMANDS, CommandSpec, command, container
-from hotkv_server.server.resp import OK, Simple
+from hotkv_server.engine.replies import OK, Simple
 
 if TYPE_CHECKING:
     from hotkv_server.engine.core import Core
@@ -394,7 +394,7 @@ class UserTable:
 
     # --- files ----------------------------------------------------------------------
     def load_lines(self, lines: list[str], source: str) -> dict[str, User]:
-        from hotkv_server.server.config import split_line
+        from hotkv_server.engine.config import split_line
 
         users: dict[str, User] = {}
         for number, raw in enumerate(lines, start=1):
@@ -444,8 +444,8 @@ def _is_loopback(peer: Any) -> bool:
 
 def attach(server: Any) -> None:
     """Install the user table, the user/aclfile directives and the protected-mode gate."""
-    from hotkv_server.server.app import StartupError
-    from hotkv_server.server.config import quote_if_needed
+    from hotkv_server.engine.config import quote_if_needed
+    from hotkv_server.engine.errors import StartupError
 
     core = server.core
     table = UserTable(core)

@@ -27,13 +27,14 @@ from typing import Any
 from hotkv_server.commands.connection import REDIS_COMPAT_VERSION
 from hotkv_server.engine import errors
 from hotkv_server.engine.args import parse_float, parse_int
+from hotkv_server.engine.config import DIRECTIVES, ConfigError
 from hotkv_server.engine.context import Context
 from hotkv_server.engine.core import Core, Stats, current_rss
 from hotkv_server.engine.dispatch import NO_REPLY, commands_processed
-from hotkv_server.engine.errors import CommandError
+from hotkv_server.engine.errors import CommandError, RequestRefused
 from hotkv_server.engine.registry import CommandSpec, all_specs, command, container
-from hotkv_server.server.config import DIRECTIVES, ConfigError
-from hotkv_server.server.resp import OK, Simple, Verbatim
+from hotkv_server.engine.replies import OK, Simple, Verbatim
+from hotkv_server.stores.effect import FlushAll
 
 # --- INFO ------------------------------------------------------------------------------
 
@@ -539,7 +540,7 @@ def config_help(ctx: Context, argv: list[bytes]) -> Any:
 def _flush(ctx: Context, argv: list[bytes]) -> Any:
     if len(argv) > 2 or (len(argv) == 2 and argv[1].upper() not in (b"ASYNC", b"SYNC")):
         raise CommandError(errors.SYNTAX)
-    ctx.emit(["flushall"])
+    ctx.emit(FlushAll())
     return OK
 
 
@@ -586,7 +587,10 @@ def _persistence_call(ctx: Context, method: str, done: str) -> Any:
     hook = getattr(persistence, method, None)
     if hook is None:
         raise CommandError(NO_PERSISTENCE)
-    result = hook()
+    try:
+        result = hook()
+    except RequestRefused as exc:
+        raise CommandError(exc.message) from None
     return Simple(result) if isinstance(result, str) and result else Simple(done)
 
 

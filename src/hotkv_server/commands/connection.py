@@ -11,7 +11,7 @@ from hotkv_server.engine.args import Args, parse_int
 from hotkv_server.engine.context import Context
 from hotkv_server.engine.errors import CommandError
 from hotkv_server.engine.registry import command, container
-from hotkv_server.server.resp import OK, PONG, Simple
+from hotkv_server.engine.replies import OK, PONG, Simple
 
 #: the Redis version we report to clients that branch on it (redis-py, redis-cli)
 REDIS_COMPAT_VERSION = "7.0.0"

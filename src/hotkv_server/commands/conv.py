@@ -16,8 +16,9 @@ from hotkv_server.engine.args import MAX_ID_LEN, Args
 from hotkv_server.engine.context import Context
 from hotkv_server.engine.errors import CommandError
 from hotkv_server.engine.registry import command
-from hotkv_server.server.resp import OK
+from hotkv_server.engine.replies import OK
 from hotkv_server.stores.conv import DEFAULT_WINDOW, MAX_WINDOW, ROLES, ConversationStore
+from hotkv_server.stores.conv_effects import ConvAppend, ConvCreate, ConvDel, ConvUpdate
 
 _ROLES_TEXT = "one of " + "|".join(r.decode() for r in ROLES)
 _CREATE_OPTIONS = "WINDOW, TTL, PX or UPDATE"
@@ -73,21 +74,13 @@ def conv_create(ctx: Context, argv: list[bytes]) -> Any:
             new_ttl, expires_at = conv.ttl_ms, conv.expires_at
         else:
             new_ttl, expires_at = ttl_ms, now + ttl_ms
-        ctx.emit(["conv.update", session, new_window, new_ttl, expires_at, now])
+        ctx.emit(ConvUpdate(session, new_window, new_ttl, expires_at, now))
         return OK
     if conv is not None:
         raise CommandError(errors.conv_exists(session))
     expires_at = None if ttl_ms is None else now + ttl_ms
-    ctx.emit(
-        [
-            "conv.create",
-            session,
-            DEFAULT_WINDOW if window is None else window,
-            ttl_ms,
-            expires_at,
-            now,
-        ]
-    )
+    ctx.emit(ConvCreate(session, DEFAULT_WINDOW if window is None else window, ttl_ms,
+                        expires_at, now))
     return OK
 
 
@@ -125,7 +118,7 @@ def conv_append(ctx: Context, argv: list[bytes]) -> int:
         raise CommandError(errors.conv_not_found(session))
     seq = conv.appended + 1
     expires_at = None if conv.ttl_ms is None else now + conv.ttl_ms  # idle TTL restarts
-    ctx.emit(["conv.append", session, seq, role, content, now, meta, expires_at])
+    ctx.emit(ConvAppend(session, seq, role, content, now, meta, expires_at))
     return seq
 
 
@@ -222,4 +215,4 @@ def conv_del(ctx: Context, argv: list[bytes]) -> int:
     live = [s for s in dict.fromkeys(sessions) if store.exists(s, now)]
     if not live:
         return 0
-    return int(ctx.emit(["conv.del", live]))
+    return int(ctx.emit(ConvDel(live)))

@@ -18,6 +18,7 @@ from hotkv_server.engine.context import Context
 from hotkv_server.engine.errors import CommandError
 from hotkv_server.engine.registry import command
 from hotkv_server.stores.dedup import DedupStore
+from hotkv_server.stores.dedup_effects import DedupDrop, DedupPurge, DedupPut, DedupRelease
 
 
 def _store(ctx: Context) -> DedupStore:
@@ -44,7 +45,7 @@ def dedup_put(ctx: Context, argv: list[bytes]) -> int:
     embedding = args.next("embedding")
     if not embedding:
         raise CommandError("ERR invalid embedding '': expected the embedding's bytes")
-    result: int = ctx.emit(["dedup.put", ns, ident, model, embedding])
+    result: int = ctx.emit(DedupPut(ns, ident, model, embedding))
     return result
 
 
@@ -84,7 +85,7 @@ def dedup_release(ctx: Context, argv: list[bytes]) -> int:
     space = _store(ctx).get(ns)
     if space is None or ident not in space.entries:
         return 0
-    ctx.emit(["dedup.release", ns, ident])
+    ctx.emit(DedupRelease(ns, ident))
     return 1
 
 
@@ -121,7 +122,7 @@ def dedup_drop(ctx: Context, argv: list[bytes]) -> int:
     ns = Args(argv, 1).ident("ns")
     if _store(ctx).get(ns) is None:
         return 0
-    ctx.emit(["dedup.drop", ns])
+    ctx.emit(DedupDrop(ns))
     return 1
 
 
@@ -143,7 +144,7 @@ def dedup_purge(ctx: Context, argv: list[bytes]) -> int:
     if space is None:
         return 0
     if any(entry.refs <= 0 for entry in space.entries.values()):  # none by construction
-        ctx.emit(["dedup.purge", ns])
+        ctx.emit(DedupPurge(ns))
     return 1
 
 

@@ -145,7 +145,7 @@ def render_reference() -> str:
     out = [
         "# hotkv command reference",
         "",
-        "Generated from the command table (`src/hotkv_server/commands/registry.py`); do not edit by hand.",
+        "Generated from the command table (`src/hotkv_server/engine/registry.py`); do not edit by hand.",
         f"Regenerate with `{REGENERATE}`.",
         "",
         "Arity follows Redis's sign rule (the command name counts; negative means \"at least\").",

@@ -20,19 +20,14 @@ embedding runs in place.
 
 from __future__ import annotations
 
-import concurrent.futures
-import functools
 from collections.abc import Callable
 from typing import Any
 
-import numpy as np
-
-from hotkv_server.embedding.base import EmbeddingError, to_blob
-from hotkv_server.embedding.service import EmbeddingService
 from hotkv_server.engine.context import Context
 from hotkv_server.engine.dispatch import Deferred, run_later
 from hotkv_server.engine.errors import CommandError
-from hotkv_server.server.resp import ErrorReply
+from hotkv_server.engine.replies import ErrorReply
+from hotkv_server.engine.services import EmbeddingService
 
 
 def service_of(ctx: Context) -> EmbeddingService | None:
@@ -43,13 +38,13 @@ def service_of(ctx: Context) -> EmbeddingService | None:
 def check_embedder(ctx: Context, name: str) -> int:
     """The dimension of the configured embedder ``name``; CommandError when there is none."""
     service = service_of(ctx)
-    embedder = None if service is None else service.get(name)
-    if embedder is None:
+    dim = None if service is None else service.dimension(name)
+    if dim is None:
         configured = "none" if service is None else service.names()
         raise CommandError(
             f"ERR unknown embedder '{name}': this server has {configured} "
             "(see docs/embeddings.md for the embed-* directives)")
-    return embedder.dim
+    return dim
 
 
 def embedder_of(ns: Any, what: str) -> str:
@@ -72,94 +67,40 @@ def embed_then(ctx: Context, command: str, argv: list[bytes], embedder_name: str
                texts: list[bytes], then: Callable[[list[bytes]], Any]) -> Any:
     """``then(vectors)`` with one FP32 blob per text, now or as a Deferred reply."""
     service = service_of(ctx)
-    embedder = None if service is None else service.get(embedder_name)
-    if service is None or embedder is None:
+    if service is None or service.dimension(embedder_name) is None:
         raise CommandError(
             f"ERR embedder '{embedder_name}' is not configured on this server "
             f"(it has {'none' if service is None else service.names()}): send the vector")
-    cache = service.cache
-    model = embedder.model
-    inflight = service.inflight
-    # a text embedded ahead (warm_ahead) and still on its way is waited for, not looked up
-    vectors: list[bytes | None] = [
-        None if (model, text) in inflight else cache.get(model, text) for text in texts]
+    vectors = service.lookup(embedder_name, texts)
     missing = list(dict.fromkeys(text for text, vector in zip(texts, vectors, strict=True)
                                  if vector is None))
     if not missing:
         return then([v for v in vectors if v is not None])
-    core = ctx.core
-    if core.in_exec:
+    if ctx.core.effects.grouped:  # inside EXEC
         raise CommandError(
             f"ERR {command.upper()} without a vector cannot embed inside MULTI/EXEC "
             "(the embedding would stop the server): send the vector, or run it outside the transaction")
-    loop = service.loop()
-    if loop is None:
+    if not service.running():  # a Core driven in process: embed in place
         try:
-            computed = embedder.embed([text.decode("utf-8", "replace") for text in missing])
-        except Exception as exc:
-            raise CommandError(str(EmbeddingError(embedder_name, str(exc) or type(exc).__name__)))
-        made = {text: to_blob(row) for text, row in zip(missing, computed, strict=True)}
-        for text, blob in made.items():
-            cache.put(model, text, blob)
+            made = service.embed_now(embedder_name, missing)
+        except ValueError as exc:
+            raise CommandError(str(exc)) from None
         return then(_fill(texts, vectors, made))
 
-    # the futures to wait for: one per text embedded ahead, one for all the others
-    waits: list[tuple[list[bytes], concurrent.futures.Future[np.ndarray]]] = [
-        ([text], inflight[(model, text)]) for text in missing if (model, text) in inflight]
-    new = [text for text in missing if (model, text) not in inflight]
-    if new:
-        waits.append((new, service.pool.submit(
-            embedder, [text.decode("utf-8", "replace") for text in new])))
     deferred = Deferred()
-    fresh: dict[bytes, bytes] = {}
-    left = [len(waits)]
-    timeout_ms = service.timeout_ms
 
-    def fail(message: str) -> None:
-        timer.cancel()
-        service.failed += 1
-        deferred.resolve(_failure(ctx, message))
-
-    def expire() -> None:
-        if deferred.done:
+    def done(made: dict[bytes, bytes] | None, error: str | None) -> None:
+        if made is None:
+            deferred.resolve(_failure(ctx, error or "ERR embedding failed"))
             return
-        if new:
-            waits[-1][1].cancel()
-        service.timeouts += 1
-        fail(str(EmbeddingError(embedder_name,
-                                f"no vectors within {timeout_ms} ms (embed-timeout-ms)")))
-
-    timer = loop.call_later(timeout_ms / 1000, expire)
-
-    def finish(batch: list[bytes], done: concurrent.futures.Future[np.ndarray]) -> None:
-        if deferred.done:
-            return
-        if done.cancelled():
-            fail(str(EmbeddingError(embedder_name, "the server is shutting down")))
-            return
-        error = done.exception()
-        if error is not None:
-            fail(str(error) if isinstance(error, EmbeddingError) else str(
-                EmbeddingError(embedder_name, str(error) or type(error).__name__)))
-            return
-        for text, row in zip(batch, done.result(), strict=True):
-            blob = to_blob(row)
-            fresh[text] = blob
-            if batch is new:
-                cache.put(model, text, blob)
-        left[0] -= 1
-        if left[0]:
-            return
-        timer.cancel()
-        blobs = _fill(texts, vectors, fresh)
+        blobs = _fill(texts, vectors, made)
         reply = run_later(ctx, command, argv, lambda: then(blobs))
         if type(reply) is Deferred:
             _chain(reply, deferred)
         else:
             deferred.resolve(reply)
 
-    for batch, future in waits:
-        future.add_done_callback(service.on_loop(loop, functools.partial(finish, batch)))
+    service.embed(embedder_name, missing, done)
     return deferred
 
 
@@ -191,11 +132,8 @@ def warm_ahead(ctx: Context, argv: list[bytes]) -> None:
     if text is None:
         return
     ns = ctx.db.sem.get(argv[1])
-    if ns is None or ns.embedder is None:
-        return
-    embedder = service.get(ns.embedder)
-    if embedder is not None:
-        service.prefetch(embedder, text)
+    if ns is not None and ns.embedder is not None:
+        service.prefetch(ns.embedder, text)
 
 
 def _is_number(raw: bytes) -> bool:

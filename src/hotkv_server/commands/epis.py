@@ -25,6 +25,7 @@ from hotkv_server.stores.epis import (
     event_key,
     format_id,
 )
+from hotkv_server.stores.epis_effects import EpisDel, EpisLog, EpisTrim
 
 LIMIT_DEFAULT = 100
 LIMIT_MAX = 10_000
@@ -110,7 +111,7 @@ def epis_log(ctx: Context, argv: list[bytes]) -> bytes:
             raise CommandError(errors.bad_argument("option", "META or SOURCE", raw))
     store: EpisodicStore = ctx.db.epis
     ms, seq = store.next_id(agent, ctx.now_ms)
-    ctx.emit(["epis.log", agent, ms, seq, type_, text, source, meta])
+    ctx.emit(EpisLog(agent, ms, seq, type_, text, source, meta))
     return format_id(ms, seq)
 
 
@@ -195,7 +196,7 @@ def epis_trim(ctx: Context, argv: list[bytes]) -> int:
         boundary = store.trim_boundary_before(agent, start)
     if boundary is None:
         return 0
-    return int(ctx.emit(["epis.trim", agent, boundary[0], boundary[1]]))
+    return int(ctx.emit(EpisTrim(agent, boundary[0], boundary[1])))
 
 
 @command(
@@ -213,4 +214,4 @@ def epis_del(ctx: Context, argv: list[bytes]) -> int:
     agent = Args(argv, 1).ident("agent")
     if not ctx.db.epis.exists(agent, ctx.now_ms):
         return 0
-    return int(ctx.emit(["epis.del", agent]))
+    return int(ctx.emit(EpisDel(agent)))

@@ -25,7 +25,7 @@ from hotkv_server.commands.glob import glob_match
 from hotkv_server.engine.context import Context
 from hotkv_server.engine.errors import SYNTAX, CommandError
 from hotkv_server.engine.registry import COMMANDS, CommandSpec, all_specs, command, container, find
-from hotkv_server.server.resp import Raw, Simple, encode
+from hotkv_server.engine.replies import OrderedSet, Simple
 
 #: Redis's order of command flags in COMMAND output
 FLAG_ORDER = (
@@ -47,14 +47,9 @@ CATEGORY_ORDER = (
 
 
 def resp_set(items: list[Any], proto: int) -> Any:
-    """A RESP3 set (``~``) in the given order; a plain array in RESP2.
-
-    ``resp.py`` encodes Python sets in hash order; COMMAND output should be stable, so the
-    set header is written here around the already encoded items.
-    """
-    if proto != 3:
-        return items
-    return Raw(b"~%d\r\n" % len(items) + b"".join(encode(item, 3) for item in items))
+    """A RESP3 set (``~``) in the given order; a plain array in RESP2 (COMMAND output
+    should be stable, and a Python set is encoded in hash order)."""
+    return OrderedSet(items) if proto == 3 else items
 
 
 def _ordered(names: frozenset[str], order: tuple[str, ...]) -> list[str]:

@@ -18,7 +18,8 @@ from hotkv_server.engine.args import parse_int
 from hotkv_server.engine.context import Context
 from hotkv_server.engine.errors import CommandError
 from hotkv_server.engine.registry import command
-from hotkv_server.server.resp import Simple
+from hotkv_server.engine.replies import Simple
+from hotkv_server.stores.keyspace_effects import KvDel, KvExpire, KvPersist
 
 LLONG_MAX = 2**63 - 1
 ULONG_MAX = 2**64 - 1
@@ -39,7 +40,7 @@ def _delete(ctx: Context, argv: list[bytes]) -> int:
         live = [key for key in dict.fromkeys(argv[1:]) if kv.get(key, now) is not None]
     if not live:
         return 0
-    removed: int = ctx.emit(["kv.del", live])
+    removed: int = ctx.emit(KvDel(live))
     return removed
 
 
@@ -237,9 +238,9 @@ def _expire_generic(ctx: Context, argv: list[bytes], relative: bool, seconds: bo
         if flags & _EXP_LT and current is not None and when >= current:
             return 0
     if when <= now:
-        ctx.emit(["kv.del", [key]])
+        ctx.emit(KvDel([key]))
     else:
-        ctx.emit(["kv.expire", key, when])
+        ctx.emit(KvExpire(key, when))
     return 1
 
 
@@ -308,5 +309,5 @@ def persist(ctx: Context, argv: list[bytes]) -> Any:
     key = argv[1]
     if kv.get(key, ctx.now_ms) is None or kv.expiry(key) is None:
         return 0
-    persisted: int = ctx.emit(["kv.persist", key])
+    persisted: int = ctx.emit(KvPersist(key))
     return persisted

@@ -1,8 +1,8 @@
 """Replication commands: REPLICAOF/SLAVEOF, ROLE, WAIT, and the primary's side of the
 handshake (REPLCONF, PSYNC, SYNC), with Redis 7's replies and error wording.
 
-The work is done by the replication subsystem, ``core.extras["replication"]``
-(``hotkv_server.replication.manager.Replication``); a Core without it (unit tests that build one
+The work is done by the replication subsystem, ``core.extras["replication"]`` (typed as
+``engine.services.ReplicationService``); a Core without it (unit tests that build one
 without a server) answers these commands with an error.
 """
 
@@ -15,10 +15,10 @@ from hotkv_server.engine import errors
 from hotkv_server.engine.context import Context
 from hotkv_server.engine.errors import CommandError
 from hotkv_server.engine.registry import command
-from hotkv_server.server.resp import OK, Simple
+from hotkv_server.engine.replies import OK, Simple
 
 if TYPE_CHECKING:
-    from hotkv_server.replication.manager import Replication
+    from hotkv_server.engine.services import ReplicationService
 
 log = logging.getLogger("hotkv")
 
@@ -29,7 +29,7 @@ WAIT_ON_REPLICA = (
 )
 
 
-def _replication(ctx: Context) -> Replication:
+def _replication(ctx: Context) -> ReplicationService:
     repl = ctx.core.extras.get("replication")
     if repl is None:
         raise CommandError("ERR replication is not available in this server")

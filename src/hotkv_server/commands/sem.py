@@ -43,14 +43,20 @@ from typing import Any
 
 import numpy as np
 
-from hotkv_server.commands.embed import check_embedder, embed_then, embedder_of, embedding_text
+from hotkv_server.commands.embed import (
+    check_embedder,
+    embed_then,
+    embedder_of,
+    embedding_text,
+    warm_ahead,
+)
 from hotkv_server.engine import errors
 from hotkv_server.engine.args import Args, parse_float
 from hotkv_server.engine.context import Context
 from hotkv_server.engine.dispatch import Deferred
 from hotkv_server.engine.errors import CommandError
 from hotkv_server.engine.registry import command
-from hotkv_server.server.resp import OK, ErrorReply
+from hotkv_server.engine.replies import OK, ErrorReply
 from hotkv_server.stores.sem import (
     DEFAULT_ALPHA,
     DEFAULT_EF,
@@ -71,6 +77,7 @@ from hotkv_server.stores.sem import (
     SearchHit,
     SemanticStore,
 )
+from hotkv_server.stores.sem_effects import SemCreate, SemDel, SemDrop, SemStore, SemUpdate
 
 MAX_K = 1000
 MAX_EF = 10_000
@@ -269,6 +276,8 @@ def attach(server: Any) -> SemanticService:
         log.debug("no OpenBLAS found to hold to one thread")
     service = SemanticService(server.core)
     server.core.extras["sem"] = service
+    # requests held behind a deferred reply: a pipelined store by text starts embedding
+    server.core.extras["lookahead"] = warm_ahead
     return service
 
 
@@ -431,16 +440,16 @@ def sem_create(ctx: Context, argv: list[bytes]) -> Any:
         if dim is None:
             raise CommandError("ERR syntax error: AMEM.SEM.CREATE needs dim, or EMBEDDER name "
                                "(the namespace then takes the embedder's dimension)")
-        ctx.emit([
-            "sem.create", name, dim,
+        ctx.emit(SemCreate(
+            name, dim,
             metric or DEFAULT_METRIC,
             m or DEFAULT_M,
             ef_construction or DEFAULT_EF_CONSTRUCTION,
             ef or DEFAULT_EF,
             capacity or 0,
             evict or DEFAULT_EVICT,
-            *(() if embedder is None else (embedder,)),
-        ])
+            embedder,
+        ))
         return OK
 
     if ns is None:
@@ -467,7 +476,7 @@ def sem_create(ctx: Context, argv: list[bytes]) -> Any:
         ns.purge_expired(ctx.now_ms)  # expired facts do not count against the capacity
         evicted = ns.victims(len(ns.facts) - new_capacity, evict or ns.evict) or []
     if changes or evicted:
-        ctx.emit(["sem.update", name, changes, evicted])
+        ctx.emit(SemUpdate(name, changes, evicted))
     return OK
 
 
@@ -556,8 +565,8 @@ def _store_fact(ctx: Context, name: bytes, ident: bytes, text: bytes, vector: by
         raise CommandError(errors.sem_full(name, ns.capacity))
     created = now if existing is None else existing.created
     expires = None if ttl_ms is None else now + ttl_ms
-    ctx.emit(["sem.store", name, ident, text, vector, kind, confidence, source, description,
-              meta, created, now, expires, evicted])
+    ctx.emit(SemStore(name, ident, text, vector, kind, confidence, source, description,
+                      meta, created, now, expires, evicted))
     return 1 if existing is None else 0
 
 
@@ -648,7 +657,7 @@ def _search_elsewhere(ctx: Context, ns: Namespace, pending: PendingSearch,
     built at once), on a replica's link to its master, without a running event loop or
     without an open :class:`SemanticService`."""
     core = ctx.core
-    if core.in_exec or ctx.is_master_link:
+    if core.effects.grouped or ctx.is_master_link:
         return None
     service: SemanticService | None = core.extras.get("sem")
     if service is None or service.closed:
@@ -819,7 +828,7 @@ def sem_del(ctx: Context, argv: list[bytes]) -> int:
     now = ctx.now_ms
     held = [ident for ident in dict.fromkeys(wanted) if ns.get(ident, now) is not None]
     if held:
-        ctx.emit(["sem.del", name, held])
+        ctx.emit(SemDel(name, held))
     return len(held)
 
 
@@ -911,5 +920,5 @@ def sem_drop(ctx: Context, argv: list[bytes]) -> int:
     name = Args(argv, 1).ident("ns")
     if _store(ctx).get(name) is None:
         return 0
-    ctx.emit(["sem.drop", name])
+    ctx.emit(SemDrop(name))
     return 1

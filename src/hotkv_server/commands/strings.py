@@ -14,7 +14,8 @@ from hotkv_server.engine.args import parse_int
 from hotkv_server.engine.context import Context
 from hotkv_server.engine.errors import CommandError
 from hotkv_server.engine.registry import command
-from hotkv_server.server.resp import OK
+from hotkv_server.engine.replies import OK
+from hotkv_server.stores.keyspace_effects import KvMset, KvSet
 
 LLONG_MAX = 2**63 - 1
 LLONG_MIN = -(2**63)
@@ -56,7 +57,7 @@ def set_(ctx: Context, argv: list[bytes]) -> Any:
     """SET key value [NX|XX] [GET] [EX seconds|PX milliseconds|EXAT unix-time-seconds|PXAT unix-time-milliseconds|KEEPTTL]"""
     key = argv[1]
     if len(argv) == 3:
-        ctx.emit(["kv.set", key, argv[2], None])
+        ctx.emit(KvSet(key, argv[2], None))
         return OK
     flags, expire_raw = _parse_set_options(argv)
     kv = ctx.db.kv
@@ -74,7 +75,7 @@ def set_(ctx: Context, argv: list[bytes]) -> Any:
         return old if flags & _GET else None
     if flags & _KEEPTTL and old is not None:
         at = kv.expiry(key)
-    ctx.emit(["kv.set", key, argv[2], at])
+    ctx.emit(KvSet(key, argv[2], at))
     return old if flags & _GET else OK
 
 
@@ -154,7 +155,7 @@ def mset(ctx: Context, argv: list[bytes]) -> Any:
     """MSET key value [key value ...]"""
     if len(argv) % 2 == 0:
         raise CommandError(errors.wrong_arity("mset"))
-    ctx.emit(["kv.mset", argv[1:]])
+    ctx.emit(KvMset(argv[1:]))
     return OK
 
 
@@ -173,7 +174,7 @@ def _incr_by(ctx: Context, key: bytes, delta: int) -> int:
     new = current + delta
     if new > LLONG_MAX or new < LLONG_MIN:
         raise CommandError(errors.INCR_OVERFLOW)
-    ctx.emit(["kv.set", key, b"%d" % new, at])
+    ctx.emit(KvSet(key, b"%d" % new, at))
     return new
 
 

@@ -17,6 +17,7 @@ from hotkv_server.engine.context import Context
 from hotkv_server.engine.errors import CommandError
 from hotkv_server.engine.registry import command
 from hotkv_server.stores.summary import SummaryStore
+from hotkv_server.stores.summary_effects import SummaryAppend, SummaryDel, SummarySet
 
 
 def _check_version(store: SummaryStore, agent: bytes, expected: int | None) -> int:
@@ -57,7 +58,7 @@ def summary_set(ctx: Context, argv: list[bytes]) -> int:
             raise CommandError(errors.bad_argument("option", "IFVERSION or UPTO", raw))
     store: SummaryStore = ctx.db.summary
     version = _check_version(store, agent, expected) + 1
-    ctx.emit(["summary.set", agent, text, version, ctx.now_ms, upto])
+    ctx.emit(SummarySet(agent, text, version, ctx.now_ms, upto))
     return version
 
 
@@ -86,7 +87,7 @@ def summary_append(ctx: Context, argv: list[bytes]) -> int:
             raise CommandError(errors.bad_argument("option", "IFVERSION", raw))
     store: SummaryStore = ctx.db.summary
     version = _check_version(store, agent, expected) + 1
-    ctx.emit(["summary.append", agent, line, version, ctx.now_ms])
+    ctx.emit(SummaryAppend(agent, line, version, ctx.now_ms))
     return version
 
 
@@ -128,4 +129,4 @@ def summary_del(ctx: Context, argv: list[bytes]) -> int:
     agent = Args(argv, 1).ident("agent")
     if not ctx.db.summary.exists(agent, ctx.now_ms):
         return 0
-    return int(ctx.emit(["summary.del", agent]))
+    return int(ctx.emit(SummaryDel(agent)))

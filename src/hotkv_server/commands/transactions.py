@@ -13,7 +13,7 @@ from hotkv_server.engine.context import Context
 from hotkv_server.engine.dispatch import execute
 from hotkv_server.engine.errors import CommandError
 from hotkv_server.engine.registry import command
-from hotkv_server.server.resp import NULL_ARRAY, OK
+from hotkv_server.engine.replies import NULL_ARRAY, OK
 
 
 @command("multi", arity=1, flags="noscript loading stale fast allow_busy", group="transactions",
@@ -55,15 +55,14 @@ def exec_(ctx: Context, argv: list[bytes]) -> Any:
         ctx.unwatch()
         return NULL_ARRAY
     ctx.unwatch()
-    core = ctx.core
+    effects = ctx.core.effects
     replies: list[Any] = []
-    core.in_exec = True
+    effects.begin()
     try:
         for spec, args in queued:
             replies.append(execute(ctx, spec, args))
     finally:
-        core.in_exec = False
-        core.flush_effects()
+        effects.commit()
     return replies
 
 

@@ -16,8 +16,9 @@ from hotkv_server.engine.args import MAX_ID_LEN, Args
 from hotkv_server.engine.context import Context
 from hotkv_server.engine.errors import CommandError
 from hotkv_server.engine.registry import command
-from hotkv_server.server.resp import OK
+from hotkv_server.engine.replies import OK
 from hotkv_server.stores.work import MERGE_MODES, MergeError, WorkingStore, merge
+from hotkv_server.stores.work_effects import WorkClear, WorkDel, WorkExpire, WorkSet
 
 _SET_OPTIONS = "TTL, PX, KEEPTTL, NX, XX or MERGE"
 _MAX_MS = 2**63 - 1
@@ -90,8 +91,8 @@ def work_set(ctx: Context, argv: list[bytes]) -> Any:
         expires_at = None
     if store.present_but_expired(session, now):
         # the old scratchpad is gone for readers; do not let its other keys come back
-        ctx.emit(["work.clear", session])
-    ctx.emit(["work.set", session, key, value, expires_at])
+        ctx.emit(WorkClear(session))
+    ctx.emit(WorkSet(session, key, value, expires_at))
     return OK if mode == b"REPLACE" else value
 
 
@@ -167,7 +168,7 @@ def work_del(ctx: Context, argv: list[bytes]) -> int:
     live = [k for k in dict.fromkeys(keys) if store.get(session, k, now) is not None]
     if not live:
         return 0
-    return int(ctx.emit(["work.del", session, live]))
+    return int(ctx.emit(WorkDel(session, live)))
 
 
 @command(
@@ -244,9 +245,9 @@ def work_expire(ctx: Context, argv: list[bytes]) -> int:
     if store.length(session, now) == 0:
         return 0
     if seconds <= 0:
-        ctx.emit(["work.clear", session])
+        ctx.emit(WorkClear(session))
     else:
-        ctx.emit(["work.expire", session, now + seconds * 1000])
+        ctx.emit(WorkExpire(session, now + seconds * 1000))
     return 1
 
 
@@ -267,5 +268,5 @@ def work_clear(ctx: Context, argv: list[bytes]) -> int:
     store = _store(ctx)
     removed = store.length(session, ctx.now_ms)
     if removed:
-        ctx.emit(["work.clear", session])
+        ctx.emit(WorkClear(session))
     return removed

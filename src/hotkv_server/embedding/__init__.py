@@ -18,17 +18,12 @@ from hotkv_server.embedding.service import EmbeddingService
 def attach(server: Any) -> EmbeddingService:
     """Server subsystem hook (``Server._open_subsystems``); a half-configured embedder
     stops the start with one line naming the directives it lacks."""
-    from hotkv_server.server.app import StartupError
-    from hotkv_server.server.config import ConfigError
+    from hotkv_server.engine.config import ConfigError
+    from hotkv_server.engine.errors import StartupError
 
     try:
         service = EmbeddingService(server.core)
     except ConfigError as exc:
         raise StartupError(f"*** FATAL CONFIG ERROR *** {exc}") from None
     server.core.extras["embed"] = service
-    if service.embedders:
-        from hotkv_server.commands.embed import warm_ahead
-
-        # requests held behind a deferred reply: a pipelined store by text starts embedding
-        server.core.extras["lookahead"] = warm_ahead
     return service

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import functools
 import logging
 from collections.abc import Callable
 from typing import Any
@@ -27,13 +28,14 @@ from typing import Any
 import numpy as np
 
 from hotkv_server.embedding import wordllama as wordllama_module
-from hotkv_server.embedding.base import Embedder, to_blob
+from hotkv_server.embedding.base import Embedder, EmbeddingError, as_vectors, to_blob
 from hotkv_server.embedding.cache import EmbeddingCache
 from hotkv_server.embedding.fastembed import FastEmbedEmbedder
 from hotkv_server.embedding.openai import HttpSettings, OpenAIEmbedder
 from hotkv_server.embedding.pool import EmbeddingPool
 from hotkv_server.embedding.wordllama import WordLlamaEmbedder
-from hotkv_server.server.config import ConfigError
+from hotkv_server.engine.config import ConfigError
+from hotkv_server.engine.services import EmbedDone
 
 log = logging.getLogger("hotkv")
 
@@ -123,27 +125,116 @@ class EmbeddingService:
         except RuntimeError:
             return None
 
-    def prefetch(self, embedder: Embedder, text: bytes) -> None:
+    # --- the protocol commands use (engine.services.EmbeddingService) -----------------
+    def names(self) -> str:
+        return ", ".join(sorted(self.embedders)) or "none"
+
+    def dimension(self, name: str) -> int | None:
+        embedder = self.embedders.get(name)
+        return None if embedder is None else embedder.dim
+
+    def lookup(self, name: str, texts: list[bytes]) -> list[bytes | None]:
+        model = self.embedders[name].model
+        inflight = self.inflight
+        # a text embedded ahead and still on its way is waited for, not looked up (its
+        # miss was counted when it was sent)
+        return [None if (model, text) in inflight else self.cache.get(model, text)
+                for text in texts]
+
+    def running(self) -> bool:
+        return self.loop() is not None
+
+    def embed_now(self, name: str, texts: list[bytes]) -> dict[bytes, bytes]:
+        embedder = self.embedders[name]
+        try:
+            computed = as_vectors(embedder.embed([t.decode("utf-8", "replace") for t in texts]),
+                                  len(texts), embedder.dim)
+        except Exception as exc:
+            raise ValueError(str(EmbeddingError(name, str(exc) or type(exc).__name__))) from None
+        made = {text: to_blob(row) for text, row in zip(texts, computed, strict=True)}
+        for text, blob in made.items():
+            self.cache.put(embedder.model, text, blob)
+        return made
+
+    def embed(self, name: str, texts: list[bytes], done: EmbedDone) -> None:
+        loop = self.loop()
+        assert loop is not None, "embed() needs a running loop (see running())"
+        embedder = self.embedders[name]
+        model = embedder.model
+        inflight = self.inflight
+        # the futures to wait for: one per text embedded ahead, one for all the others
+        waits: list[tuple[list[bytes], concurrent.futures.Future[np.ndarray]]] = [
+            ([text], inflight[(model, text)]) for text in texts if (model, text) in inflight]
+        new = [text for text in texts if (model, text) not in inflight]
+        if new:
+            waits.append((new, self.pool.submit(
+                embedder, [text.decode("utf-8", "replace") for text in new])))
+        fresh: dict[bytes, bytes] = {}
+        state = {"left": len(waits), "over": False}
+        timeout_ms = self.timeout_ms
+
+        def fail(message: str) -> None:
+            state["over"] = True
+            timer.cancel()
+            self.failed += 1
+            done(None, message)
+
+        def expire() -> None:
+            if state["over"]:
+                return
+            if new:
+                waits[-1][1].cancel()
+            self.timeouts += 1
+            fail(str(EmbeddingError(name, f"no vectors within {timeout_ms} ms (embed-timeout-ms)")))
+
+        timer = loop.call_later(timeout_ms / 1000, expire)
+
+        def landed(batch: list[bytes], future: concurrent.futures.Future[np.ndarray]) -> None:
+            if state["over"]:
+                return
+            if future.cancelled():
+                fail(str(EmbeddingError(name, "the server is shutting down")))
+                return
+            error = future.exception()
+            if error is not None:
+                fail(str(error) if isinstance(error, EmbeddingError) else str(
+                    EmbeddingError(name, str(error) or type(error).__name__)))
+                return
+            for text, row in zip(batch, future.result(), strict=True):
+                blob = to_blob(row)
+                fresh[text] = blob
+                if batch is new:
+                    self.cache.put(model, text, blob)
+            state["left"] -= 1
+            if not state["left"]:
+                state["over"] = True
+                timer.cancel()
+                done(fresh, None)
+
+        for batch, future in waits:
+            future.add_done_callback(self.on_loop(loop, functools.partial(landed, batch)))
+
+    def prefetch(self, name: str, text: bytes) -> None:
         """Embed ``text`` ahead of the command that will need it (loop thread only); its
         vector lands in the cache. Counted as the cache miss it is."""
-        key = (embedder.model, text)
+        embedder = self.embedders.get(name)
         loop = self.loop()
-        if loop is None or key in self.inflight or self.cache.peek(*key):
+        if embedder is None or loop is None:
+            return
+        key = (embedder.model, text)
+        if key in self.inflight or self.cache.peek(*key):
             return
         self.cache.misses += 1
         self.ahead += 1
         future = self.pool.submit(embedder, [text.decode("utf-8", "replace")])
         self.inflight[key] = future
 
-        def landed(done: concurrent.futures.Future[np.ndarray]) -> None:
+        def arrived(done: concurrent.futures.Future[np.ndarray]) -> None:
             self.inflight.pop(key, None)
             if not done.cancelled() and done.exception() is None:
                 self.cache.put(key[0], key[1], to_blob(done.result()[0]), ahead=True)
 
-        future.add_done_callback(self.on_loop(loop, landed))
-
-    def names(self) -> str:
-        return ", ".join(sorted(self.embedders)) or "none"
+        future.add_done_callback(self.on_loop(loop, arrived))
 
     def _config_changed(self, name: str, value: Any) -> None:
         if name == "embed-cache-max-memory":

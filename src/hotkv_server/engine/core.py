@@ -1,4 +1,7 @@
-"""The server's state apart from the network: database, clients, statistics, effect sinks.
+"""The server's state apart from the network (Core) and each client's session (Context).
+
+The two refer to each other (a Context belongs to its Core; the Core lists its clients),
+so they share this module rather than importing each other.
 
 Handlers reach everything through ``ctx.core``. Tests can build a Core with a
 ``ManualClock`` and drive ``dispatch`` without sockets.
@@ -11,28 +14,20 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from hotkv_server import __version__
 from hotkv_server.engine.clock import Clock
-from hotkv_server.server.config import Config, output_limits
-from hotkv_server.server.framing import short_header
-from hotkv_server.stores.base import Effect
+from hotkv_server.engine.config import Config, output_limits, short_header
+from hotkv_server.engine.effects import EffectLog
+from hotkv_server.engine.turn import RepliesWithheld, Turn
 from hotkv_server.stores.database import Database, default_database
 
 if TYPE_CHECKING:
-    from hotkv_server.engine.context import Context
+    from hotkv_server.engine.registry import CommandSpec
+    from hotkv_server.stores.effect import Effect
 
-EffectSink = Callable[[Effect], None]
-
-
-class RepliesWithheld(Exception):
-    """Raised by a ``before_reply`` hook: this batch's replies must not leave.
-
-    They would acknowledge writes that could not be made durable (a failed AOF write under
-    ``appendfsync always``); the connection is closed without answering, so the client
-    sees an error instead of a false acknowledgement.
-    """
+__all__ = ["Context", "Core", "Host", "RepliesWithheld", "SlowlogEntry", "Stats", "current_rss"]
 
 
 @dataclass
@@ -86,24 +81,12 @@ class Core:
         self.monitors: set[Context] = set()
         self.slowlog: deque[SlowlogEntry] = deque()
         self.slowlog_next_id = 0
-        #: who must hear about every applied effect (AOF writer, replication backlog): only
-        #: the sinks with work to do are listed (``set_sink``), so a write with no AOF, no
-        #: replica and no maxmemory builds no record at all
-        self.sinks: list[EffectSink] = []
-        #: run once at the end of an event-loop turn in which writes reached a sink that
-        #: must be on disk before they are acknowledged (the AOF write, fsync under always)
-        self.before_reply: list[Callable[[], None]] = []
-        #: set by such a sink (the AOF buffer holds data): replies wait for the turn's end
-        self.reply_barrier = False
-        #: connections holding replies until the end of this turn (server/connection.py)
-        self.turn_waiting: list[Any] = []
-        #: run at the end of this turn, after the AOF write (the replication stream)
-        self.after_turn: list[Callable[[], None]] = []
-        self.pending_effects: list[Effect] = []
-        self.in_exec = False
         #: key -> contexts watching it (WATCH); any write naming the key makes them dirty
         self.watchers: dict[bytes, set[Context]] = {}
-        self.dirty = 0  # writes since the last save, as Redis counts them
+        #: the one pipeline every write goes through (engine/effects.py)
+        self.effects = EffectLog(self.db, self.watchers)
+        #: the reply barrier of the current event-loop turn (engine/turn.py)
+        self.turn = Turn()
         #: True while any of the dispatch point's gates may refuse a command (loading, a
         #: replica, MISCONF, maxmemory set): with it False, dispatch tests nothing else
         self.gated = False
@@ -118,7 +101,7 @@ class Core:
         self.extras: dict[str, Any] = {}  # room for subsystems (persistence, replication)
         #: slowlog-log-slower-than, kept here so the dispatch point reads one attribute
         self.slowlog_threshold: int = self.config.values["slowlog-log-slower-than"]
-        #: the header of a read that needs no check (server/framing.py ``short_header``)
+        #: the header of a read that needs no check (``engine.config.short_header``)
         self.short_header = short_header(self.config.values["proto-max-bulk-len"])
         self.extras["config_listeners"] = [self._config_changed]
         self.normal_output_hard_limit = self._normal_output_limit()
@@ -183,47 +166,18 @@ class Core:
         return cid
 
     # --- effects ------------------------------------------------------------------
-    def set_sink(self, sink: EffectSink, active: bool) -> None:
-        """List ``sink`` in ``sinks`` while it has work to do (an AOF open, a backlog, a
-        memory limit); subsystems call this when that state changes."""
-        listed = sink in self.sinks
-        if active and not listed:
-            self.sinks.append(sink)
-        elif not active and listed:
-            self.sinks.remove(sink)
+    @property
+    def dirty(self) -> int:
+        """Writes since the last save, as Redis counts them (``effects.dirty``)."""
+        return self.effects.dirty
 
-    def emit(self, effect: Effect) -> Any:
-        """Apply one effect to the database and queue it for the AOF and the replicas."""
-        result = self.db.apply(effect)
-        self.pending_effects.append(effect)
-        self.dirty += 1
-        return result
-
-    def flush_effects(self) -> None:
-        """Hand the effects of the last command (or EXEC) to the sinks as one record."""
-        pending = self.pending_effects
-        if not pending:
-            return
-        self.pending_effects = []
-        if not self.sinks:
-            return
-        record = pending[0] if len(pending) == 1 else ["tx", pending]
-        for sink in self.sinks:
-            sink(record)
-
-    # --- WATCH --------------------------------------------------------------------
-    def touch(self, keys: list[bytes]) -> None:
-        watchers = self.watchers
-        for key in keys:
-            ctxs = watchers.get(key)
-            if ctxs:
-                for ctx in ctxs:
-                    ctx.dirty_cas = True
+    @dirty.setter
+    def dirty(self, value: int) -> None:
+        self.effects.dirty = value
 
     def touch_all(self) -> None:
-        for ctxs in self.watchers.values():
-            for ctx in ctxs:
-                ctx.dirty_cas = True
+        """Every WATCH fails (the whole data set was replaced)."""
+        self.effects.touch_all()
 
     # --- memory -------------------------------------------------------------------
     def used_memory(self) -> int:
@@ -233,6 +187,108 @@ class Core:
 
     def is_replica(self) -> bool:
         return self.role == "slave"
+
+
+class Context:
+    """One client's session: protocol, identity, transaction state, and the clock snapshot.
+
+    ``now_ms`` is set by the dispatch point before every handler call (once for a whole
+    EXEC), so a handler and every effect it makes agree on the time.
+    """
+
+    __slots__ = (
+        "addr",
+        "authenticated",
+        "blocked",
+        "close_after_reply",
+        "closer",
+        "core",
+        "created_ms",
+        "db",
+        "dirty_cas",
+        "emit",
+        "flags",
+        "id",
+        "is_master_link",
+        "killed",
+        "laddr",
+        "last_cmd",
+        "last_interaction_ms",
+        "lib_name",
+        "lib_ver",
+        "multi",
+        "multi_error",
+        "name",
+        "now_ms",
+        "proto",
+        "push",
+        "transport",
+        "user",
+        "username",
+        "watched",
+        "writer",
+    )
+
+    def __init__(self, core: Core, addr: str = "", laddr: str = "") -> None:
+        self.core = core
+        self.db = core.db
+        #: ``ctx.emit(record)``: apply one effect record and queue it for the AOF and the
+        #: replicas (``core.effects.emit`` itself, bound here: one call less per write)
+        self.emit: Callable[[Effect], Any] = core.effects.emit
+        self.id = core.new_client_id()
+        self.addr = addr
+        self.laddr = laddr
+        self.proto = 2
+        self.name = b""
+        self.lib_name = b""
+        self.lib_ver = b""
+        users = core.users
+        #: the ACL user whose rules apply (None only when the ACL module is not attached)
+        self.user: Any = users.initial_user() if users is not None else None
+        self.username = "default"
+        if users is not None:
+            self.authenticated = not users.default_needs_auth()
+        else:
+            self.authenticated = not core.config.values["requirepass"]
+        self.multi: list[tuple[CommandSpec, list[bytes]]] | None = None
+        self.multi_error = False
+        self.watched: set[bytes] = set()
+        self.dirty_cas = False
+        self.now_ms = core.clock.now_ms()
+        self.created_ms = self.now_ms
+        self.last_interaction_ms = self.now_ms
+        self.last_cmd = "NULL"
+        self.close_after_reply = False
+        #: waiting for a deferred reply (WAIT, RECALL off the loop): idle timeouts skip it
+        self.blocked = False
+        self.killed = False
+        self.is_master_link = False
+        self.flags = ""
+        #: writes out-of-band bytes (MONITOR feed, replication) to this client, if connected
+        self.writer: Callable[[bytes], None] | None = None
+        self.push: Callable[[Any], None] | None = None
+        #: closes this client's connection (CLIENT KILL, timeout); set by the network layer
+        self.closer: Callable[[], None] | None = None
+        #: the connection's transport (the replication primary writes a replica's stream
+        #: to it directly); None for contexts without a connection
+        self.transport: Any = None
+
+    def unwatch(self) -> None:
+        watchers = self.core.watchers
+        for key in self.watched:
+            ctxs = watchers.get(key)
+            if ctxs is not None:
+                ctxs.discard(self)
+                if not ctxs:
+                    del watchers[key]
+        self.watched.clear()
+        self.dirty_cas = False
+
+
+class Host(Protocol):
+    """What a subsystem is attached to (the Server): it reaches the engine through ``core``."""
+
+    core: Core
 
 
 def current_rss() -> int:

@@ -2,8 +2,8 @@
 
 ``dispatch(ctx, argv)`` does, in this order and for every command: lookup (unknown command
 and unknown subcommand errors), arity, authentication, ACL, the LOADING / READONLY /
-MISCONF / OOM gates, MULTI queueing, the clock snapshot, the handler call, effect flushing,
-WATCH invalidation, MONITOR feed, slowlog timing and command statistics.
+MISCONF / OOM gates, MULTI queueing, the clock snapshot, the handler call, handing the command's effects on
+(``core.effects.flush``), MONITOR feed, slowlog timing and command statistics.
 Handlers never repeat these checks. Errors come back as ``ErrorReply`` values, never raised.
 """
 
@@ -19,7 +19,7 @@ from hotkv_server.engine.context import Context
 from hotkv_server.engine.core import SlowlogEntry
 from hotkv_server.engine.errors import CommandError
 from hotkv_server.engine.registry import COMMANDS, LOOKUP, CommandSpec
-from hotkv_server.server.resp import QUEUED, ErrorReply
+from hotkv_server.engine.replies import QUEUED, ErrorReply
 
 #: commands executed at once even inside MULTI (everything else is queued)
 _NOT_QUEUED = frozenset({"exec", "discard", "multi", "watch", "quit", "reset"})
@@ -157,8 +157,6 @@ def execute(ctx: Context, spec: CommandSpec, argv: list[bytes], started: int = 0
     """
     core = ctx.core
     ctx.last_cmd = spec.name
-    is_write = spec.is_write
-    effects_before = len(core.pending_effects) if is_write else 0
     if not started:
         started = _time_ns()
     failed = True
@@ -179,17 +177,9 @@ def execute(ctx: Context, spec: CommandSpec, argv: list[bytes], started: int = 0
     if failed:
         spec.failed_calls += 1
         _count_error(core, reply)
-    pending = core.pending_effects
-    if pending:  # a handler that failed may still have written
-        if is_write and not failed and core.watchers and len(pending) != effects_before:
-            # as Redis, only a write that changed something (emitted an effect) breaks a
-            # WATCH: DEL of a missing key or SET NX on an existing one leave it alone
-            if spec.name in ("flushall", "flushdb"):
-                core.touch_all()
-            else:
-                core.touch(spec.keys_of(argv))
-        if not core.in_exec:
-            core.flush_effects()
+    effects = core.effects
+    if effects.pending:  # a handler that failed may still have written
+        effects.flush()  # (inside EXEC it waits for the commit)
     if elapsed_us >= core.slowlog_threshold >= 0 and not spec.skip_slowlog:
         _slowlog_add(ctx, argv, elapsed_us)
     if core.monitors and not spec.skip_monitor:
@@ -202,8 +192,8 @@ def run_later(ctx: Context, name: str, argv: list[bytes], step: Callable[[], Any
     later turn (AMEM.SEM.STORE by text once the embedding is computed): ``step`` runs with
     what :func:`execute` gives a handler: a fresh clock snapshot, the write gates checked
     again (the server may have become a replica meanwhile), a CommandError or a bug turned
-    into one error reply, WATCH invalidated by the effects it emits and those handed to the
-    AOF and the replicas. The call was counted when its first half ran."""
+    into one error reply, and the effects it emits handed out through the effect log (to
+    the AOF and the replicas). The call was counted when its first half ran."""
     core = ctx.core
     spec = LOOKUP[name.encode()]
     ctx.now_ms = core.clock.now_ms()
@@ -211,7 +201,6 @@ def run_later(ctx: Context, name: str, argv: list[bytes], step: Callable[[], Any
         denial = _gate(ctx, core, spec)
         if denial is not None:
             return _reject_call(ctx, spec, denial)
-    effects_before = len(core.pending_effects)
     try:
         reply = step()
     except CommandError as exc:
@@ -224,11 +213,9 @@ def run_later(ctx: Context, name: str, argv: list[bytes], step: Callable[[], Any
         reply = ErrorReply(f"ERR internal error in '{spec.name}': {type(exc).__name__}")
         spec.failed_calls += 1
         _count_error(core, reply)
-    if core.pending_effects:
-        if core.watchers and len(core.pending_effects) != effects_before:
-            core.touch(spec.keys_of(argv))
-        if not core.in_exec:
-            core.flush_effects()
+    effects = core.effects
+    if effects.pending:  # WATCH was touched as they were emitted
+        effects.flush()
     return reply
 
 

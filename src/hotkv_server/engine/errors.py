@@ -21,6 +21,19 @@ class CommandError(Exception):
         self.message = message.replace("\r", " ").replace("\n", " ")
 
 
+class RequestRefused(Exception):
+    """A subsystem refuses what a command asked of it (SAVE while a save runs ...); the
+    command answers ``message`` (one line with its code, as CommandError's)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class StartupError(RuntimeError):
+    """The server cannot start (port taken, bad directory, unreadable data)."""
+
+
 # --- Redis wording, used verbatim -------------------------------------------------
 SYNTAX = "ERR syntax error"
 NOT_INTEGER = "ERR value is not an integer or out of range"

@@ -85,7 +85,7 @@ class Arg:
 
 
 def _simple(text: str) -> Any:
-    from hotkv_server.server.resp import Simple
+    from hotkv_server.engine.replies import Simple
 
     return Simple(text)
 

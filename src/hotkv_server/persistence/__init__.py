@@ -14,12 +14,12 @@ from typing import TYPE_CHECKING
 from hotkv_server.persistence.manager import Persistence
 
 if TYPE_CHECKING:
-    from hotkv_server.server.app import Server
+    from hotkv_server.engine.core import Host
 
 __all__ = ["Persistence", "attach"]
 
 
-def attach(server: Server) -> Persistence:
+def attach(server: Host) -> Persistence:
     """Check the data directory, register the hooks, and mark the server as loading."""
     persistence = Persistence(server)
     persistence.prepare()

@@ -28,7 +28,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-import msgpack
+from hotkv_server.stores.effect import pack, unpack
 
 _PREFIX = struct.Struct("<QI")
 _HCRC = struct.Struct("<I")
@@ -46,22 +46,6 @@ class FrameError(Exception):
         self.offset = offset
         #: True when the file merely ends inside this frame (a crash while appending)
         self.torn = torn
-
-
-_packer = msgpack.Packer(use_bin_type=True)
-
-
-def pack(value: Any) -> bytes:
-    """msgpack with bytes and str kept apart (ids are bytes, ops are str).
-
-    One Packer is reused (it is not thread-safe: only the event loop thread, or a forked
-    child, packs).
-    """
-    return _packer.pack(value)
-
-
-def unpack(payload: bytes | memoryview) -> Any:
-    return msgpack.unpackb(payload, raw=False, strict_map_key=False)
 
 
 def header(payload: bytes) -> bytes:

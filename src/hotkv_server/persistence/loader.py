@@ -1,7 +1,8 @@
 """Loading a data directory into a Database: base snapshot, then every incremental file.
 
-Replay calls the same ``Database.apply(effect)`` as a live write and never consults the
-clock while it runs; only once everything is applied are the entries whose absolute
+Replay applies each record with ``core.effects.replay`` (the store appliers a live write
+and a replica run too; ``Database.apply`` without a Core) and never consults the clock
+while it runs; only once everything is applied are the entries whose absolute
 deadline has passed dropped. (Purging in the middle would be wrong: a later effect may
 refer to an object that was alive when it was written.)
 
@@ -14,7 +15,7 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -69,12 +70,15 @@ class Loader:
         *,
         truncate_torn_tail: bool,
         now_ms: Any,
+        apply: Callable[[Any], Any] | None = None,
     ) -> None:
         self.layout = layout
         self.manifest = manifest
         self.db = db
         self.truncate_torn_tail = truncate_torn_tail
         self.now_ms = now_ms  # a callable: the time is read once loading is over
+        #: applies one record's wire value (the effect log's ``replay``)
+        self.apply = apply or db.apply
         self.stats = LoadStats()
 
     def load_all(self) -> LoadStats:
@@ -133,7 +137,7 @@ class Loader:
     def _load_incr(self, name: str, *, is_last: bool) -> Iterator[None]:
         path = self.layout.path(name)
         stats = self.stats
-        apply = self.db.apply
+        apply = self.apply
         start_bytes = stats.loaded_bytes
         torn_at: int | None = None
         with MappedFile(path) as mapped:

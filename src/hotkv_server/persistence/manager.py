@@ -34,8 +34,8 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from hotkv_server.engine.core import RepliesWithheld
-from hotkv_server.engine.errors import CommandError
+from hotkv_server.engine.errors import RequestRefused, StartupError
+from hotkv_server.engine.turn import RepliesWithheld
 from hotkv_server.persistence import rewrite
 from hotkv_server.persistence.aof import AofFile, FsyncWorker
 from hotkv_server.persistence.fsutil import file_size, fsync_dir
@@ -50,7 +50,8 @@ from hotkv_server.persistence.manifest import Entry, Layout, Manifest, ManifestE
 from hotkv_server.persistence.snapshot import write_base_file
 
 if TYPE_CHECKING:
-    from hotkv_server.server.app import Server
+    from hotkv_server.engine.core import Host
+    from hotkv_server.stores.effect import Effect
 
 log = logging.getLogger("hotkv")
 
@@ -81,7 +82,7 @@ class RewriteJob:
 class Persistence:
     """One server's persistence; ``core.extras["persistence"]`` (SAVE, BGREWRITEAOF ...)."""
 
-    def __init__(self, server: Server) -> None:
+    def __init__(self, server: Host) -> None:
         self.server = server
         core = self.core = server.core
         cfg = core.config.values
@@ -106,6 +107,7 @@ class Persistence:
         self.saves = 0
         self.write_status = "ok"
         self.write_failing = False  # the buffer could not be written: retried from tick
+        self.lost_in_turn = False  # records of this turn could not be encoded
         self.need_fresh = False  # the files do not cover the memory: a fresh rewrite must run
         self.failures = 0
         self.retry_at = 0.0
@@ -118,8 +120,6 @@ class Persistence:
     # --- attach / load ----------------------------------------------------------------
     def prepare(self) -> None:
         """Check the directory and the manifest before the server listens."""
-        from hotkv_server.server.app import StartupError
-
         layout = self.layout
         try:
             os.makedirs(layout.aof_dir, exist_ok=True)
@@ -134,7 +134,7 @@ class Persistence:
         core = self.core
         core.loading = True
         # the sink is listed while an AOF is open (the ``aof`` property)
-        core.before_reply.append(self._before_reply)
+        core.turn.durable.append(self._before_reply)
         core.info_sections["persistence"] = self.info
         core.extras["persistence"] = self
         core.extras.setdefault("config_listeners", []).append(self._config_changed)
@@ -168,8 +168,10 @@ class Persistence:
             layout.write_manifest(manifest)
         referenced = {e.name for e in manifest.entries()} if manifest else set()
         files = layout.data_files()
+        kept = []
         for entry in files:
             if entry.name in referenced:
+                kept.append(entry)
                 continue
             path = layout.path(entry.name)
             if file_size(path) > 0:
@@ -178,7 +180,9 @@ class Persistence:
                 raise LoadError(f"{path} holds data but {what}: a manifest entry is missing; {hint}")
             log.warning("Removing %s: an empty file no manifest lists", path)
             os.unlink(path)
-        for entry in files + (manifest.entries() if manifest else []):
+        # the next files continue the manifest's numbering: a removed file's number is
+        # free again (skipping it would leave a gap the manifest check refuses)
+        for entry in kept + (manifest.entries() if manifest else []):
             if entry.kind == "b":
                 self.next_base_seq = max(self.next_base_seq, entry.seq + 1)
             else:
@@ -187,8 +191,6 @@ class Persistence:
 
     async def started(self) -> None:
         """Load the data (answering -LOADING meanwhile), then open the AOF."""
-        from hotkv_server.server.app import StartupError
-
         core = self.core
         loader = self.loader = Loader(
             self.layout,
@@ -196,6 +198,7 @@ class Persistence:
             core.db,
             truncate_torn_tail=bool(core.config.values["aof-load-truncated"]),
             now_ms=core.clock.now_ms,
+            apply=core.effects.replay,
         )
         self.loading_started = time.time()
         try:
@@ -249,16 +252,32 @@ class Persistence:
     @aof.setter
     def aof(self, aof: AofFile | None) -> None:
         self._aof = aof
-        self.core.set_sink(self._sink, aof is not None)
+        self.core.effects.set_sink(self, aof is not None)
 
-    def _sink(self, record: Any) -> None:
+    #: effect sink: the AOF packs its turn's units itself, in one call (``AofFile.encode``)
+    wants_bytes = False
+
+    def write_effects(self, records: list[Effect], payload: bytes | None) -> None:
+        """Effect sink: one unit of records, framed with the rest of the turn's in _flush."""
         aof = self.aof
         if aof is not None:
-            aof.records.append(record)  # framed with the rest of the turn's, in _flush
-            self.core.reply_barrier = True  # acknowledged only once written: end of turn
+            aof.add(records, payload)
+            self.core.turn.barrier = True  # acknowledged only once written: end of turn
+
+    def effects_lost(self, reason: str) -> None:
+        """Effect sink: applied records could not be encoded; the files no longer cover the
+        memory, so a fresh rewrite must run, and under ``always`` this turn's replies
+        (which would acknowledge them) never leave."""
+        self._failed(reason, fresh=True)
+        self.lost_in_turn = True
+        self.core.turn.barrier = True
 
     def _before_reply(self) -> None:
-        self.core.reply_barrier = False
+        """The turn's durable work: write the turn's records (fsync under always)."""
+        if self.lost_in_turn:
+            self.lost_in_turn = False
+            if self.core.config.values["appendfsync"] == "always":
+                raise AofUnavailable("an effect could not be encoded")
         aof = self.aof
         if aof is None or not aof.pending or self.write_failing:
             return
@@ -610,24 +629,24 @@ class Persistence:
     # --- commands (core.extras["persistence"]) -----------------------------------------------
     def save(self) -> str:
         if self.job is not None:
-            raise CommandError(SAVE_IN_PROGRESS)
+            raise RequestRefused(SAVE_IN_PROGRESS)
         try:
             self._save_foreground()
         except OSError as exc:
             log.error("SAVE failed: %s", exc)
             self.last_bgsave_status = "err"
-            raise CommandError(f"ERR SAVE failed: {exc.strerror or exc}") from None
+            raise RequestRefused(f"ERR SAVE failed: {exc.strerror or exc}") from None
         return "OK"
 
     def bgsave(self) -> str:
         if self.job is not None:
-            raise CommandError(SAVE_IN_PROGRESS)
+            raise RequestRefused(SAVE_IN_PROGRESS)
         self._start_or_error("bgsave", "Background saving requested by a client")
         return "Background saving started"
 
     def bgrewrite(self) -> str:
         if self.job is not None:
-            raise CommandError(REWRITE_IN_PROGRESS)
+            raise RequestRefused(REWRITE_IN_PROGRESS)
         self._start_or_error("rewrite", "Background append only file rewriting requested by a client")
         return "Background append only file rewriting started"
 
@@ -635,7 +654,7 @@ class Persistence:
         try:
             self._start_background(kind, why)
         except StartFailed as exc:
-            raise CommandError(f"ERR Can't start the background {'save' if kind == 'bgsave' else 'rewrite'}: {exc}") from None
+            raise RequestRefused(f"ERR Can't start the background {'save' if kind == 'bgsave' else 'rewrite'}: {exc}") from None
 
     def dataset_replaced(self) -> None:
         """The whole dataset was replaced without effects (a replica's full resync).
@@ -707,7 +726,7 @@ class Persistence:
             try:
                 aof.write_out()
                 os.fdatasync(aof.fd)
-            except Exception as exc:  # OSError, or a record msgpack cannot encode
+            except OSError as exc:
                 log.error("Can't flush the AOF on shutdown: %s", exc)
                 self.need_fresh = True
         points = bool(self.core.config.values["save"].split())

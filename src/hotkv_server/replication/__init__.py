@@ -15,16 +15,16 @@ from hotkv_server.replication.manager import Replication
 
 if TYPE_CHECKING:
     from hotkv_server.engine.context import Context
-    from hotkv_server.server.app import Server
+    from hotkv_server.engine.core import Host
 
 __all__ = ["Replication", "attach"]
 
 
-def attach(server: Server) -> Replication:
+def attach(server: Host) -> Replication:
     core = server.core
     repl = Replication(server)
     core.extras["replication"] = repl
-    core.set_sink(repl.on_effect, repl.backlog is not None)  # Replication.backlog keeps it up to date
+    core.effects.set_sink(repl, repl.backlog is not None)  # Replication.backlog keeps it up to date
     core.info_sections["replication"] = repl.info_replication
 
     earlier_stats = core.info_sections.get("stats")

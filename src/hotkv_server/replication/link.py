@@ -18,13 +18,13 @@ import asyncio
 import logging
 import socket
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from hotkv_server.engine.context import Context
 from hotkv_server.replication.stream import CommandParser, StreamError, encode_command
 
 if TYPE_CHECKING:
-    from hotkv_server.replication.manager import Replication
+    from hotkv_server.engine.core import Core
 
 log = logging.getLogger("hotkv")
 
@@ -35,6 +35,27 @@ RETRY_MAX_S = 2.0
 READ_SIZE = 256 * 1024
 
 
+class LinkOwner(Protocol):
+    """What the link needs of the replica side it serves (``Replication``): the link
+    depends on this, not on the replication manager."""
+
+    core: Core
+    #: stream bytes processed (our replication offset)
+    offset: int
+    #: bytes read from the primary (INFO's total_net_repl_input_bytes)
+    net_in: int
+
+    def psync_request(self) -> tuple[str, int]: ...
+
+    def load_snapshot(self, replid: str, offset: int, payload: bytes) -> None: ...
+
+    def continue_from_primary(self, new_replid: str | None) -> None: ...
+
+    def apply_from_primary(self, link_ctx: Context, argv: list[bytes], raw: bytes) -> bool: ...
+
+    def after_primary_batch(self) -> None: ...
+
+
 class LinkError(Exception):
     """The primary refused, closed the connection or sent something unexpected."""
 
@@ -42,7 +63,7 @@ class LinkError(Exception):
 class PrimaryLink:
     """The connection of a replica to its primary (``REPLICAOF host port``)."""
 
-    def __init__(self, repl: Replication, host: str, port: int) -> None:
+    def __init__(self, repl: LinkOwner, host: str, port: int) -> None:
         self.repl = repl
         self.host = host
         self.port = port

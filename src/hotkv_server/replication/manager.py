@@ -6,7 +6,7 @@ One object per server, ``core.extras["replication"]``; the commands in
 
 Roles as in Redis. A server is a primary (``core.role == "master"``) or a replica
 (``"slave"``); either may have replicas of its own (chained replication). A primary turns
-every applied effect record (``core.sinks``) into a ``HOTKV.EFFECT`` command of the
+every applied unit of effect records (it is a sink of ``core.effects``) into a ``HOTKV.EFFECT`` command of the
 stream; a replica applies what its primary sends and forwards the very same bytes, so
 the whole chain shares one replication id and one offset space.
 
@@ -25,20 +25,21 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from hotkv_server.engine.core import RepliesWithheld
+from hotkv_server.engine.config import output_limits
 from hotkv_server.engine.dispatch import NO_REPLY, Deferred, dispatch
-from hotkv_server.engine.errors import CommandError
-from hotkv_server.persistence.framing import pack, unpack
+from hotkv_server.engine.errors import CommandError, RequestRefused
+from hotkv_server.engine.replies import OK, ErrorReply
+from hotkv_server.engine.turn import RepliesWithheld
 from hotkv_server.replication import state
 from hotkv_server.replication.backlog import Backlog
 from hotkv_server.replication.link import REPL_TIMEOUT_S, PrimaryLink
 from hotkv_server.replication.stream import EFFECT, GETACK, PING, effect_command
-from hotkv_server.server.config import output_limits
-from hotkv_server.server.resp import OK, ErrorReply
+from hotkv_server.stores.effect import pack, unpack
 
 if TYPE_CHECKING:
     from hotkv_server.engine.context import Context
-    from hotkv_server.server.app import Server
+    from hotkv_server.engine.core import Host
+    from hotkv_server.stores.effect import Effect
 
 log = logging.getLogger("hotkv")
 
@@ -95,7 +96,7 @@ class Handshake:
 class Replication:
     """The replication subsystem of one server (see the module docstring)."""
 
-    def __init__(self, server: Server) -> None:
+    def __init__(self, server: Host) -> None:
         self.server = server
         core = self.core = server.core
         self.replid = new_replid()
@@ -205,23 +206,28 @@ class Replication:
         # replicas are only added once a backlog exists, and dropped before it goes: while
         # there is none, no write needs to reach this sink
         self._backlog = backlog
-        self.core.set_sink(self.on_effect, backlog is not None)
+        self.core.effects.set_sink(self, backlog is not None)
 
-    def on_effect(self, record: Any) -> None:
-        """``core.sinks``: one applied write record (or a whole EXEC as ``["tx", [...]]``)."""
-        if self.core.role == "slave":
+    #: effect sink: every unit arrives packed (the stream carries it at once)
+    wants_bytes = True
+
+    def write_effects(self, records: list[Effect], payload: bytes | None) -> None:
+        """Effect sink: one applied unit of records (a whole EXEC as one ``tx``), packed."""
+        if self.core.role == "slave" or payload is None:
             return  # a replica forwards its primary's bytes instead (apply_from_primary)
         # listed only while a backlog exists (the ``backlog`` setter): as Redis, no history
         # is kept before the first replica comes
-        try:
-            data = effect_command(record)
-        except Exception:  # a store bug: the replicas can't follow this history any more
-            log.exception("Can't encode an effect for the replicas: they will resync fully")
-            self.drop_all_peers("an effect could not be encoded")
-            self.backlog = None
-            self.replid = new_replid()
+        self.feed(effect_command(payload))
+
+    def effects_lost(self, reason: str) -> None:
+        """Effect sink: applied records could not be encoded; the replicas can't follow
+        this history any more and will resync fully."""
+        if self.core.role == "slave":
             return
-        self.feed(data)
+        log.error("Replicas will resync fully: %s", reason)
+        self.drop_all_peers(reason)
+        self.backlog = None
+        self.replid = new_replid()
 
     def feed(self, data: bytes) -> None:
         """Append stream bytes: offset, backlog, and the replicas' output (written soon)."""
@@ -238,13 +244,9 @@ class Replication:
 
     def _flush_after_aof(self) -> None:
         """The scheduled flush: when this turn's writes still wait for our AOF write, the
-        replicas get them after it (``core.after_turn``, run by the turn's end), as Redis
+        replicas get them after it (``Turn.then``, run by the turn's end), as Redis
         writes the AOF in beforeSleep before any client output, replicas' included."""
-        core = self.core
-        if core.reply_barrier and core.turn_waiting:
-            core.after_turn.append(self.flush)
-            return
-        self.flush()
+        self.core.turn.then(self.flush)
 
     def flush(self) -> None:
         self.flush_scheduled = False
@@ -432,7 +434,7 @@ class Replication:
         """WAIT: replicas that processed the stream up to now (which covers this client's writes)."""
         target = self.offset
         acked = self.count_acked(target)
-        if acked >= numreplicas or self.core.in_exec or ctx.multi is not None:
+        if acked >= numreplicas or self.core.effects.grouped or ctx.multi is not None:
             return acked
         waiter = Waiter(ctx.id, Deferred(), target, numreplicas)
         loop = self.loop or asyncio.get_running_loop()
@@ -573,7 +575,7 @@ class Replication:
                 replaced()
             else:
                 persistence.save()  # a new base of the current data and an empty increment
-        except CommandError as exc:
+        except RequestRefused as exc:
             log.warning("Can't write a new base after the full sync: %s", exc.message)
         except OSError as exc:
             log.warning("Can't write a new base after the full sync: %s", exc)
@@ -595,19 +597,14 @@ class Replication:
         getack = False
         name = argv[0].upper()
         if name == EFFECT and len(argv) == 2:
-            core = self.core
             try:
-                record = unpack(argv[1])
-                core.db.apply(record)
+                # applied, counted, WATCH-touched, its bytes to our AOF (our own stream
+                # sink ignores it on a replica: the raw bytes are forwarded below)
+                self.core.effects.apply_replicated(argv[1])
             except Exception:
                 self.diverged = True
                 log.exception("Can't apply an effect from the primary: a full resync follows")
                 raise
-            core.dirty += 1
-            for sink in core.sinks:  # our AOF (our own stream sink ignores it: see feed below)
-                sink(record)
-            if core.watchers:
-                core.touch_all()  # records don't list keys: every WATCH fails, never a wrong EXEC
         elif name == b"PING":
             pass
         elif name == b"REPLCONF" and len(argv) >= 2 and argv[1].lower() == b"getack":
@@ -622,13 +619,12 @@ class Replication:
 
     def after_primary_batch(self) -> None:
         """After a read from the primary: our AOF write (and fsync) and our replicas' copy."""
-        for hook in self.core.before_reply:
-            try:
-                hook()
-            except RepliesWithheld as exc:
-                # the AOF could not take the writes (persistence now answers MISCONF); as in
-                # Redis, ACK still means "processed", not "on disk"
-                log.warning("Writes from the primary are not durable: %s", exc)
+        try:
+            self.core.turn.make_durable()
+        except RepliesWithheld as exc:
+            # the AOF could not take the writes (persistence now answers MISCONF); as in
+            # Redis, ACK still means "processed", not "on disk"
+            log.warning("Writes from the primary are not durable: %s", exc)
         self.flush()
 
     # --- views -----------------------------------------------------------------------------

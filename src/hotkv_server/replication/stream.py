@@ -19,11 +19,6 @@ as Redis sends an RDB: ``msgpack(Database.snapshot())``.
 
 from __future__ import annotations
 
-from typing import Any
-
-from hotkv_server.persistence.framing import pack
-from hotkv_server.server.resp import encode
-
 EFFECT = b"HOTKV.EFFECT"
 _EFFECT_HEAD = b"*2\r\n$%d\r\n%b\r\n" % (len(EFFECT), EFFECT)
 
@@ -34,15 +29,14 @@ class StreamError(Exception):
 
 def encode_command(*args: bytes) -> bytes:
     """A command in canonical form: an array of bulk strings, as RESP encodes it."""
-    return encode(list(args), 2)
+    return b"*%d\r\n" % len(args) + b"".join(b"$%d\r\n%b\r\n" % (len(a), a) for a in args)
 
 
-def effect_command(record: Any) -> bytes:
-    """The stream bytes of one effect record (on every write: kept cheap).
+def effect_command(payload: bytes) -> bytes:
+    """The stream bytes of one packed unit of effect records (on every write: kept cheap).
 
-    The payload is msgpack as the persistence files store records (``framing.pack``).
+    The payload is msgpack as the persistence files store records (the effect log packs it).
     """
-    payload = pack(record)
     return _EFFECT_HEAD + b"$%d\r\n" % len(payload) + payload + b"\r\n"
 
 

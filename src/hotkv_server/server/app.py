@@ -20,19 +20,18 @@ from typing import Any
 from hotkv_server import __version__
 from hotkv_server.commands import load_all
 from hotkv_server.engine.clock import Clock
+from hotkv_server.engine.config import Config, ConfigError, load_config
 from hotkv_server.engine.core import Core
-from hotkv_server.server.config import Config, ConfigError, load_config
+from hotkv_server.engine.errors import StartupError
 from hotkv_server.server.connection import ClientProtocol
+
+__all__ = ["Server", "StartupError", "main"]
 
 log = logging.getLogger("hotkv")
 
 #: at most this much of each expiry cycle is spent purging (ms), as Redis bounds its cycle
 EXPIRE_CYCLE_BUDGET_MS = 25
 EXPIRE_BATCH = 200
-
-
-class StartupError(RuntimeError):
-    """The server cannot start (port taken, bad directory, unreadable data)."""
 
 
 class Server:

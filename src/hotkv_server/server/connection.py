@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING, Any
 
 import hiredis
 
+from hotkv_server.engine.config import output_limits
 from hotkv_server.engine.context import Context
-from hotkv_server.engine.core import RepliesWithheld
 from hotkv_server.engine.dispatch import NO_REPLY, Deferred, dispatch
-from hotkv_server.server.config import output_limits
+from hotkv_server.engine.words import UnbalancedQuotes, split_args
 from hotkv_server.server.framing import (
     SUSPICIOUS_COUNT,
     UNAUTH_MAX_BULK,
@@ -28,7 +28,6 @@ from hotkv_server.server.framing import (
     ProtocolViolation,
 )
 from hotkv_server.server.resp import OK, OK_BYTES, encode, encode_error
-from hotkv_server.server.words import UnbalancedQuotes, split_args
 
 if TYPE_CHECKING:
     from hotkv_server.engine.core import Core
@@ -41,7 +40,7 @@ WRITE_HIGH_WATER = 4 * 1024 * 1024
 
 
 def split_inline(line: bytes) -> list[bytes]:
-    """Split an inline request into words (see ``hotkv_server.server.words.split_args``)."""
+    """Split an inline request into words (see ``hotkv_server.engine.words.split_args``)."""
     try:
         return split_args(line)
     except UnbalancedQuotes:
@@ -338,12 +337,13 @@ class ClientProtocol(asyncio.Protocol):
     def _send(self, out: list[bytes]) -> None:
         """Write the replies of one read, or hold them until the end of this loop turn.
 
-        While writes of this turn wait in the AOF buffer (``core.reply_barrier``), replies
+        While writes of this turn wait in the AOF buffer (``core.turn.barrier``), replies
         are held: at the end of the turn the AOF is written once (and fsynced under
         ``always``) for every client of the turn, then the held replies leave, as Redis
-        does in beforeSleep. Once a client holds replies, its later ones queue behind them.
+        does in beforeSleep (``hotkv_server.engine.turn``). Once a client holds replies,
+        its later ones queue behind them.
         """
-        if self.turn_out is not None or self.core.reply_barrier:
+        if self.turn_out is not None or self.core.turn.barrier:
             if out or (self.ctx is not None and self.ctx.close_after_reply):
                 self._hold(out)
             return
@@ -353,20 +353,16 @@ class ClientProtocol(asyncio.Protocol):
         held = self.turn_out
         if held is None:
             held = self.turn_out = []
-            core = self.core
-            core.turn_waiting.append(self)
-            if len(core.turn_waiting) == 1:
-                # call_soon runs after every read of this turn has been processed
-                asyncio.get_running_loop().call_soon(end_turn, core)
+            self.core.turn.hold(self)
         held.extend(out)
 
-    def _release(self) -> None:
+    def release(self) -> None:
         """End of the turn: the AOF has the writes these replies acknowledge."""
         out, self.turn_out = self.turn_out, None
         if out is not None and not self.closed:
             self._deliver(out)
 
-    def _withhold(self, exc: Exception) -> None:
+    def withhold(self, exc: Exception) -> None:
         """End of the turn: the writes could not be made durable; answer nothing, close."""
         self.turn_out = None
         if self.ctx is not None and self.transport is not None and not self.closed:
@@ -558,21 +554,8 @@ class ClientProtocol(asyncio.Protocol):
 
 
 def end_turn(core: Core) -> None:
-    """Write the turn's AOF data once, then release every reply held for it, then run what
-    waited for the AOF (the replicas' copy of the turn's writes)."""
-    waiting, core.turn_waiting = core.turn_waiting, []
-    try:
-        for hook in core.before_reply:
-            hook()
-    except RepliesWithheld as exc:
-        for protocol in waiting:
-            protocol._withhold(exc)
-    else:
-        for protocol in waiting:
-            protocol._release()
-    after, core.after_turn = core.after_turn, []
-    for callback in after:
-        callback()
+    """End the event-loop turn now (``core.turn.end``; benchmarks and tests call it)."""
+    core.turn.end()
 
 
 def _format_addr(info: Any) -> str:

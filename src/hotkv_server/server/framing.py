@@ -17,18 +17,6 @@ from enum import Enum
 SUSPICIOUS_COUNT = re.compile(rb"\*[0-9]{7}")
 
 
-def short_header(max_bulk: int) -> re.Pattern[bytes]:
-    """The start of a read whose header needs no check for an authenticated client.
-
-    A count line of at most 5 characters (at most 6 digits are always allowed), then either
-    the end of the read or a first bulk length with fewer digits than ``max_bulk`` has
-    minus one (so it cannot exceed it). What does not match gets the full check.
-    """
-    digits = len(str(max_bulk)) - 2
-    char = rb"(?:[^\r]|\r(?!\n))"  # up to the first CRLF
-    bulk = rb"\$%b{0,%d}\r\n" % (char, digits) if digits >= 0 else rb"(?!)"
-    return re.compile(rb"\*%b{0,5}\r\n(?:%b|\Z)" % (char, bulk))
-
 MAX_LINE = 32
 INT_MAX = 2**31 - 1
 #: Redis 7 accepts counts up to INT_MAX; hotkv refuses more than this many elements

@@ -14,7 +14,7 @@ first crossing. The estimate here is
   RSS minus the cache and follows RSS, sampled at most every 100 ms: RSS growth that the
   cache's own growth does not explain is added to it. Memory the cache gave up (by
   eviction, DEL, expiry) goes to a *free pool* that later writes are taken to reuse
-  before RSS grows; what the other stores write is taken from that pool too (a sink
+  before RSS grows; what the other stores write is taken from that pool too (an observer
   counts their effects' bytes), so room made for an AMEM write is not counted twice.
   When the cache grows without RSS growing, into memory counted as someone else's,
   ``other`` shrinks: the estimate corrects itself in both directions, and
@@ -34,7 +34,7 @@ and from the server's cron, when ``used > maxmemory``, string-cache keys are rem
 * ``volatile-ttl``: the nearest deadline first (exact, from the expiry heap);
 * ``noeviction``: nothing; denyoom commands get the OOM error.
 
-Evicted keys leave as ``["kv.del", [keys]]`` effects, one per batch of victims (AOF and
+Evicted keys leave as ``KvDel`` effects, one per batch of victims (AOF and
 replicas follow), and count in ``evicted_keys``; a pass stops after 10 ms and the next
 command or the cron goes on, as Redis bounds its eviction loop. When nothing evictable is left and the estimate is still over the
 limit, the command is refused with ``-OOM``. AMEM stores are never evicted. Replicas do
@@ -51,9 +51,11 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from hotkv_server.engine.core import current_rss
+from hotkv_server.stores.keyspace_effects import KvDel
 
 if TYPE_CHECKING:
     from hotkv_server.engine.core import Core
+    from hotkv_server.stores.effect import Effect
     from hotkv_server.stores.keyspace import KeyValueStore
 
 #: RSS is read at most this often (a /proc read costs ~10 us; commands cost ~5 us)
@@ -114,16 +116,12 @@ class UsedMemory:
             self.sample()
         return self.other + self._kv().estimated_bytes()
 
-    def note_effect(self, record: Any) -> None:
-        """Effect sink: count the payload of every write to a store other than the cache.
-        Listed only while maxmemory is set (only the OOM gate needs it; without a limit the
-        RSS samples correct the estimate later)."""
-        op = record[0]
-        if op == "tx":
-            for effect in record[1]:
-                self.note_effect(effect)
-        elif not op.startswith("kv."):
-            self.other_written += _payload_bytes(record)
+    def note_effect(self, record: Effect) -> None:
+        """Effect observer: count the payload of every write to a store other than the
+        cache. Listed only while maxmemory is set (only the OOM gate needs it; without a
+        limit the RSS samples correct the estimate later)."""
+        if not record.op.startswith("kv."):
+            self.other_written += _payload_bytes(record.wire())
 
     def sample(self) -> None:
         """Fold the interval since the last sample into ``other`` and the free pool."""
@@ -204,7 +202,8 @@ class MemoryGuard:
 
     def config_changed(self, name: str, value: Any) -> None:
         if name in ("maxmemory", "maxmemory-policy"):
-            self.core.set_sink(self.used.note_effect, bool(self.core.config.values["maxmemory"]))
+            self.core.effects.set_observer(self.used.note_effect,
+                                           bool(self.core.config.values["maxmemory"]))
             self.reconcile()
             if self.core.config.values["maxmemory"]:
                 self.enforce()  # as Redis, lowering maxmemory evicts at once
@@ -275,12 +274,10 @@ class MemoryGuard:
     def _remove(self, keys: list[bytes], size: int) -> None:
         core = self.core
         self.used.released += size
-        core.emit(["kv.del", keys])
-        if not core.in_exec:
-            core.flush_effects()
+        effects = core.effects
+        effects.emit(KvDel(keys))  # an evicted key breaks a WATCH, as in Redis
+        effects.flush()  # its own record, not one with the command that needed the room
         core.stats.evicted_keys += len(keys)
-        if core.watchers:
-            core.touch(keys)  # an evicted key breaks a WATCH, as in Redis
 
     def _picker(self, kv: KeyValueStore) -> Callable[[dict[bytes, None]], bytes | None]:
         policy = self.policy
@@ -346,13 +343,13 @@ def install(
     rng: random.Random | None = None,
 ) -> MemoryGuard:
     """Wire the guard into a Core: the OOM gate, INFO's used_memory, CONFIG SET, and a
-    sink counting writes to the other stores. ``measure`` reads the process size (RSS)."""
+    observer counting writes to the other stores. ``measure`` reads the process size (RSS)."""
     guard = MemoryGuard(core, measure or core.used_memory_fn or current_rss, clock, rng)
     core.extras["oom_check"] = guard.enforce
     core.extras["memory"] = guard
     core.used_memory_fn = guard.used
-    # the sink is listed only while maxmemory is set (MemoryGuard.config_changed)
-    core.set_sink(guard.used.note_effect, bool(core.config.values["maxmemory"]))
+    # the observer is listed only while maxmemory is set (MemoryGuard.config_changed)
+    core.effects.set_observer(guard.used.note_effect, bool(core.config.values["maxmemory"]))
     core.extras.setdefault("config_listeners", []).append(guard.config_changed)
     return guard
 

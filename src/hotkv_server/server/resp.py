@@ -1,5 +1,8 @@
 """Reply encoding for RESP2 and RESP3 (parsing of requests is hiredis.Reader's job).
 
+The value types live in ``hotkv_server.engine.replies`` (handlers return them without
+knowing the wire); they are importable from here too.
+
 Handlers return plain Python values and this module turns them into bytes:
 
 ==================  ==========================  ==========================
@@ -13,6 +16,7 @@ value               RESP3                       RESP2
 ``list``/``tuple``  array                       array
 ``dict``            map ``%``                   flat array k, v, k, v
 ``set``             set ``~``                   array
+``OrderedSet``      set ``~`` (in this order)   array
 ``Simple``          simple string ``+``         simple string
 ``ErrorReply``      error ``-``                 error
 ``NULL_ARRAY``      null ``_``                  null array ``*-1``
@@ -27,50 +31,24 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from hotkv_server.engine.replies import (
+    NULL_ARRAY,
+    OK,
+    PONG,
+    QUEUED,
+    ErrorReply,
+    OrderedSet,
+    Push,
+    Raw,
+    Simple,
+    Verbatim,
+)
 
-class Simple(str):
-    """A RESP simple string (``+OK``). Must not contain CR or LF."""
-
-    __slots__ = ()
-
-
-class ErrorReply(str):
-    """An error inside a reply (EXEC results); top-level errors are raised as CommandError."""
-
-    __slots__ = ()
-
-
-class Push(list[Any]):
-    """An out-of-band push message (MONITOR lines are plain simple strings instead)."""
-
-
-class Verbatim:
-    """A RESP3 verbatim string (INFO, CLIENT INFO); RESP2 sees a bulk string."""
-
-    __slots__ = ("fmt", "text")
-
-    def __init__(self, text: str | bytes, fmt: str = "txt") -> None:
-        self.text = text.encode() if isinstance(text, str) else text
-        self.fmt = fmt
-
-
-class Raw(bytes):
-    """Bytes that are already an encoded reply."""
-
-    __slots__ = ()
-
-
-class _NullArray:
-    __slots__ = ()
-
-    def __repr__(self) -> str:
-        return "NULL_ARRAY"
-
-
-NULL_ARRAY = _NullArray()
-OK = Simple("OK")
-QUEUED = Simple("QUEUED")
-PONG = Simple("PONG")
+__all__ = [
+    "NULL_ARRAY", "OK", "OK_BYTES", "PONG", "QUEUED", "ErrorReply", "OrderedSet", "Push", "Raw",
+    "Simple",
+    "Verbatim", "encode", "encode_error",
+]
 
 OK_BYTES = b"+OK\r\n"  # the encoded OK (the connection writes it without a call)
 _NULL2 = b"$-1\r\n"
@@ -180,8 +158,8 @@ def _encode_into(value: Any, proto: int, out: list[bytes]) -> None:
             _encode_into(item, proto, out)
     elif value is NULL_ARRAY:
         out.append(_NULL3 if proto == 3 else b"*-1\r\n")
-    elif t is Push:
-        out.append(b"%c%d\r\n" % (62 if proto == 3 else 42, len(value)))
+    elif t is Push or t is OrderedSet:
+        out.append(b"%c%d\r\n" % ((62 if t is Push else 126) if proto == 3 else 42, len(value)))
         for item in value:
             _encode_into(item, proto, out)
     elif t is Verbatim:

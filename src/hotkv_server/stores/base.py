@@ -1,11 +1,11 @@
 """The contract every store follows: effects in, plain Python values out.
 
-An *effect* is a list ``[op, arg, ...]`` of msgpack-able values (bytes, str, int, float,
-bool, None, list, dict) describing one change with every server-chosen value fixed:
-absolute expiry deadlines in ms since the epoch, timestamps, sequence numbers, event ids,
-evicted ids. ``op`` is ``"<store>.<verb>"`` (``"conv.append"``); the database routes an
-effect to the store named before the dot. Applying an effect never consults a clock and
-never decides anything, so replay and replication reproduce the primary exactly.
+An *effect* is a typed record (``hotkv_server.stores.effect``) describing one change with
+every server-chosen value fixed: absolute expiry deadlines in ms since the epoch,
+timestamps, sequence numbers, event ids, evicted ids. Each store lists its records in a
+module beside it and maps each record class to the method applying it (``appliers``); the
+database routes a record to its store by its class. Applying an effect never consults a
+clock and never decides anything, so replay and replication reproduce the primary exactly.
 """
 
 from __future__ import annotations
@@ -14,11 +14,9 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable
 from typing import Any, ClassVar
 
-Effect = list[Any]
+from hotkv_server.stores.effect import Effect, EffectError, decode
 
-
-class EffectError(ValueError):
-    """An effect that does not fit the store (unknown op or bad shape): a bug or bad file."""
+__all__ = ["Effect", "EffectError", "Store"]
 
 
 class Store(ABC):
@@ -28,13 +26,23 @@ class Store(ABC):
     name: ClassVar[str]
 
     @abstractmethod
-    def apply(self, effect: Effect) -> Any:
-        """Apply one effect whose op starts with ``name + "."``; return a handler-useful value."""
+    def appliers(self) -> dict[type[Any], Callable[[Any], Any]]:
+        """Record class -> the method applying it (returning a handler-useful value), for
+        every record of this store; ``Database`` routes by this table."""
 
-    def appliers(self) -> dict[str, Callable[[Effect], Any]]:
-        """Functions applying one op each, as ``apply`` would, for the hot ops (one call
-        less per write); ``Database`` uses ``apply`` for the ops not listed."""
-        return {}
+    def apply(self, effect: Effect | list[Any]) -> Any:
+        """Apply one record of this store (or its wire list, as tests and tools write
+        them); returns what its applier returns."""
+        if type(effect) is list:
+            records = decode(effect)
+            result = None
+            for record in records:
+                result = self.apply(record)
+            return result
+        route = self.appliers().get(type(effect))
+        if route is None:
+            raise EffectError(f"the {self.name} store does not apply {type(effect).__name__}")
+        return route(effect)
 
     @abstractmethod
     def purge_expired(self, now_ms: int, limit: int) -> int:

@@ -2,12 +2,13 @@
 
 A session holds at most ``window`` turns (the oldest is dropped when a new one arrives),
 numbers its turns 1, 2, 3 ... over its whole life, and may have an *idle* TTL: every
-append restarts it. Effects (every server-chosen value fixed by the handler)::
+append restarts it. Effects (records in ``conv_effects``, every server-chosen value fixed
+by the handler)::
 
-    ["conv.create", session, window, ttl_ms|None, expires_at|None, created_ms]
-    ["conv.update", session, window, ttl_ms|None, expires_at|None, updated_ms]
-    ["conv.append", session, seq, role, content, ts, meta|None, expires_at|None]
-    ["conv.del", [session, ...]]
+    ConvCreate  ["conv.create", session, window, ttl_ms|None, expires_at|None, created_ms]
+    ConvUpdate  ["conv.update", session, window, ttl_ms|None, expires_at|None, updated_ms]
+    ConvAppend  ["conv.append", session, seq, role, content, ts, meta|None, expires_at|None]
+    ConvDel     ["conv.del", [session, ...]]
 
 Active expiry uses a heap of ``(deadline, session)`` with lazy invalidation: each session
 keeps at most one live heap entry (``scheduled``); an append that only pushes the deadline
@@ -23,7 +24,8 @@ from dataclasses import dataclass, field
 from itertools import islice
 from typing import Any
 
-from hotkv_server.stores.base import Effect, EffectError, Store
+from hotkv_server.stores.base import EffectError, Store
+from hotkv_server.stores.conv_effects import ConvAppend, ConvCreate, ConvDel, ConvUpdate
 
 DEFAULT_WINDOW = 50
 MAX_WINDOW = 100_000
@@ -109,25 +111,22 @@ class ConversationStore(Store):
         return 0 if conv is None else len(conv.turns)
 
     # --- effects ------------------------------------------------------------------
-    def appliers(self) -> dict[str, Callable[[Effect], Any]]:
-        return {"conv.append": self._apply_append}
+    def appliers(self) -> dict[type[Any], Callable[[Any], Any]]:
+        return {
+            ConvAppend: self._apply_append,
+            ConvCreate: self._apply_create,
+            ConvUpdate: self._apply_update,
+            ConvDel: self._apply_del,
+        }
 
-    def apply(self, effect: Effect) -> Any:
-        op = effect[0]
-        try:
-            if op == "conv.append":
-                return self._apply_append(effect)
-            if op == "conv.create":
-                _, session, window, ttl_ms, expires_at, created = effect
-                return self._create(session, window, ttl_ms, expires_at, created)
-            if op == "conv.update":
-                _, session, window, ttl_ms, expires_at, updated = effect
-                return self._update(session, window, ttl_ms, expires_at, updated)
-            if op == "conv.del":
-                return self._delete(effect[1])
-        except (ValueError, TypeError) as exc:
-            raise EffectError(f"bad effect {op!r}: {exc}") from None
-        raise EffectError(f"unknown conversation effect {op!r}")
+    def _apply_create(self, e: ConvCreate) -> None:
+        self._create(e.session, e.window, e.ttl_ms, e.expires_at, e.created)
+
+    def _apply_update(self, e: ConvUpdate) -> None:
+        self._update(e.session, e.window, e.ttl_ms, e.expires_at, e.updated)
+
+    def _apply_del(self, e: ConvDel) -> int:
+        return self._delete(e.sessions)
 
     def _create(
         self, session: bytes, window: int, ttl_ms: int | None, expires_at: int | None, created: int
@@ -151,16 +150,17 @@ class ConversationStore(Store):
         conv.updated = updated
         self._set_deadline(session, conv, expires_at)
 
-    def _apply_append(self, effect: Effect) -> int:
-        """``["conv.append", session, seq, role, content, ts, meta|None, expires_at|None]``"""
-        _, session, seq, role, content, ts, meta, expires_at = effect
+    def _apply_append(self, effect: ConvAppend) -> int:
+        session = effect.session
+        seq = effect.seq
+        ts = effect.ts
         conv = self.sessions.get(session)
         if conv is None:
             raise EffectError(f"conv.append to missing session {session!r}")
-        conv.turns.append(Turn(seq, role, content, ts, meta))  # maxlen drops the oldest
+        conv.turns.append(Turn(seq, effect.role, effect.content, ts, effect.meta))  # maxlen drops the oldest
         conv.appended += 1
         conv.updated = ts
-        self._set_deadline(session, conv, expires_at)
+        self._set_deadline(session, conv, effect.expires_at)
         return seq
 
     def _delete(self, sessions: list[bytes]) -> int:

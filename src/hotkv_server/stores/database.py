@@ -1,8 +1,9 @@
-"""The database: the id spaces side by side, and the one place effects are routed.
+"""The database: the id spaces side by side, and the one place records are routed.
 
-``apply(effect)`` sends ``["conv.append", ...]`` to the store named before the dot.
-Two ops belong to the database itself: ``["tx", [effect, ...]]`` (a MULTI/EXEC block, kept
-whole in the AOF so a torn tail never applies half a transaction) and ``["flushall"]``.
+``apply(effect)`` sends a typed record to the method of the store that declared it (each
+store's ``appliers()``, gathered once here). ``FlushAll`` belongs to the database itself.
+A wire list (``["kv.set", ...]`` or ``["tx", [...]]``, as the AOF and the replication
+stream hold them) is decoded first and its records applied in order.
 """
 
 from __future__ import annotations
@@ -11,7 +12,8 @@ import importlib
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from hotkv_server.stores.base import Effect, EffectError, Store
+from hotkv_server.stores.base import Store
+from hotkv_server.stores.effect import Effect, EffectError, FlushAll, decode
 
 #: module, class of every store, in the order INFO and AMEM.SCAN list them
 STORE_CLASSES: tuple[tuple[str, str], ...] = (
@@ -30,37 +32,41 @@ class Database:
 
     def __init__(self, stores: Iterable[Store]) -> None:
         self.stores: dict[str, Store] = {}
-        #: op -> the function applying it (``Store.appliers``), filled as ops are first seen
-        self._routes: dict[str, Callable[[Effect], Any]] = {}
+        #: record class -> the function applying it
+        self._routes: dict[type[Any], Callable[[Any], Any]] = {FlushAll: self._flushall}
         for store in stores:
             self.stores[store.name] = store
             setattr(self, store.name, store)
+            for record, applier in store.appliers().items():
+                if record in self._routes:
+                    raise TypeError(f"{record.__name__} is applied by two stores")
+                self._routes[record] = applier
 
     def __getattr__(self, name: str) -> Any:  # for mypy: db.conv etc. are set in __init__
         raise AttributeError(name)
 
-    def apply(self, effect: Effect) -> Any:
-        route = self._routes.get(effect[0])
+    def apply(self, effect: Effect | list[Any]) -> Any:
+        """Apply one record (or a wire list); returns what the store's applier returns."""
+        route = self._routes.get(type(effect))
         if route is not None:
             return route(effect)
-        op = effect[0]
-        if op == "tx":
-            for inner in effect[1]:
-                self.apply(inner)
-            return None
-        if op == "flushall":
-            self.clear()
-            return None
-        if not isinstance(op, str):
-            raise EffectError(f"effect op {op!r} is not a string")
-        prefix = op.partition(".")[0]
-        found = self.stores.get(prefix)
-        if found is None:
-            raise EffectError(f"no store for effect op {op!r}")
-        # the store's own applier of this op when it has one (the hot writes), else apply
-        route = found.appliers().get(op, found.apply)
-        self._routes[op] = route
-        return route(effect)
+        if type(effect) is list:
+            result = None
+            for record in decode(effect):
+                result = self.apply(record)
+            return result
+        raise EffectError(f"no store applies {type(effect).__name__}")
+
+    def apply_all(self, records: list[Effect]) -> None:
+        routes = self._routes
+        for record in records:
+            route = routes.get(type(record))
+            if route is None:
+                raise EffectError(f"no store applies {type(record).__name__}")
+            route(record)
+
+    def _flushall(self, effect: FlushAll) -> None:
+        self.clear()
 
     def clear(self) -> None:
         for store in self.stores.values():

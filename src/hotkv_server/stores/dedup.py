@@ -6,7 +6,8 @@ with ``GET`` instead of paying for the model call. Every PUT of a hash takes a r
 (the first one stores the embedding, the later ones only count), every RELEASE gives one
 back, and the entry is freed when none is left. Entries never expire.
 
-Effects (nothing in them is decided at apply time, so replay and replicas agree)::
+Effects (records in ``dedup_effects``; nothing in them is decided at apply time, so
+replay and replicas agree), on the wire::
 
     ["dedup.put", ns, hash, model, embedding]   first reference stores, later ones count
     ["dedup.release", ns, hash]                 one reference less, freed at zero
@@ -19,10 +20,11 @@ are not effects, not in snapshots, and start at zero after a restart or on a rep
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
-from hotkv_server.stores.base import Effect, EffectError, Store
+from hotkv_server.stores.base import Store
+from hotkv_server.stores.dedup_effects import DedupDrop, DedupPurge, DedupPut, DedupRelease
 
 
 class DedupEntry:
@@ -75,42 +77,44 @@ class DedupStore(Store):
         return entry
 
     # --- effects -------------------------------------------------------------------
-    def apply(self, effect: Effect) -> Any:
-        op = effect[0]
-        if op == "dedup.put":
-            _, ns, ident, model, embedding = effect
-            space = self.namespaces.get(ns)
-            if space is None:
-                space = self.namespaces[ns] = DedupNamespace()
-            entry = space.entries.get(ident)
-            if entry is not None:
-                entry.refs += 1
-                return 0
-            entry = space.entries[ident] = DedupEntry(model, embedding, 1)
-            space.bytes += _cost(ident, entry)
-            return 1
-        if op == "dedup.release":
-            _, ns, ident = effect
-            space = self.namespaces.get(ns)
-            entry = None if space is None else space.entries.get(ident)
-            if space is None or entry is None:
-                return 0
-            entry.refs -= 1
-            if entry.refs <= 0:
-                del space.entries[ident]
-                space.bytes -= _cost(ident, entry)
-            return 1
-        if op == "dedup.purge":
-            space = self.namespaces.get(effect[1])
-            if space is None:
-                return 0
-            gone = [ident for ident, entry in space.entries.items() if entry.refs <= 0]
-            for ident in gone:
-                space.bytes -= _cost(ident, space.entries.pop(ident))
-            return len(gone)
-        if op == "dedup.drop":
-            return 1 if self.namespaces.pop(effect[1], None) is not None else 0
-        raise EffectError(f"unknown dedup effect {op!r}")
+    def appliers(self) -> dict[type[Any], Callable[[Any], Any]]:
+        return {DedupPut: self._apply_put, DedupRelease: self._apply_release,
+                DedupPurge: self._apply_purge, DedupDrop: self._apply_drop}
+
+    def _apply_put(self, e: DedupPut) -> int:
+        space = self.namespaces.get(e.ns)
+        if space is None:
+            space = self.namespaces[e.ns] = DedupNamespace()
+        entry = space.entries.get(e.ident)
+        if entry is not None:
+            entry.refs += 1
+            return 0
+        entry = space.entries[e.ident] = DedupEntry(e.model, e.embedding, 1)
+        space.bytes += _cost(e.ident, entry)
+        return 1
+
+    def _apply_release(self, e: DedupRelease) -> int:
+        space = self.namespaces.get(e.ns)
+        entry = None if space is None else space.entries.get(e.ident)
+        if space is None or entry is None:
+            return 0
+        entry.refs -= 1
+        if entry.refs <= 0:
+            del space.entries[e.ident]
+            space.bytes -= _cost(e.ident, entry)
+        return 1
+
+    def _apply_purge(self, e: DedupPurge) -> int:
+        space = self.namespaces.get(e.ns)
+        if space is None:
+            return 0
+        gone = [ident for ident, entry in space.entries.items() if entry.refs <= 0]
+        for ident in gone:
+            space.bytes -= _cost(ident, space.entries.pop(ident))
+        return len(gone)
+
+    def _apply_drop(self, e: DedupDrop) -> int:
+        return 1 if self.namespaces.pop(e.ns, None) is not None else 0
 
     # --- the Store contract --------------------------------------------------------
     def purge_expired(self, now_ms: int, limit: int) -> int:

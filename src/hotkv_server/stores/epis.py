@@ -4,12 +4,12 @@ Event ids are ``<ms>-<seq>`` as Redis stream ids are, strictly increasing per ag
 store keeps each id as one integer key ``ms << 64 | seq`` in a sorted list beside the
 events, so range queries are two bisections and trimming the oldest events is one slice.
 
-Effects (every server-chosen value fixed by the handler):
+Effects (records in ``epis_effects``, every server-chosen value fixed by the handler):
 
-* ``["epis.log", agent, ms, seq, type, text, source|None, meta|None]`` appends one event.
-* ``["epis.trim", agent, ms, seq]`` removes every event whose id is <= ``ms-seq``; carrying
+* ``EpisLog`` ``["epis.log", agent, ms, seq, type, text, source|None, meta|None]`` appends one event.
+* ``EpisTrim`` ``["epis.trim", agent, ms, seq]`` removes every event whose id is <= ``ms-seq``; carrying
   the boundary id (not a count or a MAXLEN) makes replay remove exactly the same events.
-* ``["epis.del", agent]`` forgets the agent's log.
+* ``EpisDel`` ``["epis.del", agent]`` forgets the agent's log.
 
 A log trimmed to no events is kept (as a Redis stream is), so its ids keep increasing
 from the last one issued; only ``epis.del`` forgets it. There is no TTL.
@@ -18,10 +18,11 @@ from the last one issued; only ``epis.del`` forgets it. There is no TTL.
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
-from hotkv_server.stores.base import Effect, EffectError, Store
+from hotkv_server.stores.base import EffectError, Store
+from hotkv_server.stores.epis_effects import EpisDel, EpisLog, EpisTrim
 
 SEQ_BITS = 64
 SEQ_MASK = (1 << SEQ_BITS) - 1
@@ -83,22 +84,14 @@ class EpisodicStore(Store):
         return last_ms, last_seq + 1
 
     # --- effects ----------------------------------------------------------------------
-    def apply(self, effect: Effect) -> Any:
-        op = effect[0]
-        if op == "epis.log":
-            return self._log(effect)
-        if op == "epis.trim":
-            return self._trim(effect)
-        if op == "epis.del":
-            return self._delete(effect)
-        raise EffectError(f"unknown episodic effect {op!r}")
+    def appliers(self) -> dict[type[Any], Callable[[Any], Any]]:
+        return {EpisLog: self._log, EpisTrim: self._trim, EpisDel: self._delete}
 
-    def _log(self, effect: Effect) -> int:
+    def _log(self, e: EpisLog) -> int:
         """Append one event; returns the log's new length."""
-        try:
-            _, agent, ms, seq, type_, text, source, meta = effect
-        except ValueError:
-            raise EffectError(f"bad epis.log effect of {len(effect)} items") from None
+        agent = e.agent
+        ms = e.ms
+        seq = e.seq
         key = event_key(ms, seq)
         log = self._logs.get(agent)
         if log is None:
@@ -106,26 +99,25 @@ class EpisodicStore(Store):
         if key <= log.last_key:
             raise EffectError(f"epis.log id {ms}-{seq} is not above the agent's last id")
         log.keys.append(key)
-        log.events.append((ms, seq, type_, text, source, meta))
+        log.events.append((ms, seq, e.type, e.text, e.source, e.meta))
         log.last_key = key
         self._entries += 1
         return len(log.keys)
 
-    def _trim(self, effect: Effect) -> int:
+    def _trim(self, e: EpisTrim) -> int:
         """Remove every event up to and including the boundary id; returns how many."""
-        _, agent, ms, seq = effect
-        log = self._logs.get(agent)
+        log = self._logs.get(e.agent)
         if log is None:
             return 0
-        cut = bisect_right(log.keys, event_key(ms, seq))
+        cut = bisect_right(log.keys, event_key(e.ms, e.seq))
         if cut:
             del log.keys[:cut]
             del log.events[:cut]
             self._entries -= cut
         return cut
 
-    def _delete(self, effect: Effect) -> int:
-        log = self._logs.pop(effect[1], None)
+    def _delete(self, e: EpisDel) -> int:
+        log = self._logs.pop(e.agent, None)
         if log is None:
             return 0
         self._entries -= len(log.keys)

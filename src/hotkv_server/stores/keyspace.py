@@ -9,15 +9,15 @@ A key is expired once ``deadline <= now``. Reads (``get``, ``exists`` ...) remov
 expired key they meet (lazy expiry) and ``purge_expired`` removes due keys in the
 background (active expiry); both count into ``expired_count`` for INFO.
 
-Effects:
+Effects (records in ``keyspace_effects``; wire form in brackets):
 
-* ``["kv.set", key, value, expires_at | None]`` - store a value; None drops any deadline
-  (a KEEPTTL or an INCR carries the existing deadline explicitly).
-* ``["kv.mset", [key, value, key, value ...]]`` - store many values, none with a deadline.
-* ``["kv.del", [key ...]]`` - remove keys; returns how many existed.
-* ``["kv.expire", key, at]`` - give an existing key a deadline (one already passed makes
-  the key expired at once); returns 1 if the key existed, else 0.
-* ``["kv.persist", key]`` - drop a key's deadline; returns 1 if it had one, else 0.
+* ``KvSet`` ``["kv.set", key, value, expires_at | None]`` - store a value; None drops any
+  deadline (a KEEPTTL or an INCR carries the existing deadline explicitly).
+* ``KvMset`` ``["kv.mset", [key, value, key, value ...]]`` - many values, no deadline.
+* ``KvDel`` ``["kv.del", [key ...]]`` - remove keys; returns how many existed.
+* ``KvExpire`` ``["kv.expire", key, at]`` - give an existing key a deadline (one already
+  passed makes the key expired at once); returns 1 if the key existed, else 0.
+* ``KvPersist`` ``["kv.persist", key]`` - drop a key's deadline; returns 1 if it had one.
 
 For ``maxmemory`` (``hotkv_server.server.memory``) the store also keeps, at little cost:
 
@@ -41,7 +41,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from hotkv_server.stores.base import Effect, EffectError, Store
+from hotkv_server.stores.base import EffectError, Store
+from hotkv_server.stores.keyspace_effects import KvDel, KvExpire, KvMset, KvPersist, KvSet
 
 #: the heap is rebuilt once it holds more than 2 * live deadlines + this many entries
 _HEAP_SLACK = 1024
@@ -201,27 +202,19 @@ class KeyValueStore(Store):
         self._scan_added = self._added
 
     # --- effects --------------------------------------------------------------------
-    def appliers(self) -> dict[str, Callable[[Effect], Any]]:
-        return {"kv.set": self._apply_set}
+    def appliers(self) -> dict[type[Any], Callable[[Any], Any]]:
+        return {
+            KvSet: self._apply_set,
+            KvDel: self._apply_del,
+            KvMset: self._apply_mset,
+            KvExpire: self._apply_expire,
+            KvPersist: self._apply_persist,
+        }
 
-    def apply(self, effect: Effect) -> Any:
-        op = effect[0]
-        if op == "kv.set":
-            return self._apply_set(effect)
-        if op == "kv.del":
-            return self._delete(effect[1])
-        if op == "kv.mset":
-            self._mset(effect[1])
-            return None
-        if op == "kv.expire":
-            return self._set_deadline(effect[1], effect[2])
-        if op == "kv.persist":
-            return self._persist(effect[1])
-        raise EffectError(f"unknown kv effect {op!r}")
-
-    def _apply_set(self, effect: Effect) -> None:
-        """``["kv.set", key, value, at|None]``"""
-        _, key, value, at = effect
+    def _apply_set(self, effect: KvSet) -> None:
+        key = effect.key
+        value = effect.value
+        at = effect.expires_at
         values = self._values
         old = values.get(key)
         if old is None:
@@ -239,6 +232,18 @@ class KeyValueStore(Store):
         else:
             self._expires[key] = at
             self._push_deadline(at, key)
+
+    def _apply_del(self, effect: KvDel) -> int:
+        return self._delete(effect.keys_)
+
+    def _apply_mset(self, effect: KvMset) -> None:
+        self._mset(effect.pairs)
+
+    def _apply_expire(self, effect: KvExpire) -> int:
+        return self._set_deadline(effect.key, effect.at)
+
+    def _apply_persist(self, effect: KvPersist) -> int:
+        return self._persist(effect.key)
 
     def _mset(self, pairs: list[bytes]) -> None:
         if len(pairs) % 2:

@@ -14,9 +14,10 @@ namespace under eviction churn never grows past its high-water mark. The index s
 every slot, used or not); it is created on the first store and released when the
 namespace becomes empty (an hnswlib index costs about 2.6 MB of fixed lock tables).
 
-Effects (every server-chosen value fixed by the handler)::
+Effects (records in ``sem_effects``: SemCreate, SemUpdate, SemStore, SemDel, SemDrop;
+every server-chosen value fixed by the handler), on the wire::
 
-    ["sem.create", ns, dim, metric, m, ef_construction, ef, capacity, evict(, embedder)]
+    ["sem.create", ns, dim, metric, m, ef_construction, ef, capacity, evict, embedder|None]
     ["sem.update", ns, {"ef": n, "capacity": n, "evict": policy}, [evicted ids]]
     ["sem.store", ns, id, text, fp32-le-bytes, kind, confidence, source|None,
      description|None, meta|None, created, updated, expires|None, [evicted ids]]
@@ -69,7 +70,8 @@ from typing import Any, NamedTuple, TypedDict, Unpack
 import hnswlib
 import numpy as np
 
-from hotkv_server.stores.base import Effect, EffectError, Store
+from hotkv_server.stores.base import EffectError, Store
+from hotkv_server.stores.sem_effects import SemCreate, SemDel, SemDrop, SemStore, SemUpdate
 from hotkv_server.stores.text import TextIndex, doc_terms
 
 METRICS: tuple[str, ...] = ("COSINE", "IP", "L2")
@@ -1324,24 +1326,20 @@ class SemanticStore(Store):
     def __init__(self) -> None:
         self.namespaces: dict[bytes, Namespace] = {}
         self._expiring: set[bytes] = set()  # namespaces that hold facts with a TTL
-        self._ops: dict[str, Callable[[Effect], Any]] = {
-            "sem.create": self._apply_create,
-            "sem.update": self._apply_update,
-            "sem.store": self._apply_store,
-            "sem.del": self._apply_del,
-            "sem.drop": self._apply_drop,
-        }
 
     # --- reads for the handlers ------------------------------------------------------
     def get(self, name: bytes) -> Namespace | None:
         return self.namespaces.get(name)
 
     # --- effects ------------------------------------------------------------------
-    def apply(self, effect: Effect) -> Any:
-        handler = self._ops.get(effect[0])
-        if handler is None:
-            raise EffectError(f"unknown effect op {effect[0]!r}")
-        return handler(effect)
+    def appliers(self) -> dict[type[Any], Callable[[Any], Any]]:
+        return {
+            SemCreate: self._apply_create,
+            SemUpdate: self._apply_update,
+            SemStore: self._apply_store,
+            SemDel: self._apply_del,
+            SemDrop: self._apply_drop,
+        }
 
     def _ns(self, name: bytes) -> Namespace:
         ns = self.namespaces.get(name)
@@ -1349,41 +1347,35 @@ class SemanticStore(Store):
             raise EffectError(f"no semantic namespace {name!r}")
         return ns
 
-    def _apply_create(self, effect: Effect) -> None:
-        # the embedder name is a trailing field, left out for a namespace without one
-        if len(effect) not in (9, 10):
-            raise EffectError(f"sem.create has {len(effect)} fields, expected 9 or 10")
-        self.namespaces[effect[1]] = Namespace(*effect[1:])
+    def _apply_create(self, e: SemCreate) -> None:
+        self.namespaces[e.name] = Namespace(e.name, e.dim, e.metric, e.m, e.ef_construction,
+                                            e.ef, e.capacity, e.evict, e.embedder)
 
-    def _apply_update(self, effect: Effect) -> int:
-        _, name, changes, evicted = effect
-        ns = self._ns(name)
-        removed = sum(ns.delete(ident) for ident in evicted)
-        ns.change(changes)
+    def _apply_update(self, e: SemUpdate) -> int:
+        ns = self._ns(e.name)
+        removed = sum(ns.delete(ident) for ident in e.evicted)
+        ns.change(e.changes)
         return removed
 
-    def _apply_store(self, effect: Effect) -> bool:
-        (_, name, ident, text, vector, kind, confidence, source, description, meta,
-         created, updated, expires, evicted) = effect
-        ns = self._ns(name)
-        for victim in evicted:
+    def _apply_store(self, e: SemStore) -> bool:
+        ns = self._ns(e.name)
+        for victim in e.evicted:
             ns.delete(victim)
-        created_new = ns.put(ident, text, vector, kind, float(confidence), source,
-                             description, meta, created, updated, expires)
-        if expires is not None:
-            self._expiring.add(name)
+        created_new = ns.put(e.ident, e.text, e.vector, e.kind, float(e.confidence), e.source,
+                             e.description, e.meta, e.created, e.updated, e.expires)
+        if e.expires is not None:
+            self._expiring.add(e.name)
         return created_new
 
-    def _apply_del(self, effect: Effect) -> int:
-        _, name, ids = effect
-        ns = self.namespaces.get(name)
+    def _apply_del(self, e: SemDel) -> int:
+        ns = self.namespaces.get(e.name)
         if ns is None:
             return 0
-        return sum(ns.delete(ident) for ident in ids)
+        return sum(ns.delete(ident) for ident in e.ids)
 
-    def _apply_drop(self, effect: Effect) -> bool:
-        self._expiring.discard(effect[1])
-        ns = self.namespaces.pop(effect[1], None)
+    def _apply_drop(self, e: SemDrop) -> bool:
+        self._expiring.discard(e.name)
+        ns = self.namespaces.pop(e.name, None)
         if ns is None:
             return False
         ns.quiesce()

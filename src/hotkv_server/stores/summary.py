@@ -1,22 +1,24 @@
 """The rolling summary: one text per agent with a version every update increments.
 
-Effects carry the new version and the update time, so replay never recounts:
+Effects (records in ``summary_effects``) carry the new version and the update time, so
+replay never recounts:
 
-* ``["summary.set", agent, text, version, updated, upto|None]`` replaces the summary;
+* ``SummarySet`` ``["summary.set", agent, text, version, updated, upto|None]`` replaces the summary;
   ``upto`` (the last episodic event id it covers) is exactly the new value, None clears it.
-* ``["summary.append", agent, line, version, updated]`` adds ``line`` after a newline (no
+* ``SummaryAppend`` ``["summary.append", agent, line, version, updated]`` adds ``line`` after a newline (no
   newline before the first line of an empty summary); ``upto`` stays.
-* ``["summary.del", agent]`` forgets it.
+* ``SummaryDel`` ``["summary.del", agent]`` forgets it.
 
 There is no TTL.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
-from hotkv_server.stores.base import Effect, EffectError, Store
+from hotkv_server.stores.base import Store
+from hotkv_server.stores.summary_effects import SummaryAppend, SummaryDel, SummarySet
 
 
 class Summary:
@@ -49,25 +51,27 @@ class SummaryStore(Store):
         return 0 if item is None else item.version
 
     # --- effects ----------------------------------------------------------------------
-    def apply(self, effect: Effect) -> Any:
-        op = effect[0]
-        if op == "summary.set":
-            _, agent, text, version, updated, upto = effect
-            self._items[agent] = Summary(text, version, updated, upto)
-            return version
-        if op == "summary.append":
-            _, agent, line, version, updated = effect
-            item = self._items.get(agent)
-            if item is None:
-                self._items[agent] = Summary(line, version, updated, None)
-            else:
-                item.text = item.text + b"\n" + line if item.text else line
-                item.version = version
-                item.updated = updated
-            return version
-        if op == "summary.del":
-            return 1 if self._items.pop(effect[1], None) is not None else 0
-        raise EffectError(f"unknown summary effect {op!r}")
+    def appliers(self) -> dict[type[Any], Callable[[Any], Any]]:
+        return {SummarySet: self._apply_set, SummaryAppend: self._apply_append,
+                SummaryDel: self._apply_del}
+
+    def _apply_set(self, e: SummarySet) -> int:
+        self._items[e.agent] = Summary(e.text, e.version, e.updated, e.upto)
+        return e.version
+
+    def _apply_append(self, e: SummaryAppend) -> int:
+        item = self._items.get(e.agent)
+        line = e.line
+        if item is None:
+            self._items[e.agent] = Summary(line, e.version, e.updated, None)
+        else:
+            item.text = item.text + b"\n" + line if item.text else line
+            item.version = e.version
+            item.updated = e.updated
+        return e.version
+
+    def _apply_del(self, e: SummaryDel) -> int:
+        return 1 if self._items.pop(e.agent, None) is not None else 0
 
     # --- the Store contract -------------------------------------------------------------
     def purge_expired(self, now_ms: int, limit: int) -> int:

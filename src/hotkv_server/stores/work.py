@@ -1,12 +1,12 @@
 """Working memory: a flat key/value scratchpad per session, with a TTL per key and per session.
 
-Effects (the handler computes MERGE results from the current state; the effect carries the
-final value, so replay never re-merges)::
+Effects (records in ``work_effects``; the handler computes MERGE results from the current
+state and the record carries the final value, so replay never re-merges)::
 
-    ["work.set", session, key, value, expires_at|None]   # None removes an earlier TTL
-    ["work.del", session, [key, ...]]
-    ["work.expire", session, at]                          # the whole scratchpad's deadline
-    ["work.clear", session]
+    WorkSet     ["work.set", session, key, value, expires_at|None]   # None removes a TTL
+    WorkDel     ["work.del", session, [key, ...]]
+    WorkExpire  ["work.expire", session, at]             # the whole scratchpad's deadline
+    WorkClear   ["work.clear", session]
 
 A key is live while its own deadline and its session's deadline are both in the future.
 A session with no keys left is removed (as Redis removes an empty hash), deadline included.
@@ -28,7 +28,8 @@ from dataclasses import dataclass, field
 from decimal import Decimal, localcontext
 from typing import Any
 
-from hotkv_server.stores.base import Effect, EffectError, Store
+from hotkv_server.stores.base import Store
+from hotkv_server.stores.work_effects import WorkClear, WorkDel, WorkExpire, WorkSet
 
 MERGE_MODES: tuple[bytes, ...] = (b"REPLACE", b"APPEND", b"INCR", b"MAX", b"MIN")
 
@@ -124,38 +125,36 @@ class WorkingStore(Store):
         return pad is not None and not pad.alive(now_ms)
 
     # --- effects ------------------------------------------------------------------
-    def appliers(self) -> dict[str, Callable[[Effect], Any]]:
-        return {"work.set": self._apply_set}
+    def appliers(self) -> dict[type[Any], Callable[[Any], Any]]:
+        return {
+            WorkSet: self._apply_set,
+            WorkDel: self._apply_del,
+            WorkExpire: self._apply_expire,
+            WorkClear: self._apply_clear,
+        }
 
-    def apply(self, effect: Effect) -> Any:
-        op = effect[0]
-        try:
-            if op == "work.set":
-                return self._apply_set(effect)
-            if op == "work.del":
-                _, session, keys = effect
-                return self._delete(session, keys)
-            if op == "work.expire":
-                _, session, at = effect
-                return self._expire(session, at)
-            if op == "work.clear":
-                return self._clear_session(effect[1])
-        except (ValueError, TypeError) as exc:
-            raise EffectError(f"bad effect {op!r}: {exc}") from None
-        raise EffectError(f"unknown working-memory effect {op!r}")
-
-    def _apply_set(self, effect: Effect) -> None:
-        """``["work.set", session, key, value, expires_at|None]``"""
-        _, session, key, value, expires_at = effect
+    def _apply_set(self, effect: WorkSet) -> None:
+        session = effect.session
+        key = effect.key
+        expires_at = effect.expires_at
         pad = self.sessions.get(session)
         if pad is None:
             pad = self.sessions[session] = Scratchpad()
-        pad.values[key] = value
+        pad.values[key] = effect.value
         if expires_at is None:
             pad.deadlines.pop(key, None)
         else:
             pad.deadlines[key] = expires_at
             self._push((expires_at, session, key, False))
+
+    def _apply_del(self, effect: WorkDel) -> int:
+        return self._delete(effect.session, effect.keys_)
+
+    def _apply_expire(self, effect: WorkExpire) -> int:
+        return self._expire(effect.session, effect.at)
+
+    def _apply_clear(self, effect: WorkClear) -> int:
+        return self._clear_session(effect.session)
 
     def _delete(self, session: bytes, keys: list[bytes]) -> int:
         pad = self.sessions.get(session)

@@ -1,0 +1,382 @@
+"""Configuration: one table of directives, parsed from hotkv.conf and ``--directive`` flags.
+
+A directive has the same name in the file, on the command line (``--port 6380``) and in
+``CONFIG GET/SET``. Bad names or values stop the start with a message naming the line or
+the flag; ``CONFIG SET`` answers the same checks with an error reply.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from hotkv_server.engine.words import split_args
+
+
+class ConfigError(ValueError):
+    """A bad directive name or value; the message says where and what was expected."""
+
+
+_UNITS = {
+    "": 1, "b": 1, "k": 1000, "kb": 1024, "m": 1000**2, "mb": 1024**2, "g": 1000**3, "gb": 1024**3,
+}
+
+
+def parse_memory(text: str) -> int:
+    """``64mb`` -> 67108864, as Redis reads memory sizes (k=1000, kb=1024)."""
+    lowered = text.strip().lower()
+    digits = lowered.rstrip("kmgb")
+    unit = lowered[len(digits) :]
+    if unit not in _UNITS or not digits or not digits.lstrip("-").isdigit():
+        raise ValueError(f"expected a size like 64mb, got '{text}'")
+    value = int(digits) * _UNITS[unit]
+    if value < 0:
+        raise ValueError(f"expected a size >= 0, got '{text}'")
+    return value
+
+
+_LIMITS_CACHE: dict[str, dict[str, tuple[int, int, int]]] = {}
+
+
+def output_limits(text: str, klass: str) -> tuple[int, int, int]:
+    """(hard, soft, soft-seconds) of one client class from the directive's text."""
+    table = _LIMITS_CACHE.get(text)
+    if table is None:
+        table = {}
+        words = text.split()
+        for i in range(0, len(words) - 3, 4):
+            name = {"slave": "replica"}.get(words[i].lower(), words[i].lower())
+            try:
+                table[name] = (parse_memory(words[i + 1]), parse_memory(words[i + 2]), int(words[i + 3]))
+            except ValueError:
+                continue
+        _LIMITS_CACHE[text] = table
+    return table.get(klass, (0, 0, 0))
+
+
+def _parse_bool(text: str) -> bool:
+    lowered = text.lower()
+    if lowered in ("yes", "true", "1"):
+        return True
+    if lowered in ("no", "false", "0"):
+        return False
+    raise ValueError(f"expected yes or no, got '{text}'")
+
+
+def _format_bool(value: Any) -> str:
+    return "yes" if value else "no"
+
+
+def _format_memory(value: Any) -> str:
+    return str(value)
+
+
+@dataclass(frozen=True)
+class Directive:
+    name: str
+    default: Any
+    parse: Callable[[list[str]], Any]
+    format: Callable[[Any], str]
+    mutable: bool = True
+    repeatable: bool = False  # every occurrence adds to a list ("user")
+    sensitive: bool = False  # hidden from CONFIG GET values? (Redis shows requirepass)
+
+
+def _single(convert: Callable[[str], Any]) -> Callable[[list[str]], Any]:
+    def parse(values: list[str]) -> Any:
+        if len(values) != 1:
+            raise ValueError(f"expected one value, got {len(values)}")
+        return convert(values[0])
+
+    return parse
+
+
+def _int_range(lo: int, hi: int) -> Callable[[list[str]], Any]:
+    def convert(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise ValueError(f"expected an integer {lo}..{hi}, got '{text}'") from None
+        if not lo <= value <= hi:
+            raise ValueError(f"expected an integer {lo}..{hi}, got '{text}'")
+        return value
+
+    return _single(convert)
+
+
+def _choice_int(*choices: int) -> Callable[[list[str]], Any]:
+    def convert(text: str) -> int:
+        if text not in {str(c) for c in choices}:
+            raise ValueError(f"expected one of {'|'.join(map(str, choices))}, got '{text}'")
+        return int(text)
+
+    return _single(convert)
+
+
+def _enum(*choices: str) -> Callable[[list[str]], Any]:
+    def convert(text: str) -> str:
+        lowered = text.lower()
+        if lowered not in choices:
+            raise ValueError(f"expected one of {'|'.join(choices)}, got '{text}'")
+        return lowered
+
+    return _single(convert)
+
+
+def _memory(values: list[str]) -> int:
+    if len(values) != 1:
+        raise ValueError(f"expected one value, got {len(values)}")
+    return parse_memory(values[0])
+
+
+def _words(values: list[str]) -> list[str]:
+    if not values:
+        raise ValueError("expected at least one value")
+    return list(values)
+
+
+def _text(values: list[str]) -> str:
+    return " ".join(values)
+
+
+def _replicaof(values: list[str]) -> tuple[str, int] | None:
+    if len(values) == 2 and values[0].lower() == "no" and values[1].lower() == "one":
+        return None
+    if len(values) != 2:
+        raise ValueError("expected host and port")
+    try:
+        port = int(values[1])
+    except ValueError:
+        raise ValueError(f"expected a port number, got '{values[1]}'") from None
+    if not 0 < port < 65536:
+        raise ValueError(f"expected a port 1..65535, got '{values[1]}'")
+    return (values[0], port)
+
+
+def _format_replicaof(value: Any) -> str:
+    return "" if value is None else f"{value[0]} {value[1]}"
+
+
+def _str(text: str) -> str:
+    return text
+
+
+_B = (_single(_parse_bool), _format_bool)
+
+DIRECTIVES: dict[str, Directive] = {
+    d.name: d
+    for d in [
+        Directive("bind", ["127.0.0.1", "::1"], _words, " ".join, mutable=False),
+        Directive("port", 6379, _int_range(0, 65535), str, mutable=False),
+        Directive("dir", "./data", _single(_str), str, mutable=False),
+        Directive("appendonly", True, *_B),
+        Directive("appendfilename", "appendonly.aof", _single(_str), str, mutable=False),
+        Directive("appendfsync", "everysec", _enum("always", "everysec", "no"), str),
+        Directive("aof-load-truncated", True, *_B),
+        Directive("auto-aof-rewrite-percentage", 100, _int_range(0, 100000), str),
+        Directive("auto-aof-rewrite-min-size", 64 * 1024**2, _memory, _format_memory),
+        Directive("requirepass", "", _single(_str), str, sensitive=True),
+        Directive("user", [], _words, " ".join, mutable=False, repeatable=True),
+        Directive("aclfile", "", _single(_str), str, mutable=False),
+        Directive("protected-mode", True, *_B),
+        Directive("maxclients", 10000, _int_range(1, 1_000_000), str),
+        Directive("maxmemory", 0, _memory, _format_memory),
+        Directive(
+            "maxmemory-policy",
+            "noeviction",
+            _enum("noeviction", "volatile-ttl", "allkeys-lru", "volatile-lru", "allkeys-random",
+                  "volatile-random"),
+            str,
+        ),
+        Directive("proto-max-bulk-len", 512 * 1024**2, _memory, _format_memory),
+        Directive("client-query-buffer-limit", 1024**3, _memory, _format_memory),
+        Directive("timeout", 0, _int_range(0, 2**31 - 1), str),
+        Directive("tcp-keepalive", 300, _int_range(0, 2**31 - 1), str),
+        Directive("replicaof", None, _replicaof, _format_replicaof, mutable=False),
+        Directive("masterauth", "", _single(_str), str, sensitive=True),
+        Directive("masteruser", "", _single(_str), str),
+        Directive("replica-read-only", True, *_B),
+        Directive("repl-backlog-size", 1024**2, _memory, _format_memory),
+        Directive("loglevel", "notice", _enum("debug", "verbose", "notice", "warning", "nothing"), str),
+        Directive("logfile", "", _single(_str), str, mutable=False),
+        Directive("slowlog-log-slower-than", 10000, _int_range(-1, 2**62), str),
+        Directive("slowlog-max-len", 128, _int_range(0, 2**31 - 1), str),
+        Directive("hz", 10, _int_range(1, 500), str),
+        Directive("databases", 1, _int_range(1, 1), str, mutable=False),
+        Directive("client-output-buffer-limit", "normal 0 0 0 replica 256mb 64mb 60 pubsub 32mb 8mb 60",
+                  _text, str),
+        Directive("tls-port", 0, _int_range(0, 65535), str, mutable=False),
+        Directive("tls-cert-file", "", _single(_str), str, mutable=False),
+        Directive("tls-key-file", "", _single(_str), str, mutable=False),
+        Directive("tls-ca-cert-file", "", _single(_str), str, mutable=False),
+        Directive("tls-auth-clients", "yes", _enum("yes", "no", "optional"), str, mutable=False),
+        Directive("save", "", _text, str),
+        Directive("daemonize", False, *_B, mutable=False),
+        # embedders (hotkv_server.embedding, docs/embeddings.md)
+        Directive("embed-threads", 2, _int_range(1, 64), str, mutable=False),
+        Directive("embed-timeout-ms", 30_000, _int_range(1, 3_600_000), str),
+        Directive("embed-cache-max-memory", 64 * 1024**2, _memory, _format_memory),
+        Directive("embed-wordllama", True, *_B, mutable=False),
+        Directive("embed-wordllama-dim", 256, _choice_int(64, 128, 256), str, mutable=False),
+        Directive("embed-openai-url", "", _single(_str), str),
+        Directive("embed-openai-model", "", _single(_str), str, mutable=False),
+        Directive("embed-openai-dim", 0, _int_range(0, 4096), str, mutable=False),
+        Directive("embed-openai-api-key-env", "OPENAI_API_KEY", _single(_str), str),
+        Directive("embed-openai-api-key-file", "", _single(_str), str),
+        Directive("embed-openai-batch-size", 64, _int_range(1, 2048), str),
+        Directive("embed-openai-timeout-ms", 30_000, _int_range(1, 600_000), str),
+        Directive("embed-openai-retries", 3, _int_range(0, 10), str),
+        Directive("embed-openai-backoff-ms", 500, _int_range(0, 60_000), str),
+        Directive("embed-openai-send-dimensions", False, *_B, mutable=False),
+        Directive("embed-fastembed-path", "", _single(_str), str, mutable=False),
+        Directive("embed-fastembed-dim", 0, _int_range(0, 4096), str, mutable=False),
+        Directive("embed-fastembed-model-file", "model.onnx", _single(_str), str, mutable=False),
+        Directive("embed-fastembed-pooling", "mean", _enum("mean", "cls"), str, mutable=False),
+    ]
+}
+
+
+class Config:
+    """The values of every directive; attribute access by python name (``cfg.appendfsync``).
+
+    ``path`` is the config file it came from (for CONFIG REWRITE), if any.
+    """
+
+    def __init__(self, path: str | None = None) -> None:
+        self.path = path
+        self.values: dict[str, Any] = {
+            name: (list(d.default) if isinstance(d.default, list) else d.default)
+            for name, d in DIRECTIVES.items()
+        }
+
+    def __getattr__(self, attr: str) -> Any:
+        try:
+            return self.__dict__["values"][attr.replace("_", "-")]
+        except KeyError:
+            raise AttributeError(attr) from None
+
+    def get(self, name: str) -> Any:
+        return self.values[name]
+
+    def set(self, name: str, values: list[str], *, where: str, initial: bool = True) -> None:
+        """Set one directive from its words; raise ConfigError naming ``where`` on bad input."""
+        lname = name.lower()
+        directive = DIRECTIVES.get(lname)
+        if directive is None:
+            raise ConfigError(f"{where}: unknown directive '{name}'")
+        if not initial and not directive.mutable:
+            raise ConfigError(f"{where}: '{lname}' can't be changed at run time")
+        try:
+            value = directive.parse(values)
+        except ValueError as exc:
+            raise ConfigError(f"{where}: bad value for '{lname}': {exc}") from None
+        if directive.repeatable:
+            self.values[lname].append(value)
+        else:
+            self.values[lname] = value
+
+    def matching(self, pattern: str) -> Iterable[tuple[str, str]]:
+        """(name, formatted value) for CONFIG GET with a glob pattern."""
+        for name, directive in DIRECTIVES.items():
+            if fnmatch.fnmatchcase(name, pattern.lower()):
+                yield name, directive.format(self.values[name])
+
+    def render(self) -> str:
+        """The whole configuration as hotkv.conf lines (CONFIG REWRITE)."""
+        lines: list[str] = []
+        for name, directive in DIRECTIVES.items():
+            value = self.values[name]
+            if directive.repeatable:
+                lines.extend(f"{name} {directive.format(v)}" for v in value)
+                continue
+            if value == directive.default:
+                continue
+            text = directive.format(value)
+            if text == "":
+                text = '""'
+            lines.append(f"{name} {quote_if_needed(text)}")
+        return "\n".join(lines) + "\n"
+
+
+def quote_if_needed(text: str) -> str:
+    if text and all(c not in text for c in " \"'\t\\") and text.isprintable():
+        return text
+    escaped = text.replace("\\", "\\\\").replace('"', '\\"')
+    return f'"{escaped}"'
+
+
+def split_line(line: str) -> list[str]:
+    """Split a config line into words as Redis's sdssplitargs does (quotes, escapes)."""
+    raw = line.encode("utf-8", "surrogateescape")
+    return [word.decode("utf-8", "surrogateescape") for word in split_args(raw)]
+
+
+def load_config(argv: list[str]) -> Config:
+    """Build the configuration from ``[config-file] [--directive value ...]``."""
+    path: str | None = None
+    rest = list(argv)
+    if rest and not rest[0].startswith("--"):
+        path = rest.pop(0)
+    config = Config(path)
+    if path is not None:
+        if path == "-":
+            raise ConfigError("reading the configuration from standard input is not supported")
+        try:
+            with open(path, encoding="utf-8") as fh:
+                text = fh.read()
+        except OSError as exc:
+            raise ConfigError(f"cannot read config file '{path}': {exc.strerror}") from None
+        apply_text(config, text, source=path)
+    i = 0
+    while i < len(rest):
+        flag = rest[i]
+        if not flag.startswith("--") or len(flag) == 2:
+            raise ConfigError(f"command line: expected --directive, got '{flag}'")
+        values: list[str] = []
+        i += 1
+        while i < len(rest) and not rest[i].startswith("--"):
+            values.append(rest[i])
+            i += 1
+        name = flag[2:]
+        if name in ("version", "help"):
+            raise ConfigError(f"command line: '--{name}' must be the only argument")
+        if not values:
+            raise ConfigError(f"command line --{name}: needs a value")
+        config.set(name, values, where=f"command line --{name}")
+    return config
+
+
+def apply_text(config: Config, text: str, source: str) -> None:
+    for number, raw in enumerate(text.splitlines(), start=1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        try:
+            words = split_line(line)
+        except ValueError as exc:
+            raise ConfigError(f"{source}:{number}: {exc}") from None
+        if not words:
+            continue
+        if words[0].lower() == "include":
+            for inc in words[1:]:
+                with open(os.path.join(os.path.dirname(source), inc), encoding="utf-8") as fh:
+                    apply_text(config, fh.read(), inc)
+            continue
+        config.set(words[0], words[1:], where=f"{source}:{number}")
+
+
+def short_header(max_bulk: int) -> re.Pattern[bytes]:
+    """The start of a read whose header needs no check for an authenticated client.
+
+    A count line of at most 5 characters (at most 6 digits are always allowed), then either
+    the end of the read or a first bulk length with fewer digits than ``max_bulk`` has
+    minus one (so it cannot exceed it). What does not match gets the full check.
+    """
+    digits = len(str(max_bulk)) - 2
+    char = rb"(?:[^\r]|\r(?!\n))"  # up to the first CRLF
+    bulk = rb"\$%b{0,%d}\r\n" % (char, digits) if digits >= 0 else rb"(?!)"
+    return re.compile(rb"\*%b{0,5}\r\n(?:%b|\Z)" % (char, bulk))
