@@ -162,7 +162,9 @@ def scenario_search() -> Scenario:
         time.sleep(0.05)
     assert list(info)[-3:] == ["recall_estimate", "recall_sample", "recall_checked"]
     assert isinstance(info["recall_estimate"], float) and 0.0 <= info["recall_estimate"] <= 1.0
-    assert info["recall_sample"] == 3 and info["recall_checked"] > 1_600_000_000_000
+    # the cron may start the check before the third fact lands (a loaded machine): it samples
+    # the facts there were then, and checks again only after its interval
+    assert info["recall_sample"] in (2, 3) and info["recall_checked"] > 1_600_000_000_000
 
 
 def scenario_working() -> Scenario:

@@ -25,6 +25,7 @@ from helpers import HotkvProcess, RedisServer
 EXPECTED_INFO_DIFFERENCES: dict[tuple[str, str], str] = {
     # CLIENT SETINFO is Redis 7.2's; the 7.0 reference does not list it in CLIENT
     ("client", "subcommands"): "hotkv also has client|setinfo (Redis 7.2)",
+    ("cluster", "subcommands"): "hotkv adds cluster|settopology and cluster|topology (no cluster bus)",
 }
 
 INFO_FIELDS = ("name", "arity", "flags", "first_key", "last_key", "step", "acl_categories",

@@ -21,6 +21,7 @@ MODULES = (
     "dedup",
     "acl",
     "replication",
+    "cluster",
 )
 
 _loaded = False

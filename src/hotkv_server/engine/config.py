@@ -236,6 +236,11 @@ DIRECTIVES: dict[str, Directive] = {
         Directive("embed-fastembed-dim", 0, _int_range(0, 4096), str, mutable=False),
         Directive("embed-fastembed-model-file", "model.onnx", _single(_str), str, mutable=False),
         Directive("embed-fastembed-pooling", "mean", _enum("mean", "cls"), str, mutable=False),
+        Directive("cluster-enabled", False, *_B, mutable=False),
+        Directive("cluster-config-file", "nodes.conf", _single(_str), str, mutable=False),
+        Directive("cluster-require-full-coverage", True, *_B),
+        Directive("cluster-announce-ip", "", _single(_str), str),
+        Directive("cluster-announce-port", 0, _int_range(0, 65535), str),
     ]
 }
 

@@ -99,6 +99,8 @@ class Core:
         self.tcp_port = 0
         self.users: Any = None  # hotkv_server.commands.acl.UserTable, set by the ACL module
         self.extras: dict[str, Any] = {}  # room for subsystems (persistence, replication)
+        #: the cluster subsystem, set only with cluster-enabled (hotkv_server.cluster)
+        self._cluster: ClusterRouter | None = None
         #: slowlog-log-slower-than, kept here so the dispatch point reads one attribute
         self.slowlog_threshold: int = self.config.values["slowlog-log-slower-than"]
         #: the header of a read that needs no check (``engine.config.short_header``)
@@ -138,9 +140,20 @@ class Core:
         self._write_error = value
         self._update_gated()
 
+    @property
+    def cluster(self) -> ClusterRouter | None:
+        """The cluster subsystem when ``cluster-enabled`` is on: commands with keys are routed."""
+        return self._cluster
+
+    @cluster.setter
+    def cluster(self, value: ClusterRouter | None) -> None:
+        self._cluster = value
+        self._update_gated()
+
     def _update_gated(self) -> None:
         self.gated = bool(
             self._loading
+            or getattr(self, "_cluster", None) is not None
             or self._role == "slave"
             or self._write_error is not None
             or self.config.values["maxmemory"]
@@ -198,10 +211,12 @@ class Context:
 
     __slots__ = (
         "addr",
+        "asking",
         "authenticated",
         "blocked",
         "close_after_reply",
         "closer",
+        "cluster_readonly",
         "core",
         "created_ms",
         "db",
@@ -262,6 +277,10 @@ class Context:
         #: waiting for a deferred reply (WAIT, RECALL off the loop): idle timeouts skip it
         self.blocked = False
         self.killed = False
+        #: cluster mode: ASKING was sent (one command may enter an importing slot), and
+        #: READONLY (a replica serves this client reads of its primary's slots)
+        self.asking = False
+        self.cluster_readonly = False
         self.is_master_link = False
         self.flags = ""
         #: writes out-of-band bytes (MONITOR feed, replication) to this client, if connected
@@ -283,6 +302,15 @@ class Context:
                     del watchers[key]
         self.watched.clear()
         self.dirty_cas = False
+
+
+class ClusterRouter(Protocol):
+    """What the dispatch point asks of the cluster subsystem (``hotkv_server.cluster``) when
+    ``cluster-enabled`` is on."""
+
+    def keys_of(self, spec: CommandSpec, argv: list[bytes]) -> list[bytes]: ...
+
+    def route(self, ctx: Context, spec: CommandSpec, keys: list[bytes], asking: bool) -> str | None: ...
 
 
 class Host(Protocol):

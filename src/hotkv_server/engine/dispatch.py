@@ -113,7 +113,7 @@ def dispatch(ctx: Context, argv: list[bytes]) -> Any:
         if denial is not None:
             return _reject_call(ctx, spec, denial)
     if core.gated:  # loading, a replica, MISCONF or maxmemory: the rarer refusals
-        denial = _gate(ctx, core, spec)
+        denial = _gate(ctx, core, spec, argv)
         if denial is not None:
             return _reject_call(ctx, spec, denial)
 
@@ -130,13 +130,17 @@ def dispatch(ctx: Context, argv: list[bytes]) -> Any:
     return execute(ctx, spec, argv, started)
 
 
-def _gate(ctx: Context, core: Any, spec: CommandSpec) -> str | None:
+def _gate(ctx: Context, core: Any, spec: CommandSpec, argv: list[bytes]) -> str | None:
     """The refusal of a command while loading, on a read-only replica, after an AOF write
-    error or over maxmemory; None when it may run."""
+    error or over maxmemory, or its cluster redirection; None when it may run here."""
     if core.loading and not spec.allowed_while_loading:
         return errors.LOADING
     if ctx.is_master_link:
         return None
+    if core.cluster is not None:
+        moved = _route(ctx, core.cluster, spec, argv)
+        if moved is not None:
+            return moved
     if spec.is_write:
         if core.role == "slave" and core.config.values["replica-read-only"]:
             return errors.READONLY
@@ -147,6 +151,25 @@ def _gate(ctx: Context, core: Any, spec: CommandSpec) -> str | None:
         if oom is not None and oom():
             return errors.OOM
     return None
+
+
+def _route(ctx: Context, cluster: Any, spec: CommandSpec, argv: list[bytes]) -> str | None:
+    """Cluster mode: None when this node serves the command's keys, else -MOVED, -ASK ...
+
+    ASKING lets exactly one following command into an importing slot (a whole MULTI block
+    when sent inside it), as Redis resets the flag after every other command.
+    """
+    asking = ctx.asking
+    if spec.name != "asking" and ctx.multi is None:
+        ctx.asking = False
+    if spec.name == "exec":
+        keys = [key for queued, qargv in (ctx.multi or ()) for key in cluster.keys_of(queued, qargv)]
+    else:
+        keys = cluster.keys_of(spec, argv)
+    if not keys:
+        return None
+    result: str | None = cluster.route(ctx, spec, keys, asking)
+    return result
 
 
 def execute(ctx: Context, spec: CommandSpec, argv: list[bytes], started: int = 0) -> Any:
@@ -198,7 +221,7 @@ def run_later(ctx: Context, name: str, argv: list[bytes], step: Callable[[], Any
     spec = LOOKUP[name.encode()]
     ctx.now_ms = core.clock.now_ms()
     if core.gated:
-        denial = _gate(ctx, core, spec)
+        denial = _gate(ctx, core, spec, argv)
         if denial is not None:
             return _reject_call(ctx, spec, denial)
     try:

@@ -55,6 +55,7 @@ GROUP_CATEGORIES: dict[str, tuple[str, ...]] = {
     "amem": ("amem",),
     "embed": (),  # EMBED.DEDUP.*: not agent memory, so not in @amem
     "replication": (),
+    "cluster": (),
 }
 
 

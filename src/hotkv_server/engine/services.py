@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from hotkv_server.engine.context import Context
+    from hotkv_server.engine.topology import Node, Topology
 
 
 class ReplicationService(Protocol):
@@ -32,6 +33,32 @@ class ReplicationService(Protocol):
     def replconf(self, ctx: Context, argv: list[bytes]) -> Any: ...
 
     def psync(self, ctx: Context, replid: str, offset: int | None) -> Any: ...
+
+
+class ClusterService(Protocol):
+    """``hotkv_server.cluster.state.ClusterState`` as the CLUSTER commands, ASKING,
+    READONLY and MIGRATE use it (the topology itself is ``engine.topology.Topology``)."""
+
+    myid: str
+    topology: Topology
+    migrating: dict[int, str]
+    importing: dict[int, str]
+
+    def me(self) -> Node: ...
+
+    def state_ok(self) -> bool: ...
+
+    def set_topology(self, topo: Topology) -> None: ...
+
+    def ids_in_slot(self, ctx: Context, slot: int) -> list[bytes]: ...
+
+    def migrating_changed(self) -> None: ...
+
+    def reset(self, hard: bool) -> None: ...
+
+    def save(self) -> None: ...
+
+    def save_soon(self) -> None: ...
 
 
 #: ``done(vectors, None)`` with an FP32 blob per text, or ``done(None, error reply text)``

@@ -82,6 +82,7 @@ class Server:
             "hotkv_server.server.memory",
             "hotkv_server.commands.sem",  # the recall self-check
             "hotkv_server.embedding",  # the embedders, their worker pool and cache
+            "hotkv_server.cluster",
         ):
             try:
                 module = importlib.import_module(module_name)

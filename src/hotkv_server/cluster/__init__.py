@@ -1,0 +1,74 @@
+"""Cluster mode: the Redis Cluster protocol on hotkv nodes (``cluster-enabled yes``).
+
+``attach`` builds this node's ``ClusterState`` from its cluster config file and hands it to
+the core, where the dispatch point routes every command with keys through it. The topology
+itself comes from the operator tool (``hotkv-cluster``, cluster/tool.py). See
+docs/scale-out.md.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING
+
+from hotkv_server.cluster.state import ClusterState
+from hotkv_server.engine.errors import StartupError
+from hotkv_server.engine.topology import TopologyError
+
+if TYPE_CHECKING:
+    from hotkv_server.engine.core import Host
+
+
+class ClusterSubsystem:
+    """Keeps the announced address right once the server listens (``--port 0`` included)."""
+
+    def __init__(self, server: Host, state: ClusterState) -> None:
+        self.server = server
+        self.state = state
+
+    async def started(self) -> None:
+        values = self.server.core.config.values
+        self.state.port = values["cluster-announce-port"] or self.server.core.tcp_port
+
+    def config_changed(self, name: str, value: object) -> None:
+        values = self.server.core.config.values
+        if name == "cluster-require-full-coverage":
+            self.state.require_full_coverage = bool(value)
+        elif name == "cluster-announce-ip":
+            self.state.host = announce_host(values)
+        elif name == "cluster-announce-port":
+            self.state.port = int(value) or self.server.core.tcp_port  # type: ignore[call-overload]
+
+
+def announce_host(values: dict[str, object]) -> str:
+    announced = str(values["cluster-announce-ip"] or "")
+    if announced:
+        return announced
+    for entry in values["bind"]:  # type: ignore[attr-defined]
+        host = str(entry).lstrip("-")
+        if host not in ("*", "0.0.0.0", "::", "::1", "::*"):
+            return host
+    return "127.0.0.1"
+
+
+def attach(server: Host) -> ClusterSubsystem | None:
+    values = server.core.config.values
+    if not values["cluster-enabled"]:
+        return None
+
+    path = values["cluster-config-file"]
+    if not os.path.isabs(path):
+        path = os.path.join(values["dir"], path)
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    try:
+        state = ClusterState(path, announce_host(values), values["port"],
+                             values["cluster-require-full-coverage"])
+    except (TopologyError, OSError) as exc:
+        raise StartupError(str(exc)) from None
+    core = server.core
+    core.cluster = state
+    core.extras["cluster"] = state  # the CLUSTER commands' view (engine.services.ClusterService)
+    core.info_sections["cluster"] = state.info
+    sub = ClusterSubsystem(server, state)
+    core.extras.setdefault("config_listeners", []).append(sub.config_changed)
+    return sub
