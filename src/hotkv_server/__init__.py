@@ -45,3 +45,8 @@ def __getattr__(name: str) -> Any:
 
         return getattr(hotkv_server.clients, name)
     raise AttributeError(f"module 'hotkv_server' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    # the lazy names above are attributes too: dir(hotkv_server) and REPL completion show them
+    return sorted(set(globals()) | set(__all__))

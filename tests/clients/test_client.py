@@ -136,6 +136,12 @@ def scenario_search() -> Scenario:
     yield C.amem_sem_store("docs", "/a", "the quick brown fox", [1, 0], confidence=0.9)
     yield C.amem_sem_store("docs", "/b", "quick quick fox jumps", [0, 1], kind="note")
     yield C.amem_sem_store("docs", "/c", "a lazy dog sleeps", [0.7, 0.7])
+    yield C.amem_epis_log("docs", "obs", "a quick fox was seen")
+    across = yield C.amem_search("docs", 3, [1, 0], text="quick fox")
+    assert [h["source"] for h in across] == ["semantic", "episodic", "semantic"]
+    assert [h["similarity"] for h in across][:2] == [1.0, 1.0]  # equal: semantic first
+    assert across[2]["id"] == "/c"
+    assert (yield C.amem_search("docs", 3, [1, 0]))[1]["id"] == "/c"  # no TEXT: semantic only
     hits = yield C.amem_sem_search("docs", 3, "quick fox")  # BM25 alone: no vector, no /c
     assert [h["id"] for h in hits] == ["/b", "/a"]
     assert list(hits[0])[:4] == ["id", "text", "score", "text_score"]
@@ -214,7 +220,7 @@ def scenario_episodic_and_summary() -> Scenario:
     assert isinstance(first, str) and first.count("-") == 1
     events = yield C.amem_epis_query("agent-1")
     assert [e["id"] for e in events] == [first, second, third]
-    assert events[0] == {"id": first, "ts": int(first.split("-")[0]), "type": "action",
+    assert events[0] == {"id": first, "timestamp": int(first.split("-")[0]), "type": "action",
                          "text": "opened ticket", "source": "helpdesk", "meta": {"t": 42}}
     assert [e["text"] for e in (yield C.amem_epis_query("agent-1", type="action"))] == [
         "opened ticket", "refunded"]
@@ -263,7 +269,7 @@ def scenario_errors() -> Scenario:
     missing = yield C.amem_conv_append("nobody", "user", "hi")
     assert isinstance(missing, hotkv.NotFound) and isinstance(missing, ResponseError)
     assert missing.status_code == "NOTFOUND"
-    assert str(missing) == "no conversation 'nobody'; create it with AMEM.CONV.CREATE"
+    assert str(missing) == "session not found: 'nobody'; create it with AMEM.CONV.CREATE"
     assert isinstance((yield C.amem_conv_create("c", update=True)), hotkv.NotFound)
     assert isinstance((yield C.amem_sem_recall("nokb", 1, [1.0])), hotkv.NotFound)
     yield C.amem_conv_create("c")
@@ -370,7 +376,10 @@ def test_every_command_has_a_method_and_a_scenario() -> None:
     from hotkv_server.engine.registry import COMMANDS
 
     load_all()
-    server_commands = {name.upper() for name in COMMANDS if name.lower().startswith("amem.")}
+    # hotkv's own commands and the dialect's commands that take hotkv extensions; a command
+    # only of the HotKV dialect is the official client's (hotkv-client, docs/dialect.md)
+    server_commands = {name.upper() for name, spec in COMMANDS.items()
+                       if name.startswith("amem.") and (not spec.dialect or spec.extensions)}
     methods = {name for name in dir(hotkv.Hotkv) if name.startswith("amem_")}
     for command in server_commands:
         assert command in RESPONSE_CALLBACKS, command
@@ -571,3 +580,10 @@ def test_expired_conversation_is_gone(hk: hotkv.Hotkv) -> None:
     hk.amem_conv_append("short", "user", "x")
     time.sleep(0.25)
     assert hk.amem_conv_window("short") == [] and hk.amem_conv_info("short") is None
+
+
+def test_dir_shows_the_lazily_imported_names() -> None:
+    """``dir(hotkv_server)`` in a REPL lists the client names loaded on first use."""
+    names = set(dir(hotkv))
+    assert set(hotkv.__all__) <= names
+    assert {"Hotkv", "from_url", "NotFound", "to_fp32", "__version__"} <= names

@@ -1,6 +1,8 @@
-"""The Python examples of docs/quickstart.md, docs/agent-turn.md and docs/retention.md run
-as written against a real server (the model, the embedding and the prompt are stubs), and
-the quickstart's redis-cli transcript answers as printed."""
+"""The Python examples of README.md, docs/quickstart.md, docs/agent-turn.md and
+docs/retention.md run as written against a real server (the model, the embedding and the
+prompt are stubs), and the README's tour and the quickstart's redis-cli transcript answer as
+printed. The README's and the quickstart's official-client examples use the official
+hotkv-client package (module ``hotkv``), installed by the test extra."""
 
 from __future__ import annotations
 
@@ -12,8 +14,10 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
+import hotkv as official
 import numpy as np
 import pytest
+import redis
 
 import hotkv_server as hotkv
 from helpers import ROOT, HotkvProcess, require_tool
@@ -111,8 +115,18 @@ def test_quickstart_client_examples(url: str) -> None:
     assert isinstance(scope["hits"], list)
     setup.amem_conv_del("session-42")
     client_blocks = [b for b in blocks if "amem_" in b]
-    snippet, pipeline, asyncio_block = client_blocks
+    official_block, snippet, pipeline, asyncio_block = client_blocks
+    assert "import hotkv\n" in official_block
+    setup.amem_work_set("s-1", "ticket", "T-1")
+    run(official_block, scope, url)
+    assert isinstance(scope["r"], official.HotKV)
+    assert [f["id"] for f in scope["facts"]] == [b"a"]
+    assert scope["turns"][0]["content"] == b"Why was I charged twice?"
+    assert scope["ticket"] == b"T-1" and scope["version"] == 0
+    setup.amem_conv_del("s-1")
+    setup.amem_work_clear("s-1")
     run(snippet, scope, url)
+    assert isinstance(scope["r"], hotkv.Hotkv) and scope["seq"] == 1
     assert [f["id"] for f in scope["facts"]] == ["a"]
     assert scope["turns"][0]["content"] == "Why was I charged twice?"
     run(pipeline, scope, url)
@@ -135,6 +149,7 @@ def test_quickstart_redis_cli_transcript(url: str) -> None:
     transcript = text.split("## redis-cli\n\n```text\n", 1)[1].split("```", 1)[0]
     steps = re.split(r"^\$ ", transcript, flags=re.M)[1:]
     assert len(steps) == 13
+    assert "(error) NOTFOUND session not found" in transcript
 
     def normal(output: str) -> str:
         return re.sub(r"\b\d{13}\b", "<ms>", output).strip()
@@ -147,3 +162,35 @@ def test_quickstart_redis_cli_transcript(url: str) -> None:
         done = subprocess.run([cli, "-p", port, "--no-raw", *argv[1:]], capture_output=True,
                               text=True, timeout=10, check=True)
         assert normal(done.stdout) == normal(expected), command
+
+
+def test_readme_tour_and_python_examples(url: str) -> None:
+    """The README in order, as a new user runs it: the redis-cli tour, then the redis-py and
+    the official-client blocks (``embed`` is the stub model, of the tour's dimension 3)."""
+    cli = require_tool("redis-cli")
+    port = url.rsplit(":", 1)[1]
+    text = (ROOT / "README.md").read_text()
+    tour = text.split("With redis-cli:\n\n```text\n", 1)[1].split("```", 1)[0]
+    prompts = [line.split("> ", 1)[1] for line in tour.splitlines() if line.startswith("127.0.0.1:6379> ")]
+    assert len(prompts) == 11
+    for line in prompts:
+        done = subprocess.run([cli, "-p", port, "--no-raw", *shlex.split(line)], capture_output=True,
+                              text=True, timeout=10, check=True)
+        shown = tour.split(line + "\n", 1)[1].splitlines()[0]
+        if shown in ("OK", "(integer) 1"):
+            assert done.stdout.strip() == shown, line
+    blocks = python_blocks(ROOT / "README.md")
+    assert len(blocks) == 2
+    plain, turn = blocks
+    exec(plain.replace('host="localhost", port=6379', f'host="127.0.0.1", port={port}'),
+         {"__name__": "readme"})
+    scope: dict[str, Any] = {"embed": lambda text: [0.1, 0.2, 0.3], "__name__": "readme"}
+    check = redis.Redis(port=int(port), protocol=3)
+    check.execute_command("AMEM.WORK.SET", "session-43", "ticket", "INV-1932")
+    run(turn, scope, url)
+    assert [f["id"] for f in scope["facts"]] == [b"vat-policy"]
+    assert scope["ticket"] == b"INV-1932"
+    assert [t["role"] for t in scope["turns"]] == [b"user"]
+    assert check.execute_command("AMEM.WORK.GET", "session-43", "last_step") == b"answered"
+    assert len(check.execute_command("AMEM.CONV.WINDOW", "session-42")) == 2  # the tour's + redis-py's
+    check.close()

@@ -19,7 +19,7 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
 from helpers import ROOT, HotkvProcess, free_port
-from hotkv_server.clients.mcp_server import McpConfig, parse_config
+from hotkv_server.clients.mcp_server import McpConfig, assistant_message, parse_config
 
 WRITE_TOOLS = {"append_turn", "clear_conversation", "write_note", "delete_note", "log_event",
                "write_summary", "append_summary", "store_fact", "forget_fact"}
@@ -95,7 +95,10 @@ def test_lists_every_tool_with_hints(server: HotkvProcess, raw: redis.Redis) -> 
             assert tool.description, name
             assert tool.annotations is not None
             assert tool.annotations.read_only_hint is (name in READ_TOOLS), name
-        assert tools["forget_fact"].annotations.destructive_hint is True  # type: ignore[union-attr]
+        destructive = {name for name, tool in tools.items()
+                       if tool.annotations.destructive_hint}  # type: ignore[union-attr]
+        # what removes or replaces memory the assistant cannot get back
+        assert destructive == {"clear_conversation", "delete_note", "write_summary", "forget_fact"}
         schema = tools["append_turn"].input_schema
         assert set(schema["required"]) == {"session", "role", "content"}
         assert client.server_info is not None and client.server_info.name == "hotkv"
@@ -174,8 +177,10 @@ def test_every_tool(server: HotkvProcess, raw: redis.Redis) -> None:
         assert [f["id"] for f in rest["facts"]] == ["style"] and rest["cursor"] == "0"
         assert (await call(client, "forget_fact", namespace="proj", id="deploy"))["deleted"] is True
         assert (await call(client, "forget_fact", namespace="proj", id="deploy"))["deleted"] is False
-        error = await call_error(client, "recall_facts", namespace="nothing", query="x")
-        assert "NOTFOUND" in error
+        # a namespace nothing was stored in: no facts, by text and by embedding
+        for how in ({}, {"embedding": [1.0, 0.0]}):
+            nothing = await call(client, "recall_facts", namespace="nothing", query="x", **how)
+            assert nothing["facts"] == []
 
         # with the assistant's own embeddings
         await call(client, "store_fact", namespace="vec", id="a", text="alpha",
@@ -307,5 +312,29 @@ def test_config_from_flags_and_environment() -> None:
 
 def test_console_script_is_declared() -> None:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    assert project["scripts"]["hotkv-mcp"] == "hotkv_server.clients.mcp_server:main"
+    assert project["scripts"]["hotkv-memory-mcp"] == "hotkv_server.clients.mcp_server:main"
+    # the official hotkv-mcp package owns the name ``hotkv-mcp``; both install in one venv
+    assert "hotkv-mcp" not in project["scripts"]
+    assert "hotkv-mcp==1.0.0" in project["optional-dependencies"]["test"]
     assert any(dep.startswith("mcp") for dep in project["optional-dependencies"]["mcp"])
+
+
+def test_errors_speak_in_the_assistants_terms(server: HotkvProcess, raw: redis.Redis) -> None:
+    """A server error reaches the assistant without the hidden prefix and without advice to
+    run server commands it has no tool for."""
+
+    async def body(client: Client) -> None:
+        assert (await call(client, "write_summary", agent="bot", text="one"))["version"] == 1
+        error = await call_error(client, "write_summary", agent="bot", text="two", if_version=5)
+        assert error.endswith(": CONFLICT summary of 'bot' is at version 1")
+        assert "assistant-a" not in error
+
+    with_mcp(server, "--prefix", "assistant-a")(body)
+    assert raw.execute_command("AMEM.SUMMARY.GET", "assistant-a:bot")[0] == b"one"
+    config = McpConfig(prefix="assistant-a")
+    assert assistant_message(
+        "NOTFOUND no semantic namespace 'assistant-a:kb'; create it with AMEM.SEM.CREATE",
+        config) == "NOTFOUND no semantic namespace 'kb'"
+    assert assistant_message(
+        "EXISTS conversation 'assistant-a:s' already exists; add UPDATE to change its settings",
+        config) == "EXISTS conversation 's' already exists"

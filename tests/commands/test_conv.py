@@ -73,12 +73,12 @@ def test_update_changes_only_named_settings(r: redis.Redis) -> None:
     assert info[b"window"] == 2
     assert 190_000 <= info[b"ttl"] <= 200_000
     # the sequence goes on after an update
-    assert cmd(r, "AMEM.CONV.APPEND", "s1", "user", "next") == 7
+    assert cmd(r, "AMEM.CONV.APPEND", "s1", "user", "next", "WITHSEQ") == 7
 
 
 def test_update_missing_is_notfound(r: redis.Redis) -> None:
     assert error_of(r, "AMEM.CONV.CREATE", "session-42", "UPDATE") == (
-        "NOTFOUND no conversation 'session-42'; create it with AMEM.CONV.CREATE"
+        "NOTFOUND session not found: 'session-42'; create it with AMEM.CONV.CREATE"
     )
 
 
@@ -120,10 +120,10 @@ def test_empty_session_id_is_err(r: redis.Redis) -> None:
 def test_append_returns_sequence_and_window_returns_records(r: redis.Redis) -> None:
     cmd(r, "AMEM.CONV.CREATE", "s1")
     before = now_ms()
-    assert cmd(r, "AMEM.CONV.APPEND", "s1", "SYSTEM", "be brief") == 1
-    assert cmd(r, "AMEM.CONV.APPEND", "s1", "User", "hi") == 2
-    assert cmd(r, "AMEM.CONV.APPEND", "s1", "assistant", "hello", "META", '{"model":"x"}') == 3
-    assert cmd(r, "AMEM.CONV.APPEND", "s1", "tool", b"\x00bin\xff", "meta", "{}") == 4
+    assert cmd(r, "AMEM.CONV.APPEND", "s1", "SYSTEM", "be brief", "WITHSEQ") == 1
+    assert cmd(r, "AMEM.CONV.APPEND", "s1", "User", "hi", "WITHSEQ") == 2
+    assert cmd(r, "AMEM.CONV.APPEND", "s1", "assistant", "hello", "META", '{"model":"x"}', "WITHSEQ") == 3
+    assert cmd(r, "AMEM.CONV.APPEND", "s1", "tool", b"\x00bin\xff", "meta", "{}", "WITHSEQ") == 4
     turns = records(cmd(r, "AMEM.CONV.WINDOW", "s1"))
     assert [list(t) for t in turns] == [
         [b"seq", b"role", b"content", b"ts"],
@@ -150,7 +150,7 @@ def test_append_returns_sequence_and_window_returns_records(r: redis.Redis) -> N
 def test_window_slides_and_last_n(r: redis.Redis) -> None:
     cmd(r, "AMEM.CONV.CREATE", "s1", "WINDOW", "3")
     for i in range(1, 6):
-        assert cmd(r, "AMEM.CONV.APPEND", "s1", "user", f"m{i}") == i
+        assert cmd(r, "AMEM.CONV.APPEND", "s1", "user", f"m{i}", "WITHSEQ") == i
     assert [t[b"content"] for t in records(cmd(r, "AMEM.CONV.WINDOW", "s1"))] == [
         b"m3",
         b"m4",
@@ -180,7 +180,7 @@ def test_missing_session_reads(r: redis.Redis) -> None:
 
 def test_append_to_missing_is_notfound(r: redis.Redis) -> None:
     assert error_of(r, "AMEM.CONV.APPEND", "session-42", "user", "hi") == (
-        "NOTFOUND no conversation 'session-42'; create it with AMEM.CONV.CREATE"
+        "NOTFOUND session not found: 'session-42'; create it with AMEM.CONV.CREATE"
     )
     assert cmd(r, "AMEM.CONV.LEN", "session-42") == 0
 
@@ -196,7 +196,7 @@ def test_append_bad_role_and_meta(r: redis.Redis) -> None:
     assert "option 'FOO'" in error_of(r, "AMEM.CONV.APPEND", "s1", "user", "x", "FOO", "y")
     # nothing was appended by the failed calls
     assert cmd(r, "AMEM.CONV.LEN", "s1") == 0
-    assert cmd(r, "AMEM.CONV.APPEND", "s1", "user", "ok") == 1
+    assert cmd(r, "AMEM.CONV.APPEND", "s1", "user", "ok", "WITHSEQ") == 1
 
 
 def test_error_codes_on_the_wire(server: HotkvProcess, r: redis.Redis) -> None:
@@ -210,7 +210,7 @@ def test_error_codes_on_the_wire(server: HotkvProcess, r: redis.Redis) -> None:
     )
     lines = raw_roundtrip(server.port, payload).split(b"\r\n")
     assert lines[0] == b"-ERR invalid role 'bot': expected one of system|user|assistant|tool"
-    assert lines[1] == b"-NOTFOUND no conversation 'nope'; create it with AMEM.CONV.CREATE"
+    assert lines[1] == b"-NOTFOUND session not found: 'nope'; create it with AMEM.CONV.CREATE"
     assert lines[2].startswith(b"-EXISTS ")
     assert lines[3].startswith(b"-ERR invalid WINDOW '0': expected an integer 1..100000")
     assert lines[4] == b"-ERR wrong number of arguments for 'amem.conv.len' command"
@@ -239,7 +239,7 @@ def test_del_counts_existing(r: redis.Redis) -> None:
     assert cmd(r, "AMEM.CONV.INFO", "a") is None
     # recreated: a new life, numbering starts again
     cmd(r, "AMEM.CONV.CREATE", "a")
-    assert cmd(r, "AMEM.CONV.APPEND", "a", "user", "x") == 1
+    assert cmd(r, "AMEM.CONV.APPEND", "a", "user", "x", "WITHSEQ") == 1
 
 
 # --- TTL -------------------------------------------------------------------------
@@ -260,7 +260,7 @@ def test_idle_ttl_expires_and_append_restarts_it(r: redis.Redis) -> None:
     assert cmd(r, "AMEM.CONV.DEL", "s1") == 0
     # an expired conversation can be created again
     cmd(r, "AMEM.CONV.CREATE", "s1")
-    assert cmd(r, "AMEM.CONV.APPEND", "s1", "user", "x") == 1
+    assert cmd(r, "AMEM.CONV.APPEND", "s1", "user", "x", "WITHSEQ") == 1
 
 
 def test_reads_do_not_restart_the_idle_ttl(r: redis.Redis) -> None:
@@ -297,9 +297,9 @@ def test_active_expiry_removes_idle_sessions(r: redis.Redis) -> None:
 def test_multi_exec(r: redis.Redis) -> None:
     pipe = r.pipeline(transaction=True)
     pipe.execute_command("AMEM.CONV.CREATE", "s1", "WINDOW", "2")
-    pipe.execute_command("AMEM.CONV.APPEND", "s1", "user", "a")
-    pipe.execute_command("AMEM.CONV.APPEND", "s1", "assistant", "b")
-    pipe.execute_command("AMEM.CONV.APPEND", "s1", "user", "c")
+    pipe.execute_command("AMEM.CONV.APPEND", "s1", "user", "a", "WITHSEQ")
+    pipe.execute_command("AMEM.CONV.APPEND", "s1", "assistant", "b", "WITHSEQ")
+    pipe.execute_command("AMEM.CONV.APPEND", "s1", "user", "c", "WITHSEQ")
     pipe.execute_command("AMEM.CONV.LEN", "s1")
     pipe.execute_command("AMEM.CONV.WINDOW", "s1", "1")
     results = pipe.execute()
@@ -313,7 +313,7 @@ def test_multi_exec_error_inside_does_not_stop_others(r: redis.Redis) -> None:
     pipe = r.pipeline(transaction=True)
     pipe.execute_command("AMEM.CONV.APPEND", "nope", "user", "a")
     pipe.execute_command("AMEM.CONV.CREATE", "s1")
-    pipe.execute_command("AMEM.CONV.APPEND", "s1", "user", "a")
+    pipe.execute_command("AMEM.CONV.APPEND", "s1", "user", "a", "WITHSEQ")
     results = pipe.execute(raise_on_error=False)
     assert isinstance(results[0], redis.ResponseError)
     assert str(results[0]).startswith("NOTFOUND")

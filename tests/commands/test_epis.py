@@ -28,7 +28,7 @@ def parse_id(raw: bytes) -> tuple[int, int]:
 
 
 def log_many(r: redis.Redis, agent: bytes, events: list[tuple[bytes, bytes]]) -> list[bytes]:
-    return [cmd(r, "AMEM.EPIS.LOG", agent, type_, text) for type_, text in events]
+    return [cmd(r, "AMEM.EPIS.LOG", agent, type_, text, "WITHID") for type_, text in events]
 
 
 # --- LOG ---------------------------------------------------------------------------------
@@ -37,7 +37,7 @@ def test_log_returns_strictly_increasing_stream_ids(r: redis.Redis) -> None:
     before = int(time.time() * 1000)
     pipe = r.pipeline(transaction=False)
     for i in range(200):  # many land in the same ms: the seq part counts up
-        pipe.execute_command("AMEM.EPIS.LOG", "agent-1", "action", b"step %d" % i)
+        pipe.execute_command("AMEM.EPIS.LOG", "agent-1", "action", b"step %d" % i, "WITHID")
     ids = [parse_id(x) for x in pipe.execute()]
     after = int(time.time() * 1000)
     assert ids == sorted(set(ids))
@@ -49,23 +49,23 @@ def test_log_returns_strictly_increasing_stream_ids(r: redis.Redis) -> None:
 
 def test_log_keeps_text_meta_and_source_binary_safe(r: redis.Redis) -> None:
     text = b"\x00\xffbinary\r\ntext"
-    event_id = cmd(r, "AMEM.EPIS.LOG", "ag", "tool.call", text, "SOURCE", "planner",
+    event_id = cmd(r, "AMEM.EPIS.LOG", "ag", "tool.call", text, "WITHID", "SOURCE", "planner",
                    "META", '{"tool": "grep", "n": 2}')
-    event_id2 = cmd(r, "AMEM.EPIS.LOG", "ag", "obs", "plain", "source", "s2", "meta", "{}")
+    event_id2 = cmd(r, "AMEM.EPIS.LOG", "ag", "obs", "plain", "source", "s2", "meta", "{}", "withid")
     got = records(cmd(r, "AMEM.EPIS.QUERY", "ag"))
     assert got == [
-        {b"id": event_id, b"ts": parse_id(event_id)[0], b"type": b"tool.call", b"text": text,
+        {b"id": event_id, b"timestamp": parse_id(event_id)[0], b"type": b"tool.call", b"text": text,
          b"source": b"planner", b"meta": b'{"tool": "grep", "n": 2}'},
-        {b"id": event_id2, b"ts": parse_id(event_id2)[0], b"type": b"obs", b"text": b"plain",
+        {b"id": event_id2, b"timestamp": parse_id(event_id2)[0], b"type": b"obs", b"text": b"plain",
          b"source": b"s2", b"meta": b"{}"},
     ]
-    assert list(got[0]) == [b"id", b"ts", b"type", b"text", b"source", b"meta"]
+    assert list(got[0]) == [b"id", b"timestamp", b"type", b"text", b"source", b"meta"]
 
 
 def test_log_leaves_absent_fields_out(r: redis.Redis) -> None:
-    event_id = cmd(r, "AMEM.EPIS.LOG", "ag", "decision", "chose A")
+    event_id = cmd(r, "AMEM.EPIS.LOG", "ag", "decision", "chose A", "WITHID")
     (event,) = records(cmd(r, "AMEM.EPIS.QUERY", "ag"))
-    assert list(event) == [b"id", b"ts", b"type", b"text"]
+    assert list(event) == [b"id", b"timestamp", b"type", b"text"]
     assert event[b"id"] == event_id
 
 
@@ -94,7 +94,7 @@ def test_log_errors(r: redis.Redis) -> None:
     assert error(r, "AMEM.EPIS.LOG", "ag", "action", "t", "SOURCE") == (
         "syntax error: SOURCE needs a value")
     assert error(r, "AMEM.EPIS.LOG", "ag", "action", "t", "TTL", "5") == (
-        "invalid option 'TTL': expected META or SOURCE")
+        "invalid option 'TTL': expected METADATA, META, SOURCE or WITHID")
     assert error(r, "AMEM.EPIS.LOG", "ag", "action") == (
         "wrong number of arguments for 'amem.epis.log' command")
     assert cmd(r, "AMEM.EPIS.LEN", "ag") == 0  # nothing half-written
@@ -157,7 +157,7 @@ def test_query_ranges_by_ms_timestamp(r: redis.Redis, ten: list[bytes]) -> None:
     same_ms = [i for i in ten if parse_id(i)[0] == last_ms]
     assert [e[b"id"] for e in records(cmd(r, "AMEM.EPIS.QUERY", "ag", "FROM", last_ms,
                                          "TO", last_ms))] == same_ms
-    assert all(e[b"ts"] == parse_id(e[b"id"])[0] for e in records(cmd(r, "AMEM.EPIS.QUERY", "ag")))
+    assert all(e[b"timestamp"] == parse_id(e[b"id"])[0] for e in records(cmd(r, "AMEM.EPIS.QUERY", "ag")))
 
 
 def test_query_missing_agent_is_empty(r: redis.Redis) -> None:
@@ -203,7 +203,7 @@ def test_trim_maxlen(r: redis.Redis, ten: list[bytes]) -> None:
     assert cmd(r, "AMEM.EPIS.TRIM", "ag", "MAXLEN", 0) == 4
     assert cmd(r, "AMEM.EPIS.LEN", "ag") == 0
     # the emptied log keeps its last id: new ids still go up
-    new_id = cmd(r, "AMEM.EPIS.LOG", "ag", "obs", "after")
+    new_id = cmd(r, "AMEM.EPIS.LOG", "ag", "obs", "after", "WITHID")
     assert parse_id(new_id) > parse_id(ten[-1])
     assert cmd(r, "AMEM.EPIS.TRIM", "nobody", "MAXLEN", 0) == 0
 
@@ -257,8 +257,8 @@ def test_separate_id_space_from_summary(r: redis.Redis) -> None:
 def test_multi_exec_logs_and_bumps_the_summary_atomically(r: redis.Redis) -> None:
     cmd(r, "AMEM.SUMMARY.SET", "bot", "start")
     pipe = r.pipeline(transaction=True)
-    pipe.execute_command("AMEM.EPIS.LOG", "bot", "decision", "use tool X")
-    pipe.execute_command("AMEM.EPIS.LOG", "bot", "action", "ran tool X")
+    pipe.execute_command("AMEM.EPIS.LOG", "bot", "decision", "use tool X", "WITHID")
+    pipe.execute_command("AMEM.EPIS.LOG", "bot", "action", "ran tool X", "WITHID")
     pipe.execute_command("AMEM.SUMMARY.APPEND", "bot", "decided on X", "IFVERSION", 1)
     pipe.execute_command("AMEM.EPIS.LEN", "bot")
     first, second, version, length = pipe.execute()
@@ -346,10 +346,10 @@ def test_log_trim_and_summary_survive_a_restart(restart: str) -> None:
         assert cmd(r, "AMEM.EPIS.LEN", "gone") == 0
         assert sorted(cmd(r, "AMEM.SCAN", 0, "TYPE", "epis")[1]) == [b"emptied", b"kept"]
         # ids keep increasing after the restart, also for the log trimmed to nothing
-        assert parse_id(cmd(r, "AMEM.EPIS.LOG", "emptied", "obs", "z")) > parse_id(emptied[-1])
-        assert cmd(r, "AMEM.SUMMARY.GET", "kept") == {
+        assert parse_id(cmd(r, "AMEM.EPIS.LOG", "emptied", "obs", "z", "WITHID")) > parse_id(emptied[-1])
+        assert cmd(r, "AMEM.SUMMARY.GET", "kept", "RECORD") == {
             b"text": b"base\nmore", b"version": 2,
-            b"updated": cmd(r, "AMEM.SUMMARY.GET", "kept")[b"updated"], b"upto": ids[-1]}
+            b"updated": cmd(r, "AMEM.SUMMARY.GET", "kept", "RECORD")[b"updated"], b"upto": ids[-1]}
         assert cmd(r, "AMEM.SUMMARY.APPEND", "kept", "after", "IFVERSION", 2) == 3
         r.close()
     finally:

@@ -89,7 +89,7 @@ def test_amem_commands_name_their_id_as_key_one(r: redis.Redis) -> None:
     append, get = reply
     assert append[:6] == [b"amem.conv.append", -4, [b"write", b"denyoom"], 1, 1, 1]
     assert set(append[6]) == {b"@write", b"@slow", b"@amem", b"@amem-write"}
-    assert get[:6] == [b"amem.summary.get", 2, [b"readonly", b"fast"], 1, 1, 1]
+    assert get[:6] == [b"amem.summary.get", -2, [b"readonly", b"fast"], 1, 1, 1]
     assert set(get[6]) == {b"@read", b"@fast", b"@amem", b"@amem-read"}
 
 

@@ -42,7 +42,7 @@ def info(r: redis.Redis, ns: str) -> dict[Any, Any]:
 def test_contract_example(r: redis.Redis) -> None:
     assert cmd(r, "AMEM.SEM.CREATE", "support-kb", 3) in (b"OK", True)
     assert cmd(r, "AMEM.SEM.STORE", "support-kb", "vat-policy",
-               "VAT details can be corrected within 30 days.", 0.1, 0.2, 0.3) == 1
+               "VAT details can be corrected within 30 days.", 0.1, 0.2, 0.3) in (b"OK", "OK")
     before = int(time.time() * 1000)
     hits = records(cmd(r, "AMEM.SEM.RECALL", "support-kb", 3, 0.1, 0.2, 0.3))
     assert len(hits) == 1
@@ -115,9 +115,9 @@ def test_update_lowering_capacity_evicts_at_once(r: redis.Redis) -> None:
     for i, conf in enumerate([0.5, 0.1, 0.9, 0.1]):
         cmd(r, "AMEM.SEM.STORE", "kb", f"f{i}", "t", 1, i, "CONFIDENCE", conf)
     cmd(r, "AMEM.SEM.CREATE", "kb", 2, "CAPACITY", 2, "UPDATE")  # LOWCONF: f1, f3 go
-    assert hit_ids(cmd(r, "AMEM.SEM.LIST", "kb")[1]) == [b"f0", b"f2"]
+    assert hit_ids(cmd(r, "AMEM.SEM.LIST", "kb", "CURSOR", 0)[1]) == [b"f0", b"f2"]
     cmd(r, "AMEM.SEM.CREATE", "kb", 2, "CAPACITY", 1, "EVICT", "OLDEST", "UPDATE")
-    assert hit_ids(cmd(r, "AMEM.SEM.LIST", "kb")[1]) == [b"f2"]
+    assert hit_ids(cmd(r, "AMEM.SEM.LIST", "kb", "CURSOR", 0)[1]) == [b"f2"]
     assert info(r, "kb")[b"count"] == 1
 
 
@@ -151,7 +151,7 @@ def test_store_creates_replaces_and_keeps_created(r: redis.Redis) -> None:
     cmd(r, "AMEM.SEM.CREATE", "kb", 3)
     assert cmd(r, "AMEM.SEM.STORE", "kb", "pref", "likes tea", 1, 0, 0, "KIND", "preference",
                "CONFIDENCE", 0.7, "SOURCE", "chat-12", "DESCRIPTION", "drinks",
-               "META", '{"n": 1}') == 1
+               "META", '{"n": 1}', "WITHCREATED") == 1
     first = record(cmd(r, "AMEM.SEM.GET", "kb", "pref"))
     assert list(first) == [b"id", b"text", b"kind", b"confidence", b"source", b"description",
                            b"meta", b"created", b"updated"]
@@ -159,7 +159,7 @@ def test_store_creates_replaces_and_keeps_created(r: redis.Redis) -> None:
             first[b"description"], first[b"meta"]) == (
         b"likes tea", b"preference", 0.7, b"chat-12", b"drinks", b'{"n": 1}')
     time.sleep(0.005)
-    assert cmd(r, "AMEM.SEM.STORE", "kb", "pref", "likes coffee", 0, 1, 0) == 0
+    assert cmd(r, "AMEM.SEM.STORE", "kb", "pref", "likes coffee", 0, 1, 0, "WITHCREATED") == 0
     second = record(cmd(r, "AMEM.SEM.GET", "kb", "pref"))
     # a replacement replaces text, vector and metadata, and keeps the creation time
     assert second == {b"id": b"pref", b"text": b"likes coffee", b"kind": b"fact",
@@ -173,11 +173,11 @@ def test_store_creates_replaces_and_keeps_created(r: redis.Redis) -> None:
 
 def test_store_nx_xx(r: redis.Redis) -> None:
     cmd(r, "AMEM.SEM.CREATE", "kb", 2)
-    assert cmd(r, "AMEM.SEM.STORE", "kb", "a", "t", 1, 0, "XX") is None
+    assert cmd(r, "AMEM.SEM.STORE", "kb", "a", "t", 1, 0, "XX", "WITHCREATED") is None
     assert cmd(r, "AMEM.SEM.GET", "kb", "a") is None
-    assert cmd(r, "AMEM.SEM.STORE", "kb", "a", "t1", 1, 0, "NX") == 1
-    assert cmd(r, "AMEM.SEM.STORE", "kb", "a", "t2", 1, 0, "NX") is None
-    assert cmd(r, "AMEM.SEM.STORE", "kb", "a", "t3", 1, 0, "xx") == 0
+    assert cmd(r, "AMEM.SEM.STORE", "kb", "a", "t1", 1, 0, "NX", "WITHCREATED") == 1
+    assert cmd(r, "AMEM.SEM.STORE", "kb", "a", "t2", 1, 0, "NX", "WITHCREATED") is None
+    assert cmd(r, "AMEM.SEM.STORE", "kb", "a", "t3", 1, 0, "xx", "WITHCREATED") == 0
     assert record(cmd(r, "AMEM.SEM.GET", "kb", "a"))[b"text"] == b"t3"
     assert "NX and XX cannot be used together" in error(
         r, "AMEM.SEM.STORE", "kb", "a", "t", 1, 0, "NX", "XX")
@@ -196,7 +196,7 @@ def test_store_ttl_and_px_set_expires_and_facts_expire(r: redis.Redis) -> None:
     time.sleep(0.2)
     assert cmd(r, "AMEM.SEM.GET", "kb", "short") is None
     assert hit_ids(cmd(r, "AMEM.SEM.RECALL", "kb", 5, 1, 0.1)) == [b"long"]
-    assert hit_ids(cmd(r, "AMEM.SEM.LIST", "kb")[1]) == [b"long"]
+    assert hit_ids(cmd(r, "AMEM.SEM.LIST", "kb", "CURSOR", 0)[1]) == [b"long"]
     assert info(r, "kb")[b"count"] == 1
     # a store without TTL removes the earlier one (as SET does)
     cmd(r, "AMEM.SEM.STORE", "kb", "long", "t", 1, 0)
@@ -209,7 +209,7 @@ def test_store_ttl_and_px_set_expires_and_facts_expire(r: redis.Redis) -> None:
 def test_store_with_fp32_blob_round_trips_through_withvector(r: redis.Redis) -> None:
     cmd(r, "AMEM.SEM.CREATE", "kb", 4, "METRIC", "L2")
     vec = [0.5, -1.25, 3.0, 1e-3]
-    assert cmd(r, "AMEM.SEM.STORE", "kb", b"bin\x00id", b"\xffraw\r\n", "fp32", fp32(vec)) == 1
+    assert cmd(r, "AMEM.SEM.STORE", "kb", b"bin\x00id", b"\xffraw\r\n", "fp32", fp32(vec), "WITHCREATED") == 1
     got = record(cmd(r, "AMEM.SEM.GET", "kb", b"bin\x00id", "WITHVECTOR"))
     assert got[b"id"] == b"bin\x00id" and got[b"text"] == b"\xffraw\r\n"
     assert list(got)[-1] == b"vector"
@@ -255,7 +255,7 @@ def test_store_and_recall_dim_errors(r: redis.Redis, vector: tuple[Any, ...], me
 def test_zero_vectors_are_fine_under_l2_and_ip(r: redis.Redis) -> None:
     for metric in ("L2", "IP"):
         cmd(r, "AMEM.SEM.CREATE", metric, 2, "METRIC", metric)
-        assert cmd(r, "AMEM.SEM.STORE", metric, "zero", "t", 0, 0) == 1
+        assert cmd(r, "AMEM.SEM.STORE", metric, "zero", "t", 0, 0, "WITHCREATED") == 1
         assert hit_ids(cmd(r, "AMEM.SEM.RECALL", metric, 1, 0, 0)) == [b"zero"]
 
 
@@ -270,7 +270,7 @@ def test_zero_vectors_are_fine_under_l2_and_ip(r: redis.Redis) -> None:
         (("META", "[1]"), "invalid META: expected a JSON object"),
         (("META", "{bad"), "invalid META: expected a JSON object"),
         (("SOURCE",), "syntax error: SOURCE needs a value"),
-        (("WITHVECTORS",), "invalid option 'WITHVECTORS': expected NX, XX, TTL, PX, KIND"),
+        (("WITHVECTORS",), "invalid option 'WITHVECTORS': expected NX, XX, TTL, PX, PXAT, KIND"),
     ],
 )
 def test_store_option_errors(r: redis.Redis, options: tuple[Any, ...], message: str) -> None:
@@ -303,10 +303,10 @@ def test_evict_none_refuses_new_ids_with_full(r: redis.Redis) -> None:
     cmd(r, "AMEM.SEM.STORE", "kb", "b", "t", 0, 1)
     assert error(r, "AMEM.SEM.STORE", "kb", "c", "t", 1, 1) == (
         "FULL semantic namespace 'kb' holds its CAPACITY of 2 facts and EVICT is NONE")
-    assert cmd(r, "AMEM.SEM.STORE", "kb", "a", "new text", 1, 0) == 0  # replacing is fine
-    assert cmd(r, "AMEM.SEM.STORE", "kb", "c", "t", 1, 1, "XX") is None  # XX decides first
+    assert cmd(r, "AMEM.SEM.STORE", "kb", "a", "new text", 1, 0, "WITHCREATED") == 0  # replacing is fine
+    assert cmd(r, "AMEM.SEM.STORE", "kb", "c", "t", 1, 1, "XX", "WITHCREATED") is None  # XX decides first
     cmd(r, "AMEM.SEM.DEL", "kb", "b")
-    assert cmd(r, "AMEM.SEM.STORE", "kb", "c", "t", 1, 1) == 1
+    assert cmd(r, "AMEM.SEM.STORE", "kb", "c", "t", 1, 1, "WITHCREATED") == 1
 
 
 def test_lowconf_and_oldest_eviction(r: redis.Redis) -> None:
@@ -314,16 +314,16 @@ def test_lowconf_and_oldest_eviction(r: redis.Redis) -> None:
     for ident, conf in (("a", 0.9), ("b", 0.3), ("c", 0.3)):
         cmd(r, "AMEM.SEM.STORE", "low", ident, "t", 1, 0, "CONFIDENCE", conf)
     cmd(r, "AMEM.SEM.STORE", "low", "d", "t", 1, 0, "CONFIDENCE", 0.5)  # b: lowest, older
-    assert hit_ids(cmd(r, "AMEM.SEM.LIST", "low")[1]) == [b"a", b"c", b"d"]
+    assert hit_ids(cmd(r, "AMEM.SEM.LIST", "low", "CURSOR", 0)[1]) == [b"a", b"c", b"d"]
     cmd(r, "AMEM.SEM.STORE", "low", "e", "t", 1, 0, "CONFIDENCE", 1)  # c
-    assert hit_ids(cmd(r, "AMEM.SEM.LIST", "low")[1]) == [b"a", b"d", b"e"]
+    assert hit_ids(cmd(r, "AMEM.SEM.LIST", "low", "CURSOR", 0)[1]) == [b"a", b"d", b"e"]
 
     cmd(r, "AMEM.SEM.CREATE", "old", 2, "CAPACITY", 2, "EVICT", "OLDEST")
     cmd(r, "AMEM.SEM.STORE", "old", "a", "t", 1, 0, "CONFIDENCE", 1)
     cmd(r, "AMEM.SEM.STORE", "old", "b", "t", 1, 0, "CONFIDENCE", 0.1)
     cmd(r, "AMEM.SEM.STORE", "old", "a", "t", 1, 0)  # a is now the most recently updated
     cmd(r, "AMEM.SEM.STORE", "old", "c", "t", 1, 0)
-    assert hit_ids(cmd(r, "AMEM.SEM.LIST", "old")[1]) == [b"a", b"c"]
+    assert hit_ids(cmd(r, "AMEM.SEM.LIST", "old", "CURSOR", 0)[1]) == [b"a", b"c"]
     assert info(r, "old")[b"count"] == 2
 
 
@@ -442,7 +442,7 @@ def test_del(r: redis.Redis) -> None:
 
 
 def test_list_pages_in_id_order(r: redis.Redis) -> None:
-    assert cmd(r, "AMEM.SEM.LIST", "nope") == [b"0", []]
+    assert cmd(r, "AMEM.SEM.LIST", "nope", "CURSOR", 0) == [b"0", []]
     load_directions(r)
     cursor, page = cmd(r, "AMEM.SEM.LIST", "kb", "COUNT", 2)
     assert hit_ids(page) == [b"/notes/a", b"/notes/b"]
@@ -453,10 +453,10 @@ def test_list_pages_in_id_order(r: redis.Redis) -> None:
     assert hit_ids(page) == [b"/prefs/tea"] and cursor == b"0"
     first = records(cmd(r, "AMEM.SEM.LIST", "kb", "COUNT", 1)[1])[0]
     assert list(first) == [b"id", b"text", b"kind", b"confidence", b"created", b"updated"]
-    assert hit_ids(cmd(r, "AMEM.SEM.LIST", "kb", "PREFIX", "/prefs/")[1]) == [
+    assert hit_ids(cmd(r, "AMEM.SEM.LIST", "kb", "PREFIX", "/prefs/", "CURSOR", 0)[1]) == [
         b"/prefs/coffee", b"/prefs/tea"]
-    assert hit_ids(cmd(r, "AMEM.SEM.LIST", "kb", "KIND", "fact")[1]) == [b"/notes/a", b"/notes/b"]
-    assert cmd(r, "AMEM.SEM.LIST", "kb", "PREFIX", "/notes/", "KIND", "preference") == [b"0", []]
+    assert hit_ids(cmd(r, "AMEM.SEM.LIST", "kb", "KIND", "fact", "CURSOR", 0)[1]) == [b"/notes/a", b"/notes/b"]
+    assert cmd(r, "AMEM.SEM.LIST", "kb", "PREFIX", "/notes/", "KIND", "preference", "CURSOR", 0) == [b"0", []]
 
 
 def test_list_walks_everything_across_pages(r: redis.Redis) -> None:
@@ -484,7 +484,7 @@ def test_list_errors(r: redis.Redis) -> None:
     assert "invalid COUNT '1001'" in error(r, "AMEM.SEM.LIST", "kb", "COUNT", 1001)
     assert "invalid CURSOR 'xyz': expected 0 or a cursor returned by AMEM.SEM.LIST" in error(
         r, "AMEM.SEM.LIST", "kb", "CURSOR", "xyz")
-    assert "invalid option 'MATCH'" in error(r, "AMEM.SEM.LIST", "kb", "MATCH", "*")
+    assert "invalid option 'MATCH'" in error(r, "AMEM.SEM.LIST", "kb", "MATCH", "*", "CURSOR", 0)
 
 
 def test_info_and_drop(r: redis.Redis) -> None:
@@ -506,8 +506,8 @@ def test_info_and_drop(r: redis.Redis) -> None:
 def test_multi_exec_and_flushall(r: redis.Redis) -> None:
     cmd(r, "AMEM.SEM.CREATE", "kb", 2)
     pipe = r.pipeline(transaction=True)
-    pipe.execute_command("AMEM.SEM.STORE", "kb", "a", "t", 1, 0)
-    pipe.execute_command("AMEM.SEM.STORE", "kb", "b", "t", 0, 1)
+    pipe.execute_command("AMEM.SEM.STORE", "kb", "a", "t", 1, 0, "WITHCREATED")
+    pipe.execute_command("AMEM.SEM.STORE", "kb", "b", "t", 0, 1, "WITHCREATED")
     pipe.execute_command("AMEM.SEM.RECALL", "kb", 1, 0, 1)
     stored_a, stored_b, recalled = pipe.execute()
     assert (stored_a, stored_b, hit_ids(recalled)) == (1, 1, [b"b"])
@@ -519,7 +519,7 @@ def test_command_table_knows_the_key_position(r: redis.Redis) -> None:
     def keys(*argv: Any) -> list[bytes]:
         return [k.encode() if isinstance(k, str) else k for k in r.command_getkeys(*argv)]
 
-    assert keys("AMEM.SEM.STORE", "kb", "a", "t", 1, 0) == [b"kb"]
+    assert keys("AMEM.SEM.STORE", "kb", "a", "t", 1, 0, "WITHCREATED") == [b"kb"]
     assert keys("AMEM.SEM.RECALL", "kb", 3, 1, 0) == [b"kb"]
     assert keys("AMEM.SEM.DEL", "kb", "a", "b") == [b"kb"]
 
@@ -726,7 +726,7 @@ def test_hotkv_client_search_recall_exact_and_info(r: redis.Redis) -> None:
 
 def test_self_check_scheduling_in_process() -> None:
     """RecallSelfCheck driven tick by tick on a Core with a manual clock (no event loop)."""
-    from hotkv_server.commands.sem import SELF_CHECK_INTERVAL_MS, RecallSelfCheck
+    from hotkv_server.commands.sem_service import SELF_CHECK_INTERVAL_MS, RecallSelfCheck
     from hotkv_server.engine.clock import ManualClock
     from hotkv_server.engine.core import Core
 

@@ -86,7 +86,8 @@ def test_recall_after_a_write_in_the_same_pipeline_sees_it(
     fill(r, "kb", vectors[:1000])
     pipe = r.pipeline(transaction=False)
     pipe.execute_command("AMEM.SEM.RECALL", "kb", 1, "FP32", fp32(vectors[2000]))
-    pipe.execute_command("AMEM.SEM.STORE", "kb", "new", "fact w", "FP32", fp32(vectors[2000]))
+    pipe.execute_command("AMEM.SEM.STORE", "kb", "new", "fact w", "FP32", fp32(vectors[2000]),
+                         "WITHCREATED")
     pipe.execute_command("AMEM.SEM.RECALL", "kb", 1, "FP32", fp32(vectors[2000]))
     pipe.execute_command("AMEM.SEM.DEL", "kb", "new")
     pipe.execute_command("AMEM.SEM.RECALL", "kb", 1, "FP32", fp32(vectors[2000]))
@@ -191,7 +192,7 @@ def test_search_service_runs_searches_and_closes() -> None:
     """The server subsystem that owns the search threads: they start on first use; close()
     cancels the searches not started, waits for the running one, and refuses new ones
     (RECALL then searches in place)."""
-    from hotkv_server.commands.sem import SemanticService
+    from hotkv_server.commands.sem_service import SemanticService
     from hotkv_server.engine.core import Core
 
     service = SemanticService(Core(), threads=1)
@@ -223,13 +224,13 @@ def test_search_service_runs_searches_and_closes() -> None:
 
 def test_blas_is_held_to_one_thread() -> None:
     """numpy's OpenBLAS threads spin after every product; the server holds them to one."""
-    from hotkv_server.commands.sem import limit_blas_threads, loaded_openblas
+    from hotkv_server.server.blas import limit_blas_threads, loaded_openblas
 
     libs = loaded_openblas()
     assert libs, ("no OpenBLAS is mapped into this process: numpy from pip bundles one "
                   "(scipy-openblas), so this numpy is not the one the test command installs")
     assert limit_blas_threads(1), (
-        "OpenBLAS is loaded but exports none of hotkv_server.commands.sem._OPENBLAS_SET_THREADS")
+        "OpenBLAS is loaded but exports none of hotkv_server.server.blas._OPENBLAS_SET_THREADS")
     counts = []
     for lib in libs:
         for name in ("scipy_openblas_get_num_threads64_", "openblas_get_num_threads"):

@@ -23,7 +23,7 @@ def error(r: redis.Redis, *args: Any) -> str:
 
 
 def get(r: redis.Redis, agent: str) -> dict[bytes, Any] | None:
-    reply = cmd(r, "AMEM.SUMMARY.GET", agent)
+    reply = cmd(r, "AMEM.SUMMARY.GET", agent, "RECORD")
     return None if reply is None else record(reply)
 
 
@@ -118,8 +118,7 @@ def test_errors(r: redis.Redis) -> None:
         "wrong number of arguments for 'amem.summary.set' command")
     assert error(r, "AMEM.SUMMARY.APPEND", "bot") == (
         "wrong number of arguments for 'amem.summary.append' command")
-    assert error(r, "AMEM.SUMMARY.GET", "bot", "x") == (
-        "wrong number of arguments for 'amem.summary.get' command")
+    assert error(r, "AMEM.SUMMARY.GET", "bot", "x") == "invalid option 'x': expected RECORD"
     assert error(r, "AMEM.SUMMARY.DEL") == "wrong number of arguments for 'amem.summary.del' command"
     assert cmd(r, "AMEM.SUMMARY.GET", "bot") is None  # nothing written by a failed call
 
@@ -161,7 +160,7 @@ def test_command_info(r: redis.Redis) -> None:
     expected = {
         "amem.summary.set": (-3, {"write", "denyoom"}),
         "amem.summary.append": (-3, {"write", "denyoom"}),
-        "amem.summary.get": (2, {"readonly", "fast"}),
+        "amem.summary.get": (-2, {"readonly", "fast"}),
         "amem.summary.del": (2, {"write"}),
     }
     for name, (arity, flags) in expected.items():

@@ -125,8 +125,8 @@ def test_key_ttl_expiry(r: redis.Redis) -> None:
         (["PX", "0"], "PX '0'"),
         (["PX", "abc"], "PX 'abc'"),
         (["TTL"], "TTL needs a value"),
-        (["TTL", "10", "PX", "100"], "TTL, PX and KEEPTTL"),
-        (["PX", "100", "KEEPTTL"], "TTL, PX and KEEPTTL"),
+        (["TTL", "10", "PX", "100"], "TTL and PX cannot be used together"),
+        (["PX", "100", "KEEPTTL"], "PX and KEEPTTL cannot be used together"),
         (["MERGE", "SUM"], "MERGE 'SUM'"),
         (["MERGE"], "MERGE needs a value"),
         (["EX", "10"], "option 'EX'"),
@@ -335,7 +335,7 @@ def test_multi_exec(r: redis.Redis) -> None:
 def test_multi_exec_across_stores(r: redis.Redis) -> None:
     cmd(r, "AMEM.CONV.CREATE", "s1")
     pipe = r.pipeline(transaction=True)
-    pipe.execute_command("AMEM.CONV.APPEND", "s1", "user", "hi")
+    pipe.execute_command("AMEM.CONV.APPEND", "s1", "user", "hi", "WITHSEQ")
     pipe.execute_command("AMEM.WORK.SET", "s1", "last_turn", "1")
     pipe.execute_command("AMEM.WORK.SET", "s1", "bad", "x", "MERGE", "INCR")
     results = pipe.execute(raise_on_error=False)

@@ -100,7 +100,7 @@ def test_api_key_from_the_environment(fake: FakeEmbeddings, monkeypatch: pytest.
         c = proc.client()
         fake.api_key = "env-secret"
         c.execute_command("AMEM.SEM.CREATE", "kb", "EMBEDDER", "openai")
-        assert c.execute_command("AMEM.SEM.STORE", "kb", "a", "hello there") == 1
+        assert c.execute_command("AMEM.SEM.STORE", "kb", "a", "hello there", "WITHCREATED") == 1
         fake.api_key = "something-else"
         with pytest.raises(redis.ResponseError) as exc:
             c.execute_command("AMEM.SEM.STORE", "kb", "b", "another text")
@@ -138,7 +138,7 @@ def test_retries_with_backoff_then_succeeds(r: redis.Redis, fake: FakeEmbeddings
     r.execute_command("AMEM.SEM.CREATE", "kb", "EMBEDDER", "openai")
     fake.fail_next = 2  # two 503s, retries 2: the third attempt answers
     started = time.monotonic()
-    assert r.execute_command("AMEM.SEM.STORE", "kb", "a", "eventually stored") == 1
+    assert r.execute_command("AMEM.SEM.STORE", "kb", "a", "eventually stored", "WITHCREATED") == 1
     assert time.monotonic() - started >= 0.05 + 0.1  # backoff 50 ms, then 100 ms
     assert len(fake.requests) == 3
     assert r.info("amem")["embed_openai_errors"] >= 0
@@ -218,7 +218,7 @@ def test_endpoint_down(r: redis.Redis) -> None:
     finally:
         r.execute_command("CONFIG", "SET", "embed-openai-url", old)
         r.execute_command("CONFIG", "SET", "embed-openai-retries", "2")
-    assert r.execute_command("AMEM.SEM.STORE", "kb", "a", "back again") == 1
+    assert r.execute_command("AMEM.SEM.STORE", "kb", "a", "back again", "WITHCREATED") == 1
 
 
 def test_config_get_set_of_the_directives(r: redis.Redis) -> None:

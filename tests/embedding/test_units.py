@@ -121,7 +121,8 @@ def test_store_by_text_in_process_records_the_vector_in_its_effect() -> None:
     core.effects.set_observer(seen.append, True)
     ctx = Context(core)
     assert dispatch(ctx, [b"AMEM.SEM.CREATE", b"kb", b"EMBEDDER", b"wordllama"]) is not None
-    assert dispatch(ctx, [b"AMEM.SEM.STORE", b"kb", b"a", b"tea in the lobby"]) == 1
+    assert dispatch(ctx, [b"AMEM.SEM.STORE", b"kb", b"a", b"tea in the lobby",
+                           b"WITHCREATED"]) == 1
     store = seen[-1].wire()  # type: ignore[attr-defined]
     assert store[0] == "sem.store" and len(store[4]) == 4 * 256
     replica = default_database()

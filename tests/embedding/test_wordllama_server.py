@@ -67,7 +67,7 @@ def r(request: pytest.FixtureRequest, offline_server: HotkvProcess) -> Iterator[
 def fill(r: redis.Redis) -> None:
     assert r.execute_command("AMEM.SEM.CREATE", "kb", "EMBEDDER", "wordllama") in (b"OK", "OK", True)
     for ident, text in FACTS.items():
-        assert r.execute_command("AMEM.SEM.STORE", "kb", ident, text) == 1
+        assert r.execute_command("AMEM.SEM.STORE", "kb", ident, text, "WITHCREATED") == 1
 
 
 def recall_ids(r: redis.Redis, k: int, query: str, *extra: str) -> list[bytes]:
@@ -124,7 +124,7 @@ def test_options_and_nx_xx_with_text(r: redis.Redis) -> None:
     assert r.execute_command("AMEM.SEM.STORE", "kb", "vat", "other", "NX") is None
     assert r.execute_command("AMEM.SEM.STORE", "kb", "new", "x y", "XX") is None
     assert r.execute_command("AMEM.SEM.STORE", "kb", "vat", FACTS["vat"], "XX", "KIND", "policy",
-                             "CONFIDENCE", "0.5", "TTL", "100") == 0
+                             "CONFIDENCE", "0.5", "TTL", "100", "WITHCREATED") == 0
     assert recall_ids(r, 4, "invoice VAT", "KIND", "policy") == [b"vat"]
 
 
@@ -153,7 +153,8 @@ def test_inside_multi_a_text_not_cached_is_refused(r: redis.Redis) -> None:
     r.execute_command("AMEM.SEM.CREATE", "kb", "EMBEDDER", "wordllama")
     r.execute_command("AMEM.SEM.STORE", "kb", "a", "cached words here")
     pipe = r.pipeline(transaction=True)
-    pipe.execute_command("AMEM.SEM.STORE", "kb", "b", "cached words here")  # in the cache
+    pipe.execute_command("AMEM.SEM.STORE", "kb", "b", "cached words here",  # in the cache
+                         "WITHCREATED")
     pipe.execute_command("AMEM.SEM.STORE", "kb", "c", "never seen before text")
     replies = pipe.execute(raise_on_error=False)
     assert replies[0] == 1
@@ -172,7 +173,7 @@ def test_pipelined_stores_by_text_keep_their_order(r: redis.Redis) -> None:
     before = r.info("amem")
     pipe = r.pipeline(transaction=False)
     for i, text in enumerate(texts):
-        pipe.execute_command("AMEM.SEM.STORE", "kb", f"f{i}", text, *(
+        pipe.execute_command("AMEM.SEM.STORE", "kb", f"f{i}", text, "WITHCREATED", *(
             ("DESCRIPTION", "with a description") if i % 5 == 0 else ()))
         pipe.incr("n")
     replies = pipe.execute()
@@ -247,8 +248,8 @@ def test_redis_cli_offline_store_and_recall(offline_server: HotkvProcess) -> Non
                               text=True, check=True, timeout=30).stdout
 
     assert run("AMEM.SEM.CREATE", "kb", "EMBEDDER", "wordllama").strip() == "OK"
-    assert run("AMEM.SEM.STORE", "kb", "f1", FACTS["vat"]).strip() == "1"
-    assert run("AMEM.SEM.STORE", "kb", "f2", FACTS["cafe"]).strip() == "1"
+    assert run("AMEM.SEM.STORE", "kb", "f1", FACTS["vat"]).strip() == "OK"
+    assert run("AMEM.SEM.STORE", "kb", "f2", FACTS["cafe"]).strip() == "OK"
     out = run("AMEM.SEM.RECALL", "kb", "1", "TEXT", "correct the VAT number on an invoice")
     assert out.splitlines()[:2] == ["id", "f1"]
 

@@ -80,6 +80,18 @@ def populate(r: redis.Redis, seed: int = 7, rounds: int = 60) -> None:
     ex("AMEM.WORK.EXPIRE", "pad:1", 3600)
     ex("AMEM.CONV.DEL", f"sess:{seed}:10")
     ex("AMEM.SEM.DROP", "nothing-here")
+    # the HotKV dialect's writes: a cleared conversation that stays, fixed ends (PXAT),
+    # one fact forgotten, a log emptied but kept, a summary dropped
+    ex("AMEM.CONV.CLEAR", f"sess:{seed}:0")
+    ex("AMEM.CONV.CREATE", f"sess:{seed}:pxat", "WINDOW", 3, "PXAT", _server_ms(r) + 3_600_000)
+    ex("AMEM.CONV.APPEND", f"sess:{seed}:pxat", "user", "until a fixed end")
+    ex("AMEM.WORK.SET", "pad:0", "until", "x", "PXAT", _server_ms(r) + 3_600_000)
+    ex("AMEM.SEM.STORE", "kb", "fact:pxat", "until", "FP32", fp32(vector(rnd)), "PXAT",
+       _server_ms(r) + 3_600_000)
+    ex("AMEM.SEM.FORGET", "kb", "fact:1")
+    ex("AMEM.EPIS.LOG", "agent:cleared", "action", "soon cleared", "METADATA", "free text")
+    ex("AMEM.EPIS.CLEAR", "agent:cleared")
+    ex("AMEM.SUMMARY.DROP", "agent:x0")
 
 
 def _scan_ids(r: redis.Redis, kind: str) -> list[bytes]:
@@ -171,7 +183,7 @@ def dump(r: redis.Redis) -> dict[str, Any]:
         agent: records(ex("AMEM.EPIS.QUERY", agent, "LIMIT", 10000))
         for agent in _scan_ids(r, "epis")
     }
-    state["summary"] = {agent: record(ex("AMEM.SUMMARY.GET", agent)) for agent in _scan_ids(r, "summary")}
+    state["summary"] = {agent: record(ex("AMEM.SUMMARY.GET", agent, "RECORD")) for agent in _scan_ids(r, "summary")}
     state["dbsize"] = r.dbsize()
     return state
 

@@ -64,9 +64,10 @@ def writer(proc: HotkvProcess, w: int, ledger: Ledger, seed: int, stop: threadin
                 ledger.counter = r.incr(f"counter:{w}")
             elif op == 2:
                 ledger.events.append(r.execute_command("AMEM.EPIS.LOG", f"agent:{w}", "action",
-                                                       b"event " + tag))
+                                                       b"event " + tag, "WITHID"))
             elif op == 3:
-                seq = r.execute_command("AMEM.CONV.APPEND", f"sess:{w}", "user", b"turn " + tag)
+                seq = r.execute_command("AMEM.CONV.APPEND", f"sess:{w}", "user", b"turn " + tag,
+                                        "WITHSEQ")
                 ledger.turns[seq] = b"turn " + tag
             elif op == 4:
                 key = b"k" + tag
@@ -93,7 +94,7 @@ def writer(proc: HotkvProcess, w: int, ledger: Ledger, seed: int, stop: threadin
                 t = r.pipeline(transaction=True)
                 key = b"w%d:tx:%s" % (w, tag)
                 t.set(key, b"tx")
-                t.execute_command("AMEM.EPIS.LOG", f"agent:{w}", "decision", b"tx " + tag)
+                t.execute_command("AMEM.EPIS.LOG", f"agent:{w}", "decision", b"tx " + tag, "WITHID")
                 _, event = t.execute()
                 ledger.kv[key] = b"tx"
                 ledger.events.append(event)
@@ -124,7 +125,7 @@ def verify(r: redis.Redis, ledgers: list[Ledger]) -> None:
             p.execute_command("AMEM.SEM.GET", f"kb:{w}", fid)
         for fid, got in zip(led.facts, p.execute(), strict=True):
             assert got is not None and record(got)[b"id"] == fid, f"writer {w}: lost fact {fid!r}"
-        summary = r.execute_command("AMEM.SUMMARY.GET", f"agent:{w}")
+        summary = r.execute_command("AMEM.SUMMARY.GET", f"agent:{w}", "RECORD")
         if led.summary_version:
             rec = record(summary)
             assert rec[b"version"] >= led.summary_version

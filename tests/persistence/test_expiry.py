@@ -83,7 +83,7 @@ def assert_expired_gone(r: redis.Redis) -> None:
     assert ex(r, "AMEM.SCAN", 0, "TYPE", "work")[1] == [b"work:mixed"]
 
     assert ex(r, "AMEM.SEM.GET", "kb", "short") is None
-    listed = [f[b"id"] for f in records(ex(r, "AMEM.SEM.LIST", "kb")[1])]
+    listed = [f[b"id"] for f in records(ex(r, "AMEM.SEM.LIST", "kb", "CURSOR", 0)[1])]
     assert listed == [b"keep", b"long"]
     hits = [h[b"id"] for h in records(ex(r, "AMEM.SEM.RECALL", "kb", 10, "FP32", fp32([1] * DIM)))]
     assert sorted(hits) == [b"keep", b"long"]

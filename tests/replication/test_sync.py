@@ -102,7 +102,7 @@ def test_chained_replica_shares_history_and_offsets(clean: Trio) -> None:
         pc.execute_command("AMEM.SUMMARY.SET", "agent", "through two hops")
         wait_synced(pc, a.client(), cc)
         assert cc.get("chain") == b"1"
-        assert record(cc.execute_command("AMEM.SUMMARY.GET", "agent"))[b"text"] == b"through two hops"
+        assert record(cc.execute_command("AMEM.SUMMARY.GET", "agent", "RECORD"))[b"text"] == b"through two hops"
         fields = info(cc, "replication")
         assert fields["master_port"] == a.port
         assert fields["master_replid"] == info(pc, "replication")["master_replid"]

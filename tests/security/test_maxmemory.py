@@ -446,7 +446,7 @@ def test_amem_writes_are_refused_when_nothing_is_evictable() -> None:
     rig.run("SET", "c2", "x" * 2000)
     rig.run("SET", "c3", "x" * 2000)  # over from here
     assert rig.core.stats.evicted_keys == 0
-    assert rig.run("AMEM.CONV.APPEND", "s1", "user", "hello") == 1
+    assert rig.run("AMEM.CONV.APPEND", "s1", "user", "hello", "WITHSEQ") == 1
     assert rig.core.stats.evicted_keys >= 1
     assert rig.core.used_memory() <= BASE + 5000
     assert rig.run("AMEM.CONV.LEN", "s1") == 1

@@ -43,6 +43,16 @@ CALLS: list[list[str]] = [
     ["AMEM.SEM.INFO", "{t}:kb"],
     ["AMEM.SEM.DEL", "{t}:kb", "f"],
     ["AMEM.SEM.DROP", "{t}:kb"],
+    # the HotKV dialect's commands
+    ["AMEM.CONV.GET", "{t}:s"],
+    ["AMEM.CONV.CLEAR", "{t}:s"],
+    ["AMEM.CONV.DROP", "{t}:s"],
+    ["AMEM.WORK.LIST", "{t}:s"],
+    ["AMEM.EPIS.CLEAR", "{t}:agent"],
+    ["AMEM.EPIS.STATS", "{t}:agent"],
+    ["AMEM.SUMMARY.DROP", "{t}:agent"],
+    ["AMEM.SEM.FORGET", "{t}:kb", "f"],
+    ["AMEM.SEARCH", "{t}:kb", "3", "0.1", "0.2", "TEXT", "fact"],
 ]
 
 
@@ -145,3 +155,19 @@ def test_read_only_tenant_user(tenants: tuple[HotkvProcess, redis.Redis]) -> Non
         auditor.execute_command("AMEM.WORK.SET", "tenant-a:s", "k", "changed")
     with pytest.raises(redis.exceptions.NoPermissionError):
         auditor.execute_command("AMEM.CONV.APPEND", "tenant-a:s", "user", "x")
+
+
+@pytest.mark.parametrize("protocol", [2, 3])
+def test_summary_list_shows_only_own_agents(tenants: tuple[HotkvProcess, redis.Redis],
+                                            protocol: int) -> None:
+    """AMEM.SUMMARY.LIST names no key, so the key check cannot stop it: it lists only the
+    agents the user's key patterns allow."""
+    proc, root = tenants
+    root.flushall()
+    a = _login(proc, "tenant-a", protocol)
+    b = _login(proc, "tenant-b", protocol)
+    _seed(a, "tenant-a")
+    _seed(b, "tenant-b")
+    assert a.execute_command("AMEM.SUMMARY.LIST") == [b"tenant-a:agent"]
+    assert b.execute_command("AMEM.SUMMARY.LIST") == [b"tenant-b:agent"]
+    assert root.execute_command("AMEM.SUMMARY.LIST") == [b"tenant-a:agent", b"tenant-b:agent"]

@@ -163,6 +163,21 @@ def test_delete_counts_only_present() -> None:
     assert store.sessions == {}
 
 
+def test_clear_drops_turns_and_keeps_settings_counters_and_deadline() -> None:
+    store = make(window=3, ttl_ms=10_000)
+    append(store, b"s1", b"a", ts=T0 + 1)
+    append(store, b"s1", b"b", ts=T0 + 2)
+    deadline = store.sessions[b"s1"].expires_at
+    assert store.apply(["conv.clear", b"s1", T0 + 5]) == 2
+    conv = store.sessions[b"s1"]
+    assert list(conv.turns) == [] and conv.window == 3 and conv.ttl_ms == 10_000
+    assert conv.appended == 2 and conv.updated == T0 + 5 and conv.expires_at == deadline
+    assert append(store, b"s1", b"c", ts=T0 + 6) == 3  # numbering goes on
+    assert store.apply(["conv.clear", b"s1", T0 + 7]) == 1
+    with pytest.raises(EffectError):
+        store.apply(["conv.clear", b"nope", T0])
+
+
 def test_stats_ids_exists_clear() -> None:
     store = make(session=b"a")
     store.apply(["conv.create", b"b", 5, 10, T0 + 10, T0])

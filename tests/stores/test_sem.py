@@ -837,9 +837,10 @@ def test_recall_self_check_equals_the_recall_measured_by_hand(
     import random
 
     import hotkv_server.stores.sem as sem
+    import hotkv_server.stores.sem.facts
 
     # a deliberately poor index (tiny M and breadth) so that recall is well below 1
-    monkeypatch.setattr(sem, "BREADTH_PER_HIT", 0)
+    monkeypatch.setattr(hotkv_server.stores.sem.facts, "BREADTH_PER_HIT", 0)
     rng = np.random.default_rng(2)
     store = SemanticStore()
     store.apply(["sem.create", b"kb", 24, "COSINE", 2, 4, 1, 0, "LOWCONF"])
@@ -892,7 +893,7 @@ def test_recall_self_check_survives_writes_during_the_scan() -> None:
 @pytest.mark.parametrize("metric", ["COSINE", "L2"])
 def test_bulk_vector_reads_equal_hnswlib_get_items(monkeypatch: pytest.MonkeyPatch,
                                                    metric: str) -> None:
-    import hotkv_server.stores.sem as sem
+    import hotkv_server.stores.sem.recall as sem
 
     monkeypatch.setattr(sem, "BULK_READ_MIN", 1)
     store = make(dim=8, metric=metric)

@@ -1,5 +1,5 @@
 """Clients of hotkv: the redis-py based ``Hotkv`` client (sync and asyncio), the MCP
-server (``hotkv-mcp``) and the container health check."""
+server (``hotkv-memory-mcp``) and the container health check."""
 
 from __future__ import annotations
 

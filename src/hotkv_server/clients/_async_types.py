@@ -201,6 +201,10 @@ class AsyncAmemCommands(Protocol):
         prefix: TextT | None = None,
     ) -> Awaitable[list[Record]]: ...
 
+    def amem_search(
+        self, agent: IdT, k: int, vector: VectorT, *, text: TextT | None = None
+    ) -> Awaitable[list[Record]]: ...
+
     def amem_sem_store(
         self,
         ns: IdT,

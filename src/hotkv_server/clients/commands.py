@@ -112,7 +112,7 @@ class AmemCommands:
         args: list[Any] = ["AMEM.CONV.APPEND", session, role, content]
         if meta is not None:
             args += ["META", _meta(meta)]
-        return self._amem(*args)
+        return self._amem(*args, "WITHSEQ")
 
     def amem_conv_window(self, session: IdT, n: int | None = None) -> list[Record]:
         """The last ``n`` turns (all held by default), oldest first: dicts with
@@ -196,7 +196,7 @@ class AmemCommands:
                 args += [token, value]
         if meta is not None:
             args += ["META", _meta(meta)]
-        return self._amem(*args)
+        return self._amem(*args, "WITHCREATED")
 
     def amem_sem_recall(
         self,
@@ -259,6 +259,18 @@ class AmemCommands:
                 args += [token, value]
         return self._amem(*args)
 
+    def amem_search(
+        self, agent: IdT, k: int, vector: VectorT, *, text: TextT | None = None
+    ) -> list[Record]:
+        """Up to ``k`` hits across the agent's semantic namespace (by ``vector``), episodic
+        log and working notes (by ``text``, a hotkv extension), best first; each has
+        ``source`` ("semantic", "episodic" or "working"), ``id``, ``text`` and
+        ``similarity``."""
+        args: list[Any] = ["AMEM.SEARCH", agent, k, "FP32", to_fp32(vector)]
+        if text is not None:
+            args += ["TEXT", text]
+        return self._amem(*args)
+
     def amem_sem_get(self, ns: IdT, id: IdT, *, withvector: bool = False) -> Record | None:
         """The fact ``id`` (no ``similarity``), or None."""
         args: list[Any] = ["AMEM.SEM.GET", ns, id]
@@ -284,8 +296,8 @@ class AmemCommands:
         for token, value in (("PREFIX", prefix), ("KIND", kind)):
             if value is not None:
                 args += [token, value]
-        if cursor not in (0, "0", b"0"):
-            args += ["CURSOR", cursor]
+        # CURSOR selects hotkv's paged form (the dialect's bare form is a flat id list)
+        args += ["CURSOR", cursor]
         if count is not None:
             args += ["COUNT", count]
         return self._amem(*args)
@@ -383,7 +395,7 @@ class AmemCommands:
             args += ["META", _meta(meta)]
         if source is not None:
             args += ["SOURCE", source]
-        return self._amem(*args)
+        return self._amem(*args, "WITHID")
 
     def amem_epis_query(
         self,
@@ -453,7 +465,7 @@ class AmemCommands:
 
     def amem_summary_get(self, agent: IdT) -> Record | None:
         """``text``, ``version``, ``updated``, ``upto`` (if set); None when missing."""
-        return self._amem("AMEM.SUMMARY.GET", agent)
+        return self._amem("AMEM.SUMMARY.GET", agent, "RECORD")
 
     def amem_summary_del(self, agent: IdT) -> bool:
         """Delete the summary; False when there was none."""

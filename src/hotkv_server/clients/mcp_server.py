@@ -1,4 +1,4 @@
-"""``hotkv-mcp``: an MCP server that gives a coding assistant memory kept in hotkv.
+"""``hotkv-memory-mcp``: an MCP server that gives a coding assistant memory kept in hotkv.
 
 Tools cover conversation memory, working notes (the scratchpad), the event log, the
 rolling summary and semantic memory (store / recall / list / forget facts). It speaks
@@ -34,6 +34,7 @@ from __future__ import annotations
 import argparse
 import functools
 import os
+import re
 import sys
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -102,8 +103,21 @@ def _is_unknown_command(exc: ResponseError) -> bool:
     return str(exc).lower().startswith("unknown command")
 
 
-def _tool_errors(fn: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
-    """Server errors reach the assistant as tool errors carrying the server's message."""
+#: server advice that names commands an assistant cannot run, cut from tool errors
+_ADVICE = re.compile(r";\s*(create it with|add UPDATE)[^;]*")
+
+
+def assistant_message(message: str, config: McpConfig) -> str:
+    """A server error as the assistant may read it: its own ids (the hidden prefix taken
+    off) and no advice to run server commands it has no tool for."""
+    if config.prefix:
+        message = message.replace(f"'{config.prefix}:", "'")
+    return _ADVICE.sub("", message).strip()
+
+
+def _tool_errors(fn: Callable[..., Awaitable[Any]], config: McpConfig) -> Callable[..., Awaitable[Any]]:
+    """Server errors reach the assistant as tool errors carrying the server's message, in
+    the assistant's terms (see :func:`assistant_message`)."""
 
     @functools.wraps(fn)
     async def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -113,7 +127,8 @@ def _tool_errors(fn: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[A
             raise
         except RedisError as exc:
             code = getattr(exc, "status_code", None)
-            raise ToolError(f"{code} {exc}" if code else str(exc)) from exc
+            text = assistant_message(str(exc), config)
+            raise ToolError(f"{code} {text}" if code else text) from exc
 
     return wrapper
 
@@ -137,15 +152,18 @@ def build_server(config: McpConfig, client: Hotkv | None = None) -> MCPServer:
         ),
     )
 
-    def tool(fn: Callable[..., Awaitable[Any]], *, writes: bool, title: str) -> None:
+    def tool(fn: Callable[..., Awaitable[Any]], *, writes: bool, title: str,
+             destructive: bool = False) -> None:
+        """Register ``fn``; ``destructive`` for a write that removes or replaces what an
+        assistant cannot get back (MCP's destructiveHint)."""
         if writes and config.read_only:
             return
         server.add_tool(
-            _tool_errors(fn),
+            _tool_errors(fn, config),
             name=fn.__name__,
             title=title,
             annotations=ToolAnnotations(read_only_hint=not writes,
-                                        destructive_hint=writes and "forget" in fn.__name__),
+                                        destructive_hint=writes and destructive),
         )
 
     # --- conversation memory --------------------------------------------------
@@ -283,22 +301,26 @@ def build_server(config: McpConfig, client: Hotkv | None = None) -> MCPServer:
         ns = config.scoped(namespace, "namespace")
         facts: list[Record]
         info: Any = None if embedding is not None else await db.amem_sem_info(ns)
-        if embedding is not None:
-            facts = await db.amem_sem_recall(ns, k, embedding, kind=kind, minsim=min_similarity)
-            matched_by = "embedding"
-        elif info is not None and info.get("embedder"):
-            facts = await db.amem_sem_recall(ns, k, text=query, kind=kind, minsim=min_similarity)
-            matched_by = "meaning"
-        else:
-            try:
+        matched_by = "embedding" if embedding is not None else "text-search"
+        try:
+            if embedding is not None:
+                facts = await db.amem_sem_recall(ns, k, embedding, kind=kind,
+                                                 minsim=min_similarity)
+            elif info is not None and info.get("embedder"):
+                facts = await db.amem_sem_recall(ns, k, text=query, kind=kind,
+                                                 minsim=min_similarity)
+                matched_by = "meaning"
+            else:
                 facts = await db.amem_sem_search(ns, k, query, kind=kind)
-                matched_by = "text-search"
-            except ResponseError as exc:
-                if not _is_unknown_command(exc):
-                    raise
-                info = await db.amem_sem_info(ns)
-                if info is None:
-                    raise ToolError(f"NOTFOUND no facts in namespace '{namespace}' yet") from exc
+        except NotFound:  # a namespace nothing was stored in yet: no facts, not an error
+            facts = []
+        except ResponseError as exc:
+            if embedding is not None or not _is_unknown_command(exc):
+                raise
+            info = await db.amem_sem_info(ns)
+            if info is None:
+                facts = []
+            else:
                 if info["dim"] != config.embedding_dim:
                     raise ToolError(
                         f"namespace '{namespace}' holds {info['dim']}-dimensional embeddings and "
@@ -338,19 +360,19 @@ def build_server(config: McpConfig, client: Hotkv | None = None) -> MCPServer:
 
     tool(append_turn, writes=True, title="Append a conversation turn")
     tool(read_turns, writes=False, title="Read recent conversation turns")
-    tool(clear_conversation, writes=True, title="Delete a conversation")
+    tool(clear_conversation, writes=True, title="Delete a conversation", destructive=True)
     tool(write_note, writes=True, title="Write a working note")
     tool(read_notes, writes=False, title="Read working notes")
-    tool(delete_note, writes=True, title="Delete a working note")
+    tool(delete_note, writes=True, title="Delete a working note", destructive=True)
     tool(log_event, writes=True, title="Log an event")
     tool(query_events, writes=False, title="Query the event log")
     tool(read_summary, writes=False, title="Read the rolling summary")
-    tool(write_summary, writes=True, title="Replace the rolling summary")
+    tool(write_summary, writes=True, title="Replace the rolling summary", destructive=True)
     tool(append_summary, writes=True, title="Add a line to the rolling summary")
     tool(store_fact, writes=True, title="Store a fact")
     tool(recall_facts, writes=False, title="Recall facts")
     tool(list_facts, writes=False, title="List facts")
-    tool(forget_fact, writes=True, title="Forget a fact")
+    tool(forget_fact, writes=True, title="Forget a fact", destructive=True)
     tool(list_ids, writes=False, title="List sessions, agents or namespaces")
     return server
 
@@ -364,7 +386,7 @@ def parse_config(argv: Sequence[str] | None = None,
     """Settings from flags, then ``HOTKV_*`` environment variables, then defaults."""
     env = os.environ if environ is None else environ
     base = McpConfig()
-    parser = argparse.ArgumentParser(prog="hotkv-mcp", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="hotkv-memory-mcp", description=__doc__.split("\n\n")[0])
     parser.add_argument("--url", default=env.get("HOTKV_URL", base.url),
                         help="hotkv server URL (hotkv://, redis://, rediss://, unix://)")
     parser.add_argument("--prefix", default=env.get("HOTKV_MCP_PREFIX", base.prefix),

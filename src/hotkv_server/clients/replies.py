@@ -30,7 +30,7 @@ Record = dict[str, Any]
 
 _INT_FIELDS = frozenset(
     {
-        "seq", "ts", "window", "ttl", "turns", "appended", "created", "updated", "expires",
+        "seq", "ts", "timestamp", "window", "ttl", "turns", "appended", "created", "updated", "expires",
         "dim", "count", "capacity", "m", "ef_construction", "ef", "version",
         "recall_sample", "recall_checked",
     }
@@ -155,6 +155,7 @@ _DECODERS: dict[str, Callable[[Any], Any]] = {
     "AMEM.SEM.STORE": optional_integer,
     "AMEM.SEM.RECALL": records,
     "AMEM.SEM.SEARCH": records,
+    "AMEM.SEARCH": records,
     "AMEM.SEM.GET": record,
     "AMEM.SEM.DEL": integer,
     "AMEM.SEM.LIST": cursor_and_records,

@@ -1,10 +1,15 @@
 """AMEM.CONV.*: conversation memory, a bounded sliding window of role-tagged turns per session.
 
 A session is created explicitly (CREATE) with a window size and an optional idle TTL that
-every APPEND restarts; APPEND to a session never created is NOTFOUND, so a typo in a
-session id does not silently start a new conversation. CREATE ... UPDATE changes only the
-settings it names: WINDOW (a smaller window drops the oldest turns at once) and TTL/PX
-(the idle deadline then restarts from now).
+every APPEND restarts (or PXAT, a fixed end that APPEND does not move); APPEND to a session
+never created is ``NOTFOUND session not found``, so a typo in a session id does not silently
+start a new conversation (the official hotkv-mcp creates the session on that error).
+CREATE ... UPDATE changes only the settings it names: WINDOW (a smaller window drops the
+oldest turns at once) and TTL/PX/PXAT (the deadline then starts anew).
+
+The HotKV dialect's replies are the defaults: APPEND answers ``+OK`` (``WITHSEQ``, a hotkv
+extension, answers the turn's sequence number), GET returns every turn held, CLEAR empties a
+conversation and keeps it, DROP removes it.
 """
 
 from __future__ import annotations
@@ -18,10 +23,11 @@ from hotkv_server.engine.errors import CommandError
 from hotkv_server.engine.registry import command
 from hotkv_server.engine.replies import OK
 from hotkv_server.stores.conv import DEFAULT_WINDOW, MAX_WINDOW, ROLES, ConversationStore
-from hotkv_server.stores.conv_effects import ConvAppend, ConvCreate, ConvDel, ConvUpdate
+from hotkv_server.stores.conv_effects import ConvAppend, ConvClear, ConvCreate, ConvDel, ConvUpdate
 
 _ROLES_TEXT = "one of " + "|".join(r.decode() for r in ROLES)
-_CREATE_OPTIONS = "WINDOW, TTL, PX or UPDATE"
+_CREATE_OPTIONS = "WINDOW, TTL, PX, PXAT or UPDATE"
+_EXPIRY_OPTIONS = (b"TTL", b"PX", b"PXAT")
 
 
 def _store(ctx: Context) -> ConversationStore:
@@ -37,15 +43,19 @@ def _store(ctx: Context) -> ConversationStore:
     key_flags="RW update",
     group="conv",
     summary="Creates a conversation (or with UPDATE changes its window and idle TTL).",
-    syntax="session [WINDOW n] [TTL s|PX ms] [UPDATE]",
+    syntax="session [WINDOW n] [TTL s|PX ms|PXAT unix-time-ms] [UPDATE]",
     complexity="O(1), O(N) when UPDATE shrinks the window by N turns",
+    dialect=True,
+    extensions="PX UPDATE",
 )
 def conv_create(ctx: Context, argv: list[bytes]) -> Any:
-    """session [WINDOW n] [TTL s|PX ms] [UPDATE]"""
+    """session [WINDOW n] [TTL s|PX ms|PXAT unix-time-ms] [UPDATE]"""
     args = Args(argv, 1)
     session = args.ident("session")
+    now = ctx.now_ms
     window: int | None = None
-    ttl_ms: int | None = None
+    ttl_ms: int | None = None  # idle TTL (TTL, PX)
+    pxat: int | None = None  # fixed end (PXAT)
     ttl_option: bytes | None = None
     update = False
     while args:
@@ -53,32 +63,38 @@ def conv_create(ctx: Context, argv: list[bytes]) -> Any:
         opt = raw.upper()
         if opt == b"WINDOW":
             window = args.int("WINDOW", 1, MAX_WINDOW)
-        elif opt in (b"TTL", b"PX"):
+        elif opt in _EXPIRY_OPTIONS:
             if ttl_option is not None and ttl_option != opt:
-                raise CommandError(errors.exclusive_options("TTL", "PX"))
+                raise CommandError(errors.exclusive_options(ttl_option.decode(), opt.decode()))
             ttl_option = opt
-            ttl_ms = args.duration_ms(opt)
+            if opt == b"PXAT":
+                pxat = args.unix_ms("PXAT", now)
+            else:
+                ttl_ms = args.duration_ms(opt)
         elif opt == b"UPDATE":
             update = True
         else:
             raise CommandError(errors.bad_argument("option", _CREATE_OPTIONS, raw))
 
     store = _store(ctx)
-    now = ctx.now_ms
     conv = store.get(session, now)
     if update:
         if conv is None:
             raise CommandError(errors.conv_not_found(session))
         new_window = conv.window if window is None else window
-        if ttl_ms is None:  # the TTL is not named: keep it and its running deadline
+        new_ttl: int | None
+        if ttl_option is None:  # the TTL is not named: keep it and its running deadline
             new_ttl, expires_at = conv.ttl_ms, conv.expires_at
+        elif pxat is not None:
+            new_ttl, expires_at = None, pxat
         else:
+            assert ttl_ms is not None
             new_ttl, expires_at = ttl_ms, now + ttl_ms
         ctx.emit(ConvUpdate(session, new_window, new_ttl, expires_at, now))
         return OK
     if conv is not None:
         raise CommandError(errors.conv_exists(session))
-    expires_at = None if ttl_ms is None else now + ttl_ms
+    expires_at = pxat if ttl_ms is None else now + ttl_ms
     ctx.emit(ConvCreate(session, DEFAULT_WINDOW if window is None else window, ttl_ms,
                         expires_at, now))
     return OK
@@ -91,12 +107,15 @@ def conv_create(ctx: Context, argv: list[bytes]) -> Any:
     keys=(1, 1, 1),
     key_flags="RW update",
     group="conv",
-    summary="Appends a turn to a conversation and returns its sequence number.",
-    syntax="session role content [META json-object]",
+    summary="Appends a turn to a conversation: OK, or with WITHSEQ its sequence number.",
+    syntax="session role content [META json-object] [WITHSEQ]",
+    dialect=True,
+    extensions="META WITHSEQ",
 )
-def conv_append(ctx: Context, argv: list[bytes]) -> int:
-    """session role content [META json-object]"""
+def conv_append(ctx: Context, argv: list[bytes]) -> Any:
+    """session role content [META json-object] [WITHSEQ]"""
     meta: bytes | None = None
+    withseq = False
     if len(argv) == 4 and 0 < len(argv[1]) <= MAX_ID_LEN:  # no option: nothing to parse
         _, session, raw_role, content = argv
         role = _role(raw_role)
@@ -107,19 +126,23 @@ def conv_append(ctx: Context, argv: list[bytes]) -> int:
         content = args.text("content")
         while args:
             raw = args.next("option")
-            if raw.upper() == b"META":
+            opt = raw.upper()
+            if opt == b"META":
                 meta = args.json_object("META")
+            elif opt == b"WITHSEQ":
+                withseq = True
             else:
-                raise CommandError(errors.bad_argument("option", "META", raw))
+                raise CommandError(errors.bad_argument("option", "META or WITHSEQ", raw))
 
     now = ctx.now_ms
     conv = _store(ctx).get(session, now)
     if conv is None:
         raise CommandError(errors.conv_not_found(session))
     seq = conv.appended + 1
-    expires_at = None if conv.ttl_ms is None else now + conv.ttl_ms  # idle TTL restarts
+    # an idle TTL restarts; a fixed end (PXAT, or none) stays where it is
+    expires_at = conv.expires_at if conv.ttl_ms is None else now + conv.ttl_ms
     ctx.emit(ConvAppend(session, seq, role, content, now, meta, expires_at))
-    return seq
+    return seq if withseq else OK
 
 
 def _role(raw: bytes) -> bytes:
@@ -140,6 +163,7 @@ def _role(raw: bytes) -> bytes:
     summary="Returns the last n turns of a conversation (default all held), oldest first.",
     syntax="session [n]",
     complexity="O(N) with N the turns returned",
+    dialect=True,
 )
 def conv_window(ctx: Context, argv: list[bytes]) -> list[dict[str, Any]]:
     """session [n]"""
@@ -216,3 +240,63 @@ def conv_del(ctx: Context, argv: list[bytes]) -> int:
     if not live:
         return 0
     return int(ctx.emit(ConvDel(live)))
+
+
+@command(
+    "amem.conv.get",
+    arity=2,
+    flags="readonly",
+    keys=(1, 1, 1),
+    key_flags="RO access",
+    group="conv",
+    summary="Returns every turn a conversation holds, oldest first (empty when missing).",
+    syntax="session",
+    complexity="O(N) with N the turns held",
+    dialect=True,
+)
+def conv_get(ctx: Context, argv: list[bytes]) -> list[dict[str, Any]]:
+    """session"""
+    session = Args(argv, 1).ident("session")
+    return [turn.record() for turn in _store(ctx).window(session, ctx.now_ms, None)]
+
+
+@command(
+    "amem.conv.clear",
+    arity=2,
+    flags="write",
+    keys=(1, 1, 1),
+    key_flags="RW delete",
+    group="conv",
+    summary="Removes every turn of a conversation, keeping it and its settings; 1 if turns went.",
+    syntax="session",
+    complexity="O(N) with N the turns held",
+    dialect=True,
+)
+def conv_clear(ctx: Context, argv: list[bytes]) -> int:
+    """session"""
+    session = Args(argv, 1).ident("session")
+    now = ctx.now_ms
+    conv = _store(ctx).get(session, now)
+    if conv is None or not conv.turns:
+        return 0
+    ctx.emit(ConvClear(session, now))  # the deadline stays as it is
+    return 1
+
+
+@command(
+    "amem.conv.drop",
+    arity=2,
+    flags="write",
+    keys=(1, 1, 1),
+    key_flags="RM delete",
+    group="conv",
+    summary="Deletes a conversation with its settings; 1 if it existed, else 0.",
+    syntax="session",
+    dialect=True,
+)
+def conv_drop(ctx: Context, argv: list[bytes]) -> int:
+    """session"""
+    session = Args(argv, 1).ident("session")
+    if not _store(ctx).exists(session, ctx.now_ms):
+        return 0
+    return int(ctx.emit(ConvDel([session])))

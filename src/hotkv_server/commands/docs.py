@@ -34,6 +34,22 @@ GROUP_TITLES: dict[str, str] = {
 
 REGENERATE = "python -m hotkv_server.commands.docs > docs/commands.md"
 
+#: groups of the memory commands, which carry an "origin" line (dialect or extension)
+MEMORY_GROUPS = frozenset({"conv", "sem", "work", "epis", "summary", "amem"})
+
+#: what the "origin" line of a memory command means
+ORIGIN_TEXT = (
+    "\"Origin\" says where a memory command comes from. `HotKV dialect` commands are those",
+    "the HotKV product's official packages send (hotkv-client 1.0.0's AIMemoryCommands, the",
+    "hotkv-mcp 1.0.0 server): their plain form answers exactly as the dialect does (`+OK` for",
+    "a write, `1`/`0` for a delete or clear, flat lists of ids ...). The options listed after",
+    "`hotkv extensions` are hotkv's own, beyond the dialect (WITHSEQ, WITHID, WITHCREATED,",
+    "RECORD ask for hotkv's richer replies: a turn's sequence number, an event id,",
+    "created-vs-replaced, the summary record with `upto`). A `hotkv extension` command is",
+    "hotkv's alone. The commands outside the memory groups are Redis's and answer as Redis 7.",
+    "docs/dialect.md maps every official client method and MCP tool to its command.",
+)
+
 #: what the "key access" and "tips" lines mean (Redis 7's key spec flags and command tips)
 KEY_ACCESS_TEXT = (
     "\"Key access\" lists the key spec flags `COMMAND INFO` and `COMMAND GETKEYSANDFLAGS` report",
@@ -43,9 +59,10 @@ KEY_ACCESS_TEXT = (
     "`variable_flags` means the flags of one call depend on its arguments (SET with GET,",
     "AMEM.WORK.SET with MERGE) and GETKEYSANDFLAGS reports those of the call. The Redis",
     "commands carry Redis's own flags. For the memory commands: removing the whole object",
-    "(AMEM.CONV.DEL, AMEM.WORK.CLEAR, AMEM.EPIS.DEL, AMEM.SUMMARY.DEL, AMEM.SEM.DROP) is `RM",
-    "delete`; removing entries inside it (AMEM.WORK.DEL, AMEM.SEM.DEL, AMEM.EPIS.TRIM) is `RW",
-    "delete`, as HDEL and XTRIM are; AMEM.EPIS.LOG only adds to an append-only log (`RW insert`);",
+    "(AMEM.CONV.DEL/DROP, AMEM.WORK.CLEAR, AMEM.EPIS.DEL, AMEM.SUMMARY.DEL/DROP, AMEM.SEM.DROP)",
+    "is `RM delete`; removing entries inside it and keeping the object (AMEM.WORK.DEL,",
+    "AMEM.SEM.DEL/FORGET, AMEM.EPIS.TRIM/CLEAR, AMEM.CONV.CLEAR) is `RW delete`, as HDEL and",
+    "XTRIM are; AMEM.EPIS.LOG only adds to an append-only log (`RW insert`);",
     "every other write is `RW update`, since none replaces an object without reading it (a",
     "summary's version, a window's sequence numbers carry on), so none is `OW`; reads are",
     "`RO access`, counts (LEN) are `RO` as LLEN and STRLEN are.",
@@ -94,6 +111,17 @@ def keys_text(spec: CommandSpec) -> str:
     )
 
 
+def origin_text(spec: CommandSpec) -> str:
+    """``HotKV dialect; hotkv extensions: `PX`, `UPDATE``` for a memory command, else ''."""
+    if spec.group not in MEMORY_GROUPS:
+        return ""
+    if not spec.dialect:
+        return "hotkv extension"
+    if not spec.extensions:
+        return "HotKV dialect"
+    return "HotKV dialect; hotkv extensions: " + ", ".join(f"`{t}`" for t in spec.extensions)
+
+
 def render_command(spec: CommandSpec) -> list[str]:
     flags = ", ".join(command_flags(spec)) or "none"
     lines = [
@@ -115,6 +143,9 @@ def render_command(spec: CommandSpec) -> list[str]:
         lines.append(f"- key access: {' '.join(key_spec_flags(spec))}{note}")
     if spec.tips:
         lines.append(f"- tips: {' '.join(spec.tips)}")
+    origin = origin_text(spec)
+    if origin:
+        lines.append(f"- origin: {origin}")
     lines += [
         f"- complexity: {spec.complexity}",
         f"- since: {spec.since}",
@@ -155,6 +186,8 @@ def render_reference() -> str:
         "are literal tokens.",
         "",
         *KEY_ACCESS_TEXT,
+        "",
+        *ORIGIN_TEXT,
         "",
         f"{len(all_specs())} commands ({total} counting subcommands).",
         "",

@@ -4,6 +4,13 @@ Event ids are ``<ms>-<seq>`` (as Redis stream ids); a range bound is a ms timest
 event id, ``-`` or ``+``, both ends inclusive. A bare timestamp as FROM means ``ms-0`` and
 as TO ``ms-<max seq>``, as XRANGE reads them. BEFORE of TRIM takes the same bounds and
 removes every event strictly below it.
+
+The HotKV dialect's forms are the defaults: LOG answers ``+OK`` (``WITHID``, a hotkv
+extension, answers the event id) and takes its metadata as ``METADATA``: any text, kept as
+it is (hotkv's ``META`` takes only a JSON object; both fill the record's ``meta``; the
+official hotkv-mcp can only send text that is not JSON, its SDK decodes JSON arguments into
+objects its ``metadata: str`` refuses); an event's record carries ``timestamp`` (ms); CLEAR removes every
+event and keeps the log (its ids go on increasing), DEL forgets the log; STATS counts.
 """
 
 from __future__ import annotations
@@ -16,6 +23,7 @@ from hotkv_server.engine.args import Args, parse_int
 from hotkv_server.engine.context import Context
 from hotkv_server.engine.errors import CommandError
 from hotkv_server.engine.registry import command
+from hotkv_server.engine.replies import OK
 from hotkv_server.stores.epis import (
     MAX_KEY,
     MIN_KEY,
@@ -70,9 +78,11 @@ def parse_bound(raw: bytes, name: str, *, end: bool) -> int:
 
 
 def event_record(event: Event) -> dict[str, Any]:
-    """The reply record of one event: id, ts, type, text, source, meta (absent ones left out)."""
+    """The reply record of one event: id, timestamp, type, text, source, meta (absent ones
+    left out)."""
     ms, seq, type_, text, source, meta = event
-    record: dict[str, Any] = {"id": format_id(ms, seq), "ts": ms, "type": type_, "text": text}
+    record: dict[str, Any] = {"id": format_id(ms, seq), "timestamp": ms, "type": type_,
+                              "text": text}
     if source is not None:
         record["source"] = source
     if meta is not None:
@@ -88,31 +98,39 @@ def event_record(event: Event) -> dict[str, Any]:
     key_flags="RW insert",
     tips="nondeterministic_output",
     group="epis",
-    summary="Appends an event to an agent's episodic log and returns its id.",
-    syntax="agent type text [META json-object] [SOURCE s]",
+    summary="Appends an event to an agent's episodic log: OK, or with WITHID its id.",
+    syntax="agent type text [METADATA text|META json-object] [SOURCE s] [WITHID]",
     complexity="O(1)",
+    dialect=True,
+    extensions="META SOURCE WITHID",
 )
-def epis_log(ctx: Context, argv: list[bytes]) -> bytes:
-    """agent type text [META json-object] [SOURCE s]"""
+def epis_log(ctx: Context, argv: list[bytes]) -> Any:
+    """agent type text [METADATA text|META json-object] [SOURCE s] [WITHID]"""
     agent = Args(argv, 1).ident("agent")
     type_ = check_type(argv[2])
     text = argv[3]
     args = Args(argv, 4)
     meta: bytes | None = None
     source: bytes | None = None
+    withid = False
     while args:
         raw = args.next("option")
         opt = raw.upper()
         if opt == b"META":
             meta = args.json_object("META")
+        elif opt == b"METADATA":
+            meta = args.text("METADATA")
         elif opt == b"SOURCE":
             source = args.text("SOURCE")
+        elif opt == b"WITHID":
+            withid = True
         else:
-            raise CommandError(errors.bad_argument("option", "META or SOURCE", raw))
+            raise CommandError(
+                errors.bad_argument("option", "METADATA, META, SOURCE or WITHID", raw))
     store: EpisodicStore = ctx.db.epis
     ms, seq = store.next_id(agent, ctx.now_ms)
     ctx.emit(EpisLog(agent, ms, seq, type_, text, source, meta))
-    return format_id(ms, seq)
+    return format_id(ms, seq) if withid else OK
 
 
 @command(
@@ -125,6 +143,8 @@ def epis_log(ctx: Context, argv: list[bytes]) -> bytes:
     summary="Returns an agent's events by type and id/time range, oldest or newest first.",
     syntax="agent [TYPE type] [FROM start] [TO end] [LIMIT n] [REV]",
     complexity="O(log N + M) with M the events walked (all of the range with a TYPE filter).",
+    dialect=True,
+    extensions="REV",
 )
 def epis_query(ctx: Context, argv: list[bytes]) -> list[dict[str, Any]]:
     """agent [TYPE type] [FROM start] [TO end] [LIMIT n] [REV]"""
@@ -215,3 +235,50 @@ def epis_del(ctx: Context, argv: list[bytes]) -> int:
     if not ctx.db.epis.exists(agent, ctx.now_ms):
         return 0
     return int(ctx.emit(EpisDel(agent)))
+
+
+@command(
+    "amem.epis.clear",
+    arity=2,
+    flags="write",
+    keys=(1, 1, 1),
+    key_flags="RW delete",
+    group="epis",
+    summary="Removes every event of an agent's log, keeping the log; 1 if events went, else 0.",
+    syntax="agent",
+    complexity="O(N) with N the events held",
+    dialect=True,
+)
+def epis_clear(ctx: Context, argv: list[bytes]) -> int:
+    """agent"""
+    agent = Args(argv, 1).ident("agent")
+    store: EpisodicStore = ctx.db.epis
+    boundary = store.trim_boundary_maxlen(agent, 0)
+    if boundary is None:
+        return 0
+    ctx.emit(EpisTrim(agent, boundary[0], boundary[1]))
+    return 1
+
+
+@command(
+    "amem.epis.stats",
+    arity=2,
+    flags="readonly fast",
+    keys=(1, 1, 1),
+    key_flags="RO",
+    group="epis",
+    summary="Returns total_events, oldest_ts and newest_ts (ms; null without events) of a log.",
+    syntax="agent",
+    dialect=True,
+)
+def epis_stats(ctx: Context, argv: list[bytes]) -> dict[str, Any]:
+    """agent"""
+    agent = Args(argv, 1).ident("agent")
+    store: EpisodicStore = ctx.db.epis
+    oldest = store.query(agent, limit=1)
+    newest = store.query(agent, limit=1, rev=True)
+    return {
+        "total_events": store.length(agent),
+        "oldest_ts": oldest[0][0] if oldest else None,
+        "newest_ts": newest[0][0] if newest else None,
+    }

@@ -16,8 +16,8 @@ SEARCH ranks by BM25 over each fact's text and description (``hotkv_server.store
 with a VECTOR, fuses that ranking with the HNSW one (docs/hybrid-search.md). RECALL EXACT
 scans every matching fact with numpy instead of searching the graph, so the two can be
 compared on one's own data; INFO's ``recall_*`` fields come from a periodic self-check of
-each namespace (:class:`RecallSelfCheck`), run on the event loop in short slices between
-commands.
+each namespace (``commands/sem_service.py``), run on the event loop in short slices
+between commands.
 
 RECALL off the event loop: an HNSW search (not EXACT, not inside MULTI/EXEC, not a
 command of a replica's master link, and only in a running server) is handed to the
@@ -34,24 +34,20 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import ctypes
 import logging
 import re
-from collections.abc import Callable
-from pathlib import Path
 from typing import Any
-
-import numpy as np
 
 from hotkv_server.commands.embed import (
     check_embedder,
     embed_then,
     embedder_of,
     embedding_text,
-    warm_ahead,
 )
+from hotkv_server.commands.sem_args import read_cursor, read_kind, read_vector, vector_follows
+from hotkv_server.commands.sem_service import SemanticService
 from hotkv_server.engine import errors
-from hotkv_server.engine.args import Args, parse_float
+from hotkv_server.engine.args import Args
 from hotkv_server.engine.context import Context
 from hotkv_server.engine.dispatch import Deferred
 from hotkv_server.engine.errors import CommandError
@@ -73,7 +69,6 @@ from hotkv_server.stores.sem import (
     Fact,
     Namespace,
     PendingSearch,
-    RecallCheck,
     SearchHit,
     SemanticStore,
 )
@@ -89,36 +84,18 @@ DEFAULT_LIST_COUNT = 100
 _METRIC_TOKENS = tuple(m.encode() for m in METRICS)
 _EVICT_TOKENS = tuple(p.encode() for p in EVICT_POLICIES)
 _FUSION_TOKENS = tuple(f.encode() for f in FUSIONS)
-_KIND_RE = re.compile(rb"[a-z0-9_-]{1,32}")
-_HEX_RE = re.compile(rb"(?:[0-9a-f]{2})+")
-_NAN = frozenset((b"nan", b"+nan", b"-nan"))
-_VECTOR_DTYPE = np.dtype("<f4")
 
 _CREATE_OPTIONS = "METRIC, M, EF_CONSTRUCTION, EF, CAPACITY, EVICT, EMBEDDER or UPDATE"
 _CREATE_TOKENS = frozenset((b"METRIC", b"M", b"EF_CONSTRUCTION", b"EF", b"CAPACITY", b"EVICT",
                             b"EMBEDDER", b"UPDATE"))
 _EMBEDDER_RE = re.compile(rb"[a-z0-9_-]{1,32}")
-_STORE_OPTIONS = "NX, XX, TTL, PX, KIND, CONFIDENCE, SOURCE, DESCRIPTION or META"
+_STORE_OPTIONS = ("NX, XX, TTL, PX, PXAT, KIND, CONFIDENCE, SOURCE, DESCRIPTION, META or "
+                  "WITHCREATED")
 _RECALL_OPTIONS = "MINSIM, KIND, MINCONF, PREFIX, EF, EXACT or WITHVECTORS"
 _SEARCH_OPTIONS = "TEXT, VECTOR, FUSION, ALPHA, MINSCORE, KIND, MINCONF or PREFIX"
 
-#: the recall self-check: how often it runs a slice, how much a slice scans (vector
-#: values, facts x dim: about 2 ms, mostly reading vectors back from hnswlib), and how long
-#: a checked namespace waits before it is checked again (only if it changed meanwhile)
-SELF_CHECK_BUDGET = 32_000
-SELF_CHECK_INTERVAL_MS = 30_000
 _LIST_OPTIONS = "PREFIX, KIND, CURSOR or COUNT"
 
-#: threads running RECALL's hnswlib searches (the machine this is tuned for has 2 cores)
-SEARCH_THREADS = 2
-#: OpenBLAS's "set the number of threads" under the names its builds export (numpy's
-#: wheels bundle scipy-openblas with the 64-bit-index suffix)
-_OPENBLAS_SET_THREADS = (
-    "scipy_openblas_set_num_threads64_",
-    "scipy_openblas_set_num_threads",
-    "openblas_set_num_threads64_",
-    "openblas_set_num_threads",
-)
 
 log = logging.getLogger("hotkv")
 
@@ -133,231 +110,6 @@ def _namespace(ctx: Context, name: bytes) -> Namespace:
     if ns is None:
         raise CommandError(errors.sem_not_found(name))
     return ns
-
-
-# --- the recall self-check -------------------------------------------------------------
-
-
-class RecallSelfCheck:
-    """Measures each namespace's HNSW recall in the background (INFO's ``recall_*``).
-
-    Each server cron tick (hz times a second) it scans one slice of SELF_CHECK_BUDGET vector values of the
-    namespace under check (:class:`hotkv_server.stores.sem.RecallCheck`), on the event loop
-    between commands, as the active expiry does; hnswlib and numpy do the work. A
-    namespace is due when it changed since its last check and that check is at least
-    SELF_CHECK_INTERVAL_MS old (a namespace never checked is due at once). The result is
-    per process and not persisted: a restarted server or a replica measures its own.
-    """
-
-    def __init__(self, core: Any) -> None:
-        self.core = core
-        self.current: RecallCheck | None = None
-        self.current_name = b""
-
-    def tick(self, budget: int = SELF_CHECK_BUDGET) -> None:
-        """One bounded slice of work."""
-        core = self.core
-        if getattr(core, "loading", False):
-            return
-        store: SemanticStore = core.db.sem
-        now = core.clock.now_ms()
-        check = self.current
-        if check is not None and store.get(self.current_name) is not check.ns:
-            check = self.current = None  # dropped, flushed or replaced meanwhile
-        if check is None:
-            # round robin from the namespace checked last, so a large namespace that is due
-            # again by the time its check ends does not starve the others
-            names = list(store.namespaces)
-            start = names.index(self.current_name) + 1 if self.current_name in names else 0
-            for name in names[start:] + names[:start]:
-                ns = store.namespaces[name]
-                if self.due(ns, now):
-                    check = self.current = RecallCheck(ns)
-                    self.current_name = name
-                    break
-            else:
-                return
-        if check.step(budget):
-            self.current = None
-            if not check.ns.record_recall_check(check, now):
-                # nothing to measure (emptied): remember the version so it is not retried
-                check.ns.recall_version = check.version
-
-    @staticmethod
-    def due(ns: Namespace, now_ms: int) -> bool:
-        if len(ns.facts) < 2 or ns.version == ns.recall_version:
-            return False
-        return not ns.recall_checked or now_ms - ns.recall_checked >= SELF_CHECK_INTERVAL_MS
-
-
-# --- the server subsystem --------------------------------------------------------------
-
-
-class SemanticService:
-    """The semantic store's part of a running server (``core.extras["sem"]``): the threads
-    that run RECALL's hnswlib searches and the recall self-check.
-
-    The threads start with the first RECALL that needs them; :meth:`close` (server
-    shutdown) cancels the searches not started, waits for the running ones and lets any
-    later RECALL search in place. :meth:`tick` runs one slice of the self-check (the server
-    cron calls it hz times a second, between commands, like the active expiry).
-    """
-
-    def __init__(self, core: Any, threads: int = SEARCH_THREADS) -> None:
-        self.core = core
-        self.threads = threads
-        self.self_check = RecallSelfCheck(core)
-        self._pool: concurrent.futures.ThreadPoolExecutor | None = None
-        self.closed = False
-
-    def tick(self) -> None:
-        self.self_check.tick()
-
-    def submit(self, search: Callable[[], None]) -> concurrent.futures.Future[None] | None:
-        """Run ``search`` on a search thread; None when closed (search in place then)."""
-        if self.closed:
-            return None
-        if self._pool is None:
-            self._pool = concurrent.futures.ThreadPoolExecutor(
-                max_workers=self.threads, thread_name_prefix="hotkv-recall")
-        return self._pool.submit(search)
-
-    def close(self, save: bool | None = None) -> None:
-        """Server shutdown: no new searches; queued ones are cancelled (their clients get an
-        error reply), running ones (milliseconds) are waited for."""
-        self.closed = True
-        pool, self._pool = self._pool, None
-        if pool is not None:
-            pool.shutdown(wait=True, cancel_futures=True)
-
-
-def loaded_openblas() -> list[ctypes.CDLL]:
-    """The OpenBLAS libraries mapped into this process (numpy's pip wheels bundle one);
-    [] when there is none, or off Linux (no ``/proc/self/maps``)."""
-    try:
-        maps = Path("/proc/self/maps").read_text()
-    except OSError:  # not Linux
-        return []
-    paths = {line.split()[-1] for line in maps.splitlines()
-             if "openblas" in line.rsplit("/", 1)[-1].lower()}
-    libs: list[ctypes.CDLL] = []
-    for path in sorted(paths):
-        try:
-            libs.append(ctypes.CDLL(path))
-        except OSError:
-            continue
-    return libs
-
-
-def limit_blas_threads(threads: int = 1) -> bool:
-    """Cap numpy's OpenBLAS thread pool at ``threads``; False when no OpenBLAS was found.
-
-    The server is single-threaded apart from its search threads, and OpenBLAS's own
-    threads spin for milliseconds after every matrix product: the self-check's small
-    products every cron tick kept a second core busy (0.6-1.0 of a core on an idle server
-    holding 100,000 x 768 facts), which the RECALL search threads need. One thread is also
-    faster for products this small. (Setting ``OPENBLAS_NUM_THREADS=1`` before numpy is
-    first imported does the same; by the time this module is imported numpy is loaded.)"""
-    found = False
-    for lib in loaded_openblas():
-        for symbol in _OPENBLAS_SET_THREADS:
-            setter = getattr(lib, symbol, None)
-            if setter is not None:
-                setter(threads)
-                found = True
-                break
-    return found
-
-
-def attach(server: Any) -> SemanticService:
-    """Server subsystem hook (``Server._open_subsystems``): the search threads, the recall
-    self-check on the server cron, and numpy's BLAS held to one thread."""
-    if not limit_blas_threads(1):
-        log.debug("no OpenBLAS found to hold to one thread")
-    service = SemanticService(server.core)
-    server.core.extras["sem"] = service
-    # requests held behind a deferred reply: a pipelined store by text starts embedding
-    server.core.extras["lookahead"] = warm_ahead
-    return service
-
-
-# --- argument readers --------------------------------------------------------------
-
-
-def _vector_number(raw: bytes) -> float | None:
-    """A decimal number of a vector (NaN and infinities included, rejected later)."""
-    if raw.lower() in _NAN:
-        return float("nan")
-    if b"_" in raw:  # Python's float() takes 1_000; a vector value does not
-        return None
-    return parse_float(raw)
-
-
-def read_vector(args: Args, ns: Namespace) -> bytes:
-    """``FP32 blob`` or exactly ``dim`` numbers -> the vector as FP32 little-endian bytes."""
-    dim = ns.dim
-    first = args.peek()
-    if first is not None and first.upper() == b"FP32":
-        args.next("FP32")
-        if not args:
-            raise CommandError(
-                f"DIM expected a blob of {4 * dim} bytes ({dim} FP32 values) after FP32, got none"
-            )
-        blob = args.next("FP32")
-        if len(blob) != 4 * dim:
-            raise CommandError(
-                f"DIM expected a blob of {4 * dim} bytes ({dim} FP32 values), got {len(blob)} bytes"
-            )
-        vec = np.frombuffer(blob, dtype=_VECTOR_DTYPE)
-        if not np.isfinite(vec).all():
-            position = int(np.flatnonzero(~np.isfinite(vec))[0]) + 1
-            raise CommandError(
-                f"DIM invalid vector value {float(vec[position - 1])} at position {position}: "
-                "expected a finite number"
-            )
-    else:
-        values: list[float] = []
-        raws: list[bytes] = []
-        while (raw := args.peek()) is not None:
-            value = _vector_number(raw)
-            if value is None:
-                break
-            args.next("vector")
-            values.append(value)
-            raws.append(raw)
-        if len(values) != dim:
-            raise CommandError(errors.dim_count(dim, len(values)))
-        with np.errstate(over="ignore"):
-            vec = np.asarray(values, dtype=_VECTOR_DTYPE)
-        finite = np.isfinite(vec)
-        if not finite.all():
-            position = int(np.flatnonzero(~finite)[0]) + 1
-            raise CommandError(
-                f"DIM invalid vector value '{raws[position - 1].decode('utf-8', 'replace')}' "
-                f"at position {position}: expected a finite 32-bit float"
-            )
-        blob = vec.tobytes()
-    if ns.metric == "COSINE" and not vec.any():
-        raise CommandError("DIM zero vector: COSINE needs at least one non-zero value")
-    return blob
-
-
-def _kind(args: Args) -> bytes:
-    raw = args.next("KIND")
-    if _KIND_RE.fullmatch(raw) is None:
-        raise CommandError(errors.bad_argument("KIND", "1..32 characters of a-z 0-9 _ -", raw))
-    return raw
-
-
-def _cursor(args: Args) -> bytes | None:
-    raw = args.next("CURSOR")
-    if raw == b"0":
-        return None
-    if _HEX_RE.fullmatch(raw) is None:
-        raise CommandError(
-            errors.bad_argument("CURSOR", "0 or a cursor returned by AMEM.SEM.LIST", raw)
-        )
-    return bytes.fromhex(raw.decode())
 
 
 def _fact_record(ns: Namespace, fact: Fact, similarity: float | None, vector: bool) -> Any:
@@ -381,6 +133,8 @@ def _fact_record(ns: Namespace, fact: Fact, similarity: float | None, vector: bo
     syntax="ns [dim] [METRIC COSINE|IP|L2] [M m] [EF_CONSTRUCTION n] [EF n] "
     "[CAPACITY n [EVICT LOWCONF|OLDEST|NONE]] [EMBEDDER name] [UPDATE]",
     complexity="O(1), O(N log N) when UPDATE lowers the capacity below the N facts held",
+    dialect=True,
+    extensions="METRIC M EF_CONSTRUCTION EF CAPACITY EVICT EMBEDDER UPDATE",
 )
 def sem_create(ctx: Context, argv: list[bytes]) -> Any:
     """ns [dim] [METRIC COSINE|IP|L2] [M m] [EF_CONSTRUCTION n] [EF n] [CAPACITY n [EVICT LOWCONF|OLDEST|NONE]] [EMBEDDER name] [UPDATE]"""
@@ -487,19 +241,21 @@ def sem_create(ctx: Context, argv: list[bytes]) -> Any:
     keys=(1, 1, 1),
     group="sem",
     summary="Stores (or replaces) a fact with its vector (computed by the namespace's embedder "
-    "when left out); 1 created, 0 replaced, null if NX/XX blocked it.",
-    syntax="ns id text [FP32 blob | v1 ... vdim] [NX|XX] [TTL s|PX ms] [KIND kind] "
-    "[CONFIDENCE c] [SOURCE s] [DESCRIPTION d] [META json-object]",
+    "when left out): OK (WITHCREATED: 1 created, 0 replaced), null if NX/XX blocked it.",
+    syntax="ns id text [FP32 blob | v1 ... vdim] [NX|XX] [TTL s|PX ms|PXAT unix-time-ms] "
+    "[KIND kind] [CONFIDENCE c] [SOURCE s] [DESCRIPTION d] [META json-object] [WITHCREATED]",
     complexity="O(log N) index insertion",
+    dialect=True,
+    extensions="FP32 NX XX PX KIND CONFIDENCE SOURCE DESCRIPTION META WITHCREATED",
 )
 def sem_store(ctx: Context, argv: list[bytes]) -> Any:
-    """ns id text [FP32 blob | v1 ... vdim] [NX|XX] [TTL s|PX ms] [KIND kind] [CONFIDENCE c] [SOURCE s] [DESCRIPTION d] [META json-object]"""
+    """ns id text [FP32 blob | v1 ... vdim] [NX|XX] [TTL s|PX ms|PXAT unix-time-ms] [KIND kind] [CONFIDENCE c] [SOURCE s] [DESCRIPTION d] [META json-object] [WITHCREATED]"""
     args = Args(argv, 1)
     name = args.ident("ns")
     ns = _namespace(ctx, name)
     ident = args.ident("id")
     text = args.text("text")
-    vector = None if ns.embedder is not None and not _vector_follows(args) else read_vector(args, ns)
+    vector = None if ns.embedder is not None and not vector_follows(args) else read_vector(args, ns)
     condition: bytes | None = None
     ttl_option: bytes | None = None
     ttl_ms: int | None = None
@@ -508,6 +264,8 @@ def sem_store(ctx: Context, argv: list[bytes]) -> Any:
     source: bytes | None = None
     description: bytes | None = None
     meta: bytes | None = None
+    pxat: int | None = None
+    withcreated = False
     while args:
         raw = args.next("option")
         opt = raw.upper()
@@ -515,13 +273,18 @@ def sem_store(ctx: Context, argv: list[bytes]) -> Any:
             if condition is not None and condition != opt:
                 raise CommandError(errors.exclusive_options("NX", "XX"))
             condition = opt
-        elif opt in (b"TTL", b"PX"):
+        elif opt in (b"TTL", b"PX", b"PXAT"):
             if ttl_option is not None and ttl_option != opt:
-                raise CommandError(errors.exclusive_options("TTL", "PX"))
+                raise CommandError(errors.exclusive_options(ttl_option.decode(), opt.decode()))
             ttl_option = opt
-            ttl_ms = args.duration_ms(opt)
+            if opt == b"PXAT":
+                pxat = args.unix_ms("PXAT", ctx.now_ms)
+            else:
+                ttl_ms = args.duration_ms(opt)
+        elif opt == b"WITHCREATED":
+            withcreated = True
         elif opt == b"KIND":
-            kind = _kind(args)
+            kind = read_kind(args)
         elif opt == b"CONFIDENCE":
             confidence = args.float("CONFIDENCE", 0.0, 1.0)
         elif opt == b"SOURCE":
@@ -534,8 +297,8 @@ def sem_store(ctx: Context, argv: list[bytes]) -> Any:
             raise CommandError(errors.bad_argument("option", _STORE_OPTIONS, raw))
 
     def store(vector: bytes) -> Any:
-        return _store_fact(ctx, name, ident, text, vector, condition, ttl_ms, kind, confidence,
-                           source, description, meta)
+        return _store_fact(ctx, name, ident, text, vector, condition, ttl_ms, pxat, kind,
+                           confidence, source, description, meta, withcreated)
 
     if vector is None:  # the namespace's embedder makes it (docs/embeddings.md)
         embedder = ns.embedder or ""
@@ -544,15 +307,10 @@ def sem_store(ctx: Context, argv: list[bytes]) -> Any:
     return store(vector)
 
 
-def _vector_follows(args: Args) -> bool:
-    """Whether the next argument starts a vector (FP32 or a number), not an option."""
-    first = args.peek()
-    return first is not None and (first.upper() == b"FP32" or _vector_number(first) is not None)
-
-
 def _store_fact(ctx: Context, name: bytes, ident: bytes, text: bytes, vector: bytes,
-                condition: bytes | None, ttl_ms: int | None, kind: bytes, confidence: float,
-                source: bytes | None, description: bytes | None, meta: bytes | None) -> Any:
+                condition: bytes | None, ttl_ms: int | None, pxat: int | None, kind: bytes,
+                confidence: float, source: bytes | None, description: bytes | None,
+                meta: bytes | None, withcreated: bool) -> Any:
     ns = _namespace(ctx, name)  # again: a store by text finishes turns later
     if len(vector) != 4 * ns.dim:  # dropped and created again meanwhile with another dim
         raise CommandError(errors.dim_count(ns.dim, len(vector) // 4))
@@ -564,9 +322,11 @@ def _store_fact(ctx: Context, name: bytes, ident: bytes, text: bytes, vector: by
     if evicted is None:
         raise CommandError(errors.sem_full(name, ns.capacity))
     created = now if existing is None else existing.created
-    expires = None if ttl_ms is None else now + ttl_ms
+    expires = pxat if ttl_ms is None else now + ttl_ms
     ctx.emit(SemStore(name, ident, text, vector, kind, confidence, source, description,
                       meta, created, now, expires, evicted))
+    if not withcreated:
+        return OK
     return 1 if existing is None else 0
 
 
@@ -581,6 +341,8 @@ def _store_fact(ctx: Context, name: bytes, ident: bytes, text: bytes, vector: by
     syntax="ns k (FP32 blob | v1 ... vdim | TEXT query) [MINSIM x] [KIND kind] [MINCONF c] "
     "[PREFIX p] [EF n] [EXACT] [WITHVECTORS]",
     complexity="O(log N) for the HNSW search, O(N) with EXACT",
+    dialect=True,
+    extensions="FP32 TEXT MINSIM KIND MINCONF PREFIX EF EXACT WITHVECTORS",
 )
 def sem_recall(ctx: Context, argv: list[bytes]) -> Any:
     """ns k (FP32 blob | v1 ... vdim | TEXT query) [MINSIM x] [KIND kind] [MINCONF c] [PREFIX p] [EF n] [EXACT] [WITHVECTORS]"""
@@ -609,7 +371,7 @@ def sem_recall(ctx: Context, argv: list[bytes]) -> Any:
         if opt == b"MINSIM":
             minsim = args.float("MINSIM")
         elif opt == b"KIND":
-            kind = _kind(args)
+            kind = read_kind(args)
         elif opt == b"MINCONF":
             minconf = args.float("MINCONF", 0.0, 1.0)
         elif opt == b"PREFIX":
@@ -742,7 +504,7 @@ def sem_search(ctx: Context, argv: list[bytes]) -> Any:
         elif opt == b"MINSCORE":
             minscore = args.float("MINSCORE")
         elif opt == b"KIND":
-            kind = _kind(args)
+            kind = read_kind(args)
         elif opt == b"MINCONF":
             minconf = args.float("MINCONF", 0.0, 1.0)
         elif opt == b"PREFIX":
@@ -838,9 +600,12 @@ def sem_del(ctx: Context, argv: list[bytes]) -> int:
     flags="readonly",
     keys=(1, 1, 1),
     group="sem",
-    summary="Lists facts in id order, a page at a time: [next-cursor, [facts]].",
+    summary="Lists the ids of a namespace's facts in id order; with CURSOR or COUNT a page "
+    "of facts at a time: [next-cursor, [facts]].",
     syntax="ns [PREFIX p] [KIND kind] [CURSOR c] [COUNT n]",
     complexity="O(log N + M) with M the facts looked at",
+    dialect=True,
+    extensions="PREFIX KIND CURSOR COUNT",
 )
 def sem_list(ctx: Context, argv: list[bytes]) -> list[Any]:
     """ns [PREFIX p] [KIND kind] [CURSOR c] [COUNT n]"""
@@ -850,20 +615,28 @@ def sem_list(ctx: Context, argv: list[bytes]) -> list[Any]:
     kind: bytes | None = None
     after: bytes | None = None
     count = DEFAULT_LIST_COUNT
+    paged = False  # CURSOR or COUNT ask for hotkv's paged form
     while args:
         raw = args.next("option")
         opt = raw.upper()
         if opt == b"PREFIX":
             prefix = args.text("PREFIX")
         elif opt == b"KIND":
-            kind = _kind(args)
+            kind = read_kind(args)
         elif opt == b"CURSOR":
-            after = _cursor(args)
+            after = read_cursor(args)
+            paged = True
         elif opt == b"COUNT":
             count = args.int("COUNT", 1, MAX_LIST_COUNT)
+            paged = True
         else:
             raise CommandError(errors.bad_argument("option", _LIST_OPTIONS, raw))
     ns = _store(ctx).get(name)
+    if not paged:  # the dialect's form: every id, no cursor
+        if ns is None:
+            return []
+        _, every = ns.list_facts(ctx.now_ms, prefix=prefix, kind=kind, count=len(ns.facts))
+        return [fact.id for fact in every]
     if ns is None:
         return [b"0", []]
     resume, facts = ns.list_facts(ctx.now_ms, after=after, prefix=prefix, kind=kind, count=count)

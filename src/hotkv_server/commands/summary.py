@@ -4,6 +4,10 @@
 with another current version (0 = no summary yet) the reply is ``CONFLICT`` and nothing
 changes. ``UPTO`` records the last episodic event id the summary covers; a SET without
 UPTO clears it (the new text is not known to cover anything), APPEND keeps it.
+
+The HotKV dialect's forms are the defaults: GET answers ``[text, version, updated_unix]``
+(seconds); ``GET agent RECORD`` (a hotkv extension) answers hotkv's record with the update
+time in ms and ``upto``. DROP and LIST are the dialect's names; DEL stays.
 """
 
 from __future__ import annotations
@@ -37,6 +41,8 @@ def _check_version(store: SummaryStore, agent: bytes, expected: int | None) -> i
     group="summary",
     summary="Replaces an agent's summary and returns its new version.",
     syntax="agent text [IFVERSION v] [UPTO event-id]",
+    dialect=True,
+    extensions="IFVERSION UPTO",
 )
 def summary_set(ctx: Context, argv: list[bytes]) -> int:
     """agent text [IFVERSION v] [UPTO event-id]"""
@@ -72,6 +78,8 @@ def summary_set(ctx: Context, argv: list[bytes]) -> int:
     summary="Adds a line to an agent's summary and returns its new version.",
     syntax="agent line [IFVERSION v]",
     complexity="O(N) with N the summary's length",
+    dialect=True,
+    extensions="IFVERSION",
 )
 def summary_append(ctx: Context, argv: list[bytes]) -> int:
     """agent line [IFVERSION v]"""
@@ -93,21 +101,33 @@ def summary_append(ctx: Context, argv: list[bytes]) -> int:
 
 @command(
     "amem.summary.get",
-    arity=2,
+    arity=-2,
     flags="readonly fast",
     keys=(1, 1, 1),
     key_flags="RO access",
     group="summary",
-    summary="Returns an agent's summary: text, version, updated and upto.",
-    syntax="agent",
+    summary="Returns an agent's summary as [text, version, updated_unix], or with RECORD its "
+    "record: text, version, updated (ms) and upto; null without one.",
+    syntax="agent [RECORD]",
+    dialect=True,
+    extensions="RECORD",
 )
-def summary_get(ctx: Context, argv: list[bytes]) -> dict[str, Any] | None:
-    """agent"""
-    agent = Args(argv, 1).ident("agent")
+def summary_get(ctx: Context, argv: list[bytes]) -> Any:
+    """agent [RECORD]"""
+    args = Args(argv, 1)
+    agent = args.ident("agent")
+    as_record = False
+    while args:
+        raw = args.next("option")
+        if raw.upper() != b"RECORD":
+            raise CommandError(errors.bad_argument("option", "RECORD", raw))
+        as_record = True
     store: SummaryStore = ctx.db.summary
     item = store.get(agent)
     if item is None:
         return None
+    if not as_record:
+        return [item.text, item.version, item.updated // 1000]
     record: dict[str, Any] = {"text": item.text, "version": item.version, "updated": item.updated}
     if item.upto is not None:
         record["upto"] = item.upto
@@ -130,3 +150,40 @@ def summary_del(ctx: Context, argv: list[bytes]) -> int:
     if not ctx.db.summary.exists(agent, ctx.now_ms):
         return 0
     return int(ctx.emit(SummaryDel(agent)))
+
+
+@command(
+    "amem.summary.drop",
+    arity=2,
+    flags="write",
+    keys=(1, 1, 1),
+    key_flags="RM delete",
+    group="summary",
+    summary="Deletes an agent's summary; 1 if it existed, else 0.",
+    syntax="agent",
+    dialect=True,
+)
+def summary_drop(ctx: Context, argv: list[bytes]) -> int:
+    """agent"""
+    return summary_del(ctx, argv)
+
+
+@command(
+    "amem.summary.list",
+    arity=1,
+    flags="readonly",
+    group="summary",
+    summary="Returns the agents that have a summary, in byte order (only those a user "
+    "restricted by ACL key patterns may read).",
+    complexity="O(N log N) with N the agents with a summary",
+    dialect=True,
+)
+def summary_list(ctx: Context, argv: list[bytes]) -> list[bytes]:
+    """(no arguments)"""
+    store: SummaryStore = ctx.db.summary
+    agents = sorted(store.ids(ctx.now_ms))
+    user = ctx.user
+    if user is not None and user.restricted and not user.allkeys:
+        # a tenant confined by key patterns learns no other tenant's agent ids
+        agents = [a for a in agents if user.key_allowed(a, read=True, write=False)]
+    return agents

@@ -5,6 +5,10 @@ effective TTL is the earlier of the two. SET follows Redis SET: without TTL/PX/K
 earlier TTL goes away. MERGE computes the new value from the current one here, in the
 handler, and the effect stores the result, so replay never merges twice.
 EXPIRE with a zero or negative time deletes the scratchpad at once, as Redis EXPIRE does.
+
+In the HotKV dialect a scratchpad needs no creating: SET makes it on first use. SET's TTL
+and PXAT (an absolute Unix time in ms), GET, DEL, CLEAR and LIST are the dialect; the rest
+(PX, KEEPTTL, NX/XX, MERGE, DEFAULT, MGET, GETALL ...) are hotkv extensions.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from hotkv_server.engine.replies import OK
 from hotkv_server.stores.work import MERGE_MODES, MergeError, WorkingStore, merge
 from hotkv_server.stores.work_effects import WorkClear, WorkDel, WorkExpire, WorkSet
 
-_SET_OPTIONS = "TTL, PX, KEEPTTL, NX, XX or MERGE"
+_SET_OPTIONS = "TTL, PX, PXAT, KEEPTTL, NX, XX or MERGE"
 _MAX_MS = 2**63 - 1
 
 
@@ -38,13 +42,17 @@ def _store(ctx: Context) -> WorkingStore:
     key_notes="ACCESS due to the optional `MERGE` argument (not REPLACE), whose reply is the merged value",
     group="work",
     summary="Sets (or merges into) a key of a session's scratchpad.",
-    syntax="session key value [TTL s|PX ms|KEEPTTL] [NX|XX] [MERGE REPLACE|APPEND|INCR|MAX|MIN]",
+    syntax="session key value [TTL s|PX ms|PXAT unix-time-ms|KEEPTTL] [NX|XX] "
+    "[MERGE REPLACE|APPEND|INCR|MAX|MIN]",
     complexity="O(1), O(N) for MERGE APPEND with N the array's size",
+    dialect=True,
+    extensions="PX KEEPTTL NX XX MERGE",
 )
 def work_set(ctx: Context, argv: list[bytes]) -> Any:
-    """session key value [TTL s|PX ms|KEEPTTL] [NX|XX] [MERGE REPLACE|APPEND|INCR|MAX|MIN]"""
-    expiry: bytes | None = None  # TTL, PX or KEEPTTL
+    """session key value [TTL s|PX ms|PXAT unix-time-ms|KEEPTTL] [NX|XX] [MERGE REPLACE|APPEND|INCR|MAX|MIN]"""
+    expiry: bytes | None = None  # TTL, PX, PXAT or KEEPTTL
     ttl_ms: int | None = None
+    pxat: int | None = None
     condition: bytes | None = None  # NX or XX
     mode = b"REPLACE"
     if len(argv) == 4 and 0 < len(argv[1]) <= MAX_ID_LEN and 0 < len(argv[2]) <= MAX_ID_LEN:
@@ -57,11 +65,13 @@ def work_set(ctx: Context, argv: list[bytes]) -> Any:
         while args:
             raw = args.next("option")
             opt = raw.upper()
-            if opt in (b"TTL", b"PX", b"KEEPTTL"):
+            if opt in (b"TTL", b"PX", b"PXAT", b"KEEPTTL"):
                 if expiry is not None and expiry != opt:
-                    raise CommandError(errors.exclusive_options("TTL", "PX", "KEEPTTL"))
+                    raise CommandError(errors.exclusive_options(expiry.decode(), opt.decode()))
                 expiry = opt
-                if opt != b"KEEPTTL":
+                if opt == b"PXAT":
+                    pxat = args.unix_ms("PXAT", ctx.now_ms)
+                elif opt != b"KEEPTTL":
                     ttl_ms = args.duration_ms(opt)
             elif opt in (b"NX", b"XX"):
                 if condition is not None and condition != opt:
@@ -85,6 +95,8 @@ def work_set(ctx: Context, argv: list[bytes]) -> Any:
                 raise CommandError(str(exc)) from None
     if ttl_ms is not None:
         expires_at: int | None = now + ttl_ms
+    elif pxat is not None:
+        expires_at = pxat
     elif expiry == b"KEEPTTL":
         expires_at = store.key_deadline(session, key, now)
     else:
@@ -105,6 +117,8 @@ def work_set(ctx: Context, argv: list[bytes]) -> Any:
     group="work",
     summary="Returns a key's value, else the DEFAULT value, else null.",
     syntax="session key [DEFAULT value]",
+    dialect=True,
+    extensions="DEFAULT",
 )
 def work_get(ctx: Context, argv: list[bytes]) -> bytes | None:
     """session key [DEFAULT value]"""
@@ -157,6 +171,7 @@ def work_mget(ctx: Context, argv: list[bytes]) -> list[bytes | None]:
     summary="Deletes keys of a session's scratchpad and returns how many existed.",
     syntax="session key [key ...]",
     complexity="O(N) with N the keys named",
+    dialect=True,
 )
 def work_del(ctx: Context, argv: list[bytes]) -> int:
     """session key [key ...]"""
@@ -261,6 +276,7 @@ def work_expire(ctx: Context, argv: list[bytes]) -> int:
     summary="Removes every key of a session's scratchpad and returns how many there were.",
     syntax="session",
     complexity="O(N) with N the keys held",
+    dialect=True,
 )
 def work_clear(ctx: Context, argv: list[bytes]) -> int:
     """session"""
@@ -270,3 +286,21 @@ def work_clear(ctx: Context, argv: list[bytes]) -> int:
     if removed:
         ctx.emit(WorkClear(session))
     return removed
+
+
+@command(
+    "amem.work.list",
+    arity=2,
+    flags="readonly",
+    keys=(1, 1, 1),
+    key_flags="RO access",
+    group="work",
+    summary="Returns the keys of a session's scratchpad (empty when it has none).",
+    syntax="session",
+    complexity="O(N) with N the keys held",
+    dialect=True,
+)
+def work_list(ctx: Context, argv: list[bytes]) -> list[bytes]:
+    """session"""
+    session = Args(argv, 1).ident("session")
+    return list(_store(ctx).items(session, ctx.now_ms))

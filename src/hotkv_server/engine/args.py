@@ -19,6 +19,8 @@ from hotkv_server.engine import errors
 from hotkv_server.engine.errors import CommandError
 
 MAX_ID_LEN = 512
+#: the furthest ahead an absolute deadline (PXAT) may lie: 100 years
+MAX_AHEAD_MS = 100 * 365 * 86_400_000
 
 
 def parse_int(raw: bytes) -> int | None:
@@ -125,6 +127,11 @@ class Args:
             secs = self.int(option.decode(), 1, 2**47)
             return secs * 1000
         return self.int(option.decode(), 1, 2**47)
+
+    def unix_ms(self, name: str, now_ms: builtins.int) -> builtins.int:
+        """After a ``PXAT`` token: an absolute Unix time in ms, from 0 (a past time means
+        already expired) up to 100 years from now."""
+        return self.int(name, 0, now_ms + MAX_AHEAD_MS)
 
     def done(self) -> None:
         """Raise ``ERR syntax error`` naming the first unexpected argument, if any."""

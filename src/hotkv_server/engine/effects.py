@@ -32,7 +32,7 @@ from collections.abc import Callable, Mapping, Set
 from typing import Any, Protocol
 
 from hotkv_server.stores.database import Database
-from hotkv_server.stores.effect import Effect, EffectError, decode, pack_unit, unit_value, unpack
+from hotkv_server.stores.effect import Effect, decode, pack_unit, unit_value, unpack
 
 log = logging.getLogger("hotkv")
 
@@ -84,10 +84,7 @@ class EffectLog:
     # --- live writes --------------------------------------------------------------
     def emit(self, effect: Effect) -> Any:
         """Apply one record of a handler and queue it; returns what the store returned."""
-        route = self._routes.get(type(effect))
-        if route is None:
-            raise EffectError(f"no store applies {type(effect).__name__}")
-        result = route(effect)
+        result = self._routes[type(effect)](effect)  # KeyError: a record no store lists
         self.pending.append(effect)
         self.dirty += 1
         if self.watchers:

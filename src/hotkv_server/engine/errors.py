@@ -114,8 +114,11 @@ def unsupported_option(option: bytes) -> str:
 
 # --- conversation and working memory (conv.py, work.py) -------------------------------
 def conv_not_found(session: bytes) -> str:
-    """``NOTFOUND no conversation 'session-42'; create it with AMEM.CONV.CREATE``."""
-    return f"NOTFOUND no conversation '{_clip(session)}'; create it with AMEM.CONV.CREATE"
+    """``NOTFOUND session not found: 'session-42'; create it with AMEM.CONV.CREATE``.
+
+    ``session not found`` is the HotKV dialect's wording: the official hotkv-mcp creates the
+    session when an append fails with it."""
+    return f"NOTFOUND session not found: '{_clip(session)}'; create it with AMEM.CONV.CREATE"
 
 
 def conv_exists(session: bytes) -> str:

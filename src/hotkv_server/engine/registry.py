@@ -117,6 +117,10 @@ class CommandSpec:
     tips: tuple[str, ...] = ()
     subcommands: dict[str, CommandSpec] = field(default_factory=dict)
     container: str | None = None  # "config" for "config|get"
+    #: the command is part of the HotKV product's dialect (what hotkv-client 1.0.0 sends)
+    dialect: bool = False
+    #: option tokens of a dialect command that are hotkv extensions beyond the dialect
+    extensions: tuple[str, ...] = ()
     # derived, precomputed for the hot path
     is_write: bool = False
     is_denyoom: bool = False
@@ -167,12 +171,16 @@ def command(
     key_flags: str = "",
     key_notes: str = "",
     tips: str = "",
+    dialect: bool = False,
+    extensions: str = "",
 ) -> Callable[[Handler], Handler]:
     """Register ``handler`` under ``name`` (``"container|sub"`` for a subcommand).
 
     ``key_flags`` are the Redis 7 key spec flags of the keys (``"RO access"``, ``"RW update"``,
     ``"OW update"``, ``"RM delete"`` ...); without them they are derived from ``flags`` (see
     ``default_key_flags``). ``tips`` are the COMMAND INFO tips, space-separated.
+    ``dialect`` marks a command of the HotKV product's dialect, ``extensions`` the option
+    tokens of such a command that only hotkv has (docs/commands.md shows both).
     """
 
     def register(handler: Handler) -> Handler:
@@ -191,6 +199,8 @@ def command(
             key_flags=key_flags,
             key_notes=key_notes,
             tips=tips,
+            dialect=dialect,
+            extensions=extensions,
         )
         return handler
 
@@ -250,8 +260,15 @@ def add_spec(
     key_notes: str = "",
     tips: str = "",
     group_categories: bool = True,
+    dialect: bool = False,
+    extensions: str = "",
 ) -> CommandSpec:
     name = name.lower()
+    if extensions and not dialect:
+        raise ValueError(f"{name}: extensions are options of a dialect command")
+    for token in extensions.split():
+        if token not in _TOKEN_RE.findall(syntax):
+            raise ValueError(f"{name}: extension option {token!r} is not in its syntax")
     flag_set = frozenset(flags.split())
     unknown = flag_set - KNOWN_FLAGS
     if unknown:
@@ -302,6 +319,8 @@ def add_spec(
         key_notes=key_notes or None,
         tips=tip_list,
         container=parent_name if sub else None,
+        dialect=dialect,
+        extensions=tuple(extensions.split()),
         is_write="write" in flag_set,
         is_denyoom="denyoom" in flag_set,
         no_auth="no_auth" in flag_set,

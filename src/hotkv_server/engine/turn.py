@@ -79,8 +79,10 @@ class Turn:
     def end(self) -> None:
         """The durable work once, then every held reply, then what waited for them."""
         waiting, self.waiting = self.waiting, []
+        self.barrier = False
         try:
-            self.make_durable()
+            for work in self.durable:  # (make_durable, inline: this runs every turn)
+                work()
         except RepliesWithheld as exc:
             for holder in waiting:
                 holder.withhold(exc)

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hotkv_server.persistence.framing import frame
-from hotkv_server.stores.effect import TX, Effect, pack_group, pack_unit, unit_value
+from hotkv_server.stores.effect import TX, pack_group, pack_unit
 
 log = logging.getLogger("hotkv")
 
@@ -38,7 +38,8 @@ class AofFile:
     buf: bytearray = field(default_factory=bytearray)
     unsynced: bool = False  # written but not fsynced (everysec, no)
     #: this turn's units of records (``unit_value``, or its msgpack when the effect log
-    #: packed it already), framed into ``buf`` by ``encode`` (write_out does it first)
+    #: packed it already; the persistence sink appends them), framed into ``buf`` by
+    #: ``encode`` (write_out does it first)
     records: list[Any] = field(default_factory=list)
     #: some of ``records`` are bytes
     packed: bool = False
@@ -74,14 +75,6 @@ class AofFile:
             self.packed = False
             self.buf += frame(pack_group([unit if type(unit) is bytes else pack_unit(unit)
                                           for unit in units]))
-
-    def add(self, records: list[Effect], payload: bytes | None) -> None:
-        """One unit of records of this turn, packed already (``payload``) or not."""
-        if payload is not None:
-            self.packed = True
-            self.records.append(payload)
-        else:
-            self.records.append(unit_value(records))
 
     def write_out(self) -> None:
         """Write the whole buffer; on failure cut the file back and keep the buffer.

@@ -48,6 +48,7 @@ from hotkv_server.persistence.loader import (
 )
 from hotkv_server.persistence.manifest import Entry, Layout, Manifest, ManifestError
 from hotkv_server.persistence.snapshot import write_base_file
+from hotkv_server.stores.effect import TX
 
 if TYPE_CHECKING:
     from hotkv_server.engine.core import Host
@@ -259,9 +260,13 @@ class Persistence:
 
     def write_effects(self, records: list[Effect], payload: bytes | None) -> None:
         """Effect sink: one unit of records, framed with the rest of the turn's in _flush."""
-        aof = self.aof
+        aof = self._aof
         if aof is not None:
-            aof.add(records, payload)
+            if payload is None:  # (AofFile.add, inlined: this runs on every write)
+                aof.records.append(records[0] if len(records) == 1 else [TX, records])
+            else:
+                aof.packed = True
+                aof.records.append(payload)
             self.core.turn.barrier = True  # acknowledged only once written: end of turn
 
     def effects_lost(self, reason: str) -> None:

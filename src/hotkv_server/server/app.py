@@ -23,6 +23,7 @@ from hotkv_server.engine.clock import Clock
 from hotkv_server.engine.config import Config, ConfigError, load_config
 from hotkv_server.engine.core import Core
 from hotkv_server.engine.errors import StartupError
+from hotkv_server.server.blas import limit_blas_threads
 from hotkv_server.server.connection import ClientProtocol
 
 __all__ = ["Server", "StartupError", "main"]
@@ -75,12 +76,14 @@ class Server:
         """Persistence, replication, ACL ... each optional module attaches itself here."""
         import importlib
 
+        if not limit_blas_threads(1):  # (sem_service's threads need the cores; see blas.py)
+            log.debug("no OpenBLAS found to hold to one thread")
         for module_name in (
             "hotkv_server.commands.acl",
             "hotkv_server.persistence",
             "hotkv_server.replication",
             "hotkv_server.server.memory",
-            "hotkv_server.commands.sem",  # the recall self-check
+            "hotkv_server.commands.sem_service",  # RECALL's threads, the recall self-check
             "hotkv_server.embedding",  # the embedders, their worker pool and cache
             "hotkv_server.cluster",
         ):

@@ -8,6 +8,7 @@ by the handler)::
     ConvCreate  ["conv.create", session, window, ttl_ms|None, expires_at|None, created_ms]
     ConvUpdate  ["conv.update", session, window, ttl_ms|None, expires_at|None, updated_ms]
     ConvAppend  ["conv.append", session, seq, role, content, ts, meta|None, expires_at|None]
+    ConvClear   ["conv.clear", session, updated_ms]   (every turn goes; settings, counters stay)
     ConvDel     ["conv.del", [session, ...]]
 
 Active expiry uses a heap of ``(deadline, session)`` with lazy invalidation: each session
@@ -25,7 +26,7 @@ from itertools import islice
 from typing import Any
 
 from hotkv_server.stores.base import EffectError, Store
-from hotkv_server.stores.conv_effects import ConvAppend, ConvCreate, ConvDel, ConvUpdate
+from hotkv_server.stores.conv_effects import ConvAppend, ConvClear, ConvCreate, ConvDel, ConvUpdate
 
 DEFAULT_WINDOW = 50
 MAX_WINDOW = 100_000
@@ -117,6 +118,7 @@ class ConversationStore(Store):
             ConvCreate: self._apply_create,
             ConvUpdate: self._apply_update,
             ConvDel: self._apply_del,
+            ConvClear: self._apply_clear,
         }
 
     def _apply_create(self, e: ConvCreate) -> None:
@@ -127,6 +129,9 @@ class ConversationStore(Store):
 
     def _apply_del(self, e: ConvDel) -> int:
         return self._delete(e.sessions)
+
+    def _apply_clear(self, e: ConvClear) -> int:
+        return self._clear(e.session, e.updated)
 
     def _create(
         self, session: bytes, window: int, ttl_ms: int | None, expires_at: int | None, created: int
@@ -162,6 +167,15 @@ class ConversationStore(Store):
         conv.updated = ts
         self._set_deadline(session, conv, effect.expires_at)
         return seq
+
+    def _clear(self, session: bytes, updated: int) -> int:
+        conv = self.sessions.get(session)
+        if conv is None:
+            raise EffectError(f"conv.clear of missing session {session!r}")
+        removed = len(conv.turns)
+        conv.turns.clear()
+        conv.updated = updated
+        return removed
 
     def _delete(self, sessions: list[bytes]) -> int:
         removed = 0

@@ -53,4 +53,12 @@ class ConvDel(Effect):
         return self.sessions
 
 
-RECORDS = (ConvCreate, ConvUpdate, ConvAppend, ConvDel)
+@effect("conv.clear")
+class ConvClear(Effect):
+    """Every turn of ``session`` goes; its window, TTL, deadline and turn count stay."""
+
+    session: bytes
+    updated: int
+
+
+RECORDS = (ConvCreate, ConvUpdate, ConvAppend, ConvDel, ConvClear)

@@ -1,0 +1,185 @@
+"""The HotKV dialect at the byte level: reply shapes next to a real redis-server, and bad input.
+
+Where the dialect's reply has a Redis analogue (a write's ``+OK`` as SET's, a miss's null as
+GET's, a delete's ``:1``/``:0`` as DEL's, an empty list as KEYS's), the same bytes go out in
+RESP2 and RESP3 as redis-server sends for that analogue. Bad input to the dialect's commands
+and options is one line naming the argument; the connection stays and nothing changes.
+"""
+
+from __future__ import annotations
+
+import socket
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import hiredis
+import pytest
+import redis
+
+from helpers import HotkvProcess, RedisServer
+
+
+class Raw:
+    """One connection that returns each reply's exact bytes."""
+
+    def __init__(self, port: int, protocol: int) -> None:
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=5)
+        self.pending = b""
+        if protocol == 3:
+            assert self.call("HELLO", "3").startswith(b"%")
+
+    def call(self, *args: Any) -> bytes:
+        words = [a if isinstance(a, bytes) else str(a).encode() for a in args]
+        self.sock.sendall(b"*%d\r\n" % len(words)
+                          + b"".join(b"$%d\r\n%s\r\n" % (len(w), w) for w in words))
+        reader = hiredis.Reader()
+        data = self.pending
+        reader.feed(data)
+        while reader.gets() is False:
+            chunk = self.sock.recv(65536)
+            assert chunk, "connection closed"
+            data += chunk
+            reader.feed(chunk)
+        # one request, one reply: whatever the reader did not need stays for the next call
+        self.pending = b""
+        return data
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+@pytest.fixture(params=[2, 3], ids=["resp2", "resp3"])
+def pair(request: pytest.FixtureRequest, server: HotkvProcess,
+         reference: RedisServer) -> Iterator[tuple[Raw, Raw]]:
+    hot = Raw(server.port, request.param)
+    ref = Raw(reference.port, request.param)
+    hot.call("FLUSHALL")
+    ref.call("FLUSHALL")
+    try:
+        yield hot, ref
+    finally:
+        hot.close()
+        ref.close()
+
+
+def test_writes_answer_as_redis_set_does(pair: tuple[Raw, Raw]) -> None:
+    hot, ref = pair
+    ok = ref.call("SET", "k", "v")
+    assert ok == b"+OK\r\n"
+    assert hot.call("AMEM.CONV.CREATE", "s", "WINDOW", 5) == ok
+    assert hot.call("AMEM.CONV.APPEND", "s", "user", "hi") == ok
+    assert hot.call("AMEM.WORK.SET", "s", "k", "v") == ok
+    assert hot.call("AMEM.WORK.SET", "s", "k2", "v", "PXAT", int(time.time() * 1000) + 9000) == ok
+    assert hot.call("AMEM.SEM.CREATE", "kb", 2) == ok
+    assert hot.call("AMEM.SEM.STORE", "kb", "f", "t", 1, 0) == ok
+    assert hot.call("AMEM.EPIS.LOG", "a", "action", "did", "METADATA", "free text") == ok
+    # hotkv's richer replies on request
+    assert hot.call("AMEM.CONV.APPEND", "s", "user", "again", "WITHSEQ") == b":2\r\n"
+    assert hot.call("AMEM.SEM.STORE", "kb", "f", "t", 1, 0, "WITHCREATED") == b":0\r\n"
+    assert hot.call("AMEM.EPIS.LOG", "a", "action", "did", "WITHID").startswith(b"$")
+
+
+def test_misses_deletes_and_empty_lists_answer_as_redis_does(pair: tuple[Raw, Raw]) -> None:
+    hot, ref = pair
+    nil = ref.call("GET", "missing")
+    assert hot.call("AMEM.WORK.GET", "s", "missing") == nil
+    assert hot.call("AMEM.SUMMARY.GET", "nobody") == nil
+    empty = ref.call("KEYS", "nothing*")
+    assert empty == b"*0\r\n"
+    for command in (("AMEM.WORK.LIST", "s"), ("AMEM.CONV.GET", "s"), ("AMEM.SEM.LIST", "kb"),
+                    ("AMEM.SUMMARY.LIST",), ("AMEM.SEARCH", "nobody", 3, 1, 0)):
+        assert hot.call(*command) == empty, command
+    ref.call("SET", "k", "v")
+    one, zero = ref.call("DEL", "k"), ref.call("DEL", "k")
+    hot.call("AMEM.CONV.CREATE", "s")
+    hot.call("AMEM.CONV.APPEND", "s", "user", "x")
+    hot.call("AMEM.WORK.SET", "s", "k", "v")
+    hot.call("AMEM.EPIS.LOG", "s", "obs", "x")
+    hot.call("AMEM.SUMMARY.SET", "s", "x")
+    hot.call("AMEM.SEM.CREATE", "s", 2)
+    hot.call("AMEM.SEM.STORE", "s", "f", "t", 1, 0)
+    for command in (("AMEM.CONV.CLEAR", "s"), ("AMEM.CONV.DROP", "s"), ("AMEM.WORK.DEL", "s", "k"),
+                    ("AMEM.EPIS.CLEAR", "s"), ("AMEM.SUMMARY.DROP", "s"), ("AMEM.SEM.FORGET", "s", "f")):
+        assert hot.call(*command) == one, command
+        assert hot.call(*command) == zero, command
+
+
+def test_records_are_maps_in_resp3_and_flat_arrays_in_resp2(pair: tuple[Raw, Raw]) -> None:
+    hot, ref = pair
+    config = ref.call("CONFIG", "GET", "maxmemory")  # a map reply of Redis 7
+    stats = hot.call("AMEM.EPIS.STATS", "a")
+    assert stats[:1] == config[:1]  # % in RESP3, * in RESP2
+    assert stats.split(b"\r\n")[0][1:] == (b"3" if config.startswith(b"%") else b"6")
+    hot.call("AMEM.SUMMARY.SET", "a", "text")
+    # [text, version, updated_unix]: a bulk string and two integers, in both protocols
+    reply = hot.call("AMEM.SUMMARY.GET", "a").split(b"\r\n")
+    assert reply[:4] == [b"*3", b"$4", b"text", b":1"]
+    assert reply[4].startswith(b":") and abs(int(reply[4][1:]) - time.time()) < 60
+
+
+ORIGINAL = [
+    ("AMEM.CONV.CREATE", "s", "WINDOW", 5), ("AMEM.CONV.APPEND", "s", "user", "hi"),
+    ("AMEM.WORK.SET", "s", "k", "v"), ("AMEM.EPIS.LOG", "s", "obs", "seen"),
+    ("AMEM.SUMMARY.SET", "s", "sum"), ("AMEM.SEM.CREATE", "kb", 2),
+    ("AMEM.SEM.STORE", "kb", "f", "t", 1, 0),
+]
+
+FAR = str(int(time.time() * 1000) + 101 * 365 * 86_400_000)
+
+BAD = [
+    (("AMEM.CONV.CREATE", "n", "PXAT", "soon"), "invalid PXAT 'soon': expected an integer"),
+    (("AMEM.CONV.CREATE", "n", "PXAT", "-1"), "invalid PXAT '-1': expected an integer 0.."),
+    (("AMEM.CONV.CREATE", "n", "PXAT", FAR), f"invalid PXAT '{FAR}'"),
+    (("AMEM.CONV.CREATE", "n", "TTL", 5, "PXAT", 1), "TTL and PXAT cannot be used together"),
+    (("AMEM.CONV.APPEND", "s", "user", "x", "WITHSEQ", "x"), "invalid option 'x'"),
+    (("AMEM.CONV.APPEND", "nope", "user", "x"), "NOTFOUND session not found: 'nope'"),
+    (("AMEM.CONV.GET", ""), "invalid session: expected 1..512 bytes, got 0"),
+    (("AMEM.CONV.GET", "s", "10"), "wrong number of arguments for 'amem.conv.get' command"),
+    (("AMEM.CONV.CLEAR",), "wrong number of arguments for 'amem.conv.clear' command"),
+    (("AMEM.CONV.DROP", "s", "t"), "wrong number of arguments for 'amem.conv.drop' command"),
+    (("AMEM.SEM.STORE", "kb", "g", "t", 1, 0, "PXAT", "x"), "invalid PXAT 'x'"),
+    (("AMEM.SEM.STORE", "kb", "g", "t", 1, 0, "PX", 5, "PXAT", 1), "PX and PXAT cannot be used"),
+    (("AMEM.SEM.FORGET", "kb"), "wrong number of arguments for 'amem.sem.forget' command"),
+    (("AMEM.SEM.FORGET", "kb", ""), "invalid id: expected 1..512 bytes, got 0"),
+    (("AMEM.SEM.LIST", "kb", "CURSOR", "zz"), "invalid CURSOR 'zz'"),
+    (("AMEM.WORK.SET", "s", "k", "w", "PXAT", "1.5"), "invalid PXAT '1.5'"),
+    (("AMEM.WORK.SET", "s", "k", "w", "KEEPTTL", "PXAT", 1), "KEEPTTL and PXAT cannot be used"),
+    (("AMEM.WORK.LIST", "s", "x"), "wrong number of arguments for 'amem.work.list' command"),
+    (("AMEM.EPIS.LOG", "s", "obs", "x", "METADATA"), "syntax error: METADATA needs a value"),
+    (("AMEM.EPIS.LOG", "s", "obs", "x", "META", "not json"), "invalid META: expected a JSON object"),
+    (("AMEM.EPIS.LOG", "s", "Bad Type", "x"), "invalid type 'Bad Type'"),
+    (("AMEM.EPIS.CLEAR", ""), "invalid agent: expected 1..512 bytes, got 0"),
+    (("AMEM.EPIS.STATS",), "wrong number of arguments for 'amem.epis.stats' command"),
+    (("AMEM.SUMMARY.GET", "s", "RECORDS"), "invalid option 'RECORDS': expected RECORD"),
+    (("AMEM.SUMMARY.LIST", "x"), "wrong number of arguments for 'amem.summary.list' command"),
+    (("AMEM.SUMMARY.DROP", ""), "invalid agent: expected 1..512 bytes, got 0"),
+    (("AMEM.SEARCH", "kb", 0, 1, 0), "invalid k '0': expected an integer 1..1000"),
+    (("AMEM.SEARCH", "kb", 3, 1, 0, 0), "DIM expected 2 values, got 3"),
+    (("AMEM.SEARCH", "kb", 3, 1, 0, "TEXT"), "syntax error: TEXT needs a value"),
+    (("AMEM.SEARCH", "kb", 3, 1, 0, "LIMIT", 2), "invalid option 'LIMIT': expected TEXT"),
+    (("AMEM.SEARCH", "nobody", 3), "wrong number of arguments for 'amem.search' command"),
+    (("AMEM.SEARCH", "nobody", 3, "TEXT", "x"), "invalid vector: expected FP32 blob or v1 ... vdim"),
+]
+
+
+def _state(r: redis.Redis) -> list[Any]:
+    return [r.execute_command(*c) for c in (
+        ("AMEM.CONV.GET", "s"), ("AMEM.CONV.INFO", "n"), ("AMEM.WORK.GETALL", "s"),
+        ("AMEM.EPIS.QUERY", "s"), ("AMEM.SUMMARY.GET", "s", "RECORD"),
+        ("AMEM.SEM.LIST", "kb", "CURSOR", 0), ("AMEM.SUMMARY.LIST",), ("DBSIZE",))]
+
+
+@pytest.mark.parametrize(("command", "expected"), BAD, ids=[" ".join(map(str, c))[:60] for c, _ in BAD])
+def test_bad_input_is_one_line_and_changes_nothing(r: redis.Redis, command: tuple[Any, ...],
+                                                   expected: str) -> None:
+    for setup in ORIGINAL:
+        r.execute_command(*setup)
+    before = _state(r)
+    with pytest.raises(redis.ResponseError) as info:
+        r.execute_command(*command)
+    message = str(info.value)
+    assert expected in message, message
+    assert "\n" not in message and "internal error" not in message
+    assert r.ping() is True  # the same connection goes on
+    assert _state(r) == before
