@@ -52,11 +52,13 @@ async def build(pkg, aof):
     await server._open_subsystems()
     for sub in server.subsystems:
         s = getattr(sub, "started", None)
-        if s is not None: await s()
+        if s is not None:
+            await s()
     p = conn.ClientProtocol(server.core)
     p.connection_made(FakeTransport())
     p.data_received(request(b"AMEM.CONV.CREATE", b"bench"))
-    for r in ("set", "wset"): p.data_received(ROWS[r])
+    for r in ("set", "wset"):
+        p.data_received(ROWS[r])
     conn.end_turn(server.core)
     core = server.core
     t = getattr(getattr(core, "turn", None), "end", None)
@@ -83,12 +85,14 @@ async def main():
                 for name in (("old", "new") if b % 2 else ("new", "old")):
                     turn, p = sides[name]
                     t = pt()
-                    for _ in range(n): turn(read)
+                    for _ in range(n):
+                        turn(read)
                     best[name] = min(best[name], (pt() - t) / (n * pipeline))
                     assert not p.transport.last.startswith(b"-"), p.transport.last
             o, w = best["old"] * 1e6, best["new"] * 1e6
             print(f"| {row} -P {pipeline} | {o:.2f} us | {w:.2f} us | {100 * (w - o) / o:+.1f}% |", flush=True)
 
-import uvloop
+if __name__ == "__main__":
+    import uvloop
 
-uvloop.run(main())
+    uvloop.run(main())
