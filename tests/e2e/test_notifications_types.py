@@ -169,6 +169,10 @@ MIXED: list[Command] = [
     ("SADD", "s", "a"),
     ("SINTERSTORE", "k", "s"),  # over a list
     ("DEL", "k", "s", "h"),
+    ("ZADD", "e", "1", "m"),
+    ("PEXPIRE", "e", "40"),
+    ("SLEEP", 0.3),  # expires, lazily or actively: its events count with the next command's
+    ("ZCARD", "e"),
 ]
 
 SCENARIOS = {"hashes": HASHES, "lists": LISTS, "sets": SETS, "zsets": ZSETS, "mixed": MIXED}
@@ -207,6 +211,9 @@ def events_per_command(port: int, protocol: int, flags: str,
         assert listener.get_message(timeout=2) is not None
     try:
         for command in commands:
+            if command[0] == "SLEEP":
+                time.sleep(command[1])
+                continue
             try:
                 client.execute_command(*command)
             except redis.ResponseError:
@@ -218,6 +225,7 @@ def events_per_command(port: int, protocol: int, flags: str,
         client.config_set("notify-keyspace-events", "")
         client.close()
     per_command = _split(stream)
+    commands = [command for command in commands if command[0] != "SLEEP"]
     assert len(per_command) == len(commands) + 1, "a marker went missing"
     assert per_command[-1] == [], per_command[-1]
     return list(zip(commands, per_command[:-1], strict=True))
@@ -233,6 +241,8 @@ def test_type_events_as_redis(server: HotkvProcess, reference: RedisServer, scen
     for (command, got), (_, expected) in zip(hot, ref, strict=True):
         assert got == expected, command
     assert any(events for _, events in ref), "the scenario made no event at all"
+    if scenario == "mixed":
+        assert (b"__keyevent@0__:expired", b"e") in hot[-1][1]
 
 
 @pytest.mark.parametrize("flags", ["Kh", "El", "Ks", "Ez", "Kg", "KEAn", "Eglshz"])
