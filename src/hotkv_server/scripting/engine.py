@@ -50,8 +50,12 @@ if TYPE_CHECKING:
     from hotkv_server.engine.core import Core
 
 log = logging.getLogger("hotkv")
+_monotonic = time.monotonic
 
-#: a script whose run took less than this is run on the loop thread the next time
+#: a script whose Lua call took less than this runs on the loop thread the next time; it
+#: goes back to the script thread after two slow calls in a row (one may be the OS pausing
+#: the process on a loaded machine: a thread's CPU clock would tell, but reading it costs a
+#: system call here). The handoff to the script thread is not counted.
 FAST_RUN_S = 0.005
 
 _SHEBANG_FLAGS = {b"no-writes", b"allow-oom", b"allow-stale", b"no-cluster", b"allow-cross-slot-keys"}
@@ -60,7 +64,7 @@ _SHEBANG_FLAGS = {b"no-writes", b"allow-oom", b"allow-stale", b"no-cluster", b"a
 class Script:
     """One cached script: its body, its compiled function and its shebang flags."""
 
-    __slots__ = ("body", "fast", "flags", "fn", "sha")
+    __slots__ = ("body", "fast", "flags", "fn", "sha", "slow_runs")
 
     def __init__(self, sha: str, body: bytes, fn: Any, flags: frozenset[bytes] | None) -> None:
         self.sha = sha
@@ -68,8 +72,19 @@ class Script:
         self.fn = fn
         #: its last run ended within FAST_RUN_S: the next one runs on the loop thread
         self.fast = False
+        #: its last runs in a row that took longer
+        self.slow_runs = 0
         #: None for a script without a shebang line (Redis's legacy rules)
         self.flags = flags
+
+    def judge(self, took: float) -> None:
+        """Where the next run goes, after a run whose Lua call took ``took`` seconds."""
+        if took < FAST_RUN_S:
+            self.slow_runs = 0
+            self.fast = True
+        else:
+            self.slow_runs += 1
+            self.fast = self.fast and self.slow_runs < 2
 
 
 class Run:
@@ -85,6 +100,7 @@ class Run:
         "restart",
         "script",
         "started",
+        "took",
         "warned",
         "wrote",
     )
@@ -98,6 +114,8 @@ class Run:
         self.wrote = False
         self.kill = False
         self.started = time.monotonic()
+        #: seconds the Lua call took on the thread that ran it (set when it ends)
+        self.took = 0.0
         #: run on the loop thread: when it must stop and start again on the script thread
         #: (monotonic seconds), else None
         self.deadline: float | None = None
@@ -221,7 +239,7 @@ class ScriptEngine:
             reply = self._execute(run, keys, args)
             if not run.restart:
                 self._finished(run, outer_exec)
-                script.fast = time.monotonic() - run.started < FAST_RUN_S
+                script.judge(run.took)
                 return reply
             # past the limit without a write: forget this run, start it again on the script
             # thread and answer BUSY at once (the time was spent already)
@@ -236,7 +254,7 @@ class ScriptEngine:
             outcome = self._become_busy(run, job, outer_exec)
         if outcome is True:
             self._finished(run, outer_exec)
-            script.fast = time.monotonic() - run.started < FAST_RUN_S
+            script.judge(run.took)
             return job.result
         return outcome
 
@@ -274,13 +292,16 @@ class ScriptEngine:
     def _finished(self, run: Run, outer_exec: bool) -> None:
         core = self.core
         self.running = None
-        core.busy = None
+        if core.busy is not None:  # (its setter recomputes the gates: not on every run)
+            core.busy = None
         core.effects.commit()
         run.ctx.user = None
 
     def _execute(self, run: Run, keys: list[bytes], args: list[bytes]) -> Any:
         """On the script thread: call the script and turn its result into a reply."""
+        started = _monotonic()
         ok, result = self.sandbox.run(run.script.fn, keys, args)
+        run.took = _monotonic() - started
         if ok:
             return FromLua(run.resp, run.caller.proto).reply(result)
         return ErrorReply(self._failure_text(run, result))
@@ -364,24 +385,27 @@ class ScriptEngine:
         if run is None:
             return None, ErrorReply("ERR redis.call is only available while a script runs")
         if run.deadline is not None and (run.restart or (
-                time.monotonic() > run.deadline and self._past_deadline(run))):
+                _monotonic() > run.deadline and self._past_deadline(run))):
             return run, ErrorReply("ERR the script is started again on the script thread")
         if not args:
             return run, ErrorReply("ERR Please specify at least one argument for this redis lib call")
-        argv: list[bytes] = []
-        for arg in args:
+        argv = list(args)
+        for i, arg in enumerate(argv):
             t = type(arg)
-            if t is bytes:
-                argv.append(arg)
-            elif t is int or t is float:
-                argv.append(b"%.17g" % arg)
-            else:
-                return run, ErrorReply("ERR Lua redis lib command arguments must be strings or integers")
+            if t is not bytes:
+                if t is int or t is float:
+                    argv[i] = b"%.17g" % arg
+                else:
+                    return run, ErrorReply(
+                        "ERR Lua redis lib command arguments must be strings or integers")
         return run, dispatch_script(run.ctx, argv, run)
 
     def _call(self, *args: Any) -> Any:
         run, reply = self._command(args)
-        if type(reply) is ErrorReply:
+        t = type(reply)
+        if t is bytes or t is int:  # the common replies, as ToLua.reply passes them
+            return reply
+        if t is ErrorReply:
             raise HostError(str(reply).encode("utf-8", "replace"))
         return self.to_lua.reply(reply, run.resp if run is not None else 2)
 
