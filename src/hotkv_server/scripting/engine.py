@@ -52,10 +52,10 @@ if TYPE_CHECKING:
 log = logging.getLogger("hotkv")
 _monotonic = time.monotonic
 
-#: a script whose Lua call took less than this runs on the loop thread the next time; it
-#: goes back to the script thread after two slow calls in a row (one may be the OS pausing
-#: the process on a loaded machine: a thread's CPU clock would tell, but reading it costs a
-#: system call here). The handoff to the script thread is not counted.
+#: a script whose run took less than this is run on the loop thread the next time (wall
+#: time from the start of the run: keeping a script on the loop thread after one slow run,
+#: or judging by the Lua call alone, measured slower on the loaded benchmark machine,
+#: benchmarks/README.md)
 FAST_RUN_S = 0.005
 
 _SHEBANG_FLAGS = {b"no-writes", b"allow-oom", b"allow-stale", b"no-cluster", b"allow-cross-slot-keys"}
@@ -64,7 +64,7 @@ _SHEBANG_FLAGS = {b"no-writes", b"allow-oom", b"allow-stale", b"no-cluster", b"a
 class Script:
     """One cached script: its body, its compiled function and its shebang flags."""
 
-    __slots__ = ("body", "fast", "flags", "fn", "sha", "slow_runs")
+    __slots__ = ("body", "fast", "flags", "fn", "sha")
 
     def __init__(self, sha: str, body: bytes, fn: Any, flags: frozenset[bytes] | None) -> None:
         self.sha = sha
@@ -72,19 +72,8 @@ class Script:
         self.fn = fn
         #: its last run ended within FAST_RUN_S: the next one runs on the loop thread
         self.fast = False
-        #: its last runs in a row that took longer
-        self.slow_runs = 0
         #: None for a script without a shebang line (Redis's legacy rules)
         self.flags = flags
-
-    def judge(self, took: float) -> None:
-        """Where the next run goes, after a run whose Lua call took ``took`` seconds."""
-        if took < FAST_RUN_S:
-            self.slow_runs = 0
-            self.fast = True
-        else:
-            self.slow_runs += 1
-            self.fast = self.fast and self.slow_runs < 2
 
 
 class Run:
@@ -100,7 +89,6 @@ class Run:
         "restart",
         "script",
         "started",
-        "took",
         "warned",
         "wrote",
     )
@@ -114,8 +102,6 @@ class Run:
         self.wrote = False
         self.kill = False
         self.started = time.monotonic()
-        #: seconds the Lua call took on the thread that ran it (set when it ends)
-        self.took = 0.0
         #: run on the loop thread: when it must stop and start again on the script thread
         #: (monotonic seconds), else None
         self.deadline: float | None = None
@@ -239,7 +225,7 @@ class ScriptEngine:
             reply = self._execute(run, keys, args)
             if not run.restart:
                 self._finished(run, outer_exec)
-                script.judge(run.took)
+                script.fast = time.monotonic() - run.started < FAST_RUN_S
                 return reply
             # past the limit without a write: forget this run, start it again on the script
             # thread and answer BUSY at once (the time was spent already)
@@ -254,7 +240,7 @@ class ScriptEngine:
             outcome = self._become_busy(run, job, outer_exec)
         if outcome is True:
             self._finished(run, outer_exec)
-            script.judge(run.took)
+            script.fast = time.monotonic() - run.started < FAST_RUN_S
             return job.result
         return outcome
 
@@ -299,9 +285,7 @@ class ScriptEngine:
 
     def _execute(self, run: Run, keys: list[bytes], args: list[bytes]) -> Any:
         """On the script thread: call the script and turn its result into a reply."""
-        started = _monotonic()
         ok, result = self.sandbox.run(run.script.fn, keys, args)
-        run.took = _monotonic() - started
         if ok:
             return FromLua(run.resp, run.caller.proto).reply(result)
         return ErrorReply(self._failure_text(run, result))
