@@ -362,3 +362,21 @@ def test_type_events_reach_only_the_tenant_of_the_key(server: HotkvProcess) -> N
         admin.execute_command("ACL", "DELUSER", "alice")
         admin.config_set("notify-keyspace-events", "")
         admin.close()
+
+
+def test_restore_notifies_restore(server: HotkvProcess, reference: RedisServer) -> None:
+    """RESTORE publishes ``restore`` (generic) on its key, REPLACE included, as Redis does
+    (each server restores its own DUMP payload: the formats are not compared here)."""
+    seen = []
+    for port in (server.port, reference.port):
+        client = redis.Redis(port=port)
+        client.flushall()
+        client.hset("src", "f", "v")
+        payload = client.dump("src")
+        commands: list[Command] = [("RESTORE", "copy", "0", payload),
+                                   ("RESTORE", "copy", "0", payload, "REPLACE")]
+        seen.append([events for _, events in events_per_command(port, 2, "KEA", commands)])
+        client.close()
+    assert seen[0] == seen[1]
+    assert seen[0][0] == [(b"__keyspace@0__:copy", b"restore"),
+                             (b"__keyevent@0__:restore", b"copy")]
