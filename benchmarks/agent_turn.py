@@ -315,7 +315,7 @@ def run_level(kind: str, port: int, agents: int, sessions: int, seconds: float,
         proc.join()
     lat = np.concatenate(parts) * 1000.0
     # turns begun in the window; the last ones end up to one turn after stop_at
-    return {"server": kind, "agents": agents, "turns": int(len(lat)),
+    return {"server": kind, "agents": agents, "turns": int(len(lat)), "seconds": seconds,
             "turns_per_s": len(lat) / seconds,
             "p50_ms": float(np.percentile(lat, 50)), "p99_ms": float(np.percentile(lat, 99)),
             "p999_ms": float(np.percentile(lat, 99.9)), "max_ms": float(lat.max()),
@@ -372,7 +372,7 @@ def build_hotkv(cache: Path, data: np.ndarray, sessions: int, python: str,
     return meta
 
 
-def plot(rows: Sequence[dict[str, Any]], path: Path) -> None:
+def plot(rows: Sequence[dict[str, Any]], path: Path, facts: int, dim: int) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -392,12 +392,14 @@ def plot(rows: Sequence[dict[str, Any]], path: Path) -> None:
                             (right, "p99 latency of a turn", "ms")):
         ax.set_xscale("log")
         ax.set_yscale("log")
+        ticks = sorted({r["agents"] for r in rows})
+        ax.set_xticks(ticks, [str(t) for t in ticks])
         ax.set_xlabel("concurrent agents")
         ax.set_ylabel(unit)
         ax.set_title(title)
         ax.grid(True, which="both", alpha=0.3)
         ax.legend()
-    fig.suptitle("agent turn (7 steps, recall 3 of 100k x 768 facts), 2-core machine")
+    fig.suptitle(f"agent turn (7 steps, recall 3 of {facts:,} x {dim} facts), 2-core machine")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
 
@@ -483,7 +485,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.json:
         args.json.write_text(json.dumps(result, indent=2))
     if args.png:
-        plot(result["rows"], args.png)
+        plot(result["rows"], args.png, args.facts, args.dim)
     return 0
 
 
