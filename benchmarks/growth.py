@@ -36,6 +36,7 @@ Every result line carries the load average (``/proc/loadavg``): the machine is s
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import shutil
 import statistics
@@ -51,8 +52,8 @@ import numpy as np
 import redis
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from agent_turn import Proc, loadavg, start_hotkv, start_redis  # noqa: E402
-from sem_bench import exact_top, make_vectors  # noqa: E402
+from agent_turn import Proc, loadavg, start_hotkv, start_redis
+from sem_bench import exact_top, make_vectors
 
 Write = tuple[Any, ...]  # one command's argv
 
@@ -277,6 +278,8 @@ def mixed(objects: int, offset: int = 0) -> Iterator[Write]:
     for i in range(fields):
         yield ("HSET", f"h:{(offset + i) // 10:08d}", f"field:{i % 10}", VALUE32)
     for i in range(turns):
+        if i == 0 or (offset + i) % 25 == 0:
+            yield ("AMEM.CONV.CREATE", f"s{(offset + i) // 25:07d}", "WINDOW", 50)
         yield ("AMEM.CONV.APPEND", f"s{(offset + i) // 25:07d}", "user", TURN)
     for i in range(notes):
         yield ("AMEM.WORK.SET", f"w{(offset + i) // 10:07d}", f"note:{i % 10}", VALUE32)
@@ -284,6 +287,8 @@ def mixed(objects: int, offset: int = 0) -> Iterator[Write]:
 
 def mixed_redis(objects: int, offset: int = 0) -> Iterator[Write]:
     for argv in mixed(objects, offset):
+        if argv[0] == "AMEM.CONV.CREATE":
+            continue
         if argv[0] == "AMEM.CONV.APPEND":
             yield ("RPUSH", f"conv:{argv[1]}", turn_json(argv[2], argv[3], 0))
         elif argv[0] == "AMEM.WORK.SET":
@@ -292,27 +297,28 @@ def mixed_redis(objects: int, offset: int = 0) -> Iterator[Write]:
             yield argv
 
 
-def create_sessions(objects: int) -> Iterator[Write]:
-    turns = int(objects * 0.1)
-    for s in range(turns // 25 + 1):
-        yield ("AMEM.CONV.CREATE", f"s{s:07d}", "WINDOW", 50)
+def rewriting(r: redis.Redis) -> bool:
+    info = r.info("persistence")
+    return bool(info.get("aof_rewrite_in_progress") or info.get("aof_rewrite_scheduled"))
+
+
+def done_rewriting(r: redis.Redis) -> bool:
+    return not rewriting(r)
 
 
 def wait_rewrite(r: redis.Redis) -> None:
-    while True:
-        info = r.info("persistence")
-        if not info.get("aof_rewrite_in_progress") and not info.get("aof_rewrite_scheduled"):
-            return
+    while rewriting(r):
         time.sleep(0.05)
 
 
-def ping_stall(r: redis.Redis, action: Callable[[], None] | None, seconds: float,
-               until: Callable[[], bool]) -> tuple[float, int]:
+def ping_stall(r: redis.Redis, action: Callable[[], Any] | None, seconds: float,
+               until: Callable[[], bool]) -> tuple[float, int, list[tuple[float, float]]]:
     """The longest PING round trip (ms) while ``action`` runs and until ``until()`` or
-    ``seconds`` pass; a second connection polls ``until``."""
+    ``seconds`` pass (a second connection polls ``until``); the pings' count; and the five
+    longest as (ms since the action, ms), to tell a stall at the fork or the install from
+    CPU contention with the child."""
     stop = threading.Event()
-    longest = [0.0]
-    count = [0]
+    times: list[tuple[float, float]] = []
 
     def pinger() -> None:
         c = redis.Redis(port=r.connection_pool.connection_kwargs["port"], socket_timeout=60)
@@ -320,12 +326,13 @@ def ping_stall(r: redis.Redis, action: Callable[[], None] | None, seconds: float
         while not stop.is_set():
             began = time.perf_counter()
             c.ping()
-            longest[0] = max(longest[0], time.perf_counter() - began)
-            count[0] += 1
+            times.append((began, time.perf_counter() - began))
 
     thread = threading.Thread(target=pinger)
     thread.start()
     time.sleep(0.2)
+    origin = time.perf_counter()
+    times.clear()
     if action is not None:
         action()
     deadline = time.monotonic() + seconds
@@ -333,14 +340,17 @@ def ping_stall(r: redis.Redis, action: Callable[[], None] | None, seconds: float
         time.sleep(0.01)
     stop.set()
     thread.join()
-    return longest[0] * 1000, count[0]
+    worst = sorted(times, key=lambda t: -t[1])[:5]
+    top = [(round((t - origin) * 1000, 1), round(d * 1000, 1)) for t, d in worst]
+    return (worst[0][1] * 1000 if worst else 0.0), len(times), top
 
 
-def restart_and_rewrite(objects: int, python: str, redis_bin: str) -> dict[str, Any]:
+def restart_and_rewrite(objects: int, python: str, redis_bin: str,
+                        kinds: Sequence[str] = ("hotkv", "redis")) -> dict[str, Any]:
     out: dict[str, Any] = {"objects": objects, "load_before": loadavg()}
     work = Path(tempfile.mkdtemp(prefix="hotkv-growth-big-"))
     try:
-        for kind in ("hotkv", "redis"):
+        for kind in kinds:
             d = work / kind
             d.mkdir()
             proc = (start_hotkv(d, "everysec", python) if kind == "hotkv"
@@ -349,27 +359,26 @@ def restart_and_rewrite(objects: int, python: str, redis_bin: str) -> dict[str, 
                 r = proc.client()
                 started = time.monotonic()
                 if kind == "hotkv":
-                    send(r, create_sessions(objects))
                     send(r, mixed(objects))
                 else:
                     send(r, mixed_redis(objects))
                 out[f"{kind}_fill_s"] = time.monotonic() - started
                 out[f"{kind}_rss_mb"] = rss(proc) / 1e6
                 wait_rewrite(r)
-                floor, _ = ping_stall(r, None, 3.0, lambda: False)
+                floor, _, _ = ping_stall(r, None, 3.0, lambda: False)
                 began = time.monotonic()
-                stall, pings = ping_stall(r, lambda: r.execute_command("BGREWRITEAOF"), 600,
-                                          lambda: not (r.info("persistence").get(
-                                              "aof_rewrite_in_progress") or r.info(
-                                              "persistence").get("aof_rewrite_scheduled")))
+                stall, pings, worst = ping_stall(r, functools.partial(r.execute_command, "BGREWRITEAOF"),
+                                          600, functools.partial(done_rewriting, r))
                 out[f"{kind}_rewrite_s"] = time.monotonic() - began
                 out[f"{kind}_rewrite_ping_stall_ms"] = stall
                 out[f"{kind}_rewrite_pings"] = pings
+                out[f"{kind}_rewrite_worst_pings"] = worst
                 out[f"{kind}_ping_floor_ms"] = floor
                 out[f"{kind}_rewrite_load"] = loadavg()
                 log(f"{kind}: filled {objects:,} in {out[f'{kind}_fill_s']:.1f} s; rewrite "
                     f"{out[f'{kind}_rewrite_s']:.2f} s, longest PING {stall:.1f} ms "
-                    f"({pings:,} pings; without a rewrite {floor:.1f} ms) load {loadavg()}")
+                    f"({pings:,} pings; without a rewrite {floor:.1f} ms) load {loadavg()}; "
+                    f"worst (ms after BGREWRITEAOF, ms): {worst}")
                 extra = int(objects * 0.1)
                 send(r, (mixed if kind == "hotkv" else mixed_redis)(extra, offset=objects))
                 time.sleep(1.2)  # everysec: the tail on disk
@@ -461,6 +470,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--python", default=sys.executable)
     parser.add_argument("--redis-server", default=shutil.which("redis-server")
                         or "/usr/bin/redis-server")
+    parser.add_argument("--servers", default="hotkv,redis", help="restart/rewrite: which")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
     parts = args.parts.split(",")
@@ -469,7 +479,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         result["memory"] = measure_memory(args.scale, args.dim, args.python, args.redis_server,
                                           args.only)
     if "restart" in parts or "rewrite" in parts:
-        result["big"] = restart_and_rewrite(args.objects, args.python, args.redis_server)
+        result["big"] = restart_and_rewrite(args.objects, args.python, args.redis_server,
+                                            args.servers.split(","))
     if "recall" in parts:
         result["recall"] = recall_growth([int(s) for s in args.recall_sizes.split(",")],
                                          args.recall_dim, args.python)
