@@ -66,7 +66,7 @@ import numpy as np
 import redis
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from sem_bench import exact_top, fact_text, make_vectors  # noqa: E402
+from sem_bench import exact_top, fact_text, make_vectors
 
 ROOT = Path(__file__).resolve().parent.parent
 KB = "support-kb"
@@ -315,7 +315,7 @@ def run_level(kind: str, port: int, agents: int, sessions: int, seconds: float,
         proc.join()
     lat = np.concatenate(parts) * 1000.0
     # turns begun in the window; the last ones end up to one turn after stop_at
-    return {"server": kind, "agents": agents, "turns": int(len(lat)), "seconds": seconds,
+    return {"server": kind, "agents": agents, "turns": len(lat), "seconds": seconds,
             "turns_per_s": len(lat) / seconds,
             "p50_ms": float(np.percentile(lat, 50)), "p99_ms": float(np.percentile(lat, 99)),
             "p999_ms": float(np.percentile(lat, 99.9)), "max_ms": float(lat.max()),

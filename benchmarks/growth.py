@@ -413,6 +413,11 @@ def restart_and_rewrite(objects: int, python: str, redis_bin: str,
 # --- recall latency as the facts grow -------------------------------------------------------
 
 
+def hit_id(hit: Any) -> bytes:
+    fields = hit if isinstance(hit, dict) else dict(zip(hit[::2], hit[1::2], strict=True))
+    return bytes(fields[b"id"])
+
+
 def recall_growth(sizes: Sequence[int], dim: int, python: str) -> list[dict[str, Any]]:
     rows = []
     biggest = max(sizes)
@@ -439,8 +444,7 @@ def recall_growth(sizes: Sequence[int], dim: int, python: str) -> list[dict[str,
                     began = time.perf_counter()
                     hits = r.execute_command("AMEM.SEM.RECALL", "kb", 10, "FP32", b)
                     lat.append((time.perf_counter() - began) * 1000)
-                    found.append([int(dict(zip(h[::2], h[1::2], strict=True))[b"id"][1:])
-                                  for h in hits])
+                    found.append([int(hit_id(h)[1:]) for h in hits])
                 truth = exact_top(data[:size], queries, 10)
                 recall = float(np.mean([len(set(f) & set(t.tolist())) / 10
                                         for f, t in zip(found, truth, strict=True)]))
