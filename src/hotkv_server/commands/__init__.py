@@ -40,6 +40,8 @@ MODULES = (
     "cluster",
     "scripting",
     "migrate",
+    "vsets",
+    "vsim",
 )
 
 _loaded = False
