@@ -42,6 +42,7 @@ MODULES = (
     "migrate",
     "vsets",
     "vsim",
+    "vsim_index",
 )
 
 _loaded = False
