@@ -92,7 +92,7 @@ def test_ttl_and_refresh_on_read(client: hotkv.HotKV, server: HotkvProcess) -> N
     store = make_store(client, ttl={"default_ttl": 0.05, "refresh_on_read": True})  # 3 s
     store.put(("t",), "k", {"v": 1})
     raw = redis.Redis(port=server.port)
-    key = [k for k in raw.keys(f"{store._core.p}:it:*")][0]
+    key = next(iter(raw.keys(f"{store._core.p}:it:*")))
     assert 0 < raw.ttl(key) <= 3
     time.sleep(1.6)
     assert store.get(("t",), "k") is not None  # a read puts the deadline back at 3 s
@@ -119,11 +119,11 @@ def test_search_by_meaning_uses_the_vsim_index(client: hotkv.HotKV, server: Hotk
     assert [h.key for h in hits] == ["m1", "m4"]
     assert hits[0].score is not None and hits[0].score > hits[1].score  # type: ignore[operator]
     filtered = store.search(("mem",), query="dark", filter={"kind": "food"}, limit=3)
-    assert [h.key for h in filtered][0] == "m4"
+    assert next(h.key for h in filtered) == "m4"
     assert {h.value["kind"] for h in filtered} == {"food"}
     # a new version of an item replaces its vector; deleting the last item drops the index
     store.put(("mem", "ada"), "m4", {"text": "green tea with honey", "kind": "food"})
-    assert [h.key for h in store.search(("mem",), query="green tea", limit=2)][0] in ("m2", "m4")
+    assert next(h.key for h in store.search(("mem",), query="green tea", limit=2)) in ("m2", "m4")
     assert "m4" not in [h.key for h in store.search(("mem",), query="dark chocolate snack",
                                                       limit=1)]
     for key in docs:

@@ -7,6 +7,7 @@ expected values are Redis 8's documented behaviour (modules/vector-sets README, 
 
 from __future__ import annotations
 
+import json
 import time
 from typing import Any
 
@@ -71,12 +72,12 @@ def test_quantization_and_vemb(r: redis.Redis) -> None:
     assert raw["l2"] == pytest.approx(float(np.linalg.norm(vec)), rel=1e-6)
     assert raw["range"] == pytest.approx(2.0 / float(np.linalg.norm(vec)), rel=1e-6)
     q = np.frombuffer(raw["raw"], dtype=np.int8)
-    assert q.tolist() == [int(round(x / 2.0 * 127)) for x in vec]
+    assert q.tolist() == [round(x / 2.0 * 127) for x in vec]
     assert len(v.vemb("fp", "e", raw=True)["raw"]) == 16
     assert len(v.vemb("bin", "e", raw=True)["raw"]) == 8
-    with pytest.raises(redis.ResponseError, match="^asked quantization mismatch"):
+    with pytest.raises(redis.ResponseError, match=r"^asked quantization mismatch"):
         v.vadd("q8", vec, "f", quantization=Quant.BIN)
-    with pytest.raises(redis.ResponseError, match="^asked M value mismatch"):
+    with pytest.raises(redis.ResponseError, match=r"^asked M value mismatch"):
         v.vadd("q8", vec, "f", numlinks=32)
     v.vadd("red", [1.0] * 8, "e", reduce_dim=4)
     assert v.vdim("red") == 4 and v.vinfo("red")[b"projection-input-dim"] == 8
@@ -132,7 +133,7 @@ def test_filters_return_count_matches_whenever_that_many_match(r: redis.Redis) -
     pipe = r.pipeline(transaction=False)
     for i, row in enumerate(data):
         pipe.execute_command("VADD", "rare", "FP32", row.tobytes(), f"e{i}", "NOQUANT",
-                             "SETATTR", '{"i": %d}' % i)
+                             "SETATTR", json.dumps({"i": i}))
     pipe.execute()
     q = rng.standard_normal(16).astype(np.float32)
     got = v.vsim("rare", q.tolist(), count=10, filter=".i % 50 == 7")

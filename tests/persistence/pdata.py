@@ -10,6 +10,7 @@ so two dumps taken at different moments compare with ``assert_same_state``.
 
 from __future__ import annotations
 
+import json
 import random
 import time
 from typing import Any
@@ -132,7 +133,7 @@ def _vector_set_writes(p: Any, i: int) -> None:
     """Vector set writes of round ``i``: adds (Q8 and BIN sets), attributes, removals."""
     vec = [float((i * 7 + j * 3) % 11) - 5.0 for j in range(6)]
     p.execute_command("VADD", f"vset:{i % 3}", "VALUES", 6, *vec, f"v{i % 40}",
-                      "SETATTR", '{"i": %d}' % i)
+                      "SETATTR", json.dumps({"i": i}))
     p.execute_command("VADD", "vset:bin", "VALUES", 6, *vec, f"b{i % 25}", "BIN")
     if i % 4 == 1:
         p.execute_command("VREM", f"vset:{(i + 1) % 3}", f"v{(i * 3) % 40}")
