@@ -348,7 +348,10 @@ class VectorSetValue(TypedValue, HnswGraph):
 
     def snapshot(self) -> dict[str, Any]:
         state = self.settings()
-        state["index"] = self.index_state()
+        index = self.index_state()
+        if index is not None and self.quant != "f32":
+            index = compact_index(self, index)
+        state["index"] = index
         state["labels"] = len(self._by_label)
         state["free"] = list(self._free)
         state["rows"] = [element.row() for element in self.elements.values()]
@@ -360,7 +363,11 @@ class VectorSetValue(TypedValue, HnswGraph):
         value = cls(state["dim"], state["quant"], state["m"], state["metric"],
                     state["proj_input"], state["efc"], state["ef"], state["family"])
         if "index" in state:
-            value.load_index_state(state["index"], state["labels"], state["free"])
+            index = state["index"]
+            if index is not None and "qvectors" in index:
+                ranges = {row[1]: row[3] for row in state["rows"]}
+                index = expand_index(index, value.quant, value.dim, ranges)
+            value.load_index_state(index, state["labels"], state["free"])
             for row in state["rows"]:
                 value._remember(Element(*row))
             value.max_node_uid = state.get("uid", len(value.elements))
@@ -368,6 +375,66 @@ class VectorSetValue(TypedValue, HnswGraph):
         for name, data, l2, qrange, attr in state.get("add", ()):
             value.add(name, data, l2, qrange, attr)
         return value
+
+
+def _level0_rows(index: dict[str, Any], width: int) -> np.ndarray:
+    count = index["cur_element_count"]
+    return np.frombuffer(index["data_level0"], dtype=np.uint8)[: count * width].reshape(
+        count, width)
+
+
+def compact_index(vset: VectorSetValue, index: dict[str, Any]) -> dict[str, Any]:
+    """hnswlib's state with the float32 vectors of a Q8 or BIN set cut out of its level-0
+    rows and kept in their stored form (int8 or bit words): the snapshot then holds what the
+    set stores, and :func:`expand_index` puts the same floats back (no re-insertion)."""
+    size, start = index["size_data_per_element"], index["offset_data"]
+    rows = _level0_rows(index, size)
+    width = 4 * vset.dim
+    floats = np.ascontiguousarray(rows[:, start:start + width]).view("<f4")
+    at = index["label_offset"]
+    labels = np.ascontiguousarray(rows[:, at:at + 8]).view("<u8").reshape(-1)
+    by_label = vset._by_label
+    if vset.quant == "int8":
+        ranges = np.asarray([e.qrange if (e := by_label[int(lb)]) is not None else 0.0
+                             for lb in labels.tolist()], dtype=np.float64)
+        scale = np.where(ranges > 0, 127.0 / np.where(ranges > 0, ranges, 1.0), 1.0)
+        packed = np.clip(np.rint(floats * scale[:, None]), -127, 127).astype(np.int8).tobytes()
+    else:
+        packed = np.packbits(floats > 0, axis=1, bitorder="little").tobytes()
+    out = dict(index)
+    out["data_level0"] = np.delete(rows, np.s_[start:start + width], axis=1).tobytes()
+    out["qvectors"] = packed
+    return out
+
+
+def expand_index(index: dict[str, Any], quant: str, dim: int,
+                 qranges: dict[int, float]) -> dict[str, Any]:
+    """:func:`compact_index`'s inverse: level-0 rows with the dequantized float32 vectors
+    (``qranges``: label -> the element's Q8 range)."""
+    size, start = index["size_data_per_element"], index["offset_data"]
+    width = 4 * dim
+    stripped = _level0_rows(index, size - width)
+    count = stripped.shape[0]
+    at = index["label_offset"] - width
+    labels = np.ascontiguousarray(stripped[:, at:at + 8]).view("<u8").reshape(-1)
+    if quant == "int8":
+        q = np.frombuffer(index["qvectors"], dtype=np.int8).reshape(count, dim)
+        ranges = np.asarray([qranges.get(int(lb), 0.0) for lb in labels.tolist()],
+                            dtype=np.float32)
+        floats = q.astype(np.float32) * ranges[:, None] / np.float32(127.0)
+    else:
+        bits = np.frombuffer(index["qvectors"], dtype=np.uint8).reshape(count, -1)
+        signs = np.unpackbits(bits, axis=1, bitorder="little")[:, :dim]
+        floats = np.where(signs > 0, 1.0, -1.0).astype(np.float32) / np.float32(np.sqrt(dim))
+    rows = np.empty((count, size), dtype=np.uint8)
+    rows[:, :start] = stripped[:, :start]
+    rows[:, start:start + width] = np.ascontiguousarray(floats, dtype="<f4").view(
+        np.uint8).reshape(count, width)
+    rows[:, start + width:] = stripped[:, start:]
+    out = dict(index)
+    del out["qvectors"]
+    out["data_level0"] = rows.tobytes()
+    return out
 
 
 def _apply_vadd(value: VectorSetValue, effect: KvVadd) -> int:
