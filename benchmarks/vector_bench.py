@@ -38,10 +38,11 @@ import numpy as np
 import redis
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from sem_bench import (  # noqa: E402
+from sem_bench import (
     Server,
     clients_rate,
     exact_top,
+    hnsw_pass,
     make_vectors,
     recall_at,
 )
@@ -103,16 +104,6 @@ def load_index(r: redis.Redis, data: np.ndarray) -> float:
             p.execute_command("VSIM.SET", INDEX, i, *texts(data[i]))
         p.execute()
     return time.monotonic() - started
-
-
-def hnsw_rate(index: hnswlib.Index, queries: np.ndarray, ef: int) -> tuple[float, list[list[int]]]:
-    index.set_ef(ef)
-    found = []
-    started = time.perf_counter()
-    for q in queries:
-        labels, _ = index.knn_query(q, k=K)
-        found.append(labels[0].tolist())
-    return len(queries) / (time.perf_counter() - started), found
 
 
 def server_found(r: redis.Redis, requests: list[bytes]) -> list[list[int]]:
@@ -194,7 +185,7 @@ def main(argv: list[str] | None = None) -> int:
     index.set_num_threads(1)
     raw_rows = []
     for ef in efs:
-        rate, found = hnsw_rate(index, queries, ef)
+        rate, found = hnsw_pass(index, queries, ef)
         raw_rows.append({"ef": ef, "qps": rate, "recall": recall_at(found, truth)})
         log(f"hnswlib ef {ef}: {raw_rows[-1]}")
     result["hnswlib"] = raw_rows
