@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from hotkv_server.commands.hashes import pick
+from hotkv_server.commands.hashes import check_repeats, pick
 from hotkv_server.commands.typed import read, target
 from hotkv_server.engine import errors
 from hotkv_server.engine.args import parse_float, parse_int
@@ -303,6 +303,7 @@ def vrandmember(ctx: Context, argv: list[bytes]) -> Any:
             raise CommandError("ERR COUNT value is not an integer")
         if count == 0:
             return []
+        check_repeats(count)  # a negative count asking for more than one reply can hold
     found = read(ctx, argv[1], VectorSetValue)
     if found is None or not found.elements:
         return None if count is None else []

@@ -33,8 +33,9 @@ class VectorSearch:
         self.vset = vset
         self.index = vset._index
         self.query = query
-        self.count = count
-        self.breadth = max(breadth, count)
+        self.count = min(count, len(vset.elements))
+        # as Redis: at least COUNT, at most the elements there are
+        self.breadth = max(1, min(max(breadth, count), vset.index_count()))
         self.check = check
         self.exact = exact
         self.found: list[tuple[Element, float]] = []
