@@ -26,6 +26,7 @@ MODULES = (
     "epis",
     "summary",
     "amem",
+    "dedup",
     "search",
     "acl",
     "replication",
