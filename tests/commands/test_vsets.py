@@ -278,3 +278,36 @@ def test_restart_from_the_aof_and_from_the_snapshot() -> None:
         assert answers() == before
     finally:
         proc.cleanup()
+
+
+def test_maxmemory_counts_vector_sets() -> None:
+    """MEMORY USAGE follows the HNSW index as it grows, and maxmemory sees it: under
+    allkeys-lru a growing vector set evicts the idle one; under noeviction VADD is refused."""
+    proc = HotkvProcess("--maxmemory-policy", "allkeys-lru").start()
+    try:
+        r = proc.client(protocol=2)
+        rng = np.random.default_rng(2)
+
+        def add(key: str, start: int, n: int) -> None:
+            pipe = r.pipeline(transaction=False)
+            for i in range(start, start + n):
+                pipe.execute_command("VADD", key, "FP32", rng.standard_normal(256).astype(
+                    "<f4").tobytes(), i, "NOQUANT")
+            pipe.execute()
+
+        add("old", 0, 100)
+        small = r.memory_usage("old")
+        add("old", 100, 400)
+        assert r.memory_usage("old") > 3 * small > 0  # 512 slots of ~1.2 kB each, and more
+        # the limit: what is used now and room for about 7 MB more
+        r.config_set("maxmemory", r.info("memory")["used_memory"] + 7_000_000)
+        add("new", 0, 2000)
+        assert r.exists("old") == 1 and r.info("stats")["evicted_keys"] == 0
+        add("new", 2000, 4000)  # 8192 slots: about 10 MB
+        assert r.exists("old") == 0 and r.info("stats")["evicted_keys"] >= 1
+        r.config_set("maxmemory-policy", "noeviction")
+        with pytest.raises(redis.ResponseError, match="command not allowed when used memory"):
+            add("new", 6000, 8000)
+        assert r.ping()
+    finally:
+        proc.cleanup()
