@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -120,6 +121,7 @@ def server_found(r: redis.Redis, requests: list[bytes]) -> list[list[int]]:
 
 
 def first_passing(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The row of the smallest ef whose recall is >= 0.95 (else the last)."""
     for row in rows:
         if row["recall"] >= 0.95:
             return row
@@ -161,6 +163,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=4.0)
     parser.add_argument("--efs", default="64,100,200,400")
     parser.add_argument("--bytes-n", type=int, default=10_000)
+    parser.add_argument("--repeat", type=int, default=3,
+                        help="paired passes (hnswlib, then the server) per ef; medians")
+    parser.add_argument("--skip-bytes", action="store_true")
     parser.add_argument("--json", type=Path, default=None)
     opts = parser.parse_args(argv)
     efs = [int(x) for x in opts.efs.split(",")]
@@ -174,7 +179,7 @@ def main(argv: list[str] | None = None) -> int:
     truth = exact_top(data, queries, K)
     result: dict[str, Any] = {"n": opts.n, "dim": opts.dim, "queries": opts.queries,
                               "load_before": os.getloadavg()}
-    result["bytes"] = bytes_rows(python, data[: opts.bytes_n], log)
+    result["bytes"] = [] if opts.skip_bytes else bytes_rows(python, data[: opts.bytes_n], log)
 
     log("raw hnswlib build")
     index = hnswlib.Index(space="cosine", dim=opts.dim)
@@ -183,13 +188,6 @@ def main(argv: list[str] | None = None) -> int:
     index.add_items(data, np.arange(opts.n))
     result["hnswlib_build_s"] = time.monotonic() - started
     index.set_num_threads(1)
-    raw_rows = []
-    for ef in efs:
-        rate, found = hnsw_pass(index, queries, ef)
-        raw_rows.append({"ef": ef, "qps": rate, "recall": recall_at(found, truth)})
-        log(f"hnswlib ef {ef}: {raw_rows[-1]}")
-    result["hnswlib"] = raw_rows
-    del index
 
     with tempfile.TemporaryDirectory(prefix="vbench-") as tmp:
         server = Server(Path(tmp), python)
@@ -200,16 +198,34 @@ def main(argv: list[str] | None = None) -> int:
             log(f"VADD of {opts.n}: {result['vadd_s']:.1f} s")
             result["vsim_set_s"] = load_index(r, data)
             log(f"VSIM.SET of {opts.n}: {result['vsim_set_s']:.1f} s")
-            for name, build in (("vsim", vsim_request), ("vsim_search", search_request)):
-                rows = []
-                for ef in efs:
+            # paired passes: the load of this shared machine changes from minute to minute, so
+            # each server pass sits between hnswlib passes of the same moment
+            raw_rows = []
+            for ef in efs:
+                raw_qps, raw_recall = [], 0.0
+                row: dict[str, Any] = {"ef": ef}
+                for name, build in (("vsim", vsim_request), ("vsim_search", search_request)):
                     requests = [build(q, ef) for q in queries]
-                    recall = recall_at(server_found(r, requests), truth)
-                    one = clients_rate(server.port, requests, 1, opts.seconds)
-                    many = clients_rate(server.port, requests, opts.clients, opts.seconds)
-                    rows.append({"ef": ef, "recall": recall, "qps_1": one, "qps_n": many})
-                    log(f"{name} ef {ef}: {rows[-1]}")
-                result[name] = rows
+                    row[f"{name}_recall"] = recall_at(server_found(r, requests), truth)
+                    ones, manys, raws = [], [], []
+                    for _ in range(opts.repeat):
+                        rate, found = hnsw_pass(index, queries, ef)
+                        raws.append(rate)
+                        raw_recall = recall_at(found, truth)
+                        ones.append(clients_rate(server.port, requests, 1, opts.seconds))
+                        manys.append(clients_rate(server.port, requests, opts.clients,
+                                                  opts.seconds))
+                        rate, _ = hnsw_pass(index, queries, ef)
+                        raws.append(rate)
+                    row[f"{name}_qps_1"] = statistics.median(ones)
+                    row[f"{name}_qps_n"] = statistics.median(manys)
+                    row[f"{name}_hnswlib_qps"] = statistics.median(raws)
+                    raw_qps += raws
+                row["hnswlib_recall"] = raw_recall
+                row["hnswlib_qps"] = statistics.median(raw_qps)
+                raw_rows.append(row)
+                log(f"ef {ef}: {row}")
+            result["rows"] = raw_rows
             r.bgrewriteaof()
             wait_rewrite(r)
             result["snapshot_bytes"] = dir_bytes(Path(tmp))
@@ -233,14 +249,17 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def summarize(result: dict[str, Any]) -> dict[str, Any]:
-    raw = first_passing(result["hnswlib"])
-    out: dict[str, Any] = {"hnswlib_at_0.95": raw}
+    rows = result["rows"]
+    raw = first_passing([{**r, "recall": r["hnswlib_recall"]} for r in rows])
+    out: dict[str, Any] = {"hnswlib_at_0.95": {"ef": raw["ef"], "recall": raw["recall"],
+                                               "qps": raw["hnswlib_qps"]}}
     for name in ("vsim", "vsim_search"):
-        row = first_passing(result[name])
-        same_ef = next(r for r in result["hnswlib"] if r["ef"] == row["ef"])
-        out[name] = {**row, "vs_hnswlib_1_client": row["qps_1"] / raw["qps"],
-                     "vs_hnswlib_same_ef": row["qps_1"] / same_ef["qps"],
-                     "clients_scaling": row["qps_n"] / row["qps_1"]}
+        row = first_passing([{**r, "recall": r[f"{name}_recall"]} for r in rows])
+        out[name] = {"ef": row["ef"], "recall": row["recall"], "qps_1": row[f"{name}_qps_1"],
+                     "qps_n": row[f"{name}_qps_n"],
+                     "hnswlib_qps_paired": row[f"{name}_hnswlib_qps"],
+                     "vs_hnswlib_1_client": row[f"{name}_qps_1"] / row[f"{name}_hnswlib_qps"],
+                     "clients_scaling": row[f"{name}_qps_n"] / row[f"{name}_qps_1"]}
     reinsert = result["vadd_s"] + result["vsim_set_s"]
     out["restart"] = {"restart_s": result["restart_s"], "reinsert_s": reinsert,
                       "speedup": reinsert / result["restart_s"]}
