@@ -10,6 +10,7 @@ so two dumps taken at different moments compare with ``assert_same_state``.
 
 from __future__ import annotations
 
+import json
 import random
 import time
 from typing import Any
@@ -118,6 +119,7 @@ def _typed_writes(p: Any, i: int) -> None:
         p.expire(f"hash:{i % 8}", 3600)
         p.pexpire(f"set:{(i + 5) % 6}", 7_200_000)
     _list_zset_writes(p, i)
+    _vector_set_writes(p, i)
     if i % 17 == 8:
         p.copy(f"hash:{i % 8}", f"hash-copy:{i}", replace=True)
         p.rename(f"set:{i % 6}", f"renamed:{i}")
@@ -125,6 +127,17 @@ def _typed_writes(p: Any, i: int) -> None:
         p.setrange(f"key:{i}", 2, "XY")
         p.incrbyfloat("float", 1.25)
         p.getex(f"key:{i}", ex=1800)
+
+
+def _vector_set_writes(p: Any, i: int) -> None:
+    """Vector set writes of round ``i``: adds (Q8 and BIN sets), attributes, removals."""
+    vec = [float((i * 7 + j * 3) % 11) - 5.0 for j in range(6)]
+    p.execute_command("VADD", f"vset:{i % 3}", "VALUES", 6, *vec, f"v{i % 40}",
+                      "SETATTR", json.dumps({"i": i}))
+    p.execute_command("VADD", "vset:bin", "VALUES", 6, *vec, f"b{i % 25}", "BIN")
+    if i % 4 == 1:
+        p.execute_command("VREM", f"vset:{(i + 1) % 3}", f"v{(i * 3) % 40}")
+        p.execute_command("VSETATTR", f"vset:{(i + 2) % 3}", f"v{i % 40}", "")
 
 
 def _list_zset_writes(p: Any, i: int) -> None:
@@ -159,6 +172,10 @@ def _read_zset(p: Any, key: bytes) -> None:
     p.zrange(key, 0, -1, withscores=True)
 
 
+def _read_vectorset(p: Any, key: bytes) -> None:
+    p.execute_command("VRANGE", key, "-", "+")
+
+
 def _read_string(p: Any, key: bytes) -> None:
     p.get(key)
 
@@ -179,6 +196,7 @@ VALUE_READERS: dict[str, tuple[Any, Any]] = {
     "set": (_read_set, sorted),
     "list": (_read_list, list),
     "zset": (_read_zset, lambda v: [tuple(pair) for pair in v]),
+    "vectorset": (_read_vectorset, list),
 }
 
 

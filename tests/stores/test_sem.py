@@ -894,7 +894,7 @@ def test_recall_self_check_survives_writes_during_the_scan() -> None:
 @pytest.mark.parametrize("metric", ["COSINE", "L2"])
 def test_bulk_vector_reads_equal_hnswlib_get_items(monkeypatch: pytest.MonkeyPatch,
                                                    metric: str) -> None:
-    import hotkv_server.stores.sem.recall as sem
+    import hotkv_server.stores.hnsw as sem  # the shared vector engine reads in bulk
 
     monkeypatch.setattr(sem, "BULK_READ_MIN", 1)
     store = make(dim=8, metric=metric)

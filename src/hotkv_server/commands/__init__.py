@@ -41,6 +41,9 @@ MODULES = (
     "cluster",
     "scripting",
     "migrate",
+    "vsets",
+    "vsim",
+    "vsim_index",
 )
 
 _loaded = False

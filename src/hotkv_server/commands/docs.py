@@ -30,6 +30,7 @@ GROUP_TITLES: dict[str, str] = {
     "transactions": "Transactions",
     "server": "Server",
     "replication": "Replication",
+    "vector_set": "Vector sets (Redis 8) and VSIM.* indexes",
 }
 
 REGENERATE = "python -m hotkv_server.commands.docs > docs/commands.md"

@@ -32,8 +32,6 @@ server shut it down) the search runs in place.
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
 import logging
 import re
 from typing import Any
@@ -45,14 +43,14 @@ from hotkv_server.commands.embed import (
     embedding_text,
 )
 from hotkv_server.commands.sem_args import read_cursor, read_kind, read_vector, vector_follows
-from hotkv_server.commands.sem_service import SemanticService
+from hotkv_server.commands.vector_threads import search_elsewhere
 from hotkv_server.engine import errors
 from hotkv_server.engine.args import Args
 from hotkv_server.engine.context import Context
 from hotkv_server.engine.dispatch import Deferred
 from hotkv_server.engine.errors import CommandError
 from hotkv_server.engine.registry import command
-from hotkv_server.engine.replies import OK, ErrorReply
+from hotkv_server.engine.replies import OK
 from hotkv_server.stores.sem import (
     DEFAULT_ALPHA,
     DEFAULT_EF,
@@ -414,53 +412,18 @@ def _recall(ctx: Context, name: bytes, vector: bytes, k: int, minsim: float | No
 
 def _search_elsewhere(ctx: Context, ns: Namespace, pending: PendingSearch,
                       withvectors: bool) -> Deferred | None:
-    """Run ``pending`` on a search thread; the Deferred resolves on the loop thread. None
-    when the search must run in place: inside MULTI/EXEC (the transaction's replies are
-    built at once), on a replica's link to its master, without a running event loop or
-    without an open :class:`SemanticService`."""
-    core = ctx.core
-    if core.effects.grouped or ctx.is_master_link:
-        return None
-    service: SemanticService | None = core.extras.get("sem")
-    if service is None or service.closed:
-        return None
-    try:
-        loop = asyncio.get_running_loop()
-    except RuntimeError:
-        return None
-    deferred = Deferred()
+    """Run ``pending`` on a search thread (``commands/vector_threads.py``, shared with the
+    vector sets); the Deferred resolves on the loop thread. None when the search must run
+    in place (inside MULTI/EXEC, on a replica's link, without a loop or service)."""
     store = _store(ctx)
-    ns.begin_search(pending)
-    future = service.submit(pending.run)
-    if future is None:
-        return None
-    ns.track(future)
 
-    def finish(done: concurrent.futures.Future[Any]) -> None:
-        ns.untrack(done)
-        if done.cancelled():  # the server is shutting down
-            deferred.resolve(ErrorReply("ERR server is shutting down"))
-            return
-        error = done.exception()
-        if error is not None:
-            core.stats.unexpected_error_replies += 1
-            deferred.resolve(ErrorReply(
-                f"ERR internal error in 'amem.sem.recall': {type(error).__name__}"))
-            return
-        if store.get(ns.name) is not ns:  # dropped, flushed or replaced meanwhile
-            deferred.resolve([])
-            return
-        hits = pending.finish(core.clock.now_ms())
-        deferred.resolve([_fact_record(ns, fact, sim, withvectors) for fact, sim in hits])
+    def finish() -> list[Any]:
+        hits = pending.finish(ctx.core.clock.now_ms())
+        return [_fact_record(ns, fact, sim, withvectors) for fact, sim in hits]
 
-    def done_elsewhere(done: concurrent.futures.Future[Any]) -> None:
-        try:
-            loop.call_soon_threadsafe(finish, done)
-        except RuntimeError:  # the loop is closed: the server is shutting down
-            pass
-
-    future.add_done_callback(done_elsewhere)
-    return deferred
+    return search_elsewhere(ctx, ns, pending.breadth, pending.run, finish,
+                            current=lambda: store.get(ns.name) is ns, gone=[],
+                            name="amem.sem.recall")
 
 
 @command(

@@ -25,6 +25,7 @@ STORE_CLASSES: tuple[tuple[str, str], ...] = (
     ("hotkv_server.stores.work", "WorkingStore"),
     ("hotkv_server.stores.epis", "EpisodicStore"),
     ("hotkv_server.stores.summary", "SummaryStore"),
+    ("hotkv_server.stores.vsnap", "VsimSnapshotStore"),
     ("hotkv_server.stores.dedup", "DedupStore"),
 )
 

@@ -34,6 +34,7 @@ VALUE_TYPE_MODULES: tuple[str, ...] = (
     "hotkv_server.stores.sets",
     "hotkv_server.stores.listvalue",
     "hotkv_server.stores.zsetvalue",
+    "hotkv_server.stores.vectorset",
 )
 
 #: type name (as TYPE answers it) -> class

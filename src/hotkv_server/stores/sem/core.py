@@ -4,18 +4,15 @@ the facts, eviction, expiry, snapshots (design notes: ``stores/sem/facts.py``)."
 from __future__ import annotations
 
 import bisect
-import concurrent.futures
 import heapq
-import os
 from collections.abc import Callable
 from typing import Any, Self
 
-import hnswlib
 import numpy as np
 
 from hotkv_server.stores.base import EffectError
+from hotkv_server.stores.hnsw import HnswGraph
 from hotkv_server.stores.sem.facts import (
-    _INDEX_ARRAYS,
     _ONE,
     _SPACES,
     _VECTOR_DTYPE,
@@ -25,18 +22,17 @@ from hotkv_server.stores.sem.facts import (
     DEFAULT_M,
     DEFAULT_METRIC,
     EVICT_POLICIES,
-    INITIAL_ELEMENTS,
     Fact,
     fact_terms,
-    grown_capacity,
     prefix_end,
 )
 from hotkv_server.stores.text import TextIndex
 
 
-class NamespaceCore:
+class NamespaceCore(HnswGraph):
     """One namespace's state: settings, the HNSW index, the facts beside it, and the writes
-    (only through effects), eviction and snapshots. Searches are the subclasses' job
+    (only through effects), eviction and snapshots; the index itself is the shared vector
+    engine's (:class:`~hotkv_server.stores.hnsw.HnswGraph`). Searches are the subclasses' job
     (``recall``, ``fusion``); :class:`~hotkv_server.stores.sem.namespace.Namespace` is the whole."""
 
     #: told of each fact removed by expiry: (store, namespace, fact id); set by the
@@ -59,12 +55,9 @@ class NamespaceCore:
             raise EffectError(f"unknown metric {metric!r}")
         if evict not in EVICT_POLICIES:
             raise EffectError(f"unknown eviction policy {evict!r}")
+        super().__init__(dim, _SPACES[metric], m, ef_construction, ef)
         self.name = name
-        self.dim = dim
         self.metric = metric
-        self.m = m
-        self.ef_construction = ef_construction
-        self.ef = ef
         self.capacity = capacity
         self.evict = evict
         #: the name of the embedder that turns this namespace's texts into vectors (a
@@ -72,9 +65,7 @@ class NamespaceCore:
         self.embedder = embedder
         #: id -> fact, least recently updated first (a store moves its id to the end)
         self.facts: dict[bytes, Fact] = {}
-        self._index: hnswlib.Index | None = None
         self._by_label: list[Fact | None] = []
-        self._free: list[int] = []
         self._kind_counts: dict[bytes, int] = {}  # facts per kind, to judge KIND filters
         self._kind_names: dict[bytes, bytes] = {}  # one shared bytes object per kind
         self._sorted: list[bytes] | None = None  # ids in order, built on first need
@@ -92,41 +83,6 @@ class NamespaceCore:
         self.recall_sample = 0
         self.recall_checked = 0
         self.recall_version = -1
-        #: searches running on other threads (futures), all at hnswlib ef _inflight_ef
-        self._inflight: list[concurrent.futures.Future[Any]] = []
-        self._inflight_ef = 0
-        self._inflight_pid = 0
-
-    # --- searches on other threads ------------------------------------------------------
-    def quiesce(self) -> None:
-        """Wait for the searches in flight on other threads; then the index may change.
-
-        In a forked child (a rewrite writing the base) the threads do not exist: nothing to
-        wait for, the copy of the index is not being searched."""
-        if not self._inflight:
-            return
-        if self._inflight_pid == os.getpid():
-            concurrent.futures.wait(self._inflight)
-        self._inflight = []
-        if self._index is not None:
-            self._index.set_ef(self.ef)
-
-    def track(self, future: concurrent.futures.Future[Any]) -> None:
-        """``future`` runs a search of this namespace (after :meth:`begin_search`)."""
-        self._inflight.append(future)
-        self._inflight_pid = os.getpid()
-
-    def untrack(self, future: concurrent.futures.Future[Any]) -> None:
-        """The search of ``future`` is over (called on the loop thread)."""
-        try:
-            self._inflight.remove(future)
-        except ValueError:
-            return  # a quiesce already waited for it
-        if not self._inflight and self._index is not None:
-            self._index.set_ef(self.ef)
-
-    def searches_in_flight(self) -> int:
-        return len(self._inflight)
 
     # --- settings -----------------------------------------------------------------
     def settings(self) -> list[Any]:
@@ -184,9 +140,7 @@ class NamespaceCore:
 
     def vector(self, fact: Fact) -> bytes:
         """The stored vector as FP32 little-endian bytes (unit length under COSINE)."""
-        assert self._index is not None
-        data = self._index.get_items([fact.label])
-        return np.asarray(data, dtype=_VECTOR_DTYPE).reshape(-1).tobytes()
+        return self.vector_of(fact.label).astype(_VECTOR_DTYPE).tobytes()
 
     def sorted_ids(self) -> list[bytes]:
         if self._sorted is None:
@@ -307,11 +261,10 @@ class NamespaceCore:
             self._unindex_kind(old)
             self.text_index.remove(label, fact_terms(old))
         else:
-            label = self._new_label()
+            label = self.new_label()
             if self._sorted is not None:
                 bisect.insort(self._sorted, ident)
-        assert self._index is not None
-        self._index.add_items(vec.reshape(1, -1), [label])
+        self.add_vector(label, vec)
         fact = Fact(ident, label, text, self._kind_name(kind),
                     _ONE if confidence == 1.0 else confidence, source, description, meta,
                     created, created if updated == created else updated, expires)
@@ -340,24 +293,6 @@ class NamespaceCore:
             self._kind_counts[kind] = 0
         return name
 
-    def _new_label(self) -> int:
-        if self._free:
-            return self._free.pop()
-        label = len(self._by_label)
-        index = self._index
-        if index is None:
-            index = hnswlib.Index(space=_SPACES[self.metric], dim=self.dim)
-            index.init_index(
-                max_elements=INITIAL_ELEMENTS, M=self.m, ef_construction=self.ef_construction
-            )
-            index.set_num_threads(1)  # the server is single-threaded; no thread start-up
-            index.set_ef(self.ef)
-            self._index = index
-        elif label >= index.get_max_elements():
-            index.resize_index(grown_capacity(index.get_max_elements()))
-        self._by_label.append(None)
-        return label
-
     def delete(self, ident: bytes) -> bool:
         """Remove a fact (live or expired); its label is free for the next new fact."""
         if ident not in self.facts:
@@ -366,7 +301,6 @@ class NamespaceCore:
         fact = self.facts.pop(ident)
         label = fact.label
         self._unindex_kind(fact)
-        self._by_label[label] = None
         self.version += 1
         if self._sorted is not None:
             i = bisect.bisect_left(self._sorted, ident)
@@ -375,9 +309,7 @@ class NamespaceCore:
         if not self.facts:
             self._reset()  # release the index (and its fixed lock tables)
         else:
-            assert self._index is not None
-            self._index.mark_deleted(label)
-            self._free.append(label)
+            self.free_label(label)
             self.text_index.remove(label, fact_terms(fact))
         return True
 
@@ -391,9 +323,7 @@ class NamespaceCore:
 
     def _reset(self) -> None:
         self.facts.clear()
-        self._index = None
-        self._by_label = []
-        self._free = []
+        self.reset_index()
         self._kind_counts = {}
         self._kind_names = {}
         self._sorted = None
@@ -426,16 +356,7 @@ class NamespaceCore:
 
     # --- snapshot -----------------------------------------------------------------
     def snapshot(self) -> dict[str, Any]:
-        self.quiesce()
-        index_state: dict[str, Any] | None = None
-        if self._index is not None:
-            params = self._index.__getstate__()[0]  # already a copy of the index
-            # views, not .tobytes(): msgpack writes buffers as bin, and a 100k x 768 index
-            # is 300+ MB that need not be copied once more
-            index_state = {
-                key: value.data if isinstance(value, np.ndarray) else value
-                for key, value in params.items()
-            }
+        index_state = self.index_state()
         return {
             "settings": self.settings(),
             "index": index_state,
@@ -447,18 +368,7 @@ class NamespaceCore:
     @classmethod
     def from_snapshot(cls, name: bytes, state: dict[str, Any]) -> Self:
         ns = cls(name, *state["settings"])
-        index_state = state["index"]
-        if index_state is not None:
-            params = {
-                key: np.frombuffer(value, dtype=_INDEX_ARRAYS[key]) if key in _INDEX_ARRAYS
-                else value
-                for key, value in index_state.items()
-            }
-            ns._index = hnswlib.Index(params)
-            ns._index.set_num_threads(1)
-            ns._index.set_ef(ns.ef)
-        ns._by_label = [None] * state["labels"]
-        ns._free = list(state["free"])
+        ns.load_index_state(state["index"], state["labels"], state["free"])
         for row in state["facts"]:
             fact = Fact(*row)
             fact.kind = ns._kind_name(fact.kind)
@@ -470,10 +380,3 @@ class NamespaceCore:
         ns.text_index = TextIndex.build(
             (fact.label, fact_terms(fact)) for fact in ns.facts.values())
         return ns
-
-    def index_count(self) -> int:
-        """Elements hnswlib holds, deleted ones included (for tests and INFO amem)."""
-        return 0 if self._index is None else self._index.get_current_count()
-
-    def index_capacity(self) -> int:
-        return 0 if self._index is None else self._index.get_max_elements()

@@ -63,6 +63,13 @@ from typing import Any, NamedTuple, TypedDict
 
 import numpy as np
 
+# the index's sizes and bulk reads are the shared vector engine's (stores/hnsw.py)
+from hotkv_server.stores.hnsw import (  # noqa: F401 (re-exported by stores.sem)
+    BULK_READ_MIN,
+    DOUBLING_MAX,
+    INITIAL_ELEMENTS,
+    grown_capacity,
+)
 from hotkv_server.stores.text import doc_terms
 
 METRICS: tuple[str, ...] = ("COSINE", "IP", "L2")
@@ -77,11 +84,6 @@ DEFAULT_EVICT = "LOWCONF"
 DEFAULT_KIND = b"fact"
 MAX_DIM = 4096
 
-#: first size of an index; it doubles when full up to DOUBLING_MAX slots, then grows by a
-#: quarter (each slot costs ~50 bytes of hnswlib lock, level and visited-list tables even
-#: while unused: doubling at 65,536 left 100,000 facts paying for 131,072 slots)
-INITIAL_ELEMENTS = 16
-DOUBLING_MAX = 1 << 16
 #: search breadth per requested hit, so recall@k stays high on unstructured data
 BREADTH_PER_HIT = 32
 AUTO_BREADTH_MAX = 1024
@@ -89,9 +91,6 @@ AUTO_BREADTH_MAX = 1024
 _SAMPLE = 256
 #: vectors read back from hnswlib at once by an exact search (bounds its memory)
 EXACT_CHUNK = 8192
-#: from this many vectors (and an eighth of the index) on, read them from one copy of the
-#: whole index instead of one by one (see Namespace.vectors)
-BULK_READ_MIN = 512
 
 #: AMEM.SEM.SEARCH: the fusions, RRF's rank constant and LINEAR's default vector weight
 FUSIONS: tuple[str, ...] = ("RRF", "LINEAR")
@@ -108,14 +107,6 @@ RECALL_SAMPLE = 32
 
 _VECTOR_DTYPE = np.dtype("<f4")
 _ONE = 1.0  # the default confidence, shared by every fact that has it
-#: dtypes of the arrays in hnswlib's serialized index (``Index.__getstate__``)
-_INDEX_ARRAYS: dict[str, np.dtype[Any]] = {
-    "label_lookup_external": np.dtype(np.uint64),
-    "label_lookup_internal": np.dtype(np.uint32),
-    "element_levels": np.dtype(np.int32),
-    "data_level0": np.dtype(np.int8),
-    "link_lists": np.dtype(np.int8),
-}
 
 
 class Fact:
@@ -244,13 +235,6 @@ class SearchHit(NamedTuple):
 def search_breadth(ef: int, k: int) -> int:
     """hnswlib's ``ef`` for a search of ``k`` hits with EF ``ef`` (see the module notes)."""
     return max(ef, k, min(BREADTH_PER_HIT * k, AUTO_BREADTH_MAX))
-
-
-def grown_capacity(capacity: int) -> int:
-    """The next size of a full index of ``capacity`` slots (see INITIAL_ELEMENTS)."""
-    if capacity < DOUBLING_MAX:
-        return 2 * capacity
-    return capacity + capacity // 4
 
 
 def prefix_end(prefix: bytes) -> bytes | None:

@@ -8,10 +8,10 @@ from typing import Unpack
 
 import numpy as np
 
+from hotkv_server.stores.hnsw import knn
 from hotkv_server.stores.sem.core import NamespaceCore
 from hotkv_server.stores.sem.facts import (
     _SAMPLE,
-    BULK_READ_MIN,
     EXACT_CHUNK,
     Fact,
     RecallOptions,
@@ -26,11 +26,7 @@ class NamespaceRecall(NamespaceCore):
     def begin_search(self, pending: PendingSearch) -> None:
         """Before ``pending`` runs on another thread: set hnswlib's ef for it (waiting first
         for searches in flight at another ef, since ef is one value per index)."""
-        if self._inflight and self._inflight_ef != pending.breadth:
-            self.quiesce()
-        if not self._inflight and self._index is not None:
-            self._index.set_ef(pending.breadth)
-            self._inflight_ef = pending.breadth
+        self.begin_breadth(pending.breadth)
 
     def recall(
         self, vector: bytes, k: int, now_ms: int, **options: Unpack[RecallOptions]
@@ -189,38 +185,6 @@ class NamespaceRecall(NamespaceCore):
             return 1.0 / (1.0 + math.sqrt(max(dist, 0.0)))
         return 1.0 - dist  # cosine and ip distances are 1 - dot
 
-    def vectors(self, labels: list[int], *, bulk: bool = True) -> np.ndarray:
-        """The indexed vectors of ``labels`` as a (len, dim) float32 array.
-
-        hnswlib's ``get_items`` hands each value back as a Python float (some 60 ns a
-        value); for more than BULK_READ_MIN vectors and a good share of the index, one copy
-        of the whole index (``__getstate__``, a memory copy) is much faster. ``bulk=False``
-        never copies the index (the self-check reads small slices between commands)."""
-        index = self._index
-        assert index is not None
-        if not labels:
-            return np.zeros((0, self.dim), dtype=np.float32)
-        if bulk and len(labels) >= BULK_READ_MIN and 8 * len(labels) >= index.get_current_count():
-            return self._bulk_vectors(labels)
-        return np.asarray(index.get_items(labels), dtype=np.float32).reshape(
-            len(labels), self.dim)
-
-    def _bulk_vectors(self, labels: list[int]) -> np.ndarray:
-        """``labels``' vectors read out of one copy of hnswlib's level-0 memory, whose
-        elements are ``[links][vector][label]`` (the layout its own pickling uses)."""
-        assert self._index is not None
-        state = self._index.__getstate__()[0]
-        size = state["size_data_per_element"]
-        count = state["cur_element_count"]
-        raw = np.asarray(state["data_level0"]).view(np.uint8)[: count * size].reshape(count, size)
-        start, at = state["offset_data"], state["label_offset"]
-        element_labels = np.ascontiguousarray(raw[:, at:at + 8]).view("<u8").reshape(count)
-        row_of = np.full(len(self._by_label), -1, dtype=np.int64)
-        row_of[element_labels.astype(np.int64)] = np.arange(count)
-        rows = row_of[np.asarray(labels, dtype=np.int64)]
-        return np.ascontiguousarray(raw[rows, start:start + 4 * self.dim]).view("<f4").reshape(
-            len(labels), self.dim)
-
     def similarities(self, vectors: np.ndarray, queries: np.ndarray) -> np.ndarray:
         """Similarity of each row of ``vectors`` to a query (1-d) or to each query (2-d:
         one column per query), as RECALL reports it."""
@@ -302,24 +266,23 @@ class PendingSearch:
         synchronous = not self.ns._inflight
         if synchronous:  # run in place (no other thread): set ef here
             index.set_ef(self.breadth)
+        allowed: Callable[[int], bool] | None = None
+        if check is not None:
+
+            def allowed(label: int) -> bool:
+                fact = by_label[label]
+                return fact is not None and check(fact)
+
         try:
-            if check is None:
-                labels, dists = index.knn_query(self.query, k=self.k)
-            else:
-
-                def allowed(label: int) -> bool:
-                    fact = by_label[label]
-                    return fact is not None and check(fact)
-
-                labels, dists = index.knn_query(self.query, k=self.k, filter=allowed)
-        except RuntimeError:
-            self.found = None  # fewer than k reachable: finish() scans exactly
-            return
+            pairs = knn(index, self.query, self.k, allowed)
         finally:
             if synchronous:
                 index.set_ef(self.ns.ef)
+        if pairs is None:
+            self.found = None  # fewer than k reachable: finish() scans exactly
+            return
         found: list[tuple[Fact, float]] = []
-        for label, dist in zip(labels[0].tolist(), dists[0].tolist(), strict=True):
+        for label, dist in pairs:
             fact = by_label[label]
             if fact is not None:
                 found.append((fact, float(dist)))
