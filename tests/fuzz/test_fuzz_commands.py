@@ -32,7 +32,8 @@ from hotkv_server.engine.config import Config
 from hotkv_server.engine.context import Context
 from hotkv_server.engine.core import Core
 from hotkv_server.engine.dispatch import NO_REPLY, Deferred, dispatch
-from hotkv_server.engine.registry import Arg, CommandSpec, all_specs
+from hotkv_server.engine.registry import CommandSpec, all_specs
+from hotkv_server.engine.syntax import Arg
 from hotkv_server.server.resp import ErrorReply, encode
 
 load_all()
