@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 
 
 class Peer(Protocol):
-    """What this module uses of a replica (``replication.manager.Peer``)."""
+    """What this module uses of a replica (``replication.peers.Peer``)."""
 
     ctx: Any
     transport: Any
