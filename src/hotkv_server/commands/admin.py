@@ -20,7 +20,7 @@ from hotkv_server.engine.args import parse_float, parse_int
 from hotkv_server.engine.context import Context
 from hotkv_server.engine.dispatch import NO_REPLY
 from hotkv_server.engine.errors import CommandError, RequestRefused
-from hotkv_server.engine.registry import command, container
+from hotkv_server.engine.registry import alias, command, container, help_lines
 from hotkv_server.engine.replies import OK, Simple
 from hotkv_server.stores.effect import FlushAll
 
@@ -29,29 +29,20 @@ log = logging.getLogger("hotkv")
 # --- data, time, saves -----------------------------------------------------------------
 
 
-def _flush(ctx: Context, argv: list[bytes]) -> Any:
+@command("flushall", arity=-1, flags="write", group="server", acl="keyspace dangerous",
+         tips="request_policy:all_shards response_policy:all_succeeded",
+         summary="Removes all keys and memories from every store.", syntax="[ASYNC|SYNC]",
+         complexity="O(N) where N is the total number of keys and memories")
+def flushall(ctx: Context, argv: list[bytes]) -> Any:
+    """FLUSHALL [ASYNC|SYNC] (and FLUSHDB: there is one database)"""
     if len(argv) > 2 or (len(argv) == 2 and argv[1].upper() not in (b"ASYNC", b"SYNC")):
         raise CommandError(errors.SYNTAX)
     ctx.emit(FlushAll())  # (the effect log breaks only the WATCHes of ids that existed)
     return OK
 
 
-@command("flushall", arity=-1, flags="write", group="server", acl="keyspace dangerous",
-         tips="request_policy:all_shards response_policy:all_succeeded",
-         summary="Removes all keys and memories from every store.", syntax="[ASYNC|SYNC]",
-         complexity="O(N) where N is the total number of keys and memories")
-def flushall(ctx: Context, argv: list[bytes]) -> Any:
-    """FLUSHALL [ASYNC|SYNC]"""
-    return _flush(ctx, argv)
-
-
-@command("flushdb", arity=-1, flags="write", group="server", acl="keyspace dangerous",
-         tips="request_policy:all_shards response_policy:all_succeeded",
-         summary="Removes all keys and memories (there is one database, so as FLUSHALL).",
-         syntax="[ASYNC|SYNC]", complexity="O(N) where N is the total number of keys and memories")
-def flushdb(ctx: Context, argv: list[bytes]) -> Any:
-    """FLUSHDB [ASYNC|SYNC]"""
-    return _flush(ctx, argv)
+alias("flushdb", of="flushall",
+      summary="Removes all keys and memories (there is one database, so as FLUSHALL).")
 
 
 @command("time", arity=1, flags="loading stale fast", group="server", tips="nondeterministic_output",
@@ -134,7 +125,8 @@ container("slowlog", group="server", summary="A container for slow log commands.
 @command("slowlog|get", arity=-2, flags="admin loading stale", group="server",
          tips="request_policy:all_nodes nondeterministic_output",
          summary="Returns the slow log's entries.", syntax="[count]",
-         complexity="O(N) where N is the number of entries returned")
+         complexity="O(N) where N is the number of entries returned",
+         help="GET [<count>]\n    Return top <count> entries from the slowlog (default: 10, -1 mean all).\n    Entries are made of:\n    id, timestamp, time in microseconds, arguments array, client IP and port,\n    client name")
 def slowlog_get(ctx: Context, argv: list[bytes]) -> Any:
     """SLOWLOG GET [count]"""
     if len(argv) > 3:
@@ -153,7 +145,8 @@ def slowlog_get(ctx: Context, argv: list[bytes]) -> Any:
 
 @command("slowlog|len", arity=2, flags="admin loading stale", group="server",
          tips="request_policy:all_nodes response_policy:agg_sum nondeterministic_output",
-         summary="Returns the number of entries in the slow log.")
+         summary="Returns the number of entries in the slow log.",
+         help="LEN\n    Return the length of the slowlog.")
 def slowlog_len(ctx: Context, argv: list[bytes]) -> Any:
     """SLOWLOG LEN"""
     return len(ctx.core.slowlog)
@@ -162,34 +155,21 @@ def slowlog_len(ctx: Context, argv: list[bytes]) -> Any:
 @command("slowlog|reset", arity=2, flags="admin loading stale", group="server",
          tips="request_policy:all_nodes response_policy:all_succeeded",
          summary="Clears all entries from the slow log.",
-         complexity="O(N) where N is the number of entries in the slowlog")
+         complexity="O(N) where N is the number of entries in the slowlog",
+         help="RESET\n    Reset the slowlog.")
 def slowlog_reset(ctx: Context, argv: list[bytes]) -> Any:
     """SLOWLOG RESET"""
     ctx.core.slowlog.clear()
     return OK
 
 
-_SLOWLOG_HELP = [
-    "SLOWLOG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
-    "GET [<count>]",
-    "    Return top <count> entries from the slowlog (default: 10, -1 mean all).",
-    "    Entries are made of:",
-    "    id, timestamp, time in microseconds, arguments array, client IP and port,",
-    "    client name",
-    "LEN",
-    "    Return the length of the slowlog.",
-    "RESET",
-    "    Reset the slowlog.",
-    "HELP",
-    "    Print this help.",
-]
 
 
 @command("slowlog|help", arity=2, flags="loading stale", group="server",
          summary="Returns helpful text about the different subcommands.")
 def slowlog_help(ctx: Context, argv: list[bytes]) -> Any:
     """SLOWLOG HELP"""
-    return [Simple(line) for line in _SLOWLOG_HELP]
+    return [Simple(line) for line in help_lines("slowlog")]
 
 
 # --- MONITOR, SHUTDOWN, DEBUG ----------------------------------------------------------

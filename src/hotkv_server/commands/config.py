@@ -16,7 +16,7 @@ from hotkv_server.engine.config import DIRECTIVES, ConfigError, canonical
 from hotkv_server.engine.context import Context
 from hotkv_server.engine.core import Core, Stats
 from hotkv_server.engine.errors import CommandError
-from hotkv_server.engine.registry import command, container
+from hotkv_server.engine.registry import command, container, help_lines
 from hotkv_server.engine.replies import OK, Simple
 
 container("config", group="server", summary="A container for server configuration commands.")
@@ -24,7 +24,8 @@ container("config", group="server", summary="A container for server configuratio
 
 @command("config|get", arity=-3, flags="admin noscript loading stale", group="server",
          summary="Returns the effective values of configuration parameters.",
-         syntax="parameter [parameter ...]", complexity="O(N) when N is the number of configuration parameters provided")
+         syntax="parameter [parameter ...]", complexity="O(N) when N is the number of configuration parameters provided",
+         help="GET <pattern>\n    Return parameters matching the glob-like <pattern> and their values.")
 def config_get(ctx: Context, argv: list[bytes]) -> Any:
     """CONFIG GET parameter [parameter ...]"""
     core = ctx.core
@@ -45,7 +46,8 @@ def _set_failed(name: str, reason: str) -> CommandError:
          tips="request_policy:all_nodes response_policy:all_succeeded",
          summary="Sets configuration parameters in-flight.",
          syntax="parameter value [parameter value ...]",
-         complexity="O(N) when N is the number of configuration parameters provided")
+         complexity="O(N) when N is the number of configuration parameters provided",
+         help="SET <directive> <value>\n    Set the configuration <directive> to <value>.")
 def config_set(ctx: Context, argv: list[bytes]) -> Any:
     """CONFIG SET parameter value [parameter value ...]"""
     if len(argv) % 2:
@@ -89,7 +91,8 @@ def config_set(ctx: Context, argv: list[bytes]) -> Any:
 
 
 @command("config|resetstat", arity=2, flags="admin noscript loading stale", group="server",
-         summary="Resets the server's statistics.")
+         summary="Resets the server's statistics.",
+         help="RESETSTAT\n    Reset statistics reported by the INFO command.")
 def config_resetstat(ctx: Context, argv: list[bytes]) -> Any:
     """CONFIG RESETSTAT"""
     reset_stats(ctx.core)
@@ -109,7 +112,8 @@ def reset_stats(core: Core) -> None:
 
 
 @command("config|rewrite", arity=2, flags="admin noscript loading stale", group="server",
-         summary="Persists the effective configuration to file.")
+         summary="Persists the effective configuration to file.",
+         help="REWRITE\n    Rewrite the configuration file.")
 def config_rewrite(ctx: Context, argv: list[bytes]) -> Any:
     """CONFIG REWRITE"""
     config = ctx.core.config
@@ -131,23 +135,10 @@ def config_rewrite(ctx: Context, argv: list[bytes]) -> Any:
     return OK
 
 
-_CONFIG_HELP = [
-    "CONFIG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
-    "GET <pattern>",
-    "    Return parameters matching the glob-like <pattern> and their values.",
-    "SET <directive> <value>",
-    "    Set the configuration <directive> to <value>.",
-    "RESETSTAT",
-    "    Reset statistics reported by the INFO command.",
-    "REWRITE",
-    "    Rewrite the configuration file.",
-    "HELP",
-    "    Print this help.",
-]
 
 
 @command("config|help", arity=2, flags="loading stale", group="server",
          summary="Returns helpful text about the different subcommands.")
 def config_help(ctx: Context, argv: list[bytes]) -> Any:
     """CONFIG HELP"""
-    return [Simple(line) for line in _CONFIG_HELP]
+    return [Simple(line) for line in help_lines("config")]

@@ -9,6 +9,7 @@ A spec's ``syntax`` is parsed once (``engine/syntax.py``) into the argument tree
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -155,6 +156,9 @@ class CommandSpec:
     dialect: bool = False
     #: option tokens of a dialect command that are hotkv extensions beyond the dialect
     extensions: tuple[str, ...] = ()
+    #: a subcommand's entry in its container's HELP ("GET <pattern>\n    Return ..."); ""
+    #: derives it from the syntax and the summary (a container's: its bare form's entry)
+    help: str = ""
     # derived, precomputed for the hot path
     is_write: bool = False
     is_denyoom: bool = False
@@ -214,6 +218,7 @@ def command(
     dialect: bool = False,
     extensions: str = "",
     key_specs: tuple[KeySpec, ...] = (),
+    help: str = "",
 ) -> Callable[[Handler], Handler]:
     """Register ``handler`` under ``name`` (``"container|sub"`` for a subcommand).
 
@@ -224,7 +229,8 @@ def command(
     tokens of such a command that only hotkv has (docs/commands.md shows both).
     ``key_specs`` replaces that one derived spec by the command's own (``key_spec(...)``);
     ``keys`` then stays the legacy first/last/step COMMAND INFO reports, and a keynum spec
-    adds the ``movablekeys`` flag.
+    adds the ``movablekeys`` flag. ``help`` is a subcommand's entry in its container's
+    HELP (``help_lines``), when the one derived from syntax and summary will not do.
     """
 
     def register(handler: Handler) -> Handler:
@@ -246,6 +252,7 @@ def command(
             dialect=dialect,
             extensions=extensions,
             key_specs=key_specs,
+            help=help,
         )
         return handler
 
@@ -263,6 +270,7 @@ def container(
     flags: str = "",
     acl: str = "",
     tips: str = "",
+    help: str = "",
 ) -> None:
     """Declare a command that holds subcommands (CONFIG, CLIENT, COMMAND ...).
 
@@ -285,6 +293,7 @@ def container(
         acl=acl,
         tips=tips,
         group_categories=False,
+        help=help,
     )
 
 
@@ -308,6 +317,7 @@ def add_spec(
     dialect: bool = False,
     extensions: str = "",
     key_specs: tuple[KeySpec, ...] = (),
+    help: str = "",
 ) -> CommandSpec:
     name = name.lower()
     if extensions and not dialect:
@@ -381,6 +391,7 @@ def add_spec(
         container=parent_name if sub else None,
         dialect=dialect,
         extensions=tuple(extensions.split()),
+        help=help,
         is_write="write" in flag_set,
         is_denyoom="denyoom" in flag_set,
         is_pubsub="pubsub" in flag_set,
@@ -406,6 +417,54 @@ def add_spec(
         LOOKUP[name.encode()] = spec
         LOOKUP[name.upper().encode()] = spec
     return spec
+
+
+def alias(name: str, *, of: str, summary: str | None = None, syntax: str | None = None) -> CommandSpec:
+    """Register ``name`` as another name of the top-level command ``of``: the same handler,
+    flags, keys and categories (SLAVEOF for REPLICAOF, FLUSHDB for FLUSHALL, PEXPIRE for
+    EXPIRE ...), with its own summary and syntax and its own INFO commandstats. A handler
+    shared this way tells the names apart by ``argv[0]``."""
+    name = name.lower()
+    original = COMMANDS.get(of)
+    if original is None or original.container is not None or original.subcommands:
+        raise ValueError(f"{name}: alias of {of!r}, which is not a registered plain command")
+    if name in COMMANDS:
+        raise ValueError(f"{name}: registered twice")
+    changes: dict[str, Any] = {"name": name, "subcommands": {}}
+    if summary is not None:
+        changes["summary"] = summary
+    if syntax is not None:
+        changes["syntax"] = syntax
+        first = 0 if original.key_flags == ("not_key",) else original.first_key
+        changes["arguments"] = parse_syntax(syntax, first, _key_args(original.key_specs)) if syntax else ()
+    spec = dataclasses.replace(original, **changes)
+    COMMANDS[name] = spec
+    LOOKUP[name.encode()] = spec
+    LOOKUP[name.upper().encode()] = spec
+    return spec
+
+
+def help_lines(container: str, order: tuple[str, ...] = ()) -> list[str]:
+    """The reply of ``<CONTAINER> HELP``, built from the table: a header, the bare form's
+    entry (the container's ``help``), one entry per subcommand (those in ``order`` first,
+    the others as registered), HELP last. A new subcommand shows up without more code."""
+    spec = COMMANDS[container]
+    lines = [f"{container.upper()} <subcommand> [<arg> [value] [opt] ...]. Subcommands are:"]
+    if spec.help:
+        lines += spec.help.split("\n")
+    subs = spec.subcommands
+    names = [n for n in order if n in subs] + [n for n in subs if n not in order and n != "help"]
+    if "help" in subs:
+        names.append("help")
+    for name in names:
+        sub = subs[name]
+        if sub.help:
+            lines += sub.help.split("\n")
+        elif name == "help":
+            lines += ["HELP", "    Print this help."]
+        else:
+            lines += [f"{name.upper()} {sub.syntax}".rstrip(), f"    {sub.summary}"]
+    return lines
 
 
 def _key_args(key_specs: tuple[KeySpec, ...]) -> dict[str, int] | None:
