@@ -15,6 +15,7 @@ import random
 from typing import Any
 
 from hotkv_server.commands.glob import glob_match
+from hotkv_server.commands.scanning import scan_options_with_type
 from hotkv_server.commands.tenancy import readable_filter
 from hotkv_server.engine import errors
 from hotkv_server.engine.args import parse_int
@@ -175,31 +176,7 @@ def parse_cursor(raw: bytes) -> int:
 def scan(ctx: Context, argv: list[bytes]) -> Any:
     """SCAN cursor [MATCH pattern] [COUNT count] [TYPE type]"""
     cursor = parse_cursor(argv[1])
-    count = 10
-    pattern: bytes | None = None
-    type_name: bytes | None = None
-    i = 2
-    n = len(argv)
-    while i < n:
-        opt = argv[i].lower()
-        if i + 1 >= n:
-            raise CommandError(errors.SYNTAX)
-        if opt == b"count":
-            value = parse_int(argv[i + 1])
-            if value is None:
-                raise CommandError(errors.NOT_INTEGER)
-            if value < 1:
-                raise CommandError(errors.SYNTAX)
-            count = value
-        elif opt == b"match":
-            pattern = argv[i + 1]
-            if pattern == b"*":
-                pattern = None
-        elif opt == b"type":
-            type_name = argv[i + 1].lower()
-        else:
-            raise CommandError(errors.SYNTAX)
-        i += 2
+    pattern, count, type_name = scan_options_with_type(argv, 2)
     # an unknown type matches nothing, as in Redis 7.0; a tenant walks only the keys it may
     # read (tenancy.py)
     shown_type = type_name.decode("utf-8", "replace") if type_name is not None else None

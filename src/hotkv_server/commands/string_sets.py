@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from hotkv_server.commands.typed import counted
 from hotkv_server.engine import errors
 from hotkv_server.engine.args import Args
 from hotkv_server.engine.context import Context
@@ -17,15 +18,6 @@ from hotkv_server.engine.registry import command
 from hotkv_server.engine.replies import OK
 from hotkv_server.engine.write_options import GETEX_TOKENS, PERSIST, WriteOptions, redis_deadline
 from hotkv_server.stores.keyspace_effects import KvDel, KvExpire, KvMset, KvPersist, KvSet
-
-
-def _hit(ctx: Context, value: bytes | None) -> bytes | None:
-    stats = ctx.core.stats
-    if value is None:
-        stats.keyspace_misses += 1
-    else:
-        stats.keyspace_hits += 1
-    return value
 
 
 @command("setnx", arity=3, flags="write denyoom fast", keys=(1, 1, 1), group="string",
@@ -76,7 +68,7 @@ def getex(ctx: Context, argv: list[bytes]) -> Any:
     key = argv[1]
     kv = ctx.db.kv
     now = ctx.now_ms
-    value = _hit(ctx, kv.get(key, now))
+    value = counted(ctx, kv.get(key, now))
     if value is None:
         return None
     # as in Redis, the expire value is checked only once the key is found
@@ -97,7 +89,7 @@ def getex(ctx: Context, argv: list[bytes]) -> Any:
 def getdel(ctx: Context, argv: list[bytes]) -> Any:
     """GETDEL key"""
     key = argv[1]
-    value = _hit(ctx, ctx.db.kv.get(key, ctx.now_ms))
+    value = counted(ctx, ctx.db.kv.get(key, ctx.now_ms))
     if value is not None:
         ctx.emit(KvDel([key]))
     return value
@@ -109,7 +101,7 @@ def getdel(ctx: Context, argv: list[bytes]) -> Any:
          syntax="key value")
 def getset(ctx: Context, argv: list[bytes]) -> Any:
     """GETSET key value"""
-    old = _hit(ctx, ctx.db.kv.get(argv[1], ctx.now_ms))
+    old = counted(ctx, ctx.db.kv.get(argv[1], ctx.now_ms))
     ctx.emit(KvSet(argv[1], argv[2], None))
     return old
 
