@@ -259,8 +259,9 @@ class World:
         self.core.config.values.clear()
         self.core.config.values.update(self.config_before)
         self.core.users = None
+        for sub in [s for s in self.core.subsystems if isinstance(s, acl.AclSettings)]:
+            self.core.detach(sub)
         acl.attach(SimpleNamespace(core=self.core))
-        self.core.extras["config_listeners"] = self.core.extras["config_listeners"][-1:]
         self.core.role = "master"
         self.core.stats.unexpected_error_replies = 0
         self.clock.advance(7)

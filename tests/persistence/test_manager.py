@@ -166,11 +166,11 @@ def test_dataset_replaced_writes_a_fresh_base(make: Any) -> None:
 def test_switching_the_aof_off_and_on(make: Any) -> None:
     p = make()
     write(p, kv(b"a", b"1"))
-    p._config_changed("appendonly", False)
+    p.config_changed("appendonly", False)
     assert p.aof is None and not p.aof_on
     write(p, kv(b"b", b"2"))
     assert reload(p) == [b"a"]
-    p._config_changed("appendonly", True)
+    p.config_changed("appendonly", True)
     assert p.jobs.job is not None and p.jobs.job.fresh
     write(p, kv(b"c", b"3"))
     tick_until(p, lambda: p.jobs.job is None)
@@ -180,9 +180,9 @@ def test_switching_the_aof_off_and_on(make: Any) -> None:
 
 def test_close_saves_when_a_fresh_rewrite_did_not_finish(make: Any) -> None:
     p = make()
-    p._config_changed("appendonly", False)
+    p.config_changed("appendonly", False)
     write(p, kv(b"x", b"1"))
-    p._config_changed("appendonly", True)
+    p.config_changed("appendonly", True)
     p.close(None)  # kills the child; the data is saved in the foreground instead
     assert reload(p) == [b"x"]
     assert not [n for n in os.listdir(p.layout.aof_dir) if n.startswith("temp-")]

@@ -1,7 +1,8 @@
 """CONFIG GET, SET, RESETSTAT, REWRITE and HELP.
 
-``core.extras["config_listeners"]``: callables ``(name, value)`` run after CONFIG SET
-changed a directive; one raising ConfigError/ValueError undoes the whole CONFIG SET.
+After CONFIG SET changed a directive, ``core.config_changed`` tells the core and every
+subsystem (``Subsystem.config_changed``); one raising ConfigError/ValueError undoes the
+whole CONFIG SET.
 """
 
 from __future__ import annotations
@@ -82,8 +83,7 @@ def config_set(ctx: Context, argv: list[bytes]) -> Any:
             config.set(name, [value], where="CONFIG SET", initial=False)
         for name, _ in pairs:
             current = name
-            for listener in ctx.core.extras.get("config_listeners", ()):
-                listener(name, config.values[name])
+            ctx.core.config_changed(name, config.values[name])
     except (ConfigError, ValueError) as exc:
         config.values.update(before)
         raise _set_failed(current, str(exc)) from None
@@ -107,8 +107,8 @@ def reset_stats(core: Core) -> None:
     for spec in every_spec():
         spec.calls = spec.usec = spec.failed_calls = spec.rejected_calls = 0
     core.extras.pop("used_memory_peak", None)
-    for reset in core.extras.get("stat_resetters", ()):  # subsystems' counters (replication)
-        reset()
+    for sub in core.subsystems:  # their counters (replication's)
+        sub.reset_stats()
 
 
 @command("config|rewrite", arity=2, flags="admin noscript loading stale", group="server",

@@ -321,9 +321,9 @@ def wanted_sections(core: Core, args: list[bytes]) -> list[str]:
 def section_fields(core: Core, name: str) -> Fields:
     builtin = SECTIONS.get(name)
     fields: Fields = builtin[1](core) if builtin else []
-    plugin = core.info_sections.get(name)
-    if plugin is not None:
-        added = list(plugin())
+    plugins = core.info_sections.get(name)
+    if plugins:
+        added = [item for plugin in plugins for item in plugin()]
         replaced = dict(added)
         known = {field for field, _ in fields}
         fields = [(f, replaced.get(f, v)) for f, v in fields]

@@ -31,6 +31,7 @@ import os
 import time
 from typing import TYPE_CHECKING, Any
 
+from hotkv_server.engine.core import InfoSection, Subsystem
 from hotkv_server.engine.errors import RequestRefused, StartupError
 from hotkv_server.persistence.aof import AofFile
 from hotkv_server.persistence.fsutil import file_size, fsync_dir
@@ -56,7 +57,7 @@ REWRITE_IN_PROGRESS = "ERR Background append only file rewriting already in prog
 SAVE_IN_PROGRESS = "ERR Background save already in progress"
 
 
-class Persistence:
+class Persistence(Subsystem):
     """One server's persistence; ``core.extras["persistence"]`` (SAVE, BGREWRITEAOF ...)."""
 
     def __init__(self, server: Host) -> None:
@@ -105,9 +106,11 @@ class Persistence:
         core.loading = True
         # the sink is listed while an AOF is open (the ``aof`` property)
         core.turn.durable.append(self.writer.before_reply)
-        core.info_sections["persistence"] = self.info
         core.extras["persistence"] = self
-        core.extras.setdefault("config_listeners", []).append(self._config_changed)
+        core.attach(self)
+
+    def info_sections(self) -> dict[str, InfoSection]:
+        return {"persistence": self.info}
 
     def _recover_directory(self) -> Manifest | None:
         """Finish or undo what a crash interrupted, and refuse what only damage explains."""
@@ -309,7 +312,7 @@ class Persistence:
         self.jobs.try_start("rewrite", "Dataset replaced: writing a new base", fresh=True)
 
     # --- CONFIG SET appendonly ---------------------------------------------------------------
-    def _config_changed(self, name: str, value: Any) -> None:
+    def config_changed(self, name: str, value: Any) -> None:
         writer = self.writer
         if name != "appendonly" or bool(value) == writer.aof_on:
             return

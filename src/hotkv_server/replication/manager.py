@@ -28,6 +28,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from hotkv_server.engine.config import output_limits
+from hotkv_server.engine.core import InfoSection, Subsystem
 from hotkv_server.engine.dispatch import NO_REPLY, dispatch
 from hotkv_server.engine.errors import CommandError, RequestRefused
 from hotkv_server.engine.replies import OK, ErrorReply
@@ -61,7 +62,7 @@ def new_replid() -> str:
     return os.urandom(20).hex()
 
 
-class Replication:
+class Replication(Subsystem):
     """The replication subsystem of one server (see the module docstring)."""
 
     def __init__(self, server: Host) -> None:
@@ -546,6 +547,9 @@ class Replication:
         self.flush()
 
     # --- views (replication/views.py) ----------------------------------------------------
+    def info_sections(self) -> dict[str, InfoSection]:
+        return {"replication": self.info_replication, "stats": self.info_stats}
+
     def role_reply(self) -> list[Any]:
         return views.role_reply(self)
 
