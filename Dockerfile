@@ -12,7 +12,8 @@
 # win); see src/hotkv_server/clients/entrypoint.py. The health check PINGs the server on
 # HOTKV_PORT with HOTKV_REQUIREPASS, so set the port and password through the environment.
 
-# --- build: wheels for the package and its dependencies (hnswlib compiles from source)
+# --- build: wheels for the package and its dependencies (hnswlib compiles from source),
+# with the wordllama extra: the default embedder, whose model ships inside its wheel
 FROM python:3.11-slim AS build
 RUN apt-get update \
     && apt-get install -y --no-install-recommends build-essential \
@@ -20,7 +21,7 @@ RUN apt-get update \
 WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY src ./src
-RUN pip wheel --no-cache-dir --wheel-dir /wheels .
+RUN pip wheel --no-cache-dir --wheel-dir /wheels ".[wordllama]"
 
 # --- run
 FROM python:3.11-slim
@@ -29,7 +30,7 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     HOTKV_PORT=6379 \
     HOTKV_DIR=/data
 COPY --from=build /wheels /wheels
-RUN pip install --no-cache-dir --no-index --find-links=/wheels hotkv \
+RUN pip install --no-cache-dir --no-index --find-links=/wheels "hotkv[wordllama]" \
     && rm -rf /wheels \
     && useradd --system --uid 10001 --user-group --home-dir /data --shell /usr/sbin/nologin hotkv \
     && mkdir -p /data \

@@ -24,10 +24,14 @@ ALLOWED: dict[str, set[str]] = {
     "scripting": {"scripting", "engine", "stores", ""},
     "persistence": {"persistence", "engine", "stores"},
     "replication": {"replication", "engine", "stores"},
+    # the embedders, their worker pool and cache (a subsystem; commands reach it through
+    # engine.services.EmbeddingService)
+    "embedding": {"embedding", "engine"},
     # cluster mode (a subsystem) and its operator tool; persistence for fsutil's atomic write
     "cluster": {"cluster", "engine", "stores", "persistence"},
     # the process: it builds the engine, loads the commands and the subsystems
-    "server": {"server", "engine", "stores", "commands", "persistence", "replication", "cluster", ""},
+    "server": {"server", "engine", "stores", "commands", "persistence", "replication", "cluster",
+               "embedding", ""},
     # the client library and the MCP server talk to a server over the network
     "clients": {"clients", "engine", ""},
 }

@@ -148,7 +148,7 @@ def test_quickstart_redis_cli_transcript(url: str) -> None:
     text = (DOCS / "quickstart.md").read_text()
     transcript = text.split("## redis-cli\n\n```text\n", 1)[1].split("```", 1)[0]
     steps = re.split(r"^\$ ", transcript, flags=re.M)[1:]
-    assert len(steps) == 9
+    assert len(steps) == 13
     assert "(error) NOTFOUND session not found" in transcript
 
     def normal(output: str) -> str:
@@ -172,7 +172,7 @@ def test_readme_tour_and_python_examples(url: str) -> None:
     text = (ROOT / "README.md").read_text()
     tour = text.split("With redis-cli:\n\n```text\n", 1)[1].split("```", 1)[0]
     prompts = [line.split("> ", 1)[1] for line in tour.splitlines() if line.startswith("127.0.0.1:6379> ")]
-    assert len(prompts) == 8
+    assert len(prompts) == 11
     for line in prompts:
         done = subprocess.run([cli, "-p", port, "--no-raw", *shlex.split(line)], capture_output=True,
                               text=True, timeout=10, check=True)

@@ -64,6 +64,22 @@ async def call_error(client: Client, tool: str, **arguments: Any) -> str:
     return result.content[0].text  # type: ignore[union-attr]
 
 
+def test_without_a_server_embedder_recall_goes_by_text(server: HotkvProcess,
+                                                        raw: redis.Redis) -> None:
+    async def body(client: Client) -> None:
+        for fid, text in [("deploy", "deployments happen on friday afternoons"),
+                          ("db", "the database is postgres version sixteen")]:
+            await call(client, "store_fact", namespace="proj", id=fid, text=text)
+        recalled = await call(client, "recall_facts", namespace="proj",
+                              query="which database version do we use", k=2)
+        assert recalled["matched_by"] == "text-search"  # the server has AMEM.SEM.SEARCH
+        assert recalled["facts"][0]["id"] == "db"
+        assert recalled["facts"][0]["text_score"] > 0 and "similarity" not in recalled["facts"][0]
+        assert b"embedder" not in raw.execute_command("AMEM.SEM.INFO", "proj")
+
+    with_mcp(server, "--embedder", "none")(body)
+
+
 @pytest.fixture
 def raw(server: HotkvProcess) -> redis.Redis:
     client = server.client(protocol=3)
@@ -134,7 +150,8 @@ def test_every_tool(server: HotkvProcess, raw: redis.Redis) -> None:
         error = await call_error(client, "write_summary", agent="dev", text="x", if_version=1)
         assert "CONFLICT" in error and "version 2" in error
 
-        # semantic memory without embeddings: the words find the fact
+        # semantic memory without embeddings: the server's embedder (wordllama) finds the
+        # fact by meaning
         for fid, text in [("style", "the user prefers tabs over spaces in python code"),
                           ("deploy", "deployments happen on friday afternoons"),
                           ("db", "the database is postgres version sixteen")]:
@@ -145,9 +162,10 @@ def test_every_tool(server: HotkvProcess, raw: redis.Redis) -> None:
                            text="the database is postgres version seventeen"))["created"] is False
         recalled = await call(client, "recall_facts", namespace="proj",
                               query="which database version do we use", k=2)
-        assert recalled["matched_by"] == "text-search"  # the server has AMEM.SEM.SEARCH
+        assert recalled["matched_by"] == "meaning"  # the namespace was made with EMBEDDER
         assert recalled["facts"][0]["id"] == "db"
-        assert recalled["facts"][0]["text_score"] > 0 and "similarity" not in recalled["facts"][0]
+        assert recalled["facts"][0]["similarity"] > recalled["facts"][1]["similarity"]
+        assert raw.execute_command("AMEM.SEM.INFO", "proj")[b"embedder"] == b"wordllama"
         assert recalled["facts"][0]["text"].endswith("seventeen")
         assert "vector" not in recalled["facts"][0]
         only = await call(client, "recall_facts", namespace="proj", query="tabs python",

@@ -161,7 +161,9 @@ BAD = [
     (("AMEM.SEARCH", "kb", 3, 1, 0, "TEXT"), "syntax error: TEXT needs a value"),
     (("AMEM.SEARCH", "kb", 3, 1, 0, "LIMIT", 2), "invalid option 'LIMIT': expected TEXT"),
     (("AMEM.SEARCH", "nobody", 3), "wrong number of arguments for 'amem.search' command"),
-    (("AMEM.SEARCH", "nobody", 3, "TEXT", "x"), "invalid vector: expected FP32 blob or v1 ... vdim"),
+    (("AMEM.SEARCH", "nobody", 3, "x"), "invalid vector 'x': expected FP32 blob, v1 ... vdim or TEXT query"),
+    (("AMEM.SEARCH", "kb", 3, "TEXT", "x"),
+     "AMEM.SEARCH without a vector needs a namespace with an embedder: namespace 'kb' has none"),
 ]
 
 

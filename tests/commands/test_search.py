@@ -5,8 +5,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 from hotkv_server.clients.embedding import hashed_embedding
 from hotkv_server.commands import load_all
 from hotkv_server.engine.clock import ManualClock
@@ -16,13 +14,6 @@ from hotkv_server.engine.dispatch import dispatch
 from hotkv_server.engine.replies import ErrorReply
 
 DIM = 32
-
-
-class WordEmbedder:
-    """A real (if small) embedder: hotkv's hashed word embedding, one row per text."""
-
-    def embed(self, texts: list[bytes]) -> np.ndarray:
-        return np.stack([hashed_embedding(t.decode(), DIM) for t in texts])
 
 
 def call(ctx: Context, *args: Any) -> Any:
@@ -54,18 +45,3 @@ def test_without_an_embedder_only_text_finds_events_and_notes() -> None:
     assert {(h["source"], h["similarity"]) for h in hits if h["source"] != "semantic"} == {
         ("episodic", 1.0), ("working", 1.0)}
 
-
-def test_a_namespace_embedder_finds_events_and_notes_by_the_vector() -> None:
-    ctx = setup()
-    ctx.db.sem.get(b"bot").embedder = WordEmbedder()  # what a server-side embedder attaches
-    hits = call(ctx, "AMEM.SEARCH", "bot", 10, *vector("refund order 7"))
-    sources = [h["source"] for h in hits]
-    assert set(sources) == {"semantic", "episodic", "working"}
-    texts = [h["text"] for h in hits]
-    # by the cosine of the query vector: the refund event is found, the parcel (no word in
-    # common, cosine 0) is not
-    assert b"approved the refund for order 7" in texts
-    assert b"shipped a parcel to Berlin" not in texts
-    similarities = [float(h["similarity"]) for h in hits]
-    assert similarities == sorted(similarities, reverse=True)
-    assert call(ctx, "AMEM.SEARCH", "bot", 2, *vector("refund order 7"))[:2] == hits[:2]

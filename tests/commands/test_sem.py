@@ -287,8 +287,11 @@ def test_store_into_missing_namespace_is_notfound(r: redis.Redis) -> None:
         r, "AMEM.SEM.STORE", "kb", "", "t", 1, 0)
     assert "invalid id: expected 1..512 bytes, got 513" in error(
         r, "AMEM.SEM.STORE", "kb", "x" * 513, "t", 1, 0)
+    # the vector may be left out (a namespace with an embedder makes it), so a namespace
+    # without one says what is missing rather than the arity
+    assert error(r, "AMEM.SEM.STORE", "kb", "a", "t") == "DIM expected 2 values, got 0"
     assert "wrong number of arguments for 'amem.sem.store'" in error(
-        r, "AMEM.SEM.STORE", "kb", "a", "t")
+        r, "AMEM.SEM.STORE", "kb", "a")
 
 
 # --- capacity and eviction -------------------------------------------------------------------

@@ -75,8 +75,8 @@ def port() -> Iterator[int]:
 
 
 @pytest.mark.parametrize("command,start", [
-    ("AMEM.SEM.RECALL", "ns k FP32 blob|v [v ...] [MINSIM x]"),
-    ("AMEM.SEM.STORE", "ns id text FP32 blob|v [v ...] [NX|XX]"),
+    ("AMEM.SEM.RECALL", "ns k FP32 blob|v [v ...]|TEXT query [MINSIM x]"),
+    ("AMEM.SEM.STORE", "ns id text [FP32 blob|v [v ...]] [NX|XX]"),
     ("AMEM.SEM.SEARCH", "ns k TEXT query [VECTOR FP32 blob|v [v ...]]"),
 ])
 def test_vector_hint_shows_one_repeated_value(port: int, command: str, start: str) -> None:

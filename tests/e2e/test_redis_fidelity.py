@@ -262,7 +262,15 @@ def test_config_set_bind_rebinds(reference: RedisServer) -> None:
 
 
 #: directives hotkv has that redis-server 7.0 does not (each a real, settable config)
-HOTKV_ONLY_CONFIGS: set[str] = set()
+#: hotkv's own configuration parameters: the embedders' (docs/embeddings.md)
+HOTKV_ONLY_CONFIGS: set[str] = {
+    "embed-threads", "embed-timeout-ms", "embed-cache-max-memory", "embed-wordllama",
+    "embed-wordllama-dim", "embed-openai-url", "embed-openai-model", "embed-openai-dim",
+    "embed-openai-api-key-env", "embed-openai-api-key-file", "embed-openai-batch-size",
+    "embed-openai-timeout-ms", "embed-openai-retries", "embed-openai-backoff-ms",
+    "embed-openai-send-dimensions", "embed-fastembed-path", "embed-fastembed-dim",
+    "embed-fastembed-model-file", "embed-fastembed-pooling",
+}
 
 
 def test_config_get_star_lists_only_real_configs(ports: tuple[int, int]) -> None:

@@ -54,6 +54,7 @@ def write(r: redis.Redis) -> dict[str, Any]:
     return {
         "sem-long": record(ex(r, "AMEM.SEM.GET", "kb", "long"))[b"expires"],
         "kv-long": int(time.time() * 1000) + r.pttl("kv:long"),
+        "work-long": int(time.time() * 1000) + ex(r, "AMEM.WORK.TTL", "work:mixed", "long"),
     }
 
 
@@ -94,7 +95,9 @@ def assert_deadlines_kept(r: redis.Redis, deadlines: dict[str, Any]) -> None:
     assert record(ex(r, "AMEM.SEM.GET", "kb", "long"))[b"expires"] == deadlines["sem-long"]
     kv_deadline = int(time.time() * 1000) + r.pttl("kv:long")
     assert abs(kv_deadline - deadlines["kv-long"]) < 500
-    assert 3_590_000 < ex(r, "AMEM.WORK.TTL", "work:mixed", "long") <= 3_600_000
+    # the same absolute deadline, however long the restart took (a loaded machine is slow)
+    work_deadline = int(time.time() * 1000) + ex(r, "AMEM.WORK.TTL", "work:mixed", "long")
+    assert abs(work_deadline - deadlines["work-long"]) < 500
 
 
 @pytest.fixture

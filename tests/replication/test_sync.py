@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import socket
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 import redis
@@ -142,7 +143,17 @@ def test_role(clean: Trio, protocol: int) -> None:
     pc = primary.client(protocol=protocol)
     pc.set("role", "x")
     assert pc.execute_command("WAIT", 2, 5000) == 2
-    kind, master_offset, replicas = pc.execute_command("ROLE")
+    # WAIT answers once both acknowledged the write; the REPLCONF GETACK it sent moves the
+    # offset on, and the acknowledgements of it arrive a moment later
+    box: dict[str, Any] = {}
+
+    def acked() -> bool:
+        box["role"] = pc.execute_command("ROLE")
+        _kind, at, peers = box["role"]
+        return all(p[2] == str(at).encode() for p in peers) and len(peers) == 2
+
+    wait_until(acked, 10, what="both replicas acknowledged the whole stream")
+    kind, master_offset, replicas = box["role"]
     assert kind == b"master" and master_offset == offset(pc)
     assert sorted(replicas) == sorted([[b"127.0.0.1", str(p.port).encode(), str(master_offset).encode()]
                                        for p in (a, b)])

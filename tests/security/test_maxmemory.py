@@ -672,6 +672,8 @@ def test_evictions_reach_the_aof_and_a_restart_keeps_them_evicted() -> None:
 
 def test_random_eviction_can_empty_most_of_the_cache_in_one_pass() -> None:
     rig = Rig("allkeys-random", 10**9)
+    rig.guard.budget_s = 60.0  # one pass, however slow a loaded machine is (the property
+    # tested is that random picking finds every key, not the pass's time budget)
     for i in range(300):
         rig.run("SET", f"k{i:03d}", "x" * 100)
     target = BASE + 5 * entry(b"k000", 100)

@@ -124,7 +124,7 @@ class AsyncAmemCommands(Protocol):
     def amem_sem_create(
         self,
         ns: IdT,
-        dim: int,
+        dim: int | None = None,
         *,
         metric: MetricT | None = None,
         m: int | None = None,
@@ -132,6 +132,7 @@ class AsyncAmemCommands(Protocol):
         ef: int | None = None,
         capacity: int | None = None,
         evict: EvictT | None = None,
+        embedder: str | None = None,
         update: bool = False,
     ) -> Awaitable[bool]: ...
 
@@ -173,8 +174,9 @@ class AsyncAmemCommands(Protocol):
         self,
         ns: IdT,
         k: int,
-        vector: VectorT,
+        vector: VectorT | None = None,
         *,
+        text: TextT | None = None,
         minsim: float | None = None,
         kind: str | None = None,
         minconf: float | None = None,
@@ -208,7 +210,7 @@ class AsyncAmemCommands(Protocol):
         ns: IdT,
         id: IdT,
         text: TextT,
-        vector: VectorT,
+        vector: VectorT | None = None,
         *,
         nx: bool = False,
         xx: bool = False,

@@ -139,7 +139,7 @@ class AmemCommands:
     def amem_sem_create(
         self,
         ns: IdT,
-        dim: int,
+        dim: int | None = None,
         *,
         metric: MetricT | None = None,
         m: int | None = None,
@@ -147,13 +147,16 @@ class AmemCommands:
         ef: int | None = None,
         capacity: int | None = None,
         evict: EvictT | None = None,
+        embedder: str | None = None,
         update: bool = False,
     ) -> bool:
         """Create a namespace of ``dim``-dimensional facts (``update=True``: change EF,
-        CAPACITY, EVICT of an existing one)."""
-        args: list[Any] = ["AMEM.SEM.CREATE", ns, dim]
+        CAPACITY, EVICT of an existing one). With ``embedder`` (e.g. "wordllama") the server
+        embeds the facts' texts and text queries, and ``dim`` may be left out."""
+        args: list[Any] = ["AMEM.SEM.CREATE", ns] + ([] if dim is None else [dim])
         for token, value in (("METRIC", metric), ("M", m), ("EF_CONSTRUCTION", ef_construction),
-                             ("EF", ef), ("CAPACITY", capacity), ("EVICT", evict)):
+                             ("EF", ef), ("CAPACITY", capacity), ("EVICT", evict),
+                             ("EMBEDDER", embedder)):
             if value is not None:
                 args += [token, value]
         if update:
@@ -165,7 +168,7 @@ class AmemCommands:
         ns: IdT,
         id: IdT,
         text: TextT,
-        vector: VectorT,
+        vector: VectorT | None = None,
         *,
         nx: bool = False,
         xx: bool = False,
@@ -178,8 +181,10 @@ class AmemCommands:
         meta: MetaT | None = None,
     ) -> int | None:
         """Store (or replace) the fact ``id``: 1 created, 0 replaced, None when
-        ``nx``/``xx`` blocked it."""
-        args: list[Any] = ["AMEM.SEM.STORE", ns, id, text, "FP32", to_fp32(vector)]
+        ``nx``/``xx`` blocked it. Without ``vector`` the namespace's embedder embeds ``text``."""
+        args: list[Any] = ["AMEM.SEM.STORE", ns, id, text]
+        if vector is not None:
+            args += ["FP32", to_fp32(vector)]
         if nx:
             args.append("NX")
         if xx:
@@ -197,8 +202,9 @@ class AmemCommands:
         self,
         ns: IdT,
         k: int,
-        vector: VectorT,
+        vector: VectorT | None = None,
         *,
+        text: TextT | None = None,
         minsim: float | None = None,
         kind: str | None = None,
         minconf: float | None = None,
@@ -209,8 +215,12 @@ class AmemCommands:
     ) -> list[Record]:
         """Up to ``k`` facts nearest to ``vector``, best first, each a dict with
         ``similarity`` (float) and the fact's fields. ``exact=True`` scans every fact
-        (brute force) instead of searching the HNSW graph: the true nearest, to compare."""
-        args: list[Any] = ["AMEM.SEM.RECALL", ns, k, "FP32", to_fp32(vector)]
+        (brute force) instead of searching the HNSW graph: the true nearest, to compare.
+        ``text=`` instead of a vector: the namespace's embedder embeds the query."""
+        if (vector is None) == (text is None):
+            raise ValueError("amem_sem_recall needs a vector or text=, not both")
+        args: list[Any] = ["AMEM.SEM.RECALL", ns, k]
+        args += ["TEXT", text] if text is not None else ["FP32", to_fp32(vector)]  # type: ignore[arg-type]
         for token, value in (("MINSIM", minsim), ("KIND", kind), ("MINCONF", minconf),
                              ("PREFIX", prefix), ("EF", ef)):
             if value is not None:

@@ -10,15 +10,21 @@ prefix removed, so the assistant cannot name, list or reach memory outside its p
 ``--read-only`` registers only the tools that read. Defaults for a new conversation's
 window and idle TTL are settings, as is the working-note TTL.
 
-Facts need a vector. An assistant rarely has an embedding model, so a fact stored without
-``embedding`` gets the hashed word embedding of :mod:`hotkv_server.clients.embedding`; recall by
-text asks the server's text search (``AMEM.SEM.SEARCH ns k TEXT query``) first and, on a
-server without it, falls back to that embedding, saying so in ``matched_by``.
+Facts need a vector. An assistant rarely has an embedding model, so a namespace the tools
+create is bound to the server's embedder (``--embedder``, default ``wordllama``: the
+server embeds each fact's text and each query, docs/embeddings.md) and recall by text
+goes by meaning (``AMEM.SEM.RECALL ns k TEXT query``, ``matched_by`` "meaning"). A
+namespace without an embedder (made elsewhere, or on a server without that embedder)
+keeps the older way: a fact stored without ``embedding`` gets the hashed word embedding
+of :mod:`hotkv_server.clients.embedding`; recall by text asks the server's text search
+(``AMEM.SEM.SEARCH ns k TEXT query``) first and, on a server without it, falls back to
+that embedding, saying so in ``matched_by``.
 
 Settings come from flags or the environment (flags win): ``--url`` / ``HOTKV_URL``,
 ``--prefix`` / ``HOTKV_MCP_PREFIX``, ``--read-only`` / ``HOTKV_MCP_READ_ONLY``,
 ``--window`` / ``HOTKV_MCP_WINDOW``, ``--ttl`` / ``HOTKV_MCP_TTL``, ``--notes-ttl`` /
-``HOTKV_MCP_NOTES_TTL``, ``--embedding-dim`` / ``HOTKV_MCP_EMBEDDING_DIM``,
+``HOTKV_MCP_NOTES_TTL``, ``--embedding-dim`` / ``HOTKV_MCP_EMBEDDING_DIM``, ``--embedder`` /
+``HOTKV_MCP_EMBEDDER`` ("none": no server embedder),
 ``--transport`` / ``HOTKV_MCP_TRANSPORT``, ``--host`` / ``HOTKV_MCP_HOST``, ``--port`` /
 ``HOTKV_MCP_PORT``.
 """
@@ -70,6 +76,8 @@ class McpConfig:
     ttl: int = 7 * 86400  # idle lifetime of a new conversation, seconds; 0 = none
     notes_ttl: int = 0  # lifetime of a working note, seconds; 0 = none
     embedding_dim: int = DEFAULT_DIM
+    #: the server embedder new namespaces are bound to ("" for none)
+    embedder: str = "wordllama"
     transport: Literal["stdio", "http"] = "stdio"
     host: str = "127.0.0.1"
     port: int = 8000
@@ -246,14 +254,37 @@ def build_server(config: McpConfig, client: Hotkv | None = None) -> MCPServer:
         except Exists:
             pass
 
+    async def _server_embeds(ns: str) -> bool:
+        """Whether the namespace has a server embedder; a missing one is created bound to
+        ``config.embedder`` when the server has that embedder."""
+        info = await db.amem_sem_info(ns)
+        if info is None and config.embedder:
+            try:
+                await db.amem_sem_create(ns, embedder=config.embedder)
+                return True
+            except Exists:
+                info = await db.amem_sem_info(ns)
+            except ResponseError as exc:  # no such embedder here, or an older server
+                if "embedder" not in str(exc).lower() and "EMBEDDER" not in str(exc):
+                    raise
+                return False
+        return info is not None and bool(info.get("embedder"))
+
     async def store_fact(namespace: str, id: str, text: str, kind: str = "fact",
                          confidence: float = 1.0, source: str | None = None,
                          embedding: list[float] | None = None) -> dict[str, Any]:
         """Store a fact under ``id`` in a namespace (a second store under the same id
-        corrects it). Without ``embedding`` the fact is embedded by its words."""
+        corrects it). Without ``embedding`` the server's embedder embeds the text (or, in
+        a namespace without one, the fact is embedded by its words)."""
         ns = config.scoped(namespace, "namespace")
-        vector = embedding if embedding is not None else hashed_embedding(
-            text, config.embedding_dim)
+        if embedding is None and await _server_embeds(ns):
+            created = await db.amem_sem_store(ns, id, text, kind=kind, confidence=confidence,
+                                              source=source)
+            return {"namespace": namespace, "id": id, "created": bool(created)}
+        vector: Any = embedding
+        if vector is None:
+            info = await db.amem_sem_info(ns)
+            vector = hashed_embedding(text, info["dim"] if info else config.embedding_dim)
         await _ensure_namespace(ns, len(vector))
         created = await db.amem_sem_store(ns, id, text, vector, kind=kind,
                                           confidence=confidence, source=source)
@@ -263,15 +294,22 @@ def build_server(config: McpConfig, client: Hotkv | None = None) -> MCPServer:
                            embedding: list[float] | None = None, kind: str | None = None,
                            min_similarity: float | None = None) -> dict[str, Any]:
         """Facts of a namespace closest to ``query`` (or to ``embedding`` when given),
-        best first: by embedding each with its similarity (``min_similarity`` applies),
-        by text each with its BM25 ``text_score``. ``matched_by`` says how they were found."""
+        best first: by meaning (the namespace's server embedder embeds ``query``) or by
+        embedding, each with its similarity (``min_similarity`` applies); in a namespace
+        without an embedder by text, each with its BM25 ``text_score``. ``matched_by``
+        says how they were found."""
         ns = config.scoped(namespace, "namespace")
         facts: list[Record]
+        info: Any = None if embedding is not None else await db.amem_sem_info(ns)
         matched_by = "embedding" if embedding is not None else "text-search"
         try:
             if embedding is not None:
                 facts = await db.amem_sem_recall(ns, k, embedding, kind=kind,
                                                  minsim=min_similarity)
+            elif info is not None and info.get("embedder"):
+                facts = await db.amem_sem_recall(ns, k, text=query, kind=kind,
+                                                 minsim=min_similarity)
+                matched_by = "meaning"
             else:
                 facts = await db.amem_sem_search(ns, k, query, kind=kind)
         except NotFound:  # a namespace nothing was stored in yet: no facts, not an error
@@ -366,6 +404,8 @@ def parse_config(argv: Sequence[str] | None = None,
     parser.add_argument("--embedding-dim", type=int,
                         default=int(env.get("HOTKV_MCP_EMBEDDING_DIM", base.embedding_dim)),
                         help="dimension of the built-in word embedding")
+    parser.add_argument("--embedder", default=env.get("HOTKV_MCP_EMBEDDER", base.embedder),
+                        help="server embedder new namespaces are bound to ('none': none)")
     parser.add_argument("--transport", choices=("stdio", "http"),
                         default=env.get("HOTKV_MCP_TRANSPORT", base.transport))
     parser.add_argument("--host", default=env.get("HOTKV_MCP_HOST", base.host),
@@ -383,6 +423,7 @@ def parse_config(argv: Sequence[str] | None = None,
             parser.error(f"--{name.replace('_', '-')} must be 0 (none) or more")
     return McpConfig(url=ns.url, prefix=ns.prefix, read_only=ns.read_only, window=ns.window,
                      ttl=ns.ttl, notes_ttl=ns.notes_ttl, embedding_dim=ns.embedding_dim,
+                     embedder="" if ns.embedder.lower() in ("", "none") else ns.embedder,
                      transport=ns.transport, host=ns.host, port=ns.port)
 
 

@@ -28,6 +28,7 @@ MODULES = (
     "epis",
     "summary",
     "amem",
+    "dedup",
     "search",
     "acl",
     "replication",

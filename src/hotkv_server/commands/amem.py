@@ -121,4 +121,10 @@ def amem_info(core: Core) -> list[tuple[str, object]]:
             continue
         for stat, value in store.stats(now).items():
             fields.append((f"{name}_{stat}", value))
+    dedup = core.db.stores.get("dedup")  # EMBED.DEDUP.*
+    if dedup is not None:
+        fields.extend((f"dedup_{stat}", value) for stat, value in dedup.stats(now).items())
+    embed = core.extras.get("embed")  # the embedders, their pool and cache (hotkv_server.embedding)
+    if embed is not None:
+        fields.extend(embed.info())
     return fields

@@ -23,6 +23,7 @@ GROUP_TITLES: dict[str, str] = {
     "epis": "Episodic memory (AMEM.EPIS.*)",
     "summary": "Rolling summary (AMEM.SUMMARY.*)",
     "amem": "Across the memory stores",
+    "embed": "Embedding cache (EMBED.DEDUP.*)",
     "string": "String cache",
     "generic": "Keys of the string cache",
     "connection": "Connection",

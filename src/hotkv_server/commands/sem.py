@@ -38,11 +38,16 @@ import logging
 import re
 from typing import Any
 
-import numpy as np
-
+from hotkv_server.commands.embed import (
+    check_embedder,
+    embed_then,
+    embedder_of,
+    embedding_text,
+)
+from hotkv_server.commands.sem_args import read_cursor, read_kind, read_vector, vector_follows
 from hotkv_server.commands.sem_service import SemanticService
 from hotkv_server.engine import errors
-from hotkv_server.engine.args import Args, parse_float
+from hotkv_server.engine.args import Args
 from hotkv_server.engine.context import Context
 from hotkv_server.engine.dispatch import Deferred
 from hotkv_server.engine.errors import CommandError
@@ -79,13 +84,11 @@ DEFAULT_LIST_COUNT = 100
 _METRIC_TOKENS = tuple(m.encode() for m in METRICS)
 _EVICT_TOKENS = tuple(p.encode() for p in EVICT_POLICIES)
 _FUSION_TOKENS = tuple(f.encode() for f in FUSIONS)
-_KIND_RE = re.compile(rb"[a-z0-9_-]{1,32}")
-_HEX_RE = re.compile(rb"(?:[0-9a-f]{2})+")
-_NAN = frozenset((b"nan", b"+nan", b"-nan"))
-_NUMBERISH = re.compile(rb"[+-]?\.?[0-9]")
-_VECTOR_DTYPE = np.dtype("<f4")
 
-_CREATE_OPTIONS = "METRIC, M, EF_CONSTRUCTION, EF, CAPACITY, EVICT or UPDATE"
+_CREATE_OPTIONS = "METRIC, M, EF_CONSTRUCTION, EF, CAPACITY, EVICT, EMBEDDER or UPDATE"
+_CREATE_TOKENS = frozenset((b"METRIC", b"M", b"EF_CONSTRUCTION", b"EF", b"CAPACITY", b"EVICT",
+                            b"EMBEDDER", b"UPDATE"))
+_EMBEDDER_RE = re.compile(rb"[a-z0-9_-]{1,32}")
 _STORE_OPTIONS = ("NX, XX, TTL, PX, PXAT, KIND, CONFIDENCE, SOURCE, DESCRIPTION, META or "
                   "WITHCREATED")
 _RECALL_OPTIONS = "MINSIM, KIND, MINCONF, PREFIX, EF, EXACT or WITHVECTORS"
@@ -109,88 +112,6 @@ def _namespace(ctx: Context, name: bytes) -> Namespace:
     return ns
 
 
-# --- argument readers --------------------------------------------------------------
-
-
-def _vector_number(raw: bytes) -> float | None:
-    """A decimal number of a vector (NaN and infinities included, rejected later)."""
-    if raw.lower() in _NAN:
-        return float("nan")
-    if b"_" in raw:  # Python's float() takes 1_000; a vector value does not
-        return None
-    return parse_float(raw)
-
-
-def read_vector(args: Args, ns: Namespace) -> bytes:
-    """``FP32 blob`` or exactly ``dim`` numbers -> the vector as FP32 little-endian bytes."""
-    dim = ns.dim
-    first = args.peek()
-    if first is not None and first.upper() == b"FP32":
-        args.next("FP32")
-        if not args:
-            raise CommandError(
-                f"DIM expected a blob of {4 * dim} bytes ({dim} FP32 values) after FP32, got none"
-            )
-        blob = args.next("FP32")
-        if len(blob) != 4 * dim:
-            raise CommandError(
-                f"DIM expected a blob of {4 * dim} bytes ({dim} FP32 values), got {len(blob)} bytes"
-            )
-        vec = np.frombuffer(blob, dtype=_VECTOR_DTYPE)
-        if not np.isfinite(vec).all():
-            position = int(np.flatnonzero(~np.isfinite(vec))[0]) + 1
-            raise CommandError(
-                f"DIM invalid vector value {float(vec[position - 1])} at position {position}: "
-                "expected a finite number"
-            )
-    else:
-        values: list[float] = []
-        raws: list[bytes] = []
-        while (raw := args.peek()) is not None:
-            value = _vector_number(raw)
-            if value is None:
-                break
-            args.next("vector")
-            values.append(value)
-            raws.append(raw)
-        if len(values) < dim and raw is not None and _NUMBERISH.match(raw):
-            # a value that starts as a number but is not one is a typo, not a short vector
-            raise CommandError(errors.dim_bad_value(raw, len(values) + 1))
-        if len(values) != dim:
-            raise CommandError(errors.dim_count(dim, len(values)))
-        with np.errstate(over="ignore"):
-            vec = np.asarray(values, dtype=_VECTOR_DTYPE)
-        finite = np.isfinite(vec)
-        if not finite.all():
-            position = int(np.flatnonzero(~finite)[0]) + 1
-            raise CommandError(
-                f"DIM invalid vector value '{raws[position - 1].decode('utf-8', 'replace')}' "
-                f"at position {position}: expected a finite 32-bit float"
-            )
-        blob = vec.tobytes()
-    if ns.metric == "COSINE" and not vec.any():
-        raise CommandError("DIM zero vector: COSINE needs at least one non-zero value")
-    return blob
-
-
-def _kind(args: Args) -> bytes:
-    raw = args.next("KIND")
-    if _KIND_RE.fullmatch(raw) is None:
-        raise CommandError(errors.bad_argument("KIND", "1..32 characters of a-z 0-9 _ -", raw))
-    return raw
-
-
-def _cursor(args: Args) -> bytes | None:
-    raw = args.next("CURSOR")
-    if raw == b"0":
-        return None
-    if _HEX_RE.fullmatch(raw) is None:
-        raise CommandError(
-            errors.bad_argument("CURSOR", "0 or a cursor returned by AMEM.SEM.LIST", raw)
-        )
-    return bytes.fromhex(raw.decode())
-
-
 def _fact_record(ns: Namespace, fact: Fact, similarity: float | None, vector: bool) -> Any:
     rec = fact.record(similarity)
     if vector:
@@ -207,18 +128,23 @@ def _fact_record(ns: Namespace, fact: Fact, similarity: float | None, vector: bo
     flags="write denyoom",
     keys=(1, 1, 1),
     group="sem",
-    summary="Creates a semantic namespace (or with UPDATE changes its EF, CAPACITY and EVICT).",
-    syntax="ns dim [METRIC COSINE|IP|L2] [M m] [EF_CONSTRUCTION n] [EF n] "
-    "[CAPACITY n [EVICT LOWCONF|OLDEST|NONE]] [UPDATE]",
+    summary="Creates a semantic namespace, bound to an embedder with EMBEDDER (or with UPDATE "
+    "changes its EF, CAPACITY and EVICT).",
+    syntax="ns [dim] [METRIC COSINE|IP|L2] [M m] [EF_CONSTRUCTION n] [EF n] "
+    "[CAPACITY n [EVICT LOWCONF|OLDEST|NONE]] [EMBEDDER name] [UPDATE]",
     complexity="O(1), O(N log N) when UPDATE lowers the capacity below the N facts held",
     dialect=True,
-    extensions="METRIC M EF_CONSTRUCTION EF CAPACITY EVICT UPDATE",
+    extensions="METRIC M EF_CONSTRUCTION EF CAPACITY EVICT EMBEDDER UPDATE",
 )
 def sem_create(ctx: Context, argv: list[bytes]) -> Any:
-    """ns dim [METRIC COSINE|IP|L2] [M m] [EF_CONSTRUCTION n] [EF n] [CAPACITY n [EVICT LOWCONF|OLDEST|NONE]] [UPDATE]"""
+    """ns [dim] [METRIC COSINE|IP|L2] [M m] [EF_CONSTRUCTION n] [EF n] [CAPACITY n [EVICT LOWCONF|OLDEST|NONE]] [EMBEDDER name] [UPDATE]"""
     args = Args(argv, 1)
     name = args.ident("ns")
-    dim = args.int("dim", 1, MAX_DIM)
+    dim: int | None = None
+    first = args.peek()
+    if first is not None and first.upper() not in _CREATE_TOKENS:  # dim may be left to EMBEDDER
+        dim = args.int("dim", 1, MAX_DIM)
+    embedder: str | None = None
     metric: str | None = None
     m: int | None = None
     ef_construction: int | None = None
@@ -245,6 +171,12 @@ def sem_create(ctx: Context, argv: list[bytes]) -> Any:
             evict = args.choice("EVICT", _EVICT_TOKENS).decode()
         elif opt == b"UPDATE":
             update = True
+        elif opt == b"EMBEDDER":
+            raw_name = args.next("EMBEDDER")
+            if _EMBEDDER_RE.fullmatch(raw_name) is None:
+                raise CommandError(errors.bad_argument(
+                    "EMBEDDER", "an embedder name (1..32 characters of a-z 0-9 _ -)", raw_name))
+            embedder = raw_name.decode()
         else:
             raise CommandError(errors.bad_argument("option", _CREATE_OPTIONS, raw))
 
@@ -253,6 +185,15 @@ def sem_create(ctx: Context, argv: list[bytes]) -> Any:
     if not update:
         if ns is not None:
             raise CommandError(errors.sem_exists(name))
+        if embedder is not None:
+            made = check_embedder(ctx, embedder)
+            if dim is not None and dim != made:
+                raise CommandError(
+                    f"ERR invalid dim '{dim}': embedder '{embedder}' makes vectors of {made} values")
+            dim = made
+        if dim is None:
+            raise CommandError("ERR syntax error: AMEM.SEM.CREATE needs dim, or EMBEDDER name "
+                               "(the namespace then takes the embedder's dimension)")
         ctx.emit(SemCreate(
             name, dim,
             metric or DEFAULT_METRIC,
@@ -261,18 +202,20 @@ def sem_create(ctx: Context, argv: list[bytes]) -> Any:
             ef or DEFAULT_EF,
             capacity or 0,
             evict or DEFAULT_EVICT,
+            embedder,
         ))
         return OK
 
     if ns is None:
         raise CommandError(errors.sem_not_found(name))
     fixed = (("dim", dim, ns.dim), ("METRIC", metric, ns.metric), ("M", m, ns.m),
-             ("EF_CONSTRUCTION", ef_construction, ns.ef_construction))
+             ("EF_CONSTRUCTION", ef_construction, ns.ef_construction),
+             ("EMBEDDER", embedder, ns.embedder))
     for label, wanted, held in fixed:
         if wanted is not None and wanted != held:
             raise CommandError(
                 f"ERR invalid {label} '{wanted}': namespace '{name.decode('utf-8', 'replace')}' "
-                f"has {label} {held}, which never changes after creation"
+                f"has {label} {'none' if held is None else held}, which never changes after creation"
             )
     changes: dict[str, Any] = {}
     if ef is not None and ef != ns.ef:
@@ -293,26 +236,26 @@ def sem_create(ctx: Context, argv: list[bytes]) -> Any:
 
 @command(
     "amem.sem.store",
-    arity=-5,
+    arity=-4,
     flags="write denyoom",
     keys=(1, 1, 1),
     group="sem",
-    summary="Stores (or replaces) a fact with its vector: OK (WITHCREATED: 1 created, 0 "
-    "replaced), null if NX/XX blocked it.",
-    syntax="ns id text (FP32 blob | v1 ... vdim) [NX|XX] [TTL s|PX ms|PXAT unix-time-ms] "
+    summary="Stores (or replaces) a fact with its vector (computed by the namespace's embedder "
+    "when left out): OK (WITHCREATED: 1 created, 0 replaced), null if NX/XX blocked it.",
+    syntax="ns id text [FP32 blob | v1 ... vdim] [NX|XX] [TTL s|PX ms|PXAT unix-time-ms] "
     "[KIND kind] [CONFIDENCE c] [SOURCE s] [DESCRIPTION d] [META json-object] [WITHCREATED]",
     complexity="O(log N) index insertion",
     dialect=True,
     extensions="FP32 NX XX PX KIND CONFIDENCE SOURCE DESCRIPTION META WITHCREATED",
 )
 def sem_store(ctx: Context, argv: list[bytes]) -> Any:
-    """ns id text (FP32 blob | v1 ... vdim) [NX|XX] [TTL s|PX ms|PXAT unix-time-ms] [KIND kind] [CONFIDENCE c] [SOURCE s] [DESCRIPTION d] [META json-object] [WITHCREATED]"""
+    """ns id text [FP32 blob | v1 ... vdim] [NX|XX] [TTL s|PX ms|PXAT unix-time-ms] [KIND kind] [CONFIDENCE c] [SOURCE s] [DESCRIPTION d] [META json-object] [WITHCREATED]"""
     args = Args(argv, 1)
     name = args.ident("ns")
     ns = _namespace(ctx, name)
     ident = args.ident("id")
     text = args.text("text")
-    vector = read_vector(args, ns)
+    vector = None if ns.embedder is not None and not vector_follows(args) else read_vector(args, ns)
     condition: bytes | None = None
     ttl_option: bytes | None = None
     ttl_ms: int | None = None
@@ -341,7 +284,7 @@ def sem_store(ctx: Context, argv: list[bytes]) -> Any:
         elif opt == b"WITHCREATED":
             withcreated = True
         elif opt == b"KIND":
-            kind = _kind(args)
+            kind = read_kind(args)
         elif opt == b"CONFIDENCE":
             confidence = args.float("CONFIDENCE", 0.0, 1.0)
         elif opt == b"SOURCE":
@@ -353,6 +296,24 @@ def sem_store(ctx: Context, argv: list[bytes]) -> Any:
         else:
             raise CommandError(errors.bad_argument("option", _STORE_OPTIONS, raw))
 
+    def store(vector: bytes) -> Any:
+        return _store_fact(ctx, name, ident, text, vector, condition, ttl_ms, pxat, kind,
+                           confidence, source, description, meta, withcreated)
+
+    if vector is None:  # the namespace's embedder makes it (docs/embeddings.md)
+        embedder = ns.embedder or ""
+        return embed_then(ctx, "amem.sem.store", argv, embedder,
+                          [embedding_text(text, description)], lambda vectors: store(vectors[0]))
+    return store(vector)
+
+
+def _store_fact(ctx: Context, name: bytes, ident: bytes, text: bytes, vector: bytes,
+                condition: bytes | None, ttl_ms: int | None, pxat: int | None, kind: bytes,
+                confidence: float, source: bytes | None, description: bytes | None,
+                meta: bytes | None, withcreated: bool) -> Any:
+    ns = _namespace(ctx, name)  # again: a store by text finishes turns later
+    if len(vector) != 4 * ns.dim:  # dropped and created again meanwhile with another dim
+        raise CommandError(errors.dim_count(ns.dim, len(vector) // 4))
     now = ctx.now_ms
     existing = ns.get(ident, now)
     if (condition == b"NX" and existing is not None) or (condition == b"XX" and existing is None):
@@ -375,19 +336,28 @@ def sem_store(ctx: Context, argv: list[bytes]) -> Any:
     flags="readonly",
     keys=(1, 1, 1),
     group="sem",
-    summary="Returns up to k facts nearest to a vector, best first, filtered inside the search.",
-    syntax="ns k (FP32 blob | v1 ... vdim) [MINSIM x] [KIND kind] [MINCONF c] [PREFIX p] "
-    "[EF n] [EXACT] [WITHVECTORS]",
+    summary="Returns up to k facts nearest to a vector (or to a text, embedded by the "
+    "namespace's embedder), best first, filtered inside the search.",
+    syntax="ns k (FP32 blob | v1 ... vdim | TEXT query) [MINSIM x] [KIND kind] [MINCONF c] "
+    "[PREFIX p] [EF n] [EXACT] [WITHVECTORS]",
     complexity="O(log N) for the HNSW search, O(N) with EXACT",
     dialect=True,
-    extensions="FP32 MINSIM KIND MINCONF PREFIX EF EXACT WITHVECTORS",
+    extensions="FP32 TEXT MINSIM KIND MINCONF PREFIX EF EXACT WITHVECTORS",
 )
 def sem_recall(ctx: Context, argv: list[bytes]) -> Any:
-    """ns k (FP32 blob | v1 ... vdim) [MINSIM x] [KIND kind] [MINCONF c] [PREFIX p] [EF n] [EXACT] [WITHVECTORS]"""
+    """ns k (FP32 blob | v1 ... vdim | TEXT query) [MINSIM x] [KIND kind] [MINCONF c] [PREFIX p] [EF n] [EXACT] [WITHVECTORS]"""
     args = Args(argv, 1)
-    ns = _namespace(ctx, args.ident("ns"))
+    name = args.ident("ns")
+    ns = _namespace(ctx, name)
     k = args.int("k", 1, MAX_K)
-    vector = read_vector(args, ns)
+    query: bytes | None = None
+    first = args.peek()
+    if first is not None and first.upper() == b"TEXT":
+        args.next("TEXT")
+        query = args.text("TEXT")
+        vector = b""
+    else:
+        vector = read_vector(args, ns)
     minsim: float | None = None
     kind: bytes | None = None
     minconf: float | None = None
@@ -401,7 +371,7 @@ def sem_recall(ctx: Context, argv: list[bytes]) -> Any:
         if opt == b"MINSIM":
             minsim = args.float("MINSIM")
         elif opt == b"KIND":
-            kind = _kind(args)
+            kind = read_kind(args)
         elif opt == b"MINCONF":
             minconf = args.float("MINCONF", 0.0, 1.0)
         elif opt == b"PREFIX":
@@ -414,6 +384,22 @@ def sem_recall(ctx: Context, argv: list[bytes]) -> Any:
             withvectors = True
         else:
             raise CommandError(errors.bad_argument("option", _RECALL_OPTIONS, raw))
+
+    def recall(vector: bytes) -> Any:
+        return _recall(ctx, name, vector, k, minsim, kind, minconf, prefix, ef, exact, withvectors)
+
+    if query is not None:
+        return embed_then(ctx, "amem.sem.recall", argv, embedder_of(ns, "RECALL ... TEXT"),
+                          [query], lambda vectors: recall(vectors[0]))
+    return recall(vector)
+
+
+def _recall(ctx: Context, name: bytes, vector: bytes, k: int, minsim: float | None,
+            kind: bytes | None, minconf: float | None, prefix: bytes | None, ef: int | None,
+            exact: bool, withvectors: bool) -> Any:
+    ns = _namespace(ctx, name)
+    if len(vector) != 4 * ns.dim:  # dropped and created again meanwhile with another dim
+        raise CommandError(errors.dim_count(ns.dim, len(vector) // 4))
     planned = ns.recall_deferred(vector, k, ctx.now_ms, minsim=minsim, kind=kind,
                                  minconf=minconf, prefix=prefix, ef=ef, exact=exact)
     if isinstance(planned, PendingSearch):
@@ -484,13 +470,14 @@ def _search_elsewhere(ctx: Context, ns: Namespace, pending: PendingSearch,
     keys=(1, 1, 1),
     group="sem",
     summary="Returns up to k facts by BM25 text search, or hybrid: BM25 fused with a vector "
-    "search (RRF or LINEAR), best first.",
+    "search (RRF or LINEAR; the namespace's embedder embeds the query when VECTOR is left "
+    "out), best first.",
     syntax="ns k TEXT query [VECTOR (FP32 blob | v1 ... vdim)] [FUSION RRF|LINEAR] [ALPHA a] "
     "[MINSCORE x] [KIND kind] [MINCONF c] [PREFIX p]",
     complexity="O(P) with P the postings of the query's terms, plus O(log N) for the HNSW "
     "search with VECTOR",
 )
-def sem_search(ctx: Context, argv: list[bytes]) -> list[Any]:
+def sem_search(ctx: Context, argv: list[bytes]) -> Any:
     """ns k TEXT query [VECTOR (FP32 blob | v1 ... vdim)] [FUSION RRF|LINEAR] [ALPHA a] [MINSCORE x] [KIND kind] [MINCONF c] [PREFIX p]"""
     args = Args(argv, 1)
     ns = _namespace(ctx, args.ident("ns"))
@@ -517,7 +504,7 @@ def sem_search(ctx: Context, argv: list[bytes]) -> list[Any]:
         elif opt == b"MINSCORE":
             minscore = args.float("MINSCORE")
         elif opt == b"KIND":
-            kind = _kind(args)
+            kind = read_kind(args)
         elif opt == b"MINCONF":
             minconf = args.float("MINCONF", 0.0, 1.0)
         elif opt == b"PREFIX":
@@ -526,14 +513,27 @@ def sem_search(ctx: Context, argv: list[bytes]) -> list[Any]:
             raise CommandError(errors.bad_argument("option", _SEARCH_OPTIONS, raw))
     if text is None:
         raise CommandError("ERR syntax error: AMEM.SEM.SEARCH needs TEXT query")
-    if vector is None and (fusion is not None or alpha is not None):
+    embeds = vector is None and ns.embedder is not None  # hybrid with the text's embedding
+    if vector is None and not embeds and (fusion is not None or alpha is not None):
         raise CommandError("ERR syntax error: FUSION and ALPHA need VECTOR (nothing to fuse)")
     if alpha is not None and fusion != "LINEAR":
         raise CommandError("ERR syntax error: ALPHA applies to FUSION LINEAR only")
-    hits = ns.search(text, k, ctx.now_ms, vector=vector, fusion=fusion or DEFAULT_FUSION,
-                     alpha=DEFAULT_ALPHA if alpha is None else alpha, minscore=minscore,
-                     kind=kind, minconf=minconf, prefix=prefix)
-    return [_search_record(hit) for hit in hits]
+    name = ns.name
+    query = text
+
+    def search(vector: bytes | None) -> list[Any]:
+        ns = _namespace(ctx, name)
+        if vector is not None and len(vector) != 4 * ns.dim:
+            raise CommandError(errors.dim_count(ns.dim, len(vector) // 4))
+        hits = ns.search(query, k, ctx.now_ms, vector=vector, fusion=fusion or DEFAULT_FUSION,
+                         alpha=DEFAULT_ALPHA if alpha is None else alpha, minscore=minscore,
+                         kind=kind, minconf=minconf, prefix=prefix)
+        return [_search_record(hit) for hit in hits]
+
+    if embeds:
+        return embed_then(ctx, "amem.sem.search", argv, ns.embedder or "", [query],
+                          lambda vectors: search(vectors[0]))
+    return search(vector)
 
 
 def _search_record(hit: SearchHit) -> Any:
@@ -622,9 +622,9 @@ def sem_list(ctx: Context, argv: list[bytes]) -> list[Any]:
         if opt == b"PREFIX":
             prefix = args.text("PREFIX")
         elif opt == b"KIND":
-            kind = _kind(args)
+            kind = read_kind(args)
         elif opt == b"CURSOR":
-            after = _cursor(args)
+            after = read_cursor(args)
             paged = True
         elif opt == b"COUNT":
             count = args.int("COUNT", 1, MAX_LIST_COUNT)
@@ -669,6 +669,8 @@ def sem_info(ctx: Context, argv: list[bytes]) -> dict[str, Any] | None:
         "ef_construction": ns.ef_construction,
         "ef": ns.ef,
     }
+    if ns.embedder is not None:
+        info["embedder"] = ns.embedder
     if ns.recall_estimate is not None:  # left out until a self-check has run
         info["recall_estimate"] = ns.recall_estimate
         info["recall_sample"] = ns.recall_sample

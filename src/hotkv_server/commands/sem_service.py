@@ -11,6 +11,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from hotkv_server.commands.embed import warm_ahead
 from hotkv_server.engine.core import Subsystem
 from hotkv_server.stores.sem import Namespace, RecallCheck, SemanticStore
 
@@ -128,4 +129,6 @@ def attach(server: Any) -> SemanticService:
     recall self-check on the server cron."""
     service = SemanticService(server.core)
     server.core.extras["sem"] = service
+    # requests held behind a deferred reply: a pipelined store by text starts embedding
+    server.core.extras["lookahead"] = warm_ahead
     return service

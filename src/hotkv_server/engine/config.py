@@ -108,6 +108,15 @@ def _int_range(lo: int, hi: int) -> Callable[[list[str]], Any]:
     return _single(convert)
 
 
+def _choice_int(*choices: int) -> Callable[[list[str]], Any]:
+    def convert(text: str) -> int:
+        if text not in {str(c) for c in choices}:
+            raise ValueError(f"expected one of {'|'.join(map(str, choices))}, got '{text}'")
+        return int(text)
+
+    return _single(convert)
+
+
 def _enum(*choices: str) -> Callable[[list[str]], Any]:
     def convert(text: str) -> str:
         lowered = text.lower()
@@ -250,6 +259,26 @@ DIRECTIVES: dict[str, Directive] = {
         Directive("replica-announce-ip", "", _single(_str), str),
         Directive("replica-announce-port", 0, _int_range(0, 65535), str),
         Directive("replica-announced", True, *_B),
+        # embedders (hotkv_server.embedding, docs/embeddings.md)
+        Directive("embed-threads", 2, _int_range(1, 64), str, mutable=False),
+        Directive("embed-timeout-ms", 30_000, _int_range(1, 3_600_000), str),
+        Directive("embed-cache-max-memory", 64 * 1024**2, _memory, _format_memory),
+        Directive("embed-wordllama", True, *_B, mutable=False),
+        Directive("embed-wordllama-dim", 256, _choice_int(64, 128, 256), str, mutable=False),
+        Directive("embed-openai-url", "", _single(_str), str),
+        Directive("embed-openai-model", "", _single(_str), str, mutable=False),
+        Directive("embed-openai-dim", 0, _int_range(0, 4096), str, mutable=False),
+        Directive("embed-openai-api-key-env", "OPENAI_API_KEY", _single(_str), str),
+        Directive("embed-openai-api-key-file", "", _single(_str), str),
+        Directive("embed-openai-batch-size", 64, _int_range(1, 2048), str),
+        Directive("embed-openai-timeout-ms", 30_000, _int_range(1, 600_000), str),
+        Directive("embed-openai-retries", 3, _int_range(0, 10), str),
+        Directive("embed-openai-backoff-ms", 500, _int_range(0, 60_000), str),
+        Directive("embed-openai-send-dimensions", False, *_B, mutable=False),
+        Directive("embed-fastembed-path", "", _single(_str), str, mutable=False),
+        Directive("embed-fastembed-dim", 0, _int_range(0, 4096), str, mutable=False),
+        Directive("embed-fastembed-model-file", "model.onnx", _single(_str), str, mutable=False),
+        Directive("embed-fastembed-pooling", "mean", _enum("mean", "cls"), str, mutable=False),
         Directive("cluster-enabled", False, *_B, mutable=False),
         Directive("cluster-config-file", "nodes.conf", _single(_str), str, mutable=False),
         Directive("cluster-require-full-coverage", True, *_B),

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from typing import Any
 
 from hotkv_server.engine import errors
@@ -295,6 +296,38 @@ def dispatch_script(ctx: Context, argv: list[bytes], run: Any) -> Any:
     if spec.is_write:
         run.wrote = True
     return execute(ctx, spec, argv)
+
+
+def run_later(ctx: Context, name: str, argv: list[bytes], step: Callable[[], Any]) -> Any:
+    """The second half of a command whose handler returned a Deferred and finishes on a
+    later turn (AMEM.SEM.STORE by text once the embedding is computed): ``step`` runs with
+    what :func:`execute` gives a handler: a fresh clock snapshot, the write gates checked
+    again (the server may have become a replica meanwhile), a CommandError or a bug turned
+    into one error reply, and the effects it emits handed out through the effect log (to
+    the AOF and the replicas). The call was counted when its first half ran."""
+    core = ctx.core
+    spec = LOOKUP[name.encode()]
+    ctx.now_ms = core.clock.now_ms()
+    if core.gated:
+        denial = _gate(ctx, core, spec, argv)
+        if denial is not None:
+            return _reject_call(ctx, spec, denial)
+    try:
+        reply = step()
+    except CommandError as exc:
+        reply = ErrorReply(exc.message)
+        spec.failed_calls += 1
+        _count_error(core, reply)
+    except Exception as exc:
+        log.exception("internal error in %s", spec.name)
+        core.stats.unexpected_error_replies += 1
+        reply = ErrorReply(f"ERR internal error in '{spec.name}': {type(exc).__name__}")
+        spec.failed_calls += 1
+        _count_error(core, reply)
+    effects = core.effects
+    if effects.pending:  # WATCH was touched as they were emitted
+        effects.flush()
+    return reply
 
 
 def commands_processed() -> int:

@@ -66,6 +66,7 @@ GROUP_CATEGORIES: dict[str, tuple[str, ...]] = {
     "epis": ("amem",),
     "summary": ("amem",),
     "amem": ("amem",),
+    "embed": (),  # EMBED.DEDUP.*: not agent memory, so not in @amem
     "replication": (),
     "pubsub": ("pubsub",),
     "cluster": (),

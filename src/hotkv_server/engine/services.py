@@ -7,6 +7,7 @@ runs server -> engine <- commands, persistence, replication).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
@@ -58,3 +59,37 @@ class ClusterService(Protocol):
     def save(self) -> None: ...
 
     def save_soon(self) -> None: ...
+
+
+#: ``done(vectors, None)`` with an FP32 blob per text, or ``done(None, error reply text)``
+EmbedDone = Callable[[dict[bytes, bytes] | None, str | None], None]
+
+
+class EmbeddingService(Protocol):
+    """``hotkv_server.embedding.service.EmbeddingService`` as AMEM.SEM.* use it
+    (``core.extras["embed"]``; commands/embed.py turns it into deferred replies)."""
+
+    def dimension(self, name: str) -> int | None:
+        """The vector length of the configured embedder ``name``; None if there is none."""
+
+    def names(self) -> str:
+        """The configured embedders, for error messages ("wordllama, openai" or "none")."""
+
+    def lookup(self, name: str, texts: list[bytes]) -> list[bytes | None]:
+        """The cached vector of each text (a hit or a miss counted); None for one not
+        cached or on its way (embedded ahead)."""
+
+    def running(self) -> bool:
+        """Whether :meth:`embed` can work off the loop (a running loop, an open pool)."""
+
+    def embed(self, name: str, texts: list[bytes], done: EmbedDone) -> None:
+        """Embed ``texts`` on the worker pool (waiting for the ones on their way); ``done``
+        runs once on the loop thread, with the vectors or the error (the deadline
+        ``embed-timeout-ms`` included)."""
+
+    def embed_now(self, name: str, texts: list[bytes]) -> dict[bytes, bytes]:
+        """Embed in place (no running loop); ValueError with the error reply text."""
+
+    def prefetch(self, name: str, text: bytes) -> None:
+        """Start embedding ``text`` for a command that will need it; its vector lands in
+        the cache."""

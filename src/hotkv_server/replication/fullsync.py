@@ -55,6 +55,7 @@ class Replication(Protocol):
     replid: str
     offset: int
     net_out: int
+    pending: list[bytes]  # stream bytes fed but not yet flushed to the peers
 
     def drop_peer(self, peer: Any, why: str) -> None: ...
 
@@ -96,6 +97,10 @@ class SnapshotJob:
         self.peers: list[Peer] = []
         self.held: list[bytes] = []  # stream bytes fed since the fork
         self.held_bytes = 0
+        #: stream bytes fed before the fork but not yet flushed (their writes are in the
+        #: snapshot and counted in ``offset``): the next flush starts with them, and they
+        #: must not reach the new replicas a second time
+        self.skip: int = sum(map(len, sync.repl.pending))
         self.size: int | None = None
         self.header = b""
         self.forwarded = 0
@@ -249,8 +254,16 @@ class FullSync:
 
     def hold(self, data: bytes) -> None:
         """From ``Replication.flush``: stream bytes the waiting replicas get later."""
-        if self.job is not None:
-            self.job.hold(data)
+        job = self.job
+        if job is None:
+            return
+        if job.skip:  # already in the snapshot (fed before the fork, flushed after it)
+            cut = min(job.skip, len(data))
+            job.skip -= cut
+            data = data[cut:]
+            if not data:
+                return
+        job.hold(data)
 
     def send(self, peer: Peer, data: bytes) -> None:
         transport = peer.transport

@@ -93,6 +93,7 @@ class Server:
             "hotkv_server.server.memory",
             "hotkv_server.server.client_memory",
             "hotkv_server.commands.sem_service",  # RECALL's threads, the recall self-check
+            "hotkv_server.embedding",  # the embedders, their worker pool and cache
             "hotkv_server.cluster",
         ):
             try:

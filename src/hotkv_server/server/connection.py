@@ -234,7 +234,7 @@ class ClientProtocol(asyncio.Protocol):
                         raise ProtocolViolation(_element_error(arg))
                 got = argv
                 if self.deferred is not None:  # behind a deferred reply: run it afterwards
-                    self._hold_request(argv)
+                    self._hold_request(ctx, argv)
                     continue
                 reply = dispatch(ctx, argv)
                 if reply is not NO_REPLY:
@@ -495,7 +495,7 @@ class ClientProtocol(asyncio.Protocol):
         """Dispatch one request, or hold it while an earlier reply is deferred (the
         multibulk loop of ``_process`` does the same inline, once per command)."""
         if self.deferred is not None:
-            self._hold_request(argv)
+            self._hold_request(ctx, argv)
             return NO_REPLY
         reply = dispatch(ctx, argv)
         if type(reply) is Deferred:
@@ -515,9 +515,12 @@ class ClientProtocol(asyncio.Protocol):
         if self.transport is not None and not self.closed and not deferred.keep_reading:
             self.transport.pause_reading()
 
-    def _hold_request(self, argv: list[bytes]) -> None:
+    def _hold_request(self, ctx: Context, argv: list[bytes]) -> None:
         held = self.held
         held.append(argv)
+        ahead = self.core.extras.get("lookahead")
+        if ahead is not None:  # e.g. start embedding a held store by text
+            ahead(ctx, argv)
         if len(held) >= MAX_HELD and self.transport is not None and not self.closed:
             self.transport.pause_reading()
 

@@ -182,6 +182,8 @@ class MemoryGuard(Subsystem):
         self.core = core
         self.used = UsedMemory(core, measure or current_rss, clock)
         self.rng = rng or random.Random()
+        #: how long one eviction pass may run before the cron finishes it
+        self.budget_s = EVICTION_BUDGET_S
         #: LRU candidates (last access, key), least recently used first
         self.pool: list[tuple[int, bytes]] = []
         self.policy = ""
@@ -247,7 +249,7 @@ class MemoryGuard(Subsystem):
         kv = core.db.kv
         freed = 0
         evicted = 0
-        deadline = time.perf_counter() + EVICTION_BUDGET_S
+        deadline = time.perf_counter() + self.budget_s
         while freed < need:
             pick = self._picker(kv)  # afresh: the heap walk must not outlive a change
             batch: dict[bytes, None] = {}

@@ -1,4 +1,4 @@
-"""The database: the six id spaces side by side, and the one place records are routed.
+"""The database: the id spaces side by side, and the one place records are routed.
 
 ``apply(effect)`` sends a typed record to the method of the store that declared it (each
 store's ``appliers()``, gathered once here). ``FlushAll``, ``ObjLoad`` (RESTORE and the
@@ -25,6 +25,7 @@ STORE_CLASSES: tuple[tuple[str, str], ...] = (
     ("hotkv_server.stores.work", "WorkingStore"),
     ("hotkv_server.stores.epis", "EpisodicStore"),
     ("hotkv_server.stores.summary", "SummaryStore"),
+    ("hotkv_server.stores.dedup", "DedupStore"),
 )
 
 

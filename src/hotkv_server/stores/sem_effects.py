@@ -22,6 +22,9 @@ class SemCreate(Effect):
     ef: int
     capacity: int
     evict: str
+    #: the server embedder bound to the namespace (hotkv_server.embedding); a record of
+    #: an older file has no such field
+    embedder: str | None = None
 
 
 @effect("sem.update")

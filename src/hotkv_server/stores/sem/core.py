@@ -53,6 +53,7 @@ class NamespaceCore:
         ef: int = DEFAULT_EF,
         capacity: int = 0,
         evict: str = DEFAULT_EVICT,
+        embedder: str | None = None,
     ) -> None:
         if metric not in _SPACES:
             raise EffectError(f"unknown metric {metric!r}")
@@ -66,6 +67,9 @@ class NamespaceCore:
         self.ef = ef
         self.capacity = capacity
         self.evict = evict
+        #: the name of the embedder that turns this namespace's texts into vectors (a
+        #: server subsystem, hotkv_server.embedding; the store only keeps the name)
+        self.embedder = embedder
         #: id -> fact, least recently updated first (a store moves its id to the end)
         self.facts: dict[bytes, Fact] = {}
         self._index: hnswlib.Index | None = None
@@ -126,8 +130,11 @@ class NamespaceCore:
 
     # --- settings -----------------------------------------------------------------
     def settings(self) -> list[Any]:
-        return [self.dim, self.metric, self.m, self.ef_construction, self.ef,
-                self.capacity, self.evict]
+        settings = [self.dim, self.metric, self.m, self.ef_construction, self.ef,
+                    self.capacity, self.evict]
+        if self.embedder is not None:
+            settings.append(self.embedder)
+        return settings
 
     def change(self, changes: dict[str, Any]) -> None:
         """Apply the changeable settings (EF, CAPACITY, EVICT) of a ``sem.update``."""

@@ -17,7 +17,7 @@ namespace becomes empty (an hnswlib index costs about 2.6 MB of fixed lock table
 Effects (records in ``sem_effects``: SemCreate, SemUpdate, SemStore, SemDel, SemDrop;
 every server-chosen value fixed by the handler), on the wire::
 
-    ["sem.create", ns, dim, metric, m, ef_construction, ef, capacity, evict]
+    ["sem.create", ns, dim, metric, m, ef_construction, ef, capacity, evict, embedder|None]
     ["sem.update", ns, {"ef": n, "capacity": n, "evict": policy}, [evicted ids]]
     ["sem.store", ns, id, text, fp32-le-bytes, kind, confidence, source|None,
      description|None, meta|None, created, updated, expires|None, [evicted ids]]

@@ -40,7 +40,8 @@ class SemanticStore(Store):
         return ns
 
     def _apply_create(self, e: SemCreate) -> None:
-        ns = Namespace(e.name, e.dim, e.metric, e.m, e.ef_construction, e.ef, e.capacity, e.evict)
+        ns = Namespace(e.name, e.dim, e.metric, e.m, e.ef_construction, e.ef, e.capacity, e.evict,
+                       e.embedder)
         ns.on_expire = self._fact_expired
         self.namespaces[e.name] = ns
 
