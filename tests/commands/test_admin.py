@@ -436,7 +436,7 @@ def test_registered_info_sections_merge_and_add(local: tuple[Core, Context]) -> 
 
 
 class RecordingPersistence:
-    """The interface persistence attaches as core.extras["persistence"]."""
+    """The interface persistence attaches as core.persistence."""
 
     def __init__(self) -> None:
         self.calls: list[str] = []
@@ -460,7 +460,7 @@ def test_save_commands_call_the_persistence_hooks(local: tuple[Core, Context]) -
         assert isinstance(reply, ErrorReply) and reply == NO_PERSISTENCE
     assert call(ctx, "LASTSAVE") == int(core.started_s)
     hooks = RecordingPersistence()
-    core.extras["persistence"] = hooks
+    core.persistence = hooks  # type: ignore[assignment]
     assert call(ctx, "SAVE") == "OK"
     assert call(ctx, "BGSAVE", "SCHEDULE") == "Background saving started"
     assert call(ctx, "BGREWRITEAOF") == "Background append only file rewriting started"

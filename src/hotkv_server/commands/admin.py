@@ -2,9 +2,8 @@
 SHUTDOWN, SAVE/BGSAVE/BGREWRITEAOF and DEBUG SLEEP, with Redis 7's reply shapes and wording.
 
 INFO is ``commands/info.py``, CONFIG ``commands/config.py``.
-``core.extras["persistence"]`` is an object with ``save()``, ``bgsave()``, ``bgrewrite()``
-(each may return a status text or raise CommandError) and optionally ``lastsave`` (unix
-seconds of the last successful save).
+``core.persistence`` (``engine.core.PersistenceService``) does SAVE, BGSAVE and
+BGREWRITEAOF (each may return a status text or raise RequestRefused).
 """
 
 from __future__ import annotations
@@ -12,12 +11,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Callable
 from typing import Any
 
 from hotkv_server.commands.info import lastsave_s
 from hotkv_server.engine import errors
 from hotkv_server.engine.args import parse_float, parse_int
 from hotkv_server.engine.context import Context
+from hotkv_server.engine.core import PersistenceService
 from hotkv_server.engine.dispatch import NO_REPLY
 from hotkv_server.engine.errors import CommandError, RequestRefused
 from hotkv_server.engine.registry import alias, command, container, help_lines
@@ -65,13 +66,17 @@ def lastsave(ctx: Context, argv: list[bytes]) -> Any:
 NO_PERSISTENCE = "ERR persistence is not available in this server"
 
 
-def _persistence_call(ctx: Context, method: str, done: str) -> Any:
-    persistence = ctx.core.extras.get("persistence")
-    hook = getattr(persistence, method, None)
-    if hook is None:
+def _persistence(ctx: Context) -> PersistenceService:
+    persistence = ctx.core.persistence
+    if persistence is None:
         raise CommandError(NO_PERSISTENCE)
+    return persistence
+
+
+def _persistence_call(ctx: Context, call: Callable[[PersistenceService], str | None], done: str) -> Any:
+    persistence = _persistence(ctx)
     try:
-        result = hook()
+        result = call(persistence)
     except RequestRefused as exc:
         raise CommandError(exc.message) from None
     return Simple(result) if isinstance(result, str) and result else Simple(done)
@@ -82,7 +87,7 @@ def _persistence_call(ctx: Context, method: str, done: str) -> Any:
          complexity="O(N) where N is the total number of keys and memories")
 def save(ctx: Context, argv: list[bytes]) -> Any:
     """SAVE"""
-    return _persistence_call(ctx, "save", "OK")
+    return _persistence_call(ctx, lambda p: p.save(), "OK")
 
 
 @command("bgsave", arity=-1, flags="admin noscript no_async_loading", group="server",
@@ -92,7 +97,7 @@ def bgsave(ctx: Context, argv: list[bytes]) -> Any:
     """BGSAVE [SCHEDULE]"""
     if len(argv) > 2 or (len(argv) == 2 and argv[1].upper() != b"SCHEDULE"):
         raise CommandError(errors.SYNTAX)
-    return _persistence_call(ctx, "bgsave", "Background saving started")
+    return _persistence_call(ctx, lambda p: p.bgsave(), "Background saving started")
 
 
 @command("bgrewriteaof", arity=1, flags="admin noscript no_async_loading", group="server",
@@ -102,15 +107,12 @@ def bgrewriteaof(ctx: Context, argv: list[bytes]) -> Any:
     """BGREWRITEAOF"""
     if ctx.core.effects.grouped:
         # as Redis: inside a transaction the rewrite is scheduled for after it
-        persistence = ctx.core.extras.get("persistence")
-        if persistence is None:
-            raise CommandError(NO_PERSISTENCE)
-        asyncio.get_running_loop().call_soon(_scheduled_rewrite, persistence)
+        asyncio.get_running_loop().call_soon(_scheduled_rewrite, _persistence(ctx))
         return Simple("Background append only file rewriting scheduled")
-    return _persistence_call(ctx, "bgrewrite", "Background append only file rewriting started")
+    return _persistence_call(ctx, lambda p: p.bgrewrite(), "Background append only file rewriting started")
 
 
-def _scheduled_rewrite(persistence: Any) -> None:
+def _scheduled_rewrite(persistence: PersistenceService) -> None:
     try:
         persistence.bgrewrite()
     except CommandError as exc:  # one already running: it covers what this one asked for

@@ -137,9 +137,8 @@ def cluster_shards(ctx: Context, argv: list[bytes]) -> Any:
 
 
 def _offset(ctx: Context) -> int:
-    repl = ctx.core.extras.get("replication")
-    value = getattr(repl, "offset", 0) if repl is not None else 0
-    return int(value) if isinstance(value, int) else 0
+    repl = ctx.core.replication
+    return repl.offset if repl is not None else 0
 
 
 def nodes_lines(state: ClusterService, only: list[Node] | None = None) -> str:

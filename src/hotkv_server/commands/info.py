@@ -57,10 +57,9 @@ def _uptime_s(core: Core) -> int:
 
 def lastsave_s(core: Core) -> int:
     """Unix time of the last successful save (the start time until one happened)."""
-    persistence = core.extras.get("persistence")
-    last = getattr(persistence, "lastsave", None)
-    if isinstance(last, int | float) and last > 0:
-        return int(last)
+    persistence = core.persistence
+    if persistence is not None and persistence.lastsave > 0:
+        return int(persistence.lastsave)
     return int(core.started_s)
 
 

@@ -1,8 +1,8 @@
 """Replication commands: REPLICAOF/SLAVEOF, ROLE, WAIT, and the primary's side of the
 handshake (REPLCONF, PSYNC, SYNC), with Redis 7's replies and error wording.
 
-The work is done by the replication subsystem, ``core.extras["replication"]`` (typed as
-``engine.services.ReplicationService``); a Core without it (unit tests that build one
+The work is done by the replication subsystem, ``core.replication`` (typed as
+``engine.core.ReplicationService``); a Core without it (unit tests that build one
 without a server) answers these commands with an error.
 """
 
@@ -30,7 +30,7 @@ WAIT_ON_REPLICA = (
 
 
 def _replication(ctx: Context) -> ReplicationService:
-    repl = ctx.core.extras.get("replication")
+    repl = ctx.core.replication
     if repl is None:
         raise CommandError("ERR replication is not available in this server")
     return repl

@@ -29,8 +29,8 @@ if TYPE_CHECKING:
     from hotkv_server.engine.registry import CommandSpec
     from hotkv_server.stores.effect import Effect
 
-__all__ = ["Context", "Core", "Host", "InfoSection", "RepliesWithheld", "SlowlogEntry", "Stats",
-           "Subsystem", "current_rss"]
+__all__ = ["Context", "Core", "Host", "InfoSection", "PersistenceService", "ReplicationService",
+           "RepliesWithheld", "SlowlogEntry", "Stats", "Subsystem", "current_rss"]
 
 #: an INFO section's fields, as a subsystem computes them
 InfoSection = Callable[[], list[tuple[str, Any]]]
@@ -121,11 +121,13 @@ class Core:
         self.tcp_port = 0
         self.users: Any = None  # hotkv_server.commands.acl.UserTable, set by the ACL module
         self.extras: dict[str, Any] = {}  # room for subsystems (persistence, replication)
+        #: the persistence and replication subsystems, when attached
+        self.persistence: PersistenceService | None = None
+        self.replication: ReplicationService | None = None
         from hotkv_server.engine.blocking import Blocking
 
         #: clients blocked on keys (BLPOP ...): the dispatch point signals written keys
         self.blocking = Blocking(self)
-        self.extras["client_gone"] = self.client_gone  # (the connection's hook)
         #: the cluster subsystem, set only with cluster-enabled (hotkv_server.cluster)
         self._cluster: ClusterRouter | None = None
         #: slowlog-log-slower-than, kept here so the dispatch point reads one attribute
@@ -433,6 +435,53 @@ class Subsystem:
 
     def reset_stats(self) -> None:
         """CONFIG RESETSTAT: zero this subsystem's counters."""
+
+
+class PersistenceService(Protocol):
+    """``hotkv_server.persistence.manager.Persistence`` as SAVE, BGSAVE, BGREWRITEAOF,
+    LASTSAVE, INFO and replication's full sync use it."""
+
+    @property
+    def aof_on(self) -> bool: ...
+
+    @property
+    def lastsave(self) -> float: ...
+
+    def save(self) -> str | None: ...
+
+    def bgsave(self) -> str | None: ...
+
+    def bgrewrite(self) -> str | None: ...
+
+    def dataset_replaced(self) -> None: ...
+
+
+class ReplicationService(Protocol):
+    """``hotkv_server.replication.manager.Replication`` as REPLICAOF, ROLE, WAIT, REPLCONF,
+    PSYNC and SYNC use it."""
+
+    #: the primary followed, or None on a primary
+    primary: tuple[str, int] | None
+    #: master_repl_offset
+    offset: int
+
+    def link_up(self) -> bool:
+        """A replica: whether the link to its primary is up."""
+
+    def good_replicas(self, max_lag: float) -> int:
+        """Replicas online that acknowledged within ``max_lag`` seconds (min-replicas-*)."""
+
+    def replicaof(self, host: str, port: int, *, at_start: bool = False) -> None: ...
+
+    def promote(self) -> None: ...
+
+    def role_reply(self) -> list[Any]: ...
+
+    def wait(self, ctx: Context, numreplicas: int, timeout_ms: int) -> Any: ...
+
+    def replconf(self, ctx: Context, argv: list[bytes]) -> Any: ...
+
+    def psync(self, ctx: Context, replid: str, offset: int | None) -> Any: ...
 
 
 class Host(Protocol):

@@ -58,7 +58,7 @@ SAVE_IN_PROGRESS = "ERR Background save already in progress"
 
 
 class Persistence(Subsystem):
-    """One server's persistence; ``core.extras["persistence"]`` (SAVE, BGREWRITEAOF ...)."""
+    """One server's persistence; ``core.persistence`` (SAVE, BGREWRITEAOF ...)."""
 
     def __init__(self, server: Host) -> None:
         self.server = server
@@ -106,7 +106,7 @@ class Persistence(Subsystem):
         core.loading = True
         # the sink is listed while an AOF is open (the ``aof`` property)
         core.turn.durable.append(self.writer.before_reply)
-        core.extras["persistence"] = self
+        core.persistence = self
         core.attach(self)
 
     def info_sections(self) -> dict[str, InfoSection]:
@@ -266,7 +266,7 @@ class Persistence(Subsystem):
                 jobs.try_start("bgsave", f"{changes} changes in {seconds} seconds. Saving...")
                 return
 
-    # --- commands (core.extras["persistence"]) -----------------------------------------------
+    # --- commands (core.persistence) -----------------------------------------------
     def save(self) -> str:
         if self.jobs.job is not None:
             raise RequestRefused(SAVE_IN_PROGRESS)

@@ -21,7 +21,7 @@ __all__ = ["Replication", "attach"]
 def attach(server: Host) -> Replication:
     core = server.core
     repl = Replication(server)
-    core.extras["replication"] = repl
+    core.replication = repl
     core.effects.set_sink(repl, repl.backlog is not None)  # Replication.backlog keeps it up to date
     core.attach(repl)  # INFO replication and stats, closed connections, CONFIG SET, RESETSTAT
     return repl

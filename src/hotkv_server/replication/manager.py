@@ -1,7 +1,7 @@
 """Replication state of one server: its history (replid, offsets, backlog), the replicas
 attached to it, its link to a primary, WAIT, and the INFO / ROLE views of all that.
 
-One object per server, ``core.extras["replication"]``; the commands in
+One object per server, ``core.replication``; the commands in
 ``hotkv_server.commands.replication`` call it. Everything runs on the event loop thread.
 Beside it: ``peers`` (the replicas attached), ``wait`` (clients in WAIT), ``views`` (ROLE
 and INFO), ``link`` (the connection to our primary, typed against the ``LinkOwner``
@@ -154,11 +154,11 @@ class Replication(Subsystem):
         """Will the data files hold exactly the current data once persistence has closed?"""
         if self.backlog is None and self.primary is None:
             return False  # replication never used: nothing worth a file
-        persistence = self.core.extras.get("persistence")
+        persistence = self.core.persistence
         if persistence is None or self.diverged or self.files_stale:
             return False
         values = self.core.config.values
-        if getattr(persistence, "aof_on", values["appendonly"]):
+        if persistence.aof_on:
             return True
         return save is True or (save is None and bool(str(values["save"]).split()))
 
@@ -378,6 +378,15 @@ class Replication(Subsystem):
             self.waits.client_gone(ctx.id)
 
     # --- WAIT -------------------------------------------------------------------------------
+    def link_up(self) -> bool:
+        link = self.link
+        return link is not None and link.connected
+
+    def good_replicas(self, max_lag: float) -> int:
+        now = time.monotonic()
+        return sum(1 for peer in self.peers.values()
+                   if peer.state == "online" and now - peer.ack_time <= max_lag)
+
     def count_acked(self, target: int) -> int:
         return count_acked(self.peers, target)
 
@@ -484,16 +493,12 @@ class Replication(Subsystem):
 
     def _dataset_replaced(self) -> None:
         """Make the AOF start again from the new data set (its old files describe the old one)."""
-        persistence = self.core.extras.get("persistence")
-        if persistence is None or not getattr(persistence, "aof_on", False):
+        persistence = self.core.persistence
+        if persistence is None or not persistence.aof_on:
             return
-        replaced = getattr(persistence, "dataset_replaced", None)
         self.files_stale = True
         try:
-            if replaced is not None:
-                replaced()
-            else:
-                persistence.save()  # a new base of the current data and an empty increment
+            persistence.dataset_replaced()
         except RequestRefused as exc:
             log.warning("Can't write a new base after the full sync: %s", exc.message)
         except OSError as exc:

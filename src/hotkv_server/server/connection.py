@@ -138,9 +138,7 @@ class ClientProtocol(asyncio.Protocol):
         core.monitors.discard(ctx)
         core.pubsub.drop(ctx)
         ctx.unwatch()
-        hook = core.extras.get("client_gone")
-        if hook is not None:
-            hook(ctx)
+        core.client_gone(ctx)
         ctx.writer = None
         ctx.closer = None
         ctx.push = None
