@@ -52,11 +52,12 @@ def _store(ctx: Context) -> WorkingStore:
 )
 def work_set(ctx: Context, argv: list[bytes]) -> Any:
     """session key value [TTL s|PX ms|PXAT unix-time-ms|KEEPTTL] [NX|XX] [MERGE REPLACE|APPEND|INCR|MAX|MIN]"""
-    opts = WriteOptions(_SET_TOKENS)
     mode = b"REPLACE"
     if len(argv) == 4 and 0 < len(argv[1]) <= MAX_ID_LEN and 0 < len(argv[2]) <= MAX_ID_LEN:
         _, session, key, value = argv  # the plain form: nothing more to parse
+        opts: WriteOptions | None = None
     else:
+        opts = WriteOptions(_SET_TOKENS)
         args = Args(argv, 1)
         session = args.ident("session")
         key = args.ident("key")
@@ -71,7 +72,7 @@ def work_set(ctx: Context, argv: list[bytes]) -> Any:
 
     store: WorkingStore = ctx.db.work
     now = ctx.now_ms
-    condition = opts.condition
+    condition = opts.condition if opts is not None else None
     if condition is not None or mode != b"REPLACE":  # only these read the current value
         current = store.get(session, key, now)
         if (condition == b"NX" and current is not None) or (condition == b"XX" and current is None):
@@ -81,7 +82,9 @@ def work_set(ctx: Context, argv: list[bytes]) -> Any:
                 value = merge(mode, key, current, value)
             except MergeError as exc:
                 raise CommandError(str(exc)) from None
-    if opts.expiry == KEEPTTL:
+    if opts is None:
+        expires_at: int | None = None
+    elif opts.expiry == KEEPTTL:
         expires_at = store.key_deadline(session, key, now)
     else:
         expires_at = opts.deadline(now)
