@@ -32,6 +32,7 @@ RATIO_ROW = re.compile(
 )
 
 
+@pytest.mark.slow
 def test_quick_ping_rows_give_ratios(tmp_path: Path) -> None:
     out_json = tmp_path / "bench.json"
     done = subprocess.run(
@@ -94,6 +95,7 @@ def test_row_with_an_unknown_command_is_skipped_with_a_note(tmp_path: Path) -> N
     assert "| AMEM.NOPE vs HSET | 16 | | | | >= 0.45 | skipped: AMEM.NOPE is not implemented" in table
 
 
+@pytest.mark.slow
 def test_quick_aof_fakeredis_and_sem_rows(tmp_path: Path) -> None:
     import fakeredis  # noqa: F401 - the bench extra, which scripts/test installs
     import matplotlib  # noqa: F401

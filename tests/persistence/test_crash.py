@@ -143,6 +143,7 @@ def proc(tmp_path: Any) -> Iterator[HotkvProcess]:
     p.kill()
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_kill_9_loses_no_acknowledged_write(proc: HotkvProcess) -> None:
     rnd = random.Random(2024)

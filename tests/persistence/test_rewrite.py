@@ -43,6 +43,7 @@ def fill(r: redis.Redis, n: int, prefix: str = "bulk") -> None:
         r.mset({f"{prefix}:{i}": f"value-{i}" * 3 for i in range(start, min(n, start + 1000))})
 
 
+@pytest.mark.slow
 def test_bgrewriteaof_while_serving(procs: list[HotkvProcess], tmp_path: Path) -> None:
     proc = server(procs, tmp_path)
     r = proc.client()

@@ -217,6 +217,7 @@ def exact_top(data: np.ndarray, query: np.ndarray, k: int, rows: np.ndarray | No
     return [b"f%05d" % i for i in order[:k]]
 
 
+@pytest.mark.slow
 def test_recall_at_10_matches_brute_force_at_default_settings(big: tuple[SemanticStore, np.ndarray]) -> None:
     store, data = big
     ns = store.namespaces[b"kb"]
