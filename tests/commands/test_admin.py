@@ -24,7 +24,7 @@ from hotkv_server.commands.admin import NO_PERSISTENCE
 from hotkv_server.engine.clock import ManualClock
 from hotkv_server.engine.config import ConfigError, load_config
 from hotkv_server.engine.context import Context
-from hotkv_server.engine.core import Core
+from hotkv_server.engine.core import Core, Subsystem
 from hotkv_server.engine.dispatch import dispatch
 from hotkv_server.server.resp import ErrorReply, Verbatim
 
@@ -419,8 +419,12 @@ def test_time_reads_the_servers_clock(local: tuple[Core, Context]) -> None:
 
 def test_registered_info_sections_merge_and_add(local: tuple[Core, Context]) -> None:
     core, ctx = local
-    core.info_sections["persistence"] = lambda: [("aof_enabled", 1), ("aof_base_size", 4096)]
-    core.info_sections["tls"] = lambda: [("tls_enabled", True)]
+    class Sections(Subsystem):
+        def info_sections(self) -> dict[str, Any]:
+            return {"persistence": lambda: [("aof_enabled", 1), ("aof_base_size", 4096)],
+                    "tls": lambda: [("tls_enabled", True)]}
+
+    core.attach(Sections())
     text = call(ctx, "INFO", "persistence", "tls").text
     persistence = fields(text.split(b"\r\n\r\n")[0])
     keys = list(persistence)
@@ -432,7 +436,7 @@ def test_registered_info_sections_merge_and_add(local: tuple[Core, Context]) -> 
 
 
 class RecordingPersistence:
-    """The interface persistence attaches as core.extras["persistence"]."""
+    """The interface persistence attaches as core.persistence."""
 
     def __init__(self) -> None:
         self.calls: list[str] = []
@@ -456,7 +460,7 @@ def test_save_commands_call_the_persistence_hooks(local: tuple[Core, Context]) -
         assert isinstance(reply, ErrorReply) and reply == NO_PERSISTENCE
     assert call(ctx, "LASTSAVE") == int(core.started_s)
     hooks = RecordingPersistence()
-    core.extras["persistence"] = hooks
+    core.persistence = hooks  # type: ignore[assignment]
     assert call(ctx, "SAVE") == "OK"
     assert call(ctx, "BGSAVE", "SCHEDULE") == "Background saving started"
     assert call(ctx, "BGREWRITEAOF") == "Background append only file rewriting started"
@@ -469,12 +473,13 @@ def test_config_listener_can_veto_and_everything_is_undone(local: tuple[Core, Co
     core, ctx = local
     seen: list[tuple[str, Any]] = []
 
-    def listener(name: str, value: Any) -> None:
-        seen.append((name, value))
-        if name == "appendfsync" and value == "no":
-            raise ConfigError("the AOF writer refuses 'no' here")
+    class Listener(Subsystem):
+        def config_changed(self, name: str, value: Any) -> None:
+            seen.append((name, value))
+            if name == "appendfsync" and value == "no":
+                raise ConfigError("the AOF writer refuses 'no' here")
 
-    core.extras["config_listeners"] = [listener]
+    core.attach(Listener())
     assert call(ctx, "CONFIG", "SET", "timeout", "5", "appendfsync", "always") == "OK"
     assert seen == [("timeout", 5), ("appendfsync", "always")]
     reply = call(ctx, "CONFIG", "SET", "timeout", "9", "appendfsync", "no")

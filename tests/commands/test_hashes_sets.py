@@ -145,8 +145,7 @@ def test_maxmemory_counts_and_evicts_hashes_and_sets() -> None:
     ctx = Context(core, "127.0.0.1:1", "127.0.0.1:2")
     core.config.values["maxmemory-policy"] = "allkeys-random"
     core.config.values["maxmemory"] = BASE + 200_000
-    for listener in core.extras["config_listeners"]:
-        listener("maxmemory", BASE + 200_000)
+    core.config_changed("maxmemory", BASE + 200_000)
 
     def run(*argv: Any) -> Any:
         return dispatch(ctx, [str(a).encode() for a in argv])

@@ -14,7 +14,8 @@ import redis
 from helpers import RedisServer, raw_roundtrip, record, resp_request
 from helpers import raw_reply as raw
 from hotkv_server.commands import load_all
-from hotkv_server.engine.registry import add_spec, all_specs, default_key_flags, find, parse_syntax
+from hotkv_server.engine.registry import add_spec, all_specs, default_key_flags, find
+from hotkv_server.engine.syntax import parse_syntax
 
 
 def docs_args(client: redis.Redis, name: str) -> list[dict[Any, Any]]:

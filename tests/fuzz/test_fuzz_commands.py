@@ -32,7 +32,8 @@ from hotkv_server.engine.config import Config
 from hotkv_server.engine.context import Context
 from hotkv_server.engine.core import Core
 from hotkv_server.engine.dispatch import NO_REPLY, Deferred, dispatch
-from hotkv_server.engine.registry import Arg, CommandSpec, all_specs
+from hotkv_server.engine.registry import CommandSpec, all_specs
+from hotkv_server.engine.syntax import Arg
 from hotkv_server.server.resp import ErrorReply, encode
 
 load_all()
@@ -258,8 +259,9 @@ class World:
         self.core.config.values.clear()
         self.core.config.values.update(self.config_before)
         self.core.users = None
+        for sub in [s for s in self.core.subsystems if isinstance(s, acl.AclSettings)]:
+            self.core.detach(sub)
         acl.attach(SimpleNamespace(core=self.core))
-        self.core.extras["config_listeners"] = self.core.extras["config_listeners"][-1:]
         self.core.role = "master"
         self.core.stats.unexpected_error_replies = 0
         self.clock.advance(7)

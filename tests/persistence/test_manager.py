@@ -99,7 +99,7 @@ def test_a_failed_write_under_always_raises_before_the_reply_then_recovers(make:
     assert p.core.write_error is not None
     swap.restore()
     os.close(readonly)
-    p.retry_at = 0.0
+    p.writer.retry_at = 0.0
     p.tick()
     assert p.core.write_error is None and dict(p.info())["aof_last_write_status"] == "ok"
     assert reload(p) == [b"a", b"b", b"c"]
@@ -114,13 +114,13 @@ def test_a_failed_fsync_needs_a_new_base(make: Any) -> None:
     with pytest.raises(AofUnavailable):
         write(p, kv(b"b", b"2"))  # written into the pipe, then fdatasync fails
     assert "fsync of the AOF file" in (p.core.write_error or "")
-    assert p.need_fresh
+    assert p.writer.need_fresh
     swap.restore()
     os.close(w)
     os.close(r)
-    p.retry_at = 0.0
-    tick_until(p, lambda: p.core.write_error is None and p.job is None)
-    assert p.rewrites == 1 and not p.need_fresh
+    p.writer.retry_at = 0.0
+    tick_until(p, lambda: p.core.write_error is None and p.jobs.job is None)
+    assert p.jobs.rewrites == 1 and not p.writer.need_fresh
     # the new base holds what only memory knew ("b" never reached the file)
     assert reload(p) == [b"a", b"b"]
     write(p, kv(b"c", b"3"))
@@ -131,21 +131,21 @@ def test_everysec_fsyncs_from_the_worker_and_failures_stop_writes(make: Any) -> 
     p = make("--appendfsync", "everysec")
     write(p, kv(b"a", b"1"))
     assert p.aof is not None and p.aof.unsynced
-    p.last_fsync_request = 0.0
+    p.writer.last_fsync_request = 0.0
     p.tick()
     assert not p.aof.unsynced
-    tick_until(p, lambda: p.worker.pending == 0)
+    tick_until(p, lambda: p.writer.worker.pending == 0)
     r, w = os.pipe()
     swap = Swap(p.aof.fd, w)
     write(p, kv(b"b", b"2"))  # everysec: the reply goes, the fsync comes later
-    p.last_fsync_request = 0.0
+    p.writer.last_fsync_request = 0.0
     p.tick()
     tick_until(p, lambda: p.core.write_error is not None)
     swap.restore()
     os.close(w)
     os.close(r)
-    p.retry_at = 0.0
-    tick_until(p, lambda: p.core.write_error is None and p.job is None)
+    p.writer.retry_at = 0.0
+    tick_until(p, lambda: p.core.write_error is None and p.jobs.job is None)
     assert reload(p) == [b"a", b"b"]
 
 
@@ -156,33 +156,33 @@ def test_dataset_replaced_writes_a_fresh_base(make: Any) -> None:
     other.apply(kv(b"new", b"2"))
     p.core.db.restore(other.snapshot())  # as a replica's full resync does
     p.dataset_replaced()
-    assert p.job is not None and p.job.fresh
+    assert p.jobs.job is not None and p.jobs.job.fresh
     write(p, kv(b"after", b"3"))
     assert reload(p) == [b"old"]  # until the base exists, the disk has the old data
-    tick_until(p, lambda: p.job is None)
+    tick_until(p, lambda: p.jobs.job is None)
     assert reload(p) == [b"after", b"new"]
 
 
 def test_switching_the_aof_off_and_on(make: Any) -> None:
     p = make()
     write(p, kv(b"a", b"1"))
-    p._config_changed("appendonly", False)
+    p.config_changed("appendonly", False)
     assert p.aof is None and not p.aof_on
     write(p, kv(b"b", b"2"))
     assert reload(p) == [b"a"]
-    p._config_changed("appendonly", True)
-    assert p.job is not None and p.job.fresh
+    p.config_changed("appendonly", True)
+    assert p.jobs.job is not None and p.jobs.job.fresh
     write(p, kv(b"c", b"3"))
-    tick_until(p, lambda: p.job is None)
+    tick_until(p, lambda: p.jobs.job is None)
     assert reload(p) == [b"a", b"b", b"c"]
     assert not [n for n in os.listdir(p.layout.aof_dir) if n.startswith("temp-")]
 
 
 def test_close_saves_when_a_fresh_rewrite_did_not_finish(make: Any) -> None:
     p = make()
-    p._config_changed("appendonly", False)
+    p.config_changed("appendonly", False)
     write(p, kv(b"x", b"1"))
-    p._config_changed("appendonly", True)
+    p.config_changed("appendonly", True)
     p.close(None)  # kills the child; the data is saved in the foreground instead
     assert reload(p) == [b"x"]
     assert not [n for n in os.listdir(p.layout.aof_dir) if n.startswith("temp-")]

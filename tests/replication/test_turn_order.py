@@ -36,14 +36,14 @@ def test_replicas_get_a_turns_writes_after_the_aof_has_them(tmp_path: Path) -> N
             if started is not None:
                 await started()
         core = server.core
-        persistence = core.extras["persistence"]
+        persistence = core.persistence
         aof.append(persistence.aof.path)
 
         replica = ClientProtocol(core)
         replica.connection_made(RecordingTransport("replica", log, lambda: aof[0] if aof else None))  # type: ignore[arg-type]
         replica.data_received(command(b"REPLCONF", b"listening-port", b"7000"))
         replica.data_received(command(b"PSYNC", b"?", b"-1"))
-        repl = core.extras["replication"]
+        repl = core.replication
         for _ in range(1000):  # the snapshot comes from a forked child: wait until it is sent
             await asyncio.sleep(0.01)
             if repl.fullsync.job is None:

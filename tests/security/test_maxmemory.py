@@ -295,8 +295,7 @@ class Rig:
         """As CONFIG SET does: store the value, then tell the listeners (the dispatch
         point's gate flag and the guard's sink follow maxmemory)."""
         self.core.config.values["maxmemory"] = value
-        for listener in self.core.extras["config_listeners"]:
-            listener("maxmemory", value)
+        self.core.config_changed("maxmemory", value)
 
     def run(self, *argv: Any) -> Any:
         return dispatch(self.ctx, [a if isinstance(a, bytes) else str(a).encode() for a in argv])

@@ -9,9 +9,10 @@ docs/scale-out.md.
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from hotkv_server.cluster.state import ClusterState
+from hotkv_server.engine.core import InfoSection, Subsystem
 from hotkv_server.engine.errors import StartupError
 from hotkv_server.engine.topology import TopologyError
 
@@ -19,25 +20,28 @@ if TYPE_CHECKING:
     from hotkv_server.engine.core import Host
 
 
-class ClusterSubsystem:
+class ClusterSubsystem(Subsystem):
     """Keeps the announced address right once the server listens (``--port 0`` included)."""
 
     def __init__(self, server: Host, state: ClusterState) -> None:
         self.server = server
         self.state = state
 
+    def info_sections(self) -> dict[str, InfoSection]:
+        return {"cluster": self.state.info}
+
     async def started(self) -> None:
         values = self.server.core.config.values
         self.state.port = values["cluster-announce-port"] or self.server.core.tcp_port
 
-    def config_changed(self, name: str, value: object) -> None:
+    def config_changed(self, name: str, value: Any) -> None:
         values = self.server.core.config.values
         if name == "cluster-require-full-coverage":
             self.state.require_full_coverage = bool(value)
         elif name == "cluster-announce-ip":
             self.state.host = announce_host(values)
         elif name == "cluster-announce-port":
-            self.state.port = int(value) or self.server.core.tcp_port  # type: ignore[call-overload]
+            self.state.port = int(value) or self.server.core.tcp_port
 
 
 def announce_host(values: dict[str, object]) -> str:
@@ -68,7 +72,4 @@ def attach(server: Host) -> ClusterSubsystem | None:
     core = server.core
     core.cluster = state
     core.extras["cluster"] = state  # the CLUSTER commands' view (engine.services.ClusterService)
-    core.info_sections["cluster"] = state.info
-    sub = ClusterSubsystem(server, state)
-    core.extras.setdefault("config_listeners", []).append(sub.config_changed)
-    return sub
+    return ClusterSubsystem(server, state)

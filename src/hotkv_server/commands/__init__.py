@@ -17,6 +17,8 @@ MODULES = (
     "hashes",
     "sets",
     "setalgebra",
+    "info",
+    "config",
     "admin",
     "introspection",
     "conv",

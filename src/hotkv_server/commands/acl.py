@@ -31,6 +31,7 @@ from hotkv_server.commands.acl_user import (
 from hotkv_server.engine import errors
 from hotkv_server.engine.args import parse_int
 from hotkv_server.engine.context import Context
+from hotkv_server.engine.core import Subsystem
 from hotkv_server.engine.errors import CommandError
 from hotkv_server.engine.registry import command, container
 from hotkv_server.engine.replies import OK, Simple
@@ -203,7 +204,7 @@ def _is_loopback(peer: Any) -> bool:
     return host.startswith("127.") or host in ("::1", "localhost") or host.startswith("::ffff:127.")
 
 
-def attach(server: Any) -> None:
+def attach(server: Any) -> Subsystem:
     """Install the user table, the user/aclfile directives and the protected-mode gate."""
     from hotkv_server.engine.config import quote_if_needed
     from hotkv_server.engine.errors import StartupError
@@ -236,14 +237,20 @@ def attach(server: Any) -> None:
 
     PUBSUB_DEFAULT["allchannels"] = config.values.get("acl-pubsub-default") == "allchannels"
 
-    def on_config_set(name: str, value: Any) -> None:
+    return core.attach(AclSettings(table))
+
+
+class AclSettings(Subsystem):
+    """The ACL table's part of CONFIG SET: requirepass and acl-pubsub-default."""
+
+    def __init__(self, table: UserTable) -> None:
+        self.table = table
+
+    def config_changed(self, name: str, value: Any) -> None:
         if name == "acl-pubsub-default":
             PUBSUB_DEFAULT["allchannels"] = value == "allchannels"
         if name == "requirepass":  # requirepass is the default user's password, as in Redis
-            table.set_requirepass(str(value))
-
-    core.extras.setdefault("config_listeners", []).append(on_config_set)
-    return None
+            self.table.set_requirepass(str(value))
 
 
 # --- the ACL command -------------------------------------------------------------------

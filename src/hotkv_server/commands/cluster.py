@@ -14,7 +14,7 @@ from typing import Any
 
 from hotkv_server.engine.context import Context
 from hotkv_server.engine.errors import CommandError
-from hotkv_server.engine.registry import command, container
+from hotkv_server.engine.registry import command, container, help_lines
 from hotkv_server.engine.replies import OK, Verbatim
 from hotkv_server.engine.services import ClusterService
 from hotkv_server.engine.slots import SLOTS, key_slot
@@ -46,14 +46,16 @@ container("cluster", group="cluster", summary="A container for Redis Cluster com
 
 
 @command("cluster|myid", arity=2, flags="stale", group="cluster",
-         summary="Returns the ID of a node.")
+         summary="Returns the ID of a node.",
+         help="MYID\n    Return the node id.")
 def cluster_myid(ctx: Context, argv: list[bytes]) -> Any:
     """CLUSTER MYID"""
     return _cluster(ctx).myid.encode()
 
 
 @command("cluster|keyslot", arity=3, flags="stale", group="cluster",
-         summary="Returns the hash slot for a key.", syntax="key", complexity="O(N) where N is the number of bytes in the key")
+         summary="Returns the hash slot for a key.", syntax="key", complexity="O(N) where N is the number of bytes in the key",
+         help="KEYSLOT <key>\n    Return the hash slot for <key>.")
 def cluster_keyslot(ctx: Context, argv: list[bytes]) -> Any:
     """CLUSTER KEYSLOT key"""
     _cluster(ctx)
@@ -61,7 +63,8 @@ def cluster_keyslot(ctx: Context, argv: list[bytes]) -> Any:
 
 
 @command("cluster|info", arity=2, flags="stale", group="cluster", tips="nondeterministic_output",
-         summary="Returns information about the state of a node.")
+         summary="Returns information about the state of a node.",
+         help="INFO\n    Return information about the cluster.")
 def cluster_info(ctx: Context, argv: list[bytes]) -> Any:
     """CLUSTER INFO"""
     state = _cluster(ctx)
@@ -91,7 +94,8 @@ def _node_entry(node: Node) -> list[Any]:
 
 @command("cluster|slots", arity=2, flags="stale", group="cluster", tips="nondeterministic_output",
          summary="Returns the mapping of cluster slots to nodes.",
-         complexity="O(N) where N is the total number of Cluster nodes")
+         complexity="O(N) where N is the total number of Cluster nodes",
+         help="SLOTS\n    Return information about slots range mappings. Each range is made of:\n    start, end, master and replicas IP addresses, ports and ids")
 def cluster_slots(ctx: Context, argv: list[bytes]) -> Any:
     """CLUSTER SLOTS"""
     topo = _cluster(ctx).topology
@@ -106,7 +110,8 @@ def cluster_slots(ctx: Context, argv: list[bytes]) -> Any:
 
 @command("cluster|shards", arity=2, flags="stale", group="cluster", tips="nondeterministic_output",
          summary="Returns the mapping of cluster slots to shards.",
-         complexity="O(N) where N is the total number of cluster nodes")
+         complexity="O(N) where N is the total number of cluster nodes",
+         help="SHARDS\n    Return information about slot range mappings and the nodes associated with them.")
 def cluster_shards(ctx: Context, argv: list[bytes]) -> Any:
     """CLUSTER SHARDS"""
     state = _cluster(ctx)
@@ -132,9 +137,8 @@ def cluster_shards(ctx: Context, argv: list[bytes]) -> Any:
 
 
 def _offset(ctx: Context) -> int:
-    repl = ctx.core.extras.get("replication")
-    value = getattr(repl, "offset", 0) if repl is not None else 0
-    return int(value) if isinstance(value, int) else 0
+    repl = ctx.core.replication
+    return repl.offset if repl is not None else 0
 
 
 def nodes_lines(state: ClusterService, only: list[Node] | None = None) -> str:
@@ -157,7 +161,8 @@ def nodes_lines(state: ClusterService, only: list[Node] | None = None) -> str:
 
 @command("cluster|nodes", arity=2, flags="stale", group="cluster", tips="nondeterministic_output",
          summary="Returns the cluster configuration for a node.",
-         complexity="O(N) where N is the total number of Cluster nodes")
+         complexity="O(N) where N is the total number of Cluster nodes",
+         help="NODES\n    Return cluster configuration seen by node. Output format:\n    <id> <ip:port@bus-port> <flags> <master> <pings> <pongs> <epoch> <link> <slot> ...")
 def cluster_nodes(ctx: Context, argv: list[bytes]) -> Any:
     """CLUSTER NODES"""
     return Verbatim(nodes_lines(_cluster(ctx)))
@@ -165,7 +170,8 @@ def cluster_nodes(ctx: Context, argv: list[bytes]) -> Any:
 
 @command("cluster|replicas", arity=3, flags="admin stale", group="cluster", tips="nondeterministic_output",
          summary="Lists the replica nodes of a master node.", syntax="node-id",
-         complexity="O(N) where N is the number of replicas.")
+         complexity="O(N) where N is the number of replicas.",
+         help="REPLICAS <node-id>\n    Return <node-id> replicas.")
 def cluster_replicas(ctx: Context, argv: list[bytes]) -> Any:
     """CLUSTER REPLICAS node-id"""
     state = _cluster(ctx)
@@ -185,7 +191,8 @@ command("cluster|slaves", arity=3, flags="admin stale", group="cluster", tips="n
 
 @command("cluster|countkeysinslot", arity=3, flags="stale", group="cluster",
          summary="Returns the number of keys in a hash slot.", syntax="slot",
-         complexity="O(N) where N is the number of keys of the node (hotkv keeps no slot index)")
+         complexity="O(N) where N is the number of keys of the node (hotkv keeps no slot index)",
+         help="COUNTKEYSINSLOT <slot>\n    Return the number of keys in <slot>.")
 def cluster_countkeysinslot(ctx: Context, argv: list[bytes]) -> Any:
     """CLUSTER COUNTKEYSINSLOT slot"""
     state = _cluster(ctx)
@@ -200,7 +207,8 @@ def cluster_countkeysinslot(ctx: Context, argv: list[bytes]) -> Any:
 
 @command("cluster|getkeysinslot", arity=4, flags="stale", group="cluster", tips="nondeterministic_output",
          summary="Returns the key names in a hash slot.", syntax="slot count",
-         complexity="O(N) where N is the number of keys of the node (hotkv keeps no slot index)")
+         complexity="O(N) where N is the number of keys of the node (hotkv keeps no slot index)",
+         help="GETKEYSINSLOT <slot> <count>\n    Return key names stored by current node in a slot.")
 def cluster_getkeysinslot(ctx: Context, argv: list[bytes]) -> Any:
     """CLUSTER GETKEYSINSLOT slot count"""
     state = _cluster(ctx)
@@ -249,7 +257,8 @@ def _change_slots(ctx: Context, argv: list[bytes], *, add: bool, ranged: bool) -
 
 @command("cluster|addslots", arity=-3, flags="admin stale no_async_loading", group="cluster",
          summary="Assigns new hash slots to a node.", syntax="slot [slot ...]",
-         complexity="O(N) where N is the total number of hash slot arguments")
+         complexity="O(N) where N is the total number of hash slot arguments",
+         help="ADDSLOTS <slot> [<slot> ...]\n    Assign slots to current node.")
 def cluster_addslots(ctx: Context, argv: list[bytes]) -> Any:
     """CLUSTER ADDSLOTS slot [slot ...]"""
     return _change_slots(ctx, argv, add=True, ranged=False)
@@ -257,7 +266,8 @@ def cluster_addslots(ctx: Context, argv: list[bytes]) -> Any:
 
 @command("cluster|addslotsrange", arity=-4, flags="admin stale no_async_loading", group="cluster",
          summary="Assigns new hash slot ranges to a node.", syntax="start-slot end-slot [start-slot end-slot ...]",
-         since="7.0.0", complexity="O(N) where N is the total number of the slots between the start slot and end slot arguments.")
+         since="7.0.0", complexity="O(N) where N is the total number of the slots between the start slot and end slot arguments.",
+         help="ADDSLOTSRANGE <start slot> <end slot> [<start slot> <end slot> ...]\n    Assign slots which are between <start-slot> and <end-slot> to current node.")
 def cluster_addslotsrange(ctx: Context, argv: list[bytes]) -> Any:
     """CLUSTER ADDSLOTSRANGE start-slot end-slot [start-slot end-slot ...]"""
     return _change_slots(ctx, argv, add=True, ranged=True)
@@ -265,7 +275,8 @@ def cluster_addslotsrange(ctx: Context, argv: list[bytes]) -> Any:
 
 @command("cluster|delslots", arity=-3, flags="admin stale no_async_loading", group="cluster",
          summary="Sets hash slots as unbound for a node.", syntax="slot [slot ...]",
-         complexity="O(N) where N is the total number of hash slot arguments")
+         complexity="O(N) where N is the total number of hash slot arguments",
+         help="DELSLOTS <slot> [<slot> ...]\n    Delete slots information from current node.")
 def cluster_delslots(ctx: Context, argv: list[bytes]) -> Any:
     """CLUSTER DELSLOTS slot [slot ...]"""
     return _change_slots(ctx, argv, add=False, ranged=False)
@@ -273,7 +284,8 @@ def cluster_delslots(ctx: Context, argv: list[bytes]) -> Any:
 
 @command("cluster|delslotsrange", arity=-4, flags="admin stale no_async_loading", group="cluster",
          summary="Sets hash slot ranges as unbound for a node.", syntax="start-slot end-slot [start-slot end-slot ...]",
-         since="7.0.0", complexity="O(N) where N is the total number of the slots between the start slot and end slot arguments.")
+         since="7.0.0", complexity="O(N) where N is the total number of the slots between the start slot and end slot arguments.",
+         help="DELSLOTSRANGE <start slot> <end slot> [<start slot> <end slot> ...]\n    Delete slots information which are between <start-slot> and <end-slot> from current node.")
 def cluster_delslotsrange(ctx: Context, argv: list[bytes]) -> Any:
     """CLUSTER DELSLOTSRANGE start-slot end-slot [start-slot end-slot ...]"""
     return _change_slots(ctx, argv, add=False, ranged=True)
@@ -285,7 +297,8 @@ def _db_empty(ctx: Context) -> bool:
 
 
 @command("cluster|flushslots", arity=2, flags="admin stale no_async_loading", group="cluster",
-         summary="Deletes all slots information from a node.")
+         summary="Deletes all slots information from a node.",
+         help="FLUSHSLOTS\n    Delete current node own slots information.")
 def cluster_flushslots(ctx: Context, argv: list[bytes]) -> Any:
     """CLUSTER FLUSHSLOTS"""
     state = _cluster(ctx)
@@ -298,7 +311,8 @@ def cluster_flushslots(ctx: Context, argv: list[bytes]) -> Any:
 
 
 @command("cluster|setslot", arity=-4, flags="admin stale no_async_loading", group="cluster",
-         summary="Binds a hash slot to a node.", syntax="slot IMPORTING node-id|MIGRATING node-id|NODE node-id|STABLE")
+         summary="Binds a hash slot to a node.", syntax="slot IMPORTING node-id|MIGRATING node-id|NODE node-id|STABLE",
+         help="SETSLOT <slot> (IMPORTING <node-id>|MIGRATING <node-id>|STABLE|NODE <node-id>)\n    Set slot state.")
 def cluster_setslot(ctx: Context, argv: list[bytes]) -> Any:
     """CLUSTER SETSLOT slot IMPORTING node-id|MIGRATING node-id|NODE node-id|STABLE"""
     state = _cluster(ctx)
@@ -343,7 +357,8 @@ def cluster_setslot(ctx: Context, argv: list[bytes]) -> Any:
 
 @command("cluster|reset", arity=-2, flags="admin noscript stale", group="cluster",
          summary="Resets a node.", syntax="[HARD|SOFT]",
-         complexity="O(N) where N is the number of known nodes. The command may execute a FLUSHALL as a side effect.")
+         complexity="O(N) where N is the number of known nodes. The command may execute a FLUSHALL as a side effect.",
+         help="RESET [HARD|SOFT]\n    Reset current node (default: soft).")
 def cluster_reset(ctx: Context, argv: list[bytes]) -> Any:
     """CLUSTER RESET [HARD|SOFT]"""
     state = _cluster(ctx)
@@ -363,7 +378,8 @@ def cluster_reset(ctx: Context, argv: list[bytes]) -> Any:
 
 
 @command("cluster|saveconfig", arity=2, flags="admin stale no_async_loading", group="cluster",
-         summary="Forces a node to save the cluster configuration to disk.")
+         summary="Forces a node to save the cluster configuration to disk.",
+         help="SAVECONFIG\n    Force saving cluster configuration on disk.")
 def cluster_saveconfig(ctx: Context, argv: list[bytes]) -> Any:
     """CLUSTER SAVECONFIG"""
     _cluster(ctx).save()
@@ -373,7 +389,8 @@ def cluster_saveconfig(ctx: Context, argv: list[bytes]) -> Any:
 @command("cluster|settopology", arity=3, flags="admin loading stale no_async_loading", group="cluster",
          summary="Replaces this node's view of the cluster with a topology document (hotkv extension; "
                  "hotkv-cluster sends it to every node).",
-         syntax="json-topology", since="0.2.0")
+         syntax="json-topology", since="0.2.0",
+         help="SETTOPOLOGY <json>\n    Replace this node's topology (hotkv; sent by hotkv-cluster).")
 def cluster_settopology(ctx: Context, argv: list[bytes]) -> Any:
     """CLUSTER SETTOPOLOGY json-topology"""
     state = _cluster(ctx)
@@ -388,7 +405,8 @@ def cluster_settopology(ctx: Context, argv: list[bytes]) -> Any:
 
 
 @command("cluster|topology", arity=2, flags="loading stale", group="cluster",
-         summary="Returns this node's topology document as JSON (hotkv extension).", since="0.2.0")
+         summary="Returns this node's topology document as JSON (hotkv extension).", since="0.2.0",
+         help="TOPOLOGY\n    Return this node's topology document as JSON (hotkv).")
 def cluster_topology(ctx: Context, argv: list[bytes]) -> Any:
     """CLUSTER TOPOLOGY"""
     return _cluster(ctx).topology.dumps().encode()
@@ -415,41 +433,12 @@ for _name, _arity, _flags, _tips, _syntax in _GOSSIP:
             summary="Refused: hotkv has no cluster bus (hotkv-cluster sets the topology).",
             syntax=_syntax)(_no_gossip)
 
-_HELP = [
-    "CLUSTER <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
-    "ADDSLOTS <slot> [<slot> ...]", "    Assign slots to current node.",
-    "ADDSLOTSRANGE <start slot> <end slot> [<start slot> <end slot> ...]",
-    "    Assign slots which are between <start-slot> and <end-slot> to current node.",
-    "COUNTKEYSINSLOT <slot>", "    Return the number of keys in <slot>.",
-    "DELSLOTS <slot> [<slot> ...]", "    Delete slots information from current node.",
-    "DELSLOTSRANGE <start slot> <end slot> [<start slot> <end slot> ...]",
-    "    Delete slots information which are between <start-slot> and <end-slot> from current node.",
-    "FLUSHSLOTS", "    Delete current node own slots information.",
-    "GETKEYSINSLOT <slot> <count>", "    Return key names stored by current node in a slot.",
-    "INFO", "    Return information about the cluster.",
-    "KEYSLOT <key>", "    Return the hash slot for <key>.",
-    "MYID", "    Return the node id.",
-    "NODES", "    Return cluster configuration seen by node. Output format:",
-    "    <id> <ip:port@bus-port> <flags> <master> <pings> <pongs> <epoch> <link> <slot> ...",
-    "REPLICAS <node-id>", "    Return <node-id> replicas.",
-    "RESET [HARD|SOFT]", "    Reset current node (default: soft).",
-    "SAVECONFIG", "    Force saving cluster configuration on disk.",
-    "SETSLOT <slot> (IMPORTING <node-id>|MIGRATING <node-id>|STABLE|NODE <node-id>)",
-    "    Set slot state.",
-    "SETTOPOLOGY <json>", "    Replace this node's topology (hotkv; sent by hotkv-cluster).",
-    "SHARDS", "    Return information about slot range mappings and the nodes associated with them.",
-    "SLOTS", "    Return information about slots range mappings. Each range is made of:",
-    "    start, end, master and replicas IP addresses, ports and ids",
-    "TOPOLOGY", "    Return this node's topology document as JSON (hotkv).",
-    "HELP", "    Print this help.",
-]
-
 
 @command("cluster|help", arity=2, flags="loading stale", group="cluster",
          summary="Returns helpful text about the different subcommands.")
 def cluster_help(ctx: Context, argv: list[bytes]) -> Any:
     """CLUSTER HELP"""
-    return [line.encode() for line in _HELP]
+    return [line.encode() for line in help_lines("cluster", ("addslots", "addslotsrange", "countkeysinslot", "delslots", "delslotsrange", "flushslots", "getkeysinslot", "info", "keyslot", "myid", "nodes", "replicas", "reset", "saveconfig", "setslot", "settopology", "shards", "slots", "topology"))]
 
 
 @command("asking", arity=1, acl="@connection", flags="fast", group="cluster",

@@ -10,7 +10,7 @@ from hotkv_server.engine import errors
 from hotkv_server.engine.args import Args, parse_int
 from hotkv_server.engine.context import Context
 from hotkv_server.engine.errors import CommandError
-from hotkv_server.engine.registry import command, container
+from hotkv_server.engine.registry import command, container, help_lines
 from hotkv_server.engine.replies import OK, PONG, Simple
 
 #: the Redis version we report to clients that branch on it (redis-py, redis-cli)
@@ -181,14 +181,16 @@ container("client", group="connection", summary="A container for client connecti
 
 
 @command("client|id", arity=2, flags="noscript loading stale", group="connection",
-         summary="Returns the unique client ID of the connection.")
+         summary="Returns the unique client ID of the connection.",
+         help="ID\n    Return the ID of the current connection.")
 def client_id(ctx: Context, argv: list[bytes]) -> Any:
     """CLIENT ID"""
     return ctx.id
 
 
 @command("client|setname", arity=3, flags="noscript loading stale", group="connection",
-         summary="Sets the connection name.", syntax="connection-name")
+         summary="Sets the connection name.", syntax="connection-name",
+         help="SETNAME <name>\n    Assign the name <name> to the current connection.")
 def client_setname(ctx: Context, argv: list[bytes]) -> Any:
     """CLIENT SETNAME connection-name"""
     check_client_name(argv[2])
@@ -197,7 +199,8 @@ def client_setname(ctx: Context, argv: list[bytes]) -> Any:
 
 
 @command("client|getname", arity=2, flags="noscript loading stale", group="connection",
-         summary="Returns the name of the connection.")
+         summary="Returns the name of the connection.",
+         help="GETNAME\n    Return the name of the current connection.")
 def client_getname(ctx: Context, argv: list[bytes]) -> Any:
     """CLIENT GETNAME"""
     return ctx.name or None
@@ -205,7 +208,8 @@ def client_getname(ctx: Context, argv: list[bytes]) -> Any:
 
 @command("client|setinfo", arity=4, flags="noscript loading stale", group="connection",
          summary="Sets information specific to the client or connection.",
-         syntax="LIB-NAME libname|LIB-VER libver")
+         syntax="LIB-NAME libname|LIB-VER libver",
+         help="SETINFO <LIB-NAME|LIB-VER> <value>\n    Set client library name or version.")
 def client_setinfo(ctx: Context, argv: list[bytes]) -> Any:
     """CLIENT SETINFO LIB-NAME libname|LIB-VER libver"""
     attr = argv[2].upper()
@@ -266,7 +270,8 @@ def client_line(ctx: Context, now_ms: int, argv: list[bytes] | None = None) -> s
 
 @command("client|list", arity=-2, flags="admin noscript loading stale", group="connection",
          tips="nondeterministic_output",
-         summary="Lists open connections.", syntax="[TYPE NORMAL|MASTER|REPLICA|PUBSUB] [ID id ...]")
+         summary="Lists open connections.", syntax="[TYPE NORMAL|MASTER|REPLICA|PUBSUB] [ID id ...]",
+         help="LIST [TYPE <type>] [ID <id> [<id> ...]]\n    Return information about client connections.")
 def client_list(ctx: Context, argv: list[bytes]) -> Any:
     """CLIENT LIST [TYPE NORMAL|MASTER|REPLICA|PUBSUB] [ID id ...]"""
     clients = list(ctx.core.clients.values())
@@ -296,7 +301,8 @@ def client_list(ctx: Context, argv: list[bytes]) -> Any:
 
 @command("client|info", arity=2, flags="noscript loading stale", group="connection",
          tips="nondeterministic_output",
-         summary="Returns information about the connection.")
+         summary="Returns information about the connection.",
+         help="INFO\n    Return information about the current client connection.")
 def client_info(ctx: Context, argv: list[bytes]) -> Any:
     """CLIENT INFO"""
     return (client_line(ctx, ctx.now_ms, argv) + "\n").encode()
@@ -305,7 +311,8 @@ def client_info(ctx: Context, argv: list[bytes]) -> Any:
 @command("client|kill", arity=-3, flags="admin noscript loading stale", group="connection",
          summary="Terminates open connections.",
          syntax="ip:port|([ID client-id] [TYPE NORMAL|MASTER|SLAVE|REPLICA|PUBSUB] [USER username] "
-                "[ADDR ip:port] [LADDR ip:port] [SKIPME yes|no])")
+                "[ADDR ip:port] [LADDR ip:port] [SKIPME yes|no])",
+         help="KILL <ip:port> | <option> <value> [<option> <value> [...]]\n    Kill connections.")
 def client_kill(ctx: Context, argv: list[bytes]) -> Any:
     """CLIENT KILL ip:port | [ID id] [TYPE type] [USER name] [ADDR ip:port] [LADDR ip:port] [SKIPME yes|no]"""
     clients = list(ctx.core.clients.values())
@@ -401,15 +408,6 @@ def client_no_evict(ctx: Context, argv: list[bytes]) -> Any:
          summary="Returns helpful text about the different subcommands.")
 def client_help(ctx: Context, argv: list[bytes]) -> Any:
     """CLIENT HELP"""
-    spec_lines = [
-        "CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
-        "ID", "    Return the ID of the current connection.",
-        "INFO", "    Return information about the current client connection.",
-        "GETNAME", "    Return the name of the current connection.",
-        "SETNAME <name>", "    Assign the name <name> to the current connection.",
-        "SETINFO <LIB-NAME|LIB-VER> <value>", "    Set client library name or version.",
-        "LIST [TYPE <type>] [ID <id> [<id> ...]]", "    Return information about client connections.",
-        "KILL <ip:port> | <option> <value> [<option> <value> [...]]", "    Kill connections.",
-        "HELP", "    Print this help.",
-    ]
-    return [Simple(line) for line in spec_lines]
+    return [Simple(line) for line in help_lines("client", ("id", "info", "getname", "setname", "setinfo", "list", "kill"))]
+
+

@@ -22,12 +22,12 @@ from hotkv_server.engine.context import Context
 from hotkv_server.engine.errors import CommandError
 from hotkv_server.engine.registry import command
 from hotkv_server.engine.replies import OK
+from hotkv_server.engine.write_options import AMEM_TTL_TOKENS, WriteOptions
 from hotkv_server.stores.conv import DEFAULT_WINDOW, MAX_WINDOW, ROLES, ConversationStore
 from hotkv_server.stores.conv_effects import ConvAppend, ConvClear, ConvCreate, ConvDel, ConvUpdate
 
 _ROLES_TEXT = "one of " + "|".join(r.decode() for r in ROLES)
 _CREATE_OPTIONS = "WINDOW, TTL, PX, PXAT or UPDATE"
-_EXPIRY_OPTIONS = (b"TTL", b"PX", b"PXAT")
 
 
 def _store(ctx: Context) -> ConversationStore:
@@ -54,26 +54,16 @@ def conv_create(ctx: Context, argv: list[bytes]) -> Any:
     session = args.ident("session")
     now = ctx.now_ms
     window: int | None = None
-    ttl_ms: int | None = None  # idle TTL (TTL, PX)
-    pxat: int | None = None  # fixed end (PXAT)
-    ttl_option: bytes | None = None
+    opts = WriteOptions(AMEM_TTL_TOKENS)  # TTL, PX: an idle TTL; PXAT: a fixed end
     update = False
     while args:
         raw = args.next("option")
         opt = raw.upper()
         if opt == b"WINDOW":
             window = args.int("WINDOW", 1, MAX_WINDOW)
-        elif opt in _EXPIRY_OPTIONS:
-            if ttl_option is not None and ttl_option != opt:
-                raise CommandError(errors.exclusive_options(ttl_option.decode(), opt.decode()))
-            ttl_option = opt
-            if opt == b"PXAT":
-                pxat = args.unix_ms("PXAT", now)
-            else:
-                ttl_ms = args.duration_ms(opt)
         elif opt == b"UPDATE":
             update = True
-        else:
+        elif not opts.take(opt, args, now):
             raise CommandError(errors.bad_argument("option", _CREATE_OPTIONS, raw))
 
     store = _store(ctx)
@@ -83,20 +73,16 @@ def conv_create(ctx: Context, argv: list[bytes]) -> Any:
             raise CommandError(errors.conv_not_found(session))
         new_window = conv.window if window is None else window
         new_ttl: int | None
-        if ttl_option is None:  # the TTL is not named: keep it and its running deadline
+        if opts.expiry is None:  # the TTL is not named: keep it and its running deadline
             new_ttl, expires_at = conv.ttl_ms, conv.expires_at
-        elif pxat is not None:
-            new_ttl, expires_at = None, pxat
         else:
-            assert ttl_ms is not None
-            new_ttl, expires_at = ttl_ms, now + ttl_ms
+            new_ttl, expires_at = opts.ttl_ms, opts.deadline(now)
         ctx.emit(ConvUpdate(session, new_window, new_ttl, expires_at, now))
         return OK
     if conv is not None:
         raise CommandError(errors.conv_exists(session))
-    expires_at = pxat if ttl_ms is None else now + ttl_ms
-    ctx.emit(ConvCreate(session, DEFAULT_WINDOW if window is None else window, ttl_ms,
-                        expires_at, now))
+    ctx.emit(ConvCreate(session, DEFAULT_WINDOW if window is None else window, opts.ttl_ms,
+                        opts.deadline(now), now))
     return OK
 
 

@@ -26,7 +26,15 @@ from hotkv_server.commands.glob import glob_match
 from hotkv_server.engine.args import parse_int
 from hotkv_server.engine.context import Context
 from hotkv_server.engine.errors import SYNTAX, CommandError
-from hotkv_server.engine.registry import COMMANDS, CommandSpec, all_specs, command, container, find
+from hotkv_server.engine.registry import (
+    COMMANDS,
+    CommandSpec,
+    all_specs,
+    command,
+    container,
+    find,
+    help_lines,
+)
 from hotkv_server.engine.replies import OrderedSet, Simple
 
 #: Redis's order of command flags in COMMAND output
@@ -213,11 +221,13 @@ container(
     flags="loading stale",
     acl="connection",
     tips="nondeterministic_output_order",
+    help="(no subcommand)\n    Return details about all hotkv commands.",
 )
 
 
 @command("command|count", arity=2, flags="loading stale", group="server", acl="connection",
-         summary="Returns a count of commands.")
+         summary="Returns a count of commands.",
+         help="COUNT\n    Return the total number of commands in this hotkv server.")
 def command_count(ctx: Context, argv: list[bytes]) -> Any:
     """COMMAND COUNT"""
     return len(COMMANDS)
@@ -227,7 +237,8 @@ def command_count(ctx: Context, argv: list[bytes]) -> Any:
          tips="nondeterministic_output_order",
          summary="Returns a list of command names.",
          syntax="[FILTERBY (MODULE module-name|ACLCAT category|PATTERN pattern)]",
-         complexity="O(N) where N is the total number of commands")
+         complexity="O(N) where N is the total number of commands",
+         help="LIST [FILTERBY (MODULE <module-name>|ACLCAT <category>|PATTERN <pattern>)]\n    Return a list of all commands in this hotkv server.")
 def command_list(ctx: Context, argv: list[bytes]) -> Any:
     """COMMAND LIST [FILTERBY MODULE module-name|ACLCAT category|PATTERN pattern]"""
     names = every_name()
@@ -257,7 +268,8 @@ def _spec(fullname: str) -> CommandSpec:
 @command("command|info", arity=-2, flags="loading stale", group="server", acl="connection",
          tips="nondeterministic_output_order",
          summary="Returns information about one, multiple or all commands.",
-         syntax="[command-name ...]", complexity="O(N) where N is the number of commands to look up")
+         syntax="[command-name ...]", complexity="O(N) where N is the number of commands to look up",
+         help="INFO [<command-name> ...]\n    Return details about multiple hotkv commands.\n    If no command names are given, details for all commands are returned.")
 def command_info_cmd(ctx: Context, argv: list[bytes]) -> Any:
     """COMMAND INFO [command-name ...]"""
     if len(argv) == 2:
@@ -272,7 +284,8 @@ def command_info_cmd(ctx: Context, argv: list[bytes]) -> Any:
 @command("command|docs", arity=-2, flags="loading stale", group="server", acl="connection",
          tips="nondeterministic_output_order",
          summary="Returns documentary information about one, multiple or all commands.",
-         syntax="[command-name ...]", complexity="O(N) where N is the number of commands to look up")
+         syntax="[command-name ...]", complexity="O(N) where N is the number of commands to look up",
+         help="DOCS [<command-name> ...]\n    Return documentation details about multiple hotkv commands.\n    If no command names are given, documentation details for all\n    commands are returned.")
 def command_docs_cmd(ctx: Context, argv: list[bytes]) -> Any:
     """COMMAND DOCS [command-name ...]"""
     if len(argv) == 2:
@@ -314,7 +327,8 @@ def _count_fits(ks: Any, call: list[bytes]) -> bool:
 
 @command("command|getkeys", arity=-4, flags="loading stale", group="server", acl="connection",
          summary="Extracts the key names from an arbitrary command.",
-         syntax="command arg [arg ...]", complexity="O(N) where N is the number of arguments to the command")
+         syntax="command arg [arg ...]", complexity="O(N) where N is the number of arguments to the command",
+         help="GETKEYS <full-command>\n    Return the keys from a full hotkv command.")
 def command_getkeys(ctx: Context, argv: list[bytes]) -> Any:
     """COMMAND GETKEYS command arg [arg ...]"""
     return _keys_of_call(argv[2:])[1]
@@ -322,7 +336,8 @@ def command_getkeys(ctx: Context, argv: list[bytes]) -> Any:
 
 @command("command|getkeysandflags", arity=-4, flags="loading stale", group="server",
          acl="connection", summary="Extracts the key names and access flags for an arbitrary command.",
-         syntax="command arg [arg ...]", complexity="O(N) where N is the number of arguments to the command")
+         syntax="command arg [arg ...]", complexity="O(N) where N is the number of arguments to the command",
+         help="GETKEYSANDFLAGS <full-command>\n    Return the keys and the access flags from a full hotkv command.")
 def command_getkeysandflags(ctx: Context, argv: list[bytes]) -> Any:
     """COMMAND GETKEYSANDFLAGS command arg [arg ...]"""
     call = argv[2:]
@@ -334,33 +349,9 @@ def command_getkeysandflags(ctx: Context, argv: list[bytes]) -> Any:
             for key, flags_of in spec.keys_with_flags(call)]
 
 
-_HELP = [
-    "COMMAND <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
-    "(no subcommand)",
-    "    Return details about all hotkv commands.",
-    "COUNT",
-    "    Return the total number of commands in this hotkv server.",
-    "LIST [FILTERBY (MODULE <module-name>|ACLCAT <category>|PATTERN <pattern>)]",
-    "    Return a list of all commands in this hotkv server.",
-    "INFO [<command-name> ...]",
-    "    Return details about multiple hotkv commands.",
-    "    If no command names are given, details for all commands are returned.",
-    "DOCS [<command-name> ...]",
-    "    Return documentation details about multiple hotkv commands.",
-    "    If no command names are given, documentation details for all",
-    "    commands are returned.",
-    "GETKEYS <full-command>",
-    "    Return the keys from a full hotkv command.",
-    "GETKEYSANDFLAGS <full-command>",
-    "    Return the keys and the access flags from a full hotkv command.",
-    "HELP",
-    "    Print this help.",
-]
-
-
 @command("command|help", arity=2, flags="loading stale", group="server", acl="connection",
          summary="Returns helpful text about the different subcommands.")
 def command_help(ctx: Context, argv: list[bytes]) -> Any:
     """COMMAND HELP"""
-    return [Simple(line) for line in _HELP]
+    return [Simple(line) for line in help_lines("command")]
 

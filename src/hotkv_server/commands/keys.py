@@ -15,12 +15,13 @@ import random
 from typing import Any
 
 from hotkv_server.commands.glob import glob_match
+from hotkv_server.commands.scanning import scan_options_with_type
 from hotkv_server.commands.tenancy import readable_filter
 from hotkv_server.engine import errors
 from hotkv_server.engine.args import parse_int
 from hotkv_server.engine.context import Context
 from hotkv_server.engine.errors import CommandError
-from hotkv_server.engine.registry import command
+from hotkv_server.engine.registry import alias, command
 from hotkv_server.engine.replies import Simple
 from hotkv_server.stores.keyspace_effects import KvDel, KvExpire, KvPersist
 
@@ -175,31 +176,7 @@ def parse_cursor(raw: bytes) -> int:
 def scan(ctx: Context, argv: list[bytes]) -> Any:
     """SCAN cursor [MATCH pattern] [COUNT count] [TYPE type]"""
     cursor = parse_cursor(argv[1])
-    count = 10
-    pattern: bytes | None = None
-    type_name: bytes | None = None
-    i = 2
-    n = len(argv)
-    while i < n:
-        opt = argv[i].lower()
-        if i + 1 >= n:
-            raise CommandError(errors.SYNTAX)
-        if opt == b"count":
-            value = parse_int(argv[i + 1])
-            if value is None:
-                raise CommandError(errors.NOT_INTEGER)
-            if value < 1:
-                raise CommandError(errors.SYNTAX)
-            count = value
-        elif opt == b"match":
-            pattern = argv[i + 1]
-            if pattern == b"*":
-                pattern = None
-        elif opt == b"type":
-            type_name = argv[i + 1].lower()
-        else:
-            raise CommandError(errors.SYNTAX)
-        i += 2
+    pattern, count, type_name = scan_options_with_type(argv, 2)
     # an unknown type matches nothing, as in Redis 7.0; a tenant walks only the keys it may
     # read (tenancy.py)
     shown_type = type_name.decode("utf-8", "replace") if type_name is not None else None
@@ -217,8 +194,21 @@ _EXP_LT = 8
 _EXPIRE_OPTIONS = {b"nx": _EXP_NX, b"xx": _EXP_XX, b"gt": _EXP_GT, b"lt": _EXP_LT}
 
 
-def _expire_generic(ctx: Context, argv: list[bytes], relative: bool, seconds: bool) -> int:
-    """EXPIRE, PEXPIRE, EXPIREAT, PEXPIREAT: same checks and order as Redis 7.0."""
+#: EXPIRE's names: whether the time is relative to now, whether it is in seconds
+_EXPIRE_UNITS = {b"expire": (True, True), b"pexpire": (True, False),
+                 b"expireat": (False, True), b"pexpireat": (False, False)}
+_EXPIRE_SYNTAX = "key {} [NX|XX|GT|LT]"
+
+
+@command("expire", arity=-3, flags="write fast", keys=(1, 1, 1), group="generic",
+         key_flags="RW update",
+         summary="Sets the expiration time of a key in seconds.",
+         syntax=_EXPIRE_SYNTAX.format("seconds"))
+def expire(ctx: Context, argv: list[bytes]) -> Any:
+    """EXPIRE key seconds [NX|XX|GT|LT], and PEXPIRE, EXPIREAT, PEXPIREAT (its aliases, told
+    apart by their name): same checks and order as Redis 7.0."""
+    command_name = argv[0].lower()
+    relative, seconds = _EXPIRE_UNITS[command_name]
     flags = 0
     for raw in argv[3:]:
         bit = _EXPIRE_OPTIONS.get(raw.lower())
@@ -232,7 +222,7 @@ def _expire_generic(ctx: Context, argv: list[bytes], relative: bool, seconds: bo
     when = parse_int(argv[2])
     if when is None:
         raise CommandError(errors.NOT_INTEGER)
-    name = argv[0].lower().decode()
+    name = command_name.decode()
     if seconds:
         # C's LLONG_MIN / 1000 truncates toward zero
         if when > LLONG_MAX // 1000 or when < -(LLONG_MAX // 1000):
@@ -265,43 +255,12 @@ def _expire_generic(ctx: Context, argv: list[bytes], relative: bool, seconds: bo
     return 1
 
 
-_EXPIRE_SYNTAX = "key {} [NX|XX|GT|LT]"
-
-
-@command("expire", arity=-3, flags="write fast", keys=(1, 1, 1), group="generic",
-         key_flags="RW update",
-         summary="Sets the expiration time of a key in seconds.",
-         syntax=_EXPIRE_SYNTAX.format("seconds"))
-def expire(ctx: Context, argv: list[bytes]) -> Any:
-    """EXPIRE key seconds [NX|XX|GT|LT]"""
-    return _expire_generic(ctx, argv, relative=True, seconds=True)
-
-
-@command("pexpire", arity=-3, flags="write fast", keys=(1, 1, 1), group="generic",
-         key_flags="RW update",
-         summary="Sets the expiration time of a key in milliseconds.",
-         syntax=_EXPIRE_SYNTAX.format("milliseconds"))
-def pexpire(ctx: Context, argv: list[bytes]) -> Any:
-    """PEXPIRE key milliseconds [NX|XX|GT|LT]"""
-    return _expire_generic(ctx, argv, relative=True, seconds=False)
-
-
-@command("expireat", arity=-3, flags="write fast", keys=(1, 1, 1), group="generic",
-         key_flags="RW update",
-         summary="Sets the expiration time of a key to a Unix timestamp.",
-         syntax=_EXPIRE_SYNTAX.format("unix-time-seconds"))
-def expireat(ctx: Context, argv: list[bytes]) -> Any:
-    """EXPIREAT key unix-time-seconds [NX|XX|GT|LT]"""
-    return _expire_generic(ctx, argv, relative=False, seconds=True)
-
-
-@command("pexpireat", arity=-3, flags="write fast", keys=(1, 1, 1), group="generic",
-         key_flags="RW update",
-         summary="Sets the expiration time of a key to a Unix milliseconds timestamp.",
-         syntax=_EXPIRE_SYNTAX.format("unix-time-milliseconds"))
-def pexpireat(ctx: Context, argv: list[bytes]) -> Any:
-    """PEXPIREAT key unix-time-milliseconds [NX|XX|GT|LT]"""
-    return _expire_generic(ctx, argv, relative=False, seconds=False)
+alias("pexpire", of="expire", summary="Sets the expiration time of a key in milliseconds.",
+      syntax=_EXPIRE_SYNTAX.format("milliseconds"))
+alias("expireat", of="expire", summary="Sets the expiration time of a key to a Unix timestamp.",
+      syntax=_EXPIRE_SYNTAX.format("unix-time-seconds"))
+alias("pexpireat", of="expire", summary="Sets the expiration time of a key to a Unix milliseconds timestamp.",
+      syntax=_EXPIRE_SYNTAX.format("unix-time-milliseconds"))
 
 
 @command("ttl", arity=2, flags="readonly fast", keys=(1, 1, 1), group="generic",

@@ -21,7 +21,7 @@ from hotkv_server.engine import errors
 from hotkv_server.engine.args import parse_int
 from hotkv_server.engine.context import Context
 from hotkv_server.engine.errors import CommandError
-from hotkv_server.engine.registry import command, container
+from hotkv_server.engine.registry import command, container, help_lines
 from hotkv_server.engine.replies import OK, Simple
 from hotkv_server.stores.values import is_shared_integer
 
@@ -37,7 +37,8 @@ container("object", group="generic", summary="A container for object introspecti
 @command("object|encoding", arity=3, flags="readonly", keys=(2, 2, 1), group="generic",
          key_flags="RO", tips="nondeterministic_output",
          summary="Returns the internal encoding of a Redis object.", syntax="key",
-         complexity="O(1)")
+         complexity="O(1)",
+         help="ENCODING <key>\n    Return the kind of internal representation used to store the value of <key>.")
 def object_encoding(ctx: Context, argv: list[bytes]) -> Any:
     """OBJECT ENCODING key"""
     found = ctx.db.kv.encoding(argv[2], ctx.now_ms)
@@ -46,7 +47,8 @@ def object_encoding(ctx: Context, argv: list[bytes]) -> Any:
 
 @command("object|refcount", arity=3, flags="readonly", keys=(2, 2, 1), group="generic",
          key_flags="RO", tips="nondeterministic_output",
-         summary="Returns the reference count of a value of a key.", syntax="key")
+         summary="Returns the reference count of a value of a key.", syntax="key",
+         help="REFCOUNT <key>\n    Return the number of references of the value of <key>.")
 def object_refcount(ctx: Context, argv: list[bytes]) -> Any:
     """OBJECT REFCOUNT key"""
     value = ctx.db.kv.peek(argv[2], ctx.now_ms)
@@ -61,7 +63,8 @@ def object_refcount(ctx: Context, argv: list[bytes]) -> Any:
 
 @command("object|freq", arity=3, flags="readonly", keys=(2, 2, 1), group="generic",
          key_flags="RO", tips="nondeterministic_output",
-         summary="Returns the logarithmic access frequency counter of a Redis object.", syntax="key")
+         summary="Returns the logarithmic access frequency counter of a Redis object.", syntax="key",
+         help="FREQ <key>\n    Return the access frequency index of <key> (needs an LFU policy, which hotkv has not).")
 def object_freq(ctx: Context, argv: list[bytes]) -> Any:
     """OBJECT FREQ key"""
     if ctx.db.kv.peek(argv[2], ctx.now_ms) is None:
@@ -76,7 +79,8 @@ NO_LRU = ("ERR no LRU maxmemory policy is selected, idle time not tracked: hotkv
 
 @command("object|idletime", arity=3, flags="readonly", keys=(2, 2, 1), group="generic",
          key_flags="RO", tips="nondeterministic_output",
-         summary="Returns the time since the last access to a Redis object.", syntax="key")
+         summary="Returns the time since the last access to a Redis object.", syntax="key",
+         help="IDLETIME <key>\n    Return the seconds since <key> was last read or written (needs an LRU policy).")
 def object_idletime(ctx: Context, argv: list[bytes]) -> Any:
     """OBJECT IDLETIME key"""
     kv = ctx.db.kv
@@ -90,26 +94,11 @@ def object_idletime(ctx: Context, argv: list[bytes]) -> Any:
     return idle // 1000
 
 
-_OBJECT_HELP = [
-    "OBJECT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
-    "ENCODING <key>",
-    "    Return the kind of internal representation used to store the value of <key>.",
-    "IDLETIME <key>",
-    "    Return the seconds since <key> was last read or written (needs an LRU policy).",
-    "FREQ <key>",
-    "    Return the access frequency index of <key> (needs an LFU policy, which hotkv has not).",
-    "REFCOUNT <key>",
-    "    Return the number of references of the value of <key>.",
-    "HELP",
-    "    Print this help.",
-]
-
-
 @command("object|help", arity=2, flags="loading stale", group="generic",
          summary="Returns helpful text about the different subcommands.")
 def object_help(ctx: Context, argv: list[bytes]) -> Any:
     """OBJECT HELP"""
-    return [Simple(line) for line in _OBJECT_HELP]
+    return [Simple(line) for line in help_lines("object", ("encoding", "idletime", "freq", "refcount"))]
 
 
 container("memory", group="server", summary="A container for memory diagnostics commands.")
@@ -118,7 +107,8 @@ container("memory", group="server", summary="A container for memory diagnostics 
 @command("memory|usage", arity=-3, flags="readonly", keys=(2, 2, 1), group="server",
          key_flags="RO",
          summary="Estimates the memory usage of a key.", syntax="key [SAMPLES count]",
-         complexity="O(1): the keyspace keeps each value's size as it changes.")
+         complexity="O(1): the keyspace keeps each value's size as it changes.",
+         help="USAGE <key> [SAMPLES <count>]\n    Return the estimated bytes of <key> and its value (SAMPLES is accepted; sizes are exact sums).")
 def memory_usage(ctx: Context, argv: list[bytes]) -> Any:
     """MEMORY USAGE key [SAMPLES count]"""
     i = 3
@@ -140,7 +130,8 @@ def memory_usage(ctx: Context, argv: list[bytes]) -> Any:
 
 @command("memory|stats", arity=2, group="server",
          tips="nondeterministic_output request_policy:all_shards response_policy:special",
-         summary="Returns details about memory usage.", syntax="")
+         summary="Returns details about memory usage.", syntax="",
+         help="STATS\n    Return memory figures: allocated, peak, keys and the keyspace's bytes.")
 def memory_stats(ctx: Context, argv: list[bytes]) -> Any:
     """MEMORY STATS"""
     core = ctx.core
@@ -163,7 +154,8 @@ def memory_stats(ctx: Context, argv: list[bytes]) -> Any:
 
 @command("memory|doctor", arity=2, flags="", group="server",
          tips="nondeterministic_output request_policy:all_shards response_policy:special",
-         summary="Outputs a memory problems report.", syntax="")
+         summary="Outputs a memory problems report.", syntax="",
+         help="DOCTOR\n    Return a report of memory problems, if any.")
 def memory_doctor(ctx: Context, argv: list[bytes]) -> Any:
     """MEMORY DOCTOR"""
     core = ctx.core
@@ -180,7 +172,8 @@ def memory_doctor(ctx: Context, argv: list[bytes]) -> Any:
 
 @command("memory|purge", arity=2, flags="", group="server",
          tips="request_policy:all_shards response_policy:all_succeeded",
-         summary="Asks the allocator to release memory.", syntax="")
+         summary="Asks the allocator to release memory.", syntax="",
+         help="PURGE\n    Collect unreachable Python objects.")
 def memory_purge(ctx: Context, argv: list[bytes]) -> Any:
     """MEMORY PURGE"""
     gc.collect()  # what CPython can give back: cycles no longer reachable
@@ -189,34 +182,18 @@ def memory_purge(ctx: Context, argv: list[bytes]) -> Any:
 
 @command("memory|malloc-stats", arity=2, flags="", group="server",
          tips="nondeterministic_output request_policy:all_shards response_policy:special",
-         summary="Returns the allocator statistics.", syntax="")
+         summary="Returns the allocator statistics.", syntax="",
+         help="MALLOC-STATS\n    Say that the allocator keeps no statistics.")
 def memory_malloc_stats(ctx: Context, argv: list[bytes]) -> Any:
     """MEMORY MALLOC-STATS"""
     return b"Stats not available: hotkv runs on CPython's allocator (pymalloc), which keeps none to report."
-
-
-_MEMORY_HELP = [
-    "MEMORY <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
-    "DOCTOR",
-    "    Return a report of memory problems, if any.",
-    "MALLOC-STATS",
-    "    Say that the allocator keeps no statistics.",
-    "PURGE",
-    "    Collect unreachable Python objects.",
-    "STATS",
-    "    Return memory figures: allocated, peak, keys and the keyspace's bytes.",
-    "USAGE <key> [SAMPLES <count>]",
-    "    Return the estimated bytes of <key> and its value (SAMPLES is accepted; sizes are exact sums).",
-    "HELP",
-    "    Print this help.",
-]
 
 
 @command("memory|help", arity=2, flags="loading stale", group="server",
          summary="Returns helpful text about the different subcommands.")
 def memory_help(ctx: Context, argv: list[bytes]) -> Any:
     """MEMORY HELP"""
-    return [Simple(line) for line in _MEMORY_HELP]
+    return [Simple(line) for line in help_lines("memory", ("doctor", "malloc-stats", "purge", "stats", "usage"))]
 
 
 @command("touch", arity=-2, flags="readonly fast", keys=(1, -1, 1), group="generic",

@@ -15,7 +15,7 @@ from hotkv_server.engine.context import Context
 from hotkv_server.engine.dispatch import NO_REPLY
 from hotkv_server.engine.glob import glob_match
 from hotkv_server.engine.pubsub import CHANNEL, PATTERN, SHARD
-from hotkv_server.engine.registry import command, container
+from hotkv_server.engine.registry import command, container, help_lines
 from hotkv_server.engine.replies import Simple
 
 #: command -> (kind of its channel arguments, whether they are all arguments from 1 on):
@@ -150,7 +150,8 @@ def _numsub(ctx: Context, kind: str, argv: list[bytes]) -> list[Any]:
 @command("pubsub|channels", arity=-2, flags="pubsub loading stale", group="pubsub",
          summary="Returns the active channels.", syntax="[pattern]", since="2.8.0",
          complexity="O(N) where N is the number of active channels, and assuming constant time "
-                    "pattern matching (relatively short channels and patterns)")
+                    "pattern matching (relatively short channels and patterns)",
+         help="CHANNELS [<pattern>]\n    Return the currently active channels matching a <pattern> (default: '*').")
 def pubsub_channels(ctx: Context, argv: list[bytes]) -> Any:
     """PUBSUB CHANNELS [pattern]"""
     return _active(ctx, CHANNEL, argv)
@@ -159,14 +160,16 @@ def pubsub_channels(ctx: Context, argv: list[bytes]) -> Any:
 @command("pubsub|numsub", arity=-2, flags="pubsub loading stale", group="pubsub",
          summary="Returns a count of subscribers to channels.", syntax="[channel [channel ...]]",
          since="2.8.0", complexity="O(N) for the NUMSUB subcommand, where N is the number of "
-                                   "requested channels")
+                                   "requested channels",
+         help="NUMSUB [<channel> ...]\n    Return the number of subscribers for the specified channels, excluding\n    pattern subscriptions(default: no channels).")
 def pubsub_numsub(ctx: Context, argv: list[bytes]) -> Any:
     """PUBSUB NUMSUB [channel [channel ...]]"""
     return _numsub(ctx, CHANNEL, argv)
 
 
 @command("pubsub|numpat", arity=2, flags="pubsub loading stale", group="pubsub",
-         summary="Returns a count of unique pattern subscriptions.", since="2.8.0")
+         summary="Returns a count of unique pattern subscriptions.", since="2.8.0",
+         help="NUMPAT\n    Return number of subscriptions to patterns.")
 def pubsub_numpat(ctx: Context, argv: list[bytes]) -> Any:
     """PUBSUB NUMPAT"""
     return len(ctx.core.pubsub.patterns)
@@ -175,7 +178,8 @@ def pubsub_numpat(ctx: Context, argv: list[bytes]) -> Any:
 @command("pubsub|shardchannels", arity=-2, flags="pubsub loading stale", group="pubsub",
          summary="Returns the active shard channels.", syntax="[pattern]", since="7.0.0",
          complexity="O(N) where N is the number of active shard channels, and assuming constant "
-                    "time pattern matching (relatively short shard channels).")
+                    "time pattern matching (relatively short shard channels).",
+         help="SHARDCHANNELS [<pattern>]\n    Return the currently active shard level channels matching a <pattern> (default: '*').")
 def pubsub_shardchannels(ctx: Context, argv: list[bytes]) -> Any:
     """PUBSUB SHARDCHANNELS [pattern]"""
     return _active(ctx, SHARD, argv)
@@ -185,32 +189,16 @@ def pubsub_shardchannels(ctx: Context, argv: list[bytes]) -> Any:
          summary="Returns the count of subscribers of shard channels.",
          syntax="[shardchannel [shardchannel ...]]", since="7.0.0",
          complexity="O(N) for the SHARDNUMSUB subcommand, where N is the number of requested "
-                    "shard channels")
+                    "shard channels",
+         help="SHARDNUMSUB [<shardchannel> ...]\n    Return the number of subscribers for the specified shard level channel(s)")
 def pubsub_shardnumsub(ctx: Context, argv: list[bytes]) -> Any:
     """PUBSUB SHARDNUMSUB [shardchannel [shardchannel ...]]"""
     return _numsub(ctx, SHARD, argv)
 
 
-_HELP = [
-    "PUBSUB <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
-    "CHANNELS [<pattern>]",
-    "    Return the currently active channels matching a <pattern> (default: '*').",
-    "NUMPAT",
-    "    Return number of subscriptions to patterns.",
-    "NUMSUB [<channel> ...]",
-    "    Return the number of subscribers for the specified channels, excluding",
-    "    pattern subscriptions(default: no channels).",
-    "SHARDCHANNELS [<pattern>]",
-    "    Return the currently active shard level channels matching a <pattern> (default: '*').",
-    "SHARDNUMSUB [<shardchannel> ...]",
-    "    Return the number of subscribers for the specified shard level channel(s)",
-    "HELP",
-    "    Prints this help.",
-]
-
-
 @command("pubsub|help", arity=2, flags="loading stale", group="server",
-         summary="Returns helpful text about the different subcommands.", since="6.2.0")
+         summary="Returns helpful text about the different subcommands.", since="6.2.0",
+         help="HELP\n    Prints this help.")
 def pubsub_help(ctx: Context, argv: list[bytes]) -> Any:
     """PUBSUB HELP"""
-    return [Simple(line) for line in _HELP]
+    return [Simple(line) for line in help_lines("pubsub", ("channels", "numpat", "numsub", "shardchannels", "shardnumsub"))]

@@ -1,8 +1,8 @@
 """Replication commands: REPLICAOF/SLAVEOF, ROLE, WAIT, and the primary's side of the
 handshake (REPLCONF, PSYNC, SYNC), with Redis 7's replies and error wording.
 
-The work is done by the replication subsystem, ``core.extras["replication"]`` (typed as
-``engine.services.ReplicationService``); a Core without it (unit tests that build one
+The work is done by the replication subsystem, ``core.replication`` (typed as
+``engine.core.ReplicationService``); a Core without it (unit tests that build one
 without a server) answers these commands with an error.
 """
 
@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from hotkv_server.engine import errors
 from hotkv_server.engine.context import Context
 from hotkv_server.engine.errors import CommandError
-from hotkv_server.engine.registry import command
+from hotkv_server.engine.registry import alias, command
 from hotkv_server.engine.replies import OK, Simple
 
 if TYPE_CHECKING:
@@ -30,7 +30,7 @@ WAIT_ON_REPLICA = (
 
 
 def _replication(ctx: Context) -> ReplicationService:
-    repl = ctx.core.extras.get("replication")
+    repl = ctx.core.replication
     if repl is None:
         raise CommandError("ERR replication is not available in this server")
     return repl
@@ -64,16 +64,12 @@ def _replicaof(ctx: Context, argv: list[bytes]) -> Any:
          summary="Configures a server as replica of another, or promotes it to a primary.",
          syntax="host port | NO ONE", since="0.1.0")
 def replicaof(ctx: Context, argv: list[bytes]) -> Any:
-    """REPLICAOF host port | NO ONE"""
+    """REPLICAOF host port | NO ONE (and SLAVEOF, its old name)"""
     return _replicaof(ctx, argv)
 
 
-@command("slaveof", arity=3, flags="admin noscript stale no_async_loading", group="replication",
-         summary="Sets a server as a replica of another, or promotes it to being a primary (REPLICAOF).",
-         syntax="host port | NO ONE", since="0.1.0")
-def slaveof(ctx: Context, argv: list[bytes]) -> Any:
-    """SLAVEOF host port | NO ONE"""
-    return _replicaof(ctx, argv)
+alias("slaveof", of="replicaof",
+      summary="Sets a server as a replica of another, or promotes it to being a primary (REPLICAOF).")
 
 
 @command("role", arity=1, flags="noscript loading stale fast", group="replication", acl="admin dangerous",

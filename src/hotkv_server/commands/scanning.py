@@ -1,6 +1,5 @@
-"""The options of HSCAN and SSCAN (``MATCH pattern``, ``COUNT count``), as Redis parses them.
-
-SCAN itself (commands/keys.py) also takes ``TYPE``; these two refuse it as a syntax error.
+"""The options of SCAN, HSCAN, SSCAN and ZSCAN (``MATCH pattern``, ``COUNT count``), as Redis
+parses them; SCAN also takes ``TYPE``, the others refuse it as a syntax error.
 """
 
 from __future__ import annotations
@@ -12,9 +11,20 @@ from hotkv_server.engine.errors import CommandError
 
 
 def scan_options(argv: list[bytes], start: int) -> tuple[bytes | None, int]:
-    """``(pattern or None for any, count)`` from ``argv[start:]``."""
+    """``(pattern or None for any, count)`` from ``argv[start:]`` (HSCAN, SSCAN, ZSCAN)."""
+    pattern, count, _ = _read_options(argv, start, with_type=False)
+    return pattern, count
+
+
+def scan_options_with_type(argv: list[bytes], start: int) -> tuple[bytes | None, int, bytes | None]:
+    """SCAN's: ``(pattern, count, type name lower-cased or None)``."""
+    return _read_options(argv, start, with_type=True)
+
+
+def _read_options(argv: list[bytes], start: int, *, with_type: bool) -> tuple[bytes | None, int, bytes | None]:
     count = 10
     pattern: bytes | None = None
+    type_name: bytes | None = None
     i = start
     n = len(argv)
     while i < n:
@@ -30,10 +40,12 @@ def scan_options(argv: list[bytes], start: int) -> tuple[bytes | None, int]:
             count = value
         elif opt == b"match":
             pattern = None if argv[i + 1] == b"*" else argv[i + 1]
+        elif opt == b"type" and with_type:
+            type_name = argv[i + 1].lower()
         else:
             raise CommandError(errors.SYNTAX)
         i += 2
-    return pattern, count
+    return pattern, count, type_name
 
 
 def matching(names: list[bytes], pattern: bytes | None) -> list[bytes]:

@@ -15,7 +15,7 @@ from hotkv_server.engine.args import parse_int
 from hotkv_server.engine.context import Context
 from hotkv_server.engine.dispatch import feed_monitors
 from hotkv_server.engine.errors import CommandError
-from hotkv_server.engine.registry import KeySpec, command, container
+from hotkv_server.engine.registry import KeySpec, command, container, help_lines
 from hotkv_server.engine.replies import OK, Simple
 from hotkv_server.scripting.engine import Script, ScriptEngine, engine_of
 
@@ -110,7 +110,8 @@ container("script", group="scripting", summary="A container for Lua scripts mana
 @command("script|load", arity=3, flags="noscript stale", group="scripting",
          tips="request_policy:all_nodes response_policy:all_succeeded",
          summary="Loads a server-side Lua script to the script cache.", syntax="script",
-         since="2.6.0", complexity="O(N) with N being the length in bytes of the script body.")
+         since="2.6.0", complexity="O(N) with N being the length in bytes of the script body.",
+         help="LOAD <script>\n    Load a script into the scripts cache without executing it.")
 def script_load(ctx: Context, argv: list[bytes]) -> Any:
     """SCRIPT LOAD script"""
     found = engine_of(ctx.core).load(argv[2])
@@ -124,7 +125,8 @@ def script_load(ctx: Context, argv: list[bytes]) -> Any:
          summary="Determines whether server-side Lua scripts exist in the script cache.",
          syntax="sha1 [sha1 ...]", since="2.6.0",
          complexity="O(N) with N being the number of scripts to check (so checking a single "
-                    "script is an O(1) operation).")
+                    "script is an O(1) operation).",
+         help="EXISTS <sha1> [<sha1> ...]\n    Return information about the existence of the scripts in the script cache.")
 def script_exists(ctx: Context, argv: list[bytes]) -> Any:
     """SCRIPT EXISTS sha1 [sha1 ...]"""
     cache = engine_of(ctx.core).cache
@@ -135,7 +137,8 @@ def script_exists(ctx: Context, argv: list[bytes]) -> Any:
          tips="request_policy:all_nodes response_policy:all_succeeded",
          summary="Removes all server-side Lua scripts from the script cache.",
          syntax="[ASYNC|SYNC]", since="2.6.0",
-         complexity="O(N) with N being the number of scripts in cache")
+         complexity="O(N) with N being the number of scripts in cache",
+         help="FLUSH [ASYNC|SYNC]\n    Flush the Lua scripts cache. Very dangerous on replicas.")
 def script_flush(ctx: Context, argv: list[bytes]) -> Any:
     """SCRIPT FLUSH [ASYNC|SYNC]"""
     if len(argv) > 3 or (len(argv) == 3 and argv[2].upper() not in (b"ASYNC", b"SYNC")):
@@ -146,7 +149,8 @@ def script_flush(ctx: Context, argv: list[bytes]) -> Any:
 
 @command("script|kill", arity=2, flags="noscript allow_busy", group="scripting",
          tips="request_policy:all_shards response_policy:one_succeeded",
-         summary="Terminates a server-side Lua script during execution.", since="2.6.0")
+         summary="Terminates a server-side Lua script during execution.", since="2.6.0",
+         help="KILL\n    Kill the currently executing Lua script.")
 def script_kill(ctx: Context, argv: list[bytes]) -> Any:
     """SCRIPT KILL"""
     engine = ctx.core.extras.get("scripts")
@@ -160,7 +164,8 @@ def script_kill(ctx: Context, argv: list[bytes]) -> Any:
 
 @command("script|debug", arity=3, flags="noscript", group="scripting",
          summary="Sets the debug mode of server-side Lua scripts.", syntax="YES|SYNC|NO",
-         since="3.2.0", complexity="O(1)")
+         since="3.2.0", complexity="O(1)",
+         help="DEBUG (YES|SYNC|NO)\n    Set the debug mode for subsequent scripts executed (hotkv: only NO).")
 def script_debug(ctx: Context, argv: list[bytes]) -> Any:
     """SCRIPT DEBUG YES|SYNC|NO"""
     mode = argv[2].upper()
@@ -171,26 +176,10 @@ def script_debug(ctx: Context, argv: list[bytes]) -> Any:
     raise CommandError("ERR Use SCRIPT DEBUG YES/SYNC/NO")
 
 
-_HELP = [
-    "SCRIPT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
-    "DEBUG (YES|SYNC|NO)",
-    "    Set the debug mode for subsequent scripts executed (hotkv: only NO).",
-    "EXISTS <sha1> [<sha1> ...]",
-    "    Return information about the existence of the scripts in the script cache.",
-    "FLUSH [ASYNC|SYNC]",
-    "    Flush the Lua scripts cache. Very dangerous on replicas.",
-    "KILL",
-    "    Kill the currently executing Lua script.",
-    "LOAD <script>",
-    "    Load a script into the scripts cache without executing it.",
-    "HELP",
-    "    Prints this help.",
-]
-
-
 @command("script|help", arity=2, flags="loading stale", group="scripting",
-         summary="Returns helpful text about the different subcommands.", since="5.0.0")
+         summary="Returns helpful text about the different subcommands.", since="5.0.0",
+         help="HELP\n    Prints this help.")
 def script_help(ctx: Context, argv: list[bytes]) -> Any:
     """SCRIPT HELP"""
-    return [Simple(line) for line in _HELP]
+    return [Simple(line) for line in help_lines("script", ("debug", "exists", "flush", "kill", "load"))]
 

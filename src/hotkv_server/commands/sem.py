@@ -51,6 +51,7 @@ from hotkv_server.engine.dispatch import Deferred
 from hotkv_server.engine.errors import CommandError
 from hotkv_server.engine.registry import command
 from hotkv_server.engine.replies import OK
+from hotkv_server.engine.write_options import AMEM_TTL_TOKENS, NX, XX, WriteOptions
 from hotkv_server.stores.sem import (
     DEFAULT_ALPHA,
     DEFAULT_EF,
@@ -89,6 +90,7 @@ _CREATE_TOKENS = frozenset((b"METRIC", b"M", b"EF_CONSTRUCTION", b"EF", b"CAPACI
 _EMBEDDER_RE = re.compile(rb"[a-z0-9_-]{1,32}")
 _STORE_OPTIONS = ("NX, XX, TTL, PX, PXAT, KIND, CONFIDENCE, SOURCE, DESCRIPTION, META or "
                   "WITHCREATED")
+_STORE_TOKENS = AMEM_TTL_TOKENS | {NX, XX}
 _RECALL_OPTIONS = "MINSIM, KIND, MINCONF, PREFIX, EF, EXACT or WITHVECTORS"
 _SEARCH_OPTIONS = "TEXT, VECTOR, FUSION, ALPHA, MINSCORE, KIND, MINCONF or PREFIX"
 
@@ -254,32 +256,17 @@ def sem_store(ctx: Context, argv: list[bytes]) -> Any:
     ident = args.ident("id")
     text = args.text("text")
     vector = None if ns.embedder is not None and not vector_follows(args) else read_vector(args, ns)
-    condition: bytes | None = None
-    ttl_option: bytes | None = None
-    ttl_ms: int | None = None
+    opts = WriteOptions(_STORE_TOKENS)
     kind = DEFAULT_KIND
     confidence = 1.0
     source: bytes | None = None
     description: bytes | None = None
     meta: bytes | None = None
-    pxat: int | None = None
     withcreated = False
     while args:
         raw = args.next("option")
         opt = raw.upper()
-        if opt in (b"NX", b"XX"):
-            if condition is not None and condition != opt:
-                raise CommandError(errors.exclusive_options("NX", "XX"))
-            condition = opt
-        elif opt in (b"TTL", b"PX", b"PXAT"):
-            if ttl_option is not None and ttl_option != opt:
-                raise CommandError(errors.exclusive_options(ttl_option.decode(), opt.decode()))
-            ttl_option = opt
-            if opt == b"PXAT":
-                pxat = args.unix_ms("PXAT", ctx.now_ms)
-            else:
-                ttl_ms = args.duration_ms(opt)
-        elif opt == b"WITHCREATED":
+        if opt == b"WITHCREATED":
             withcreated = True
         elif opt == b"KIND":
             kind = read_kind(args)
@@ -291,11 +278,11 @@ def sem_store(ctx: Context, argv: list[bytes]) -> Any:
             description = args.text("DESCRIPTION")
         elif opt == b"META":
             meta = args.json_object("META")
-        else:
+        elif not opts.take(opt, args, ctx.now_ms):
             raise CommandError(errors.bad_argument("option", _STORE_OPTIONS, raw))
 
     def store(vector: bytes) -> Any:
-        return _store_fact(ctx, name, ident, text, vector, condition, ttl_ms, pxat, kind,
+        return _store_fact(ctx, name, ident, text, vector, opts, kind,
                            confidence, source, description, meta, withcreated)
 
     if vector is None:  # the namespace's embedder makes it (docs/embeddings.md)
@@ -306,7 +293,7 @@ def sem_store(ctx: Context, argv: list[bytes]) -> Any:
 
 
 def _store_fact(ctx: Context, name: bytes, ident: bytes, text: bytes, vector: bytes,
-                condition: bytes | None, ttl_ms: int | None, pxat: int | None, kind: bytes,
+                opts: WriteOptions, kind: bytes,
                 confidence: float, source: bytes | None, description: bytes | None,
                 meta: bytes | None, withcreated: bool) -> Any:
     ns = _namespace(ctx, name)  # again: a store by text finishes turns later
@@ -314,13 +301,14 @@ def _store_fact(ctx: Context, name: bytes, ident: bytes, text: bytes, vector: by
         raise CommandError(errors.dim_count(ns.dim, len(vector) // 4))
     now = ctx.now_ms
     existing = ns.get(ident, now)
+    condition = opts.condition
     if (condition == b"NX" and existing is not None) or (condition == b"XX" and existing is None):
         return None
     evicted = ns.evictions_for(ident, now)
     if evicted is None:
         raise CommandError(errors.sem_full(name, ns.capacity))
     created = now if existing is None else existing.created
-    expires = pxat if ttl_ms is None else now + ttl_ms
+    expires = opts.deadline(now)
     ctx.emit(SemStore(name, ident, text, vector, kind, confidence, source, description,
                       meta, created, now, expires, evicted))
     if not withcreated:

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from hotkv_server.commands.embed import warm_ahead
+from hotkv_server.engine.core import Subsystem
 from hotkv_server.stores.sem import Namespace, RecallCheck, SemanticStore
 
 #: the recall self-check: how often it runs a slice, how much a slice scans (vector
@@ -85,7 +86,7 @@ class RecallSelfCheck:
 # --- the server subsystem --------------------------------------------------------------
 
 
-class SemanticService:
+class SemanticService(Subsystem):
     """The semantic store's part of a running server (``core.extras["sem"]``): the threads
     that run RECALL's hnswlib searches and the recall self-check.
 

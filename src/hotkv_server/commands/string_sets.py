@@ -9,22 +9,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from hotkv_server.commands.strings import _EX, _EXAT, _PX, _PXAT, _set_deadline
+from hotkv_server.commands.typed import counted
 from hotkv_server.engine import errors
+from hotkv_server.engine.args import Args
 from hotkv_server.engine.context import Context
 from hotkv_server.engine.errors import CommandError
 from hotkv_server.engine.registry import command
 from hotkv_server.engine.replies import OK
+from hotkv_server.engine.write_options import GETEX_TOKENS, PERSIST, WriteOptions, redis_deadline
 from hotkv_server.stores.keyspace_effects import KvDel, KvExpire, KvMset, KvPersist, KvSet
-
-
-def _hit(ctx: Context, value: bytes | None) -> bytes | None:
-    stats = ctx.core.stats
-    if value is None:
-        stats.keyspace_misses += 1
-    else:
-        stats.keyspace_hits += 1
-    return value
 
 
 @command("setnx", arity=3, flags="write denyoom fast", keys=(1, 1, 1), group="string",
@@ -39,8 +32,8 @@ def setnx(ctx: Context, argv: list[bytes]) -> Any:
     return 1
 
 
-def _setex(ctx: Context, argv: list[bytes], flag: int) -> Any:
-    at = _set_deadline(argv[2], flag, ctx.now_ms, argv[0].lower().decode())
+def _setex(ctx: Context, argv: list[bytes], option: bytes) -> Any:
+    at = redis_deadline(argv[2], option, ctx.now_ms, argv[0].lower().decode())
     ctx.emit(KvSet(argv[1], argv[3], at))
     return OK
 
@@ -51,7 +44,7 @@ def _setex(ctx: Context, argv: list[bytes], flag: int) -> Any:
          syntax="key seconds value")
 def setex(ctx: Context, argv: list[bytes]) -> Any:
     """SETEX key seconds value"""
-    return _setex(ctx, argv, _EX)
+    return _setex(ctx, argv, b"EX")
 
 
 @command("psetex", arity=4, flags="write denyoom", keys=(1, 1, 1), group="string",
@@ -61,10 +54,7 @@ def setex(ctx: Context, argv: list[bytes]) -> Any:
          syntax="key milliseconds value")
 def psetex(ctx: Context, argv: list[bytes]) -> Any:
     """PSETEX key milliseconds value"""
-    return _setex(ctx, argv, _PX)
-
-
-_GETEX_TOKENS = {b"EX": _EX, b"PX": _PX, b"EXAT": _EXAT, b"PXAT": _PXAT}
+    return _setex(ctx, argv, b"PX")
 
 
 @command("getex", arity=-2, flags="write fast", keys=(1, 1, 1), group="string",
@@ -74,36 +64,21 @@ _GETEX_TOKENS = {b"EX": _EX, b"PX": _PX, b"EXAT": _EXAT, b"PXAT": _PXAT}
                 "PXAT unix-time-milliseconds|PERSIST]")
 def getex(ctx: Context, argv: list[bytes]) -> Any:
     """GETEX key [EX seconds|PX milliseconds|EXAT unix-time-seconds|PXAT unix-time-milliseconds|PERSIST]"""
-    flag = 0
-    persist = False
-    raw: bytes | None = None
-    i = 2
-    while i < len(argv):
-        opt = argv[i].upper()
-        bit = _GETEX_TOKENS.get(opt)
-        if bit is not None and not persist and (not flag or flag == bit) and i + 1 < len(argv):
-            flag = bit
-            raw = argv[i + 1]
-            i += 2
-        elif opt == b"PERSIST" and not flag:
-            persist = True
-            i += 1
-        else:
-            raise CommandError(errors.SYNTAX)
+    opts = WriteOptions(GETEX_TOKENS, redis=True).take_all(Args(argv, 2), ctx.now_ms)
     key = argv[1]
     kv = ctx.db.kv
     now = ctx.now_ms
-    value = _hit(ctx, kv.get(key, now))
+    value = counted(ctx, kv.get(key, now))
     if value is None:
         return None
     # as in Redis, the expire value is checked only once the key is found
-    if raw is not None:
-        at = _set_deadline(raw, flag, now, "getex")
+    at = opts.redis_deadline(now, "getex")
+    if at is not None:
         if at <= now:
             ctx.emit(KvDel([key]))
         else:
             ctx.emit(KvExpire(key, at))
-    elif persist and kv.expiry(key) is not None:
+    elif opts.expiry == PERSIST and kv.expiry(key) is not None:
         ctx.emit(KvPersist(key))
     return value
 
@@ -114,7 +89,7 @@ def getex(ctx: Context, argv: list[bytes]) -> Any:
 def getdel(ctx: Context, argv: list[bytes]) -> Any:
     """GETDEL key"""
     key = argv[1]
-    value = _hit(ctx, ctx.db.kv.get(key, ctx.now_ms))
+    value = counted(ctx, ctx.db.kv.get(key, ctx.now_ms))
     if value is not None:
         ctx.emit(KvDel([key]))
     return value
@@ -126,7 +101,7 @@ def getdel(ctx: Context, argv: list[bytes]) -> Any:
          syntax="key value")
 def getset(ctx: Context, argv: list[bytes]) -> Any:
     """GETSET key value"""
-    old = _hit(ctx, ctx.db.kv.get(argv[1], ctx.now_ms))
+    old = counted(ctx, ctx.db.kv.get(argv[1], ctx.now_ms))
     ctx.emit(KvSet(argv[1], argv[2], None))
     return old
 

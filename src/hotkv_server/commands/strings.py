@@ -15,30 +15,18 @@ from typing import Any
 
 from hotkv_server.commands.floats import add_long_doubles, format_long_double, parse_long_double
 from hotkv_server.engine import errors
-from hotkv_server.engine.args import parse_int
+from hotkv_server.engine.args import Args, parse_int
 from hotkv_server.engine.context import Context
 from hotkv_server.engine.errors import CommandError
 from hotkv_server.engine.notify import KEY_MISS
 from hotkv_server.engine.registry import command
 from hotkv_server.engine.replies import OK
+from hotkv_server.engine.write_options import KEEPTTL, NX, SET_TOKENS, XX, WriteOptions
 from hotkv_server.stores.keyspace_effects import KvMset, KvSet
 
 LLONG_MAX = 2**63 - 1
 LLONG_MIN = -(2**63)
 NAN_OR_INF = "ERR increment would produce NaN or Infinity"
-
-# SET option bits
-_NX = 1
-_XX = 2
-_GET = 4
-_KEEPTTL = 8
-_EX = 16
-_PX = 32
-_EXAT = 64
-_PXAT = 128
-_ANY_EXPIRE = _EX | _PX | _EXAT | _PXAT
-_EXPIRE_TOKENS = {b"EX": _EX, b"PX": _PX, b"EXAT": _EXAT, b"PXAT": _PXAT}
-
 
 @command("get", arity=2, flags="readonly fast", keys=(1, 1, 1), group="string",
          key_flags="RO access",
@@ -68,14 +56,15 @@ def set_(ctx: Context, argv: list[bytes]) -> Any:
     if len(argv) == 3:
         ctx.emit(KvSet(key, argv[2], None))
         return OK
-    flags, expire_raw = _parse_set_options(argv)
-    kv = ctx.db.kv
     now = ctx.now_ms
+    opts = WriteOptions(SET_TOKENS, redis=True).take_all(Args(argv, 3), now)
+    kv = ctx.db.kv
     # Redis's order: the expire value is checked before the old value is looked at
-    at = _set_deadline(expire_raw, flags, now) if expire_raw is not None else None
+    at = opts.redis_deadline(now, "set")
     # SET replaces a value of any type; only GET needs the old value to be a string
-    old = kv.get(key, now) if flags & _GET else kv.lookup(key, now)
-    if flags & _GET:
+    get = opts.get
+    old = kv.get(key, now) if get else kv.lookup(key, now)
+    if get:
         stats = ctx.core.stats
         if old is None:
             stats.keyspace_misses += 1
@@ -83,64 +72,13 @@ def set_(ctx: Context, argv: list[bytes]) -> Any:
                 ctx.core.notifier.missed(key)
         else:
             stats.keyspace_hits += 1
-    if (flags & _NX and old is not None) or (flags & _XX and old is None):
-        return old if flags & _GET else None
-    if flags & _KEEPTTL and old is not None:
+    condition = opts.condition
+    if (condition == NX and old is not None) or (condition == XX and old is None):
+        return old if get else None
+    if opts.expiry == KEEPTTL and old is not None:
         at = kv.expiry(key)
     ctx.emit(KvSet(key, argv[2], at))
-    return old if flags & _GET else OK
-
-
-def _parse_set_options(argv: list[bytes]) -> tuple[int, bytes | None]:
-    """SET's options as Redis's parser takes them: the flag bits and the raw expire value.
-
-    A repeated option is fine (``EX 1 EX 2``: the last wins); NX with XX, or two different
-    expire options, or an expire option with KEEPTTL, is ``ERR syntax error``.
-    """
-    flags = 0
-    expire_raw: bytes | None = None
-    i = 3
-    n = len(argv)
-    while i < n:
-        opt = argv[i].upper()
-        bit = _EXPIRE_TOKENS.get(opt)
-        if bit is not None:
-            if i + 1 >= n or flags & (_KEEPTTL | (_ANY_EXPIRE & ~bit)):
-                raise CommandError(errors.SYNTAX)
-            flags |= bit
-            expire_raw = argv[i + 1]
-            i += 2
-            continue
-        if opt == b"NX" and not flags & _XX:
-            flags |= _NX
-        elif opt == b"XX" and not flags & _NX:
-            flags |= _XX
-        elif opt == b"GET":
-            flags |= _GET
-        elif opt == b"KEEPTTL" and not flags & _ANY_EXPIRE:
-            flags |= _KEEPTTL
-        else:
-            raise CommandError(errors.SYNTAX)
-        i += 1
-    return flags, expire_raw
-
-
-def _set_deadline(raw: bytes, flags: int, now_ms: int, name: str = "set") -> int:
-    """The absolute deadline (ms) of an EX/PX/EXAT/PXAT value (SET, SETEX, GETEX ...),
-    with Redis's checks; ``name`` is the command the error names."""
-    value = parse_int(raw)
-    if value is None:
-        raise CommandError(errors.NOT_INTEGER)
-    seconds = flags & (_EX | _EXAT)
-    if value <= 0 or (seconds and value > LLONG_MAX // 1000):
-        raise CommandError(errors.invalid_expire(name))
-    if seconds:
-        value *= 1000
-    if flags & (_EX | _PX):
-        value += now_ms
-        if value > LLONG_MAX:  # Redis sees the 64-bit sum wrap below zero
-            raise CommandError(errors.invalid_expire(name))
-    return value
+    return old if get else OK
 
 
 @command("mget", arity=-2, flags="readonly fast", keys=(1, -1, 1), group="string",

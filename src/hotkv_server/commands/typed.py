@@ -17,7 +17,14 @@ T = TypeVar("T", bound=TypedValue)
 
 def read(ctx: Context, key: bytes, cls: type[T]) -> T | None:
     """The ``cls`` value at ``key`` for a read (WRONGTYPE if the key holds another type)."""
-    value = ctx.db.kv.typed(key, ctx.now_ms, cls)
+    return counted(ctx, ctx.db.kv.typed(key, ctx.now_ms, cls))
+
+
+V = TypeVar("V")
+
+
+def counted(ctx: Context, value: V | None) -> V | None:
+    """``value`` after counting a keyspace hit (a value) or miss (None) for INFO stats."""
     stats = ctx.core.stats
     if value is None:
         stats.keyspace_misses += 1

@@ -21,10 +21,12 @@ from hotkv_server.engine.context import Context
 from hotkv_server.engine.errors import CommandError
 from hotkv_server.engine.registry import command
 from hotkv_server.engine.replies import OK
+from hotkv_server.engine.write_options import AMEM_TTL_TOKENS, KEEPTTL, NX, XX, WriteOptions
 from hotkv_server.stores.work import MERGE_MODES, MergeError, WorkingStore, merge
 from hotkv_server.stores.work_effects import WorkClear, WorkDel, WorkExpire, WorkSet
 
 _SET_OPTIONS = "TTL, PX, PXAT, KEEPTTL, NX, XX or MERGE"
+_SET_TOKENS = AMEM_TTL_TOKENS | {KEEPTTL, NX, XX}
 _MAX_MS = 2**63 - 1
 
 
@@ -50,14 +52,12 @@ def _store(ctx: Context) -> WorkingStore:
 )
 def work_set(ctx: Context, argv: list[bytes]) -> Any:
     """session key value [TTL s|PX ms|PXAT unix-time-ms|KEEPTTL] [NX|XX] [MERGE REPLACE|APPEND|INCR|MAX|MIN]"""
-    expiry: bytes | None = None  # TTL, PX, PXAT or KEEPTTL
-    ttl_ms: int | None = None
-    pxat: int | None = None
-    condition: bytes | None = None  # NX or XX
     mode = b"REPLACE"
     if len(argv) == 4 and 0 < len(argv[1]) <= MAX_ID_LEN and 0 < len(argv[2]) <= MAX_ID_LEN:
         _, session, key, value = argv  # the plain form: nothing more to parse
+        opts: WriteOptions | None = None
     else:
+        opts = WriteOptions(_SET_TOKENS)
         args = Args(argv, 1)
         session = args.ident("session")
         key = args.ident("key")
@@ -65,25 +65,14 @@ def work_set(ctx: Context, argv: list[bytes]) -> Any:
         while args:
             raw = args.next("option")
             opt = raw.upper()
-            if opt in (b"TTL", b"PX", b"PXAT", b"KEEPTTL"):
-                if expiry is not None and expiry != opt:
-                    raise CommandError(errors.exclusive_options(expiry.decode(), opt.decode()))
-                expiry = opt
-                if opt == b"PXAT":
-                    pxat = args.unix_ms("PXAT", ctx.now_ms)
-                elif opt != b"KEEPTTL":
-                    ttl_ms = args.duration_ms(opt)
-            elif opt in (b"NX", b"XX"):
-                if condition is not None and condition != opt:
-                    raise CommandError(errors.exclusive_options("NX", "XX"))
-                condition = opt
-            elif opt == b"MERGE":
+            if opt == b"MERGE":
                 mode = args.choice("MERGE", MERGE_MODES)
-            else:
+            elif not opts.take(opt, args, ctx.now_ms):
                 raise CommandError(errors.bad_argument("option", _SET_OPTIONS, raw))
 
     store: WorkingStore = ctx.db.work
     now = ctx.now_ms
+    condition = opts.condition if opts is not None else None
     if condition is not None or mode != b"REPLACE":  # only these read the current value
         current = store.get(session, key, now)
         if (condition == b"NX" and current is not None) or (condition == b"XX" and current is None):
@@ -93,14 +82,12 @@ def work_set(ctx: Context, argv: list[bytes]) -> Any:
                 value = merge(mode, key, current, value)
             except MergeError as exc:
                 raise CommandError(str(exc)) from None
-    if ttl_ms is not None:
-        expires_at: int | None = now + ttl_ms
-    elif pxat is not None:
-        expires_at = pxat
-    elif expiry == b"KEEPTTL":
+    if opts is None:
+        expires_at: int | None = None
+    elif opts.expiry == KEEPTTL:
         expires_at = store.key_deadline(session, key, now)
     else:
-        expires_at = None
+        expires_at = opts.deadline(now)
     if store.present_but_expired(session, now):
         # the old scratchpad is gone for readers; do not let its other keys come back
         ctx.emit(WorkClear(session))

@@ -18,6 +18,7 @@ from hotkv_server.commands.containers import put_zset, read_zset, target_zset
 from hotkv_server.commands.glob import glob_match
 from hotkv_server.commands.lists import MUST_BE_POSITIVE, int_arg, parse_mpop
 from hotkv_server.commands.numbers import parse_lex_range, parse_score, parse_score_range
+from hotkv_server.commands.scanning import scan_options
 from hotkv_server.engine import errors
 from hotkv_server.engine.args import parse_int
 from hotkv_server.engine.context import Context
@@ -462,25 +463,7 @@ def zscan(ctx: Context, argv: list[bytes]) -> Any:
     zset = read_zset(ctx, argv[1])
     if zset is None:
         return [b"0", []]
-    pattern: bytes | None = None
-    count = 10
-    i = 3
-    while i < len(argv):
-        opt = argv[i].upper()
-        if i + 1 >= len(argv):
-            raise CommandError(errors.SYNTAX)
-        if opt == b"COUNT":
-            value = parse_int(argv[i + 1])
-            if value is None:
-                raise CommandError(errors.NOT_INTEGER)
-            if value < 1:
-                raise CommandError(errors.SYNTAX)
-            count = value
-        elif opt == b"MATCH":
-            pattern = argv[i + 1]
-        else:
-            raise CommandError(errors.SYNTAX)
-        i += 2
+    pattern, count = scan_options(argv, 3)
     next_cursor, pairs = zset_scan_step(zset, cursor, count)
     out: list[Any] = []
     for member, score in pairs:

@@ -35,6 +35,7 @@ from hotkv_server.embedding.openai import HttpSettings, OpenAIEmbedder
 from hotkv_server.embedding.pool import EmbeddingPool
 from hotkv_server.embedding.wordllama import WordLlamaEmbedder
 from hotkv_server.engine.config import ConfigError
+from hotkv_server.engine.core import Subsystem
 from hotkv_server.engine.services import EmbedDone
 
 log = logging.getLogger("hotkv")
@@ -84,7 +85,7 @@ def build_embedders(values: dict[str, Any]) -> dict[str, Embedder]:
     return found
 
 
-class EmbeddingService:
+class EmbeddingService(Subsystem):
     def __init__(self, core: Any) -> None:
         values = core.config.values
         self.core = core
@@ -98,7 +99,6 @@ class EmbeddingService:
         #: (model, text) -> the future of a text embedded ahead (prefetch), until it lands
         self.inflight: dict[tuple[str, bytes], concurrent.futures.Future[np.ndarray]] = {}
         self.ahead = 0
-        core.extras.setdefault("config_listeners", []).append(self._config_changed)
 
     def get(self, name: str) -> Embedder | None:
         return self.embedders.get(name)
@@ -236,7 +236,7 @@ class EmbeddingService:
 
         future.add_done_callback(self.on_loop(loop, arrived))
 
-    def _config_changed(self, name: str, value: Any) -> None:
+    def config_changed(self, name: str, value: Any) -> None:
         if name == "embed-cache-max-memory":
             self.cache.resize(int(value))
         elif name == "embed-timeout-ms":

@@ -13,6 +13,7 @@ import ctypes
 import gc
 import os
 import signal
+from collections.abc import Callable
 
 _PR_SET_PDEATHSIG = 1
 try:
@@ -23,6 +24,31 @@ try:
     _MAX_FD = max(256, min(int(os.sysconf("SC_OPEN_MAX")), 1 << 20))
 except (ValueError, OSError):
     _MAX_FD = 65536
+
+
+def fork_writer(child: Callable[[int, int], object]) -> tuple[int, int]:
+    """Fork; the child runs ``child(write_fd, parent_pid)`` (which must end with
+    ``os._exit``), the parent gets ``(pid, the non-blocking read end of the pipe)``.
+
+    The parent's collector is frozen (``gc.freeze``) so that it leaves the pages shared
+    with the child alone; whoever reaps the child unfreezes it.
+    """
+    read_fd, write_fd = os.pipe()
+    parent = os.getpid()
+    gc.freeze()
+    try:
+        pid = os.fork()
+    except OSError:
+        gc.unfreeze()
+        os.close(read_fd)
+        os.close(write_fd)
+        raise
+    if pid == 0:  # pragma: no cover - runs in the child, seen through the pipe
+        child(write_fd, parent)
+        os._exit(1)
+    os.close(write_fd)
+    os.set_blocking(read_fd, False)
+    return pid, read_fd
 
 
 def prepare_child(keep_fd: int, parent: int) -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -29,7 +29,11 @@ if TYPE_CHECKING:
     from hotkv_server.engine.registry import CommandSpec
     from hotkv_server.stores.effect import Effect
 
-__all__ = ["Context", "Core", "Host", "RepliesWithheld", "SlowlogEntry", "Stats", "current_rss"]
+__all__ = ["Context", "Core", "Host", "InfoSection", "PersistenceService", "ReplicationService",
+           "RepliesWithheld", "SlowlogEntry", "Stats", "Subsystem", "current_rss"]
+
+#: an INFO section's fields, as a subsystem computes them
+InfoSection = Callable[[], list[tuple[str, Any]]]
 
 
 @dataclass
@@ -109,22 +113,27 @@ class Core:
         self._write_error: str | None = None  # set when the AOF can't be written (MISCONF)
         self.shutdown_requested: Callable[[bool | None], None] | None = None
         self.used_memory_fn: Callable[[], int] | None = None
-        self.info_sections: dict[str, Callable[[], list[tuple[str, Any]]]] = {}
+        #: INFO sections filled by subsystems: name -> each subsystem's fields, in the order
+        #: they were attached (merged into a built-in section of the same name)
+        self.info_sections: dict[str, list[InfoSection]] = {}
+        #: the subsystems, in the order the app attached them (``attach``)
+        self.subsystems: list[Subsystem] = []
         self.tcp_port = 0
         self.users: Any = None  # hotkv_server.commands.acl.UserTable, set by the ACL module
         self.extras: dict[str, Any] = {}  # room for subsystems (persistence, replication)
+        #: the persistence and replication subsystems, when attached
+        self.persistence: PersistenceService | None = None
+        self.replication: ReplicationService | None = None
         from hotkv_server.engine.blocking import Blocking
 
         #: clients blocked on keys (BLPOP ...): the dispatch point signals written keys
         self.blocking = Blocking(self)
-        self.extras["client_gone"] = self.blocking.client_gone  # later hooks chain onto it
         #: the cluster subsystem, set only with cluster-enabled (hotkv_server.cluster)
         self._cluster: ClusterRouter | None = None
         #: slowlog-log-slower-than, kept here so the dispatch point reads one attribute
         self.slowlog_threshold: int = self.config.values["slowlog-log-slower-than"]
         #: the header of a read that needs no check (``engine.config.short_header``)
         self.short_header = short_header(self.config.values["proto-max-bulk-len"])
-        self.extras["config_listeners"] = [self._config_changed]
         self.notifier.configure(self.config.values["notify-keyspace-events"])
         self.normal_output_hard_limit = self._normal_output_limit()
         self._update_gated()
@@ -206,6 +215,37 @@ class Core:
             self._update_gated()
         elif name == "notify-keyspace-events":
             self.notifier.configure(value)
+
+    # --- subsystems ----------------------------------------------------------------
+    def attach(self, sub: Subsystem) -> Subsystem:
+        """Add a subsystem (once): its INFO sections now show, its hooks are called."""
+        if sub not in self.subsystems:
+            self.subsystems.append(sub)
+            for name, fields in sub.info_sections().items():
+                self.info_sections.setdefault(name, []).append(fields)
+        return sub
+
+    def detach(self, sub: Subsystem) -> None:
+        """Remove a subsystem and its INFO sections (tests, a re-attached ACL table)."""
+        if sub in self.subsystems:
+            self.subsystems.remove(sub)
+            for name, fields in sub.info_sections().items():
+                found = self.info_sections.get(name, [])
+                if fields in found:
+                    found.remove(fields)
+
+    def config_changed(self, name: str, value: Any) -> None:
+        """After CONFIG SET stored a new value: the core's own settings, then every
+        subsystem in order (ConfigError/ValueError from one undoes the CONFIG SET)."""
+        self._config_changed(name, value)
+        for sub in self.subsystems:
+            sub.config_changed(name, value)
+
+    def client_gone(self, ctx: Context) -> None:
+        """A client's connection closed: its blocked command, then every subsystem."""
+        self.blocking.client_gone(ctx)
+        for sub in self.subsystems:
+            sub.client_gone(ctx)
 
     # --- clients ------------------------------------------------------------------
     def new_client_id(self) -> int:
@@ -365,6 +405,83 @@ class ClusterRouter(Protocol):
     def adopt(self, text: bytes) -> bool:
         """Take a newer topology document heard from this node's primary."""
         ...
+
+
+class Subsystem:
+    """A part of the server the app builds and attaches in order (``server/app.py``):
+    persistence, replication, ACL, the memory guards, the semantic service, cluster mode.
+    The engine calls these hooks at fixed moments; each does nothing here, a subsystem
+    overrides the ones it needs."""
+
+    async def started(self) -> None:
+        """Once every subsystem is attached and the server listens (persistence loads)."""
+
+    def tick(self) -> None:
+        """From the server's cron, ``hz`` times a second."""
+
+    def close(self, save: bool | None) -> Awaitable[None] | None:
+        """Shutdown, in the reverse order of attaching; ``save`` is SHUTDOWN's SAVE/NOSAVE."""
+        return None
+
+    def info_sections(self) -> dict[str, InfoSection]:
+        """The INFO sections this subsystem fills (read once, when it is attached)."""
+        return {}
+
+    def config_changed(self, name: str, value: Any) -> None:
+        """CONFIG SET changed ``name``; ConfigError or ValueError undoes the whole CONFIG SET."""
+
+    def client_gone(self, ctx: Context) -> None:
+        """A client's connection closed."""
+
+    def reset_stats(self) -> None:
+        """CONFIG RESETSTAT: zero this subsystem's counters."""
+
+
+class PersistenceService(Protocol):
+    """``hotkv_server.persistence.manager.Persistence`` as SAVE, BGSAVE, BGREWRITEAOF,
+    LASTSAVE, INFO and replication's full sync use it."""
+
+    @property
+    def aof_on(self) -> bool: ...
+
+    @property
+    def lastsave(self) -> float: ...
+
+    def save(self) -> str | None: ...
+
+    def bgsave(self) -> str | None: ...
+
+    def bgrewrite(self) -> str | None: ...
+
+    def dataset_replaced(self) -> None: ...
+
+
+class ReplicationService(Protocol):
+    """``hotkv_server.replication.manager.Replication`` as REPLICAOF, ROLE, WAIT, REPLCONF,
+    PSYNC and SYNC use it."""
+
+    #: the primary followed, or None on a primary
+    primary: tuple[str, int] | None
+    #: master_repl_offset
+    offset: int
+
+    def link_up(self) -> bool:
+        """A replica: whether the link to its primary is up."""
+
+    def good_replicas(self, max_lag: float) -> int:
+        """Replicas online that acknowledged within ``max_lag`` seconds (min-replicas-*)."""
+
+    def replicaof(self, host: str, port: int, *, at_start: bool = False) -> None: ...
+
+    def promote(self) -> None: ...
+
+    def role_reply(self) -> list[Any]: ...
+
+    def wait(self, ctx: Context, numreplicas: int, timeout_ms: int) -> Any: ...
+
+    def replconf(self, ctx: Context, argv: list[bytes]) -> Any: ...
+
+    def psync(self, ctx: Context, replid: str, offset: int | None) -> Any: ...
 
 
 class Host(Protocol):

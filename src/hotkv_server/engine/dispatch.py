@@ -19,7 +19,7 @@ from typing import Any
 
 from hotkv_server.engine import errors
 from hotkv_server.engine.context import Context
-from hotkv_server.engine.core import SlowlogEntry
+from hotkv_server.engine.core import Core, SlowlogEntry
 from hotkv_server.engine.deferred import Deferred as Deferred  # re-exported: WAIT, RECALL
 from hotkv_server.engine.errors import CommandError
 from hotkv_server.engine.registry import COMMANDS, LOOKUP, CommandSpec
@@ -165,25 +165,21 @@ def _gate(ctx: Context, core: Any, spec: CommandSpec, argv: list[bytes]) -> str 
     return None
 
 
-def _link_up(core: Any) -> bool:
-    repl = core.extras.get("replication")
-    link = getattr(repl, "link", None)
-    return bool(link is not None and link.connected)
+def _link_up(core: Core) -> bool:
+    repl = core.replication
+    return repl is not None and repl.link_up()
 
 
 #: what a client in MULTI may still send over maxmemory (as Redis's processCommand)
 _QUEUE_UNDER_OOM = frozenset({"exec", "discard", "quit", "reset"})
 
 
-def _enough_replicas(core: Any) -> bool:
+def _enough_replicas(core: Core) -> bool:
     """min-replicas-to-write: replicas online that acknowledged within min-replicas-max-lag."""
-    repl = core.extras.get("replication")
+    repl = core.replication
     if repl is None:
         return False
-    max_lag = core.config.values["min-replicas-max-lag"]
-    now = time.monotonic()
-    good = sum(1 for peer in repl.peers.values()
-               if peer.state == "online" and now - peer.ack_time <= max_lag)
+    good = repl.good_replicas(core.config.values["min-replicas-max-lag"])
     return bool(good >= core.config.values["min-replicas-to-write"])
 
 

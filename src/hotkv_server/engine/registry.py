@@ -3,18 +3,18 @@
 ``COMMAND``, ``COMMAND DOCS``, ``ACL CAT``, the generated docs/commands.md, key extraction
 for ACLs and cluster routing, and the dispatch lookup all read this one table.
 
-A spec's ``syntax`` is written in the notation of commands.md (``[x]`` optional, ``a|b``
-one of, ``(...)`` a group, ``...`` repeatable, UPPER-case words are literal tokens) and is
-parsed once into the argument tree that ``COMMAND DOCS`` reports.
+A spec's ``syntax`` is parsed once (``engine/syntax.py``) into the argument tree that
+``COMMAND DOCS`` reports.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
+
+from hotkv_server.engine.syntax import Arg, parse_syntax, syntax_tokens
 
 Handler = Callable[[Any, list[bytes]], Any]
 
@@ -75,32 +75,6 @@ GROUP_CATEGORIES: dict[str, tuple[str, ...]] = {
 
 
 @dataclass(frozen=True, slots=True)
-class Arg:
-    """One node of a command's argument tree, as COMMAND DOCS reports it."""
-
-    name: str
-    type: str  # string integer double key pattern unix-time pure-token oneof block
-    token: str | None = None
-    optional: bool = False
-    multiple: bool = False
-    children: tuple[Arg, ...] = ()
-    key_spec_index: int | None = None
-
-    def to_docs(self) -> dict[str, Any]:
-        doc: dict[str, Any] = {"name": self.name, "type": self.type}
-        if self.key_spec_index is not None:
-            doc["key_spec_index"] = self.key_spec_index
-        if self.token is not None:
-            doc["token"] = self.token
-        flags = [f for f, on in (("optional", self.optional), ("multiple", self.multiple)) if on]
-        if flags:
-            doc["flags"] = [_simple(f) for f in flags]
-        if self.children:
-            doc["arguments"] = [child.to_docs() for child in self.children]
-        return doc
-
-
-@dataclass(frozen=True, slots=True)
 class KeySpec:
     """One Redis 7 key spec: where a group of keys starts and how far it goes, with the
     access flags of those keys.
@@ -150,12 +124,6 @@ def key_spec(index: int, flags: str, **options: Any) -> KeySpec:
     return KeySpec(index, _ordered_key_flags(f"key spec at {index}", flags.split()), **options)
 
 
-def _simple(text: str) -> Any:
-    from hotkv_server.engine.replies import Simple
-
-    return Simple(text)
-
-
 @dataclass(slots=True)
 class CommandSpec:
     """Everything the server knows about one command (or one subcommand)."""
@@ -189,6 +157,9 @@ class CommandSpec:
     dialect: bool = False
     #: option tokens of a dialect command that are hotkv extensions beyond the dialect
     extensions: tuple[str, ...] = ()
+    #: a subcommand's entry in its container's HELP ("GET <pattern>\n    Return ..."); ""
+    #: derives it from the syntax and the summary (a container's: its bare form's entry)
+    help: str = ""
     # derived, precomputed for the hot path
     is_write: bool = False
     is_denyoom: bool = False
@@ -248,6 +219,7 @@ def command(
     dialect: bool = False,
     extensions: str = "",
     key_specs: tuple[KeySpec, ...] = (),
+    help: str = "",
 ) -> Callable[[Handler], Handler]:
     """Register ``handler`` under ``name`` (``"container|sub"`` for a subcommand).
 
@@ -258,7 +230,8 @@ def command(
     tokens of such a command that only hotkv has (docs/commands.md shows both).
     ``key_specs`` replaces that one derived spec by the command's own (``key_spec(...)``);
     ``keys`` then stays the legacy first/last/step COMMAND INFO reports, and a keynum spec
-    adds the ``movablekeys`` flag.
+    adds the ``movablekeys`` flag. ``help`` is a subcommand's entry in its container's
+    HELP (``help_lines``), when the one derived from syntax and summary will not do.
     """
 
     def register(handler: Handler) -> Handler:
@@ -280,6 +253,7 @@ def command(
             dialect=dialect,
             extensions=extensions,
             key_specs=key_specs,
+            help=help,
         )
         return handler
 
@@ -297,6 +271,7 @@ def container(
     flags: str = "",
     acl: str = "",
     tips: str = "",
+    help: str = "",
 ) -> None:
     """Declare a command that holds subcommands (CONFIG, CLIENT, COMMAND ...).
 
@@ -319,6 +294,7 @@ def container(
         acl=acl,
         tips=tips,
         group_categories=False,
+        help=help,
     )
 
 
@@ -342,12 +318,13 @@ def add_spec(
     dialect: bool = False,
     extensions: str = "",
     key_specs: tuple[KeySpec, ...] = (),
+    help: str = "",
 ) -> CommandSpec:
     name = name.lower()
     if extensions and not dialect:
         raise ValueError(f"{name}: extensions are options of a dialect command")
     for token in extensions.split():
-        if token not in _TOKEN_RE.findall(syntax):
+        if token not in syntax_tokens(syntax):
             raise ValueError(f"{name}: extension option {token!r} is not in its syntax")
     flag_words = flags.split()
     if any(ks.keynum for ks in key_specs) and "movablekeys" not in flag_words:
@@ -415,6 +392,7 @@ def add_spec(
         container=parent_name if sub else None,
         dialect=dialect,
         extensions=tuple(extensions.split()),
+        help=help,
         is_write="write" in flag_set,
         is_denyoom="denyoom" in flag_set,
         is_pubsub="pubsub" in flag_set,
@@ -440,6 +418,54 @@ def add_spec(
         LOOKUP[name.encode()] = spec
         LOOKUP[name.upper().encode()] = spec
     return spec
+
+
+def alias(name: str, *, of: str, summary: str | None = None, syntax: str | None = None) -> CommandSpec:
+    """Register ``name`` as another name of the top-level command ``of``: the same handler,
+    flags, keys and categories (SLAVEOF for REPLICAOF, FLUSHDB for FLUSHALL, PEXPIRE for
+    EXPIRE ...), with its own summary and syntax and its own INFO commandstats. A handler
+    shared this way tells the names apart by ``argv[0]``."""
+    name = name.lower()
+    original = COMMANDS.get(of)
+    if original is None or original.container is not None or original.subcommands:
+        raise ValueError(f"{name}: alias of {of!r}, which is not a registered plain command")
+    if name in COMMANDS:
+        raise ValueError(f"{name}: registered twice")
+    changes: dict[str, Any] = {"name": name, "subcommands": {}}
+    if summary is not None:
+        changes["summary"] = summary
+    if syntax is not None:
+        changes["syntax"] = syntax
+        first = 0 if original.key_flags == ("not_key",) else original.first_key
+        changes["arguments"] = parse_syntax(syntax, first, _key_args(original.key_specs)) if syntax else ()
+    spec = dataclasses.replace(original, **changes)
+    COMMANDS[name] = spec
+    LOOKUP[name.encode()] = spec
+    LOOKUP[name.upper().encode()] = spec
+    return spec
+
+
+def help_lines(container: str, order: tuple[str, ...] = ()) -> list[str]:
+    """The reply of ``<CONTAINER> HELP``, built from the table: a header, the bare form's
+    entry (the container's ``help``), one entry per subcommand (those in ``order`` first,
+    the others as registered), HELP last. A new subcommand shows up without more code."""
+    spec = COMMANDS[container]
+    lines = [f"{container.upper()} <subcommand> [<arg> [value] [opt] ...]. Subcommands are:"]
+    if spec.help:
+        lines += spec.help.split("\n")
+    subs = spec.subcommands
+    names = [n for n in order if n in subs] + [n for n in subs if n not in order and n != "help"]
+    if "help" in subs:
+        names.append("help")
+    for name in names:
+        sub = subs[name]
+        if sub.help:
+            lines += sub.help.split("\n")
+        elif name == "help":
+            lines += ["HELP", "    Print this help."]
+        else:
+            lines += [f"{name.upper()} {sub.syntax}".rstrip(), f"    {sub.summary}"]
+    return lines
 
 
 def _key_args(key_specs: tuple[KeySpec, ...]) -> dict[str, int] | None:
@@ -513,199 +539,3 @@ def find(fullname: str) -> CommandSpec | None:
     if spec is None or not sub:
         return spec
     return spec.subcommands.get(sub)
-
-
-# --- syntax -> argument tree -------------------------------------------------------
-
-_TOKEN_RE = re.compile(r"\[|\]|\(|\)|\||\.\.\.|[^\s\[\]()|]+")
-_INTEGER_NAMES = {"n", "count", "k", "dim", "m", "s", "ms", "seconds", "milliseconds", "numreplicas",
-                  "timeout", "cursor", "increment", "decrement", "port", "index",
-                  "db", "v", "version", "id-or-count", "timestamp", "bits", "offset", "protover"}
-#: tokens whose value is text whatever its short name (``SOURCE s`` is not ``TTL s``)
-_TEXT_TOKENS = {"SOURCE", "DESCRIPTION", "KIND", "PREFIX", "META", "TEXT", "DEFAULT"}
-_DOUBLE_NAMES = {"c", "x", "a", "confidence", "v1", "vdim", "alpha"}
-
-
-def parse_syntax(syntax: str, first_key: int, key_args: dict[str, int] | None = None) -> tuple[Arg, ...]:
-    """Turn ``"session role content [META json-object]"`` into Arg nodes.
-
-    The first plain argument is typed ``key`` when the command has keys at position 1;
-    with ``key_args`` (name -> key spec index) exactly the arguments named there are.
-    """
-    tokens = _TOKEN_RE.findall(syntax)
-    pos = 0
-    key_done = first_key <= 0 or key_args is not None
-
-    def parse_seq(end: str | None) -> list[Arg]:
-        nonlocal pos
-        items: list[list[Arg]] = [[]]
-        while pos < len(tokens):
-            tok = tokens[pos]
-            if tok == end:
-                pos += 1
-                break
-            pos += 1
-            if tok == "|":
-                items.append([])
-                continue
-            if tok == "...":
-                if items[-1]:
-                    last = items[-1][-1]
-                    stem = last.name[:-1]
-                    after = tokens[pos] if pos < len(tokens) else ""
-                    if last.name.endswith("1") and stem and after.startswith(stem) and after != last.name:
-                        # ``v1 ... vdim``: one argument given several times (``v [v ...]``),
-                        # not a ``v1`` repeated and then a ``vdim``
-                        pos += 1
-                        last = _replace(last, name=stem)
-                    items[-1][-1] = _replace(last, multiple=True)
-                continue
-            if tok in ("[", "("):
-                inner = parse_seq("]" if tok == "[" else ")")
-                node = _group(inner, optional=tok == "[")
-                items[-1].append(node)
-                continue
-            items[-1].append(leaf(tok))
-        if len(items) == 1:
-            return items[0]
-        led = _token_led_choice(items)
-        if led is not None:
-            return [led]
-        alternatives = [seq[0] if len(seq) == 1 else _block(seq) for seq in items]
-        return [Arg(name=_alt_name(alternatives), type="oneof", children=tuple(alternatives))]
-
-    def leaf(tok: str) -> Arg:
-        nonlocal key_done
-        if tok.isupper() or (tok[0].isupper() and tok.replace("_", "").replace("-", "").isalnum()
-                             and tok.upper() == tok):
-            return Arg(name=tok.lower(), type="pure-token", token=tok)
-        if key_args is not None and tok in key_args:
-            return Arg(name=tok, type="key", key_spec_index=key_args[tok])
-        if not key_done:
-            key_done = True
-            return Arg(name=tok, type="key", key_spec_index=0)
-        if tok.startswith("unix-time"):
-            return Arg(name=tok, type="unix-time")
-        if tok in _INTEGER_NAMES:
-            return Arg(name=tok, type="integer")
-        if tok in _DOUBLE_NAMES:
-            return Arg(name=tok, type="double")
-        if tok in ("pattern", "glob"):
-            return Arg(name=tok, type="pattern")
-        return Arg(name=tok, type="string")
-
-    result = parse_seq(None)
-    return tuple(_fold_tokens(result))
-
-
-def _fold_tokens(args: list[Arg]) -> list[Arg]:
-    """Give a literal token to the argument it introduces, as Redis docs do.
-
-    ``TTL s`` becomes one argument ``s`` with token ``TTL``; ``TYPE (CONV|SEM)`` becomes one
-    ``oneof`` named ``type`` with token ``TYPE`` (as Redis writes SCAN's and CLIENT LIST's
-    TYPE); a block left with a single argument is that argument.
-    """
-    args = _fold_repeats(args)
-    out: list[Arg] = []
-    i = 0
-    while i < len(args):
-        arg = _fold_node(args[i])
-        nxt = _fold_node(args[i + 1]) if i + 1 < len(args) else None
-        if arg.type == "pure-token" and not arg.optional and nxt is not None and nxt.token is None:
-            if nxt.type not in ("pure-token", "oneof", "block"):
-                out.append(_with_token(arg, nxt))
-                i += 2
-                continue
-            if nxt.type == "oneof" and not nxt.optional and not nxt.multiple:
-                out.append(_replace(nxt, name=arg.name, token=arg.token))
-                i += 2
-                continue
-        out.append(arg)
-        i += 1
-    return out
-
-
-def _fold_repeats(args: list[Arg]) -> list[Arg]:
-    """``key [key ...]`` is one ``key`` flagged multiple, ``key value [key value ...]`` one
-    block ``key_value`` flagged multiple, as Redis docs write DEL and MSET (so every key of
-    the repetition is the key argument, not only the first)."""
-    out: list[Arg] = []
-    for arg in args:
-        if arg.optional and arg.type != "block" and arg.multiple and out:
-            prev = out[-1]
-            if prev.name == arg.name and not prev.optional and not prev.multiple and prev.token == arg.token:
-                out[-1] = _replace(prev, multiple=True)
-                continue
-        if arg.optional and arg.type == "block" and arg.children and arg.children[-1].multiple:
-            size = len(arg.children)
-            repeated = [c.name for c in arg.children]
-            if len(out) >= size and [a.name for a in out[-size:]] == repeated and not any(
-                a.optional or a.multiple for a in out[-size:]
-            ):
-                first = out[-size:]
-                del out[-size:]
-                out.append(Arg(name="_".join(repeated), type="block", multiple=True,
-                               children=tuple(first)))
-                continue
-        out.append(arg)
-    return out
-
-
-def _fold_node(arg: Arg) -> Arg:
-    if not arg.children:
-        return arg
-    children = _fold_tokens(list(arg.children))
-    if arg.type == "block" and len(children) == 1 and arg.token is None:
-        only = children[0]
-        return _replace(only, optional=only.optional or arg.optional,
-                        multiple=only.multiple or arg.multiple)
-    return _replace(arg, children=tuple(children))
-
-
-def _token_led_choice(items: list[list[Arg]]) -> Arg | None:
-    """``MERGE REPLACE|APPEND|INCR`` read as MERGE followed by one of the words.
-
-    The notation binds ``|`` loosest, so that text splits into ``MERGE REPLACE``, ``APPEND``
-    ... ; when the first alternative is a token and one word and every other alternative is
-    a single word of the same kind, the token introduces a choice of the words (CLIENT
-    LIST's ``TYPE NORMAL|MASTER``, ``SKIPME yes|no``), which is what such a line means.
-    """
-    first = items[0]
-    if len(first) != 2 or first[0].type != "pure-token" or first[0].optional:
-        return None
-    word = first[1]
-    if word.type in ("oneof", "block") or word.optional or word.multiple:
-        return None
-    for seq in items[1:]:
-        if len(seq) != 1 or seq[0].type != word.type or seq[0].optional or seq[0].multiple:
-            return None
-    choices = (word, *(seq[0] for seq in items[1:]))
-    token = first[0]
-    return Arg(name=token.name, type="oneof", token=token.token, children=choices)
-
-
-def _group(inner: list[Arg], optional: bool) -> Arg:
-    node = inner[0] if len(inner) == 1 else _block(inner)
-    if len(inner) == 2 and inner[0].type == "pure-token" and inner[1].type not in (
-        "pure-token", "oneof", "block"
-    ):
-        node = _with_token(inner[0], inner[1])
-    return _replace(node, optional=optional or node.optional)
-
-
-def _with_token(token: Arg, value: Arg) -> Arg:
-    """``TTL s`` -> ``s`` with token ``TTL`` (text for a token whose value is text)."""
-    kind = "string" if token.token in _TEXT_TOKENS else value.type
-    return _replace(value, token=token.token, type=kind)
-
-
-def _block(seq: list[Arg]) -> Arg:
-    return Arg(name="-".join(a.name for a in seq[:2]), type="block", children=tuple(seq))
-
-
-def _alt_name(alternatives: list[Arg]) -> str:
-    return "-".join(a.name for a in alternatives[:3])
-
-
-def _replace(arg: Arg, **changes: Any) -> Arg:
-    return dataclasses.replace(arg, **changes)

@@ -3,7 +3,7 @@
 The server imports this package and calls ``attach(server)`` before it listens (see
 ``hotkv_server.server.app``). Files: ``framing`` (record frames with CRCs), ``manifest`` (file
 layout), ``snapshot`` (base file format), ``aof`` (appending and fsync), ``loader``
-(replay), ``rewrite`` (the forked child), ``manager`` (the running subsystem), ``check``
+(replay), ``rewrite`` (the forked child), ``manager`` (the running subsystem, the facade), ``writer`` (its AOF write path), ``jobs`` (its manifest, forked rewrites and SAVE), ``check``
 (the ``hotkv-check-aof`` tool). The format is described in docs/persistence.md.
 """
 

@@ -17,7 +17,7 @@ import signal
 from dataclasses import dataclass
 from typing import NoReturn
 
-from hotkv_server.engine.child import prepare_child
+from hotkv_server.engine.child import fork_writer, prepare_child
 from hotkv_server.persistence.snapshot import write_base_file
 from hotkv_server.stores.database import Database
 
@@ -30,21 +30,7 @@ class ChildResult:
 
 def spawn(db: Database, temp_path: str, now_ms: int) -> tuple[int, int]:
     """Fork a child writing the base to ``temp_path``; return (pid, read end of its pipe)."""
-    read_fd, write_fd = os.pipe()
-    parent = os.getpid()
-    gc.freeze()  # the parent's collector then leaves the shared pages alone while the child runs
-    try:
-        pid = os.fork()
-    except OSError:
-        gc.unfreeze()
-        os.close(read_fd)
-        os.close(write_fd)
-        raise
-    if pid == 0:  # pragma: no cover - runs in the child, reported through the pipe
-        _child(db, temp_path, now_ms, write_fd, parent)
-    os.close(write_fd)
-    os.set_blocking(read_fd, False)
-    return pid, read_fd
+    return fork_writer(lambda report_fd, parent: _child(db, temp_path, now_ms, report_fd, parent))
 
 
 def _child(db: Database, temp_path: str, now_ms: int, report_fd: int, parent: int) -> NoReturn:

@@ -27,7 +27,7 @@ import signal
 import time
 from typing import TYPE_CHECKING, Any, NoReturn, Protocol
 
-from hotkv_server.engine.child import prepare_child
+from hotkv_server.engine.child import fork_writer, prepare_child
 from hotkv_server.engine.config import output_limits
 from hotkv_server.stores.effect import pack
 
@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 
 
 class Peer(Protocol):
-    """What this module uses of a replica (``replication.manager.Peer``)."""
+    """What this module uses of a replica (``replication.peers.Peer``)."""
 
     ctx: Any
     transport: Any
@@ -71,22 +71,8 @@ KEEPALIVE_S = 1.0
 def spawn_snapshot(db: Database) -> tuple[int, int]:
     """Fork a child writing ``<length>\\n`` + ``msgpack(db.snapshot())`` into a pipe;
     return (pid, the non-blocking read end)."""
-    read_fd, write_fd = os.pipe()
-    parent = os.getpid()
-    gc.freeze()  # the parent's collector leaves the shared pages alone while the child runs
-    try:
-        pid = os.fork()
-    except OSError:
-        gc.unfreeze()
-        os.close(read_fd)
-        os.close(write_fd)
-        raise
-    if pid == 0:  # pragma: no cover - runs in the child, seen through the pipe
-        _child(db, write_fd, parent)
-    # frozen until the job ends (SnapshotJob._finish), as for a rewrite's child
-    os.close(write_fd)
-    os.set_blocking(read_fd, False)
-    return pid, read_fd
+    # the collector stays frozen until the job ends (SnapshotJob._finish)
+    return fork_writer(lambda fd, parent: _child(db, fd, parent))
 
 
 def _child(db: Database, fd: int, parent: int) -> NoReturn:

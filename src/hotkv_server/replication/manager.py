@@ -1,8 +1,11 @@
 """Replication state of one server: its history (replid, offsets, backlog), the replicas
 attached to it, its link to a primary, WAIT, and the INFO / ROLE views of all that.
 
-One object per server, ``core.extras["replication"]``; the commands in
+One object per server, ``core.replication``; the commands in
 ``hotkv_server.commands.replication`` call it. Everything runs on the event loop thread.
+Beside it: ``peers`` (the replicas attached), ``wait`` (clients in WAIT), ``views`` (ROLE
+and INFO), ``link`` (the connection to our primary, typed against the ``LinkOwner``
+protocol it declares), ``fullsync`` (snapshots from a forked child), ``backlog``.
 
 Roles as in Redis. A server is a primary (``core.role == "master"``) or a replica
 (``"slave"``); either may have replicas of its own (chained replication). A primary turns
@@ -22,19 +25,21 @@ import asyncio
 import logging
 import os
 import time
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from hotkv_server.engine.config import output_limits
-from hotkv_server.engine.dispatch import NO_REPLY, Deferred, dispatch
+from hotkv_server.engine.core import InfoSection, Subsystem
+from hotkv_server.engine.dispatch import NO_REPLY, dispatch
 from hotkv_server.engine.errors import CommandError, RequestRefused
 from hotkv_server.engine.replies import OK, ErrorReply
 from hotkv_server.engine.turn import RepliesWithheld
-from hotkv_server.replication import state
+from hotkv_server.replication import state, views
 from hotkv_server.replication.backlog import Backlog
 from hotkv_server.replication.fullsync import FullSync
 from hotkv_server.replication.link import REPL_TIMEOUT_S, PrimaryLink
+from hotkv_server.replication.peers import Handshake, Peer, count_acked
 from hotkv_server.replication.stream import EFFECT, GETACK, PING, effect_command
+from hotkv_server.replication.wait import Waits
 from hotkv_server.stores.effect import unpack
 
 if TYPE_CHECKING:
@@ -57,44 +62,7 @@ def new_replid() -> str:
     return os.urandom(20).hex()
 
 
-@dataclass
-class Peer:
-    """A replica attached to this server (its connection came in through PSYNC or SYNC)."""
-
-    ctx: Context
-    transport: asyncio.Transport
-    ip: str
-    port: int  # REPLCONF listening-port
-    capa: set[str]
-    state: str = "send_bulk"  # Redis's wait_bgsave / send_bulk / online
-    ack_offset: int = 0
-    ack_time: float = field(default_factory=time.monotonic)
-    written: int = 0  # bytes this module wrote to the transport
-    bulk_end: int = 0  # ``written`` right after the snapshot (its bytes are not "output buffer")
-    soft_since: float = 0.0
-
-
-@dataclass
-class Waiter:
-    """A client in ``WAIT``: resolved once ``numreplicas`` acknowledged ``target``."""
-
-    client_id: int
-    deferred: Deferred
-    target: int
-    numreplicas: int
-    timer: asyncio.TimerHandle | None = None
-
-
-@dataclass
-class Handshake:
-    """What a connection told us with REPLCONF before its PSYNC."""
-
-    port: int = 0
-    ip: str = ""
-    capa: set[str] = field(default_factory=set)
-
-
-class Replication:
+class Replication(Subsystem):
     """The replication subsystem of one server (see the module docstring)."""
 
     def __init__(self, server: Host) -> None:
@@ -113,7 +81,7 @@ class Replication:
         self.getack_scheduled = False
         self.primary: tuple[str, int] | None = None
         self.link: PrimaryLink | None = None
-        self.waiters: list[Waiter] = []
+        self.waits = Waits(self.peers)
         self.diverged = False  # our copy can't be trusted: the next sync must be a full one
         #: whether our data is a known point of ``replid``'s history (else PSYNC ? -1)
         self.known_history = False
@@ -141,7 +109,7 @@ class Replication:
 
     # --- life cycle (hotkv_server.server.app) -------------------------------------------------
     async def started(self) -> None:
-        self.loop = asyncio.get_running_loop()
+        self.loop = self.waits.loop = asyncio.get_running_loop()
         target = self.core.config.values["replicaof"]
         if target is not None:
             self.replicaof(target[0], target[1], at_start=True)
@@ -177,8 +145,7 @@ class Replication:
             self.link.stop()
             await self.link.wait_closed()
         self.flush()
-        for waiter in list(self.waiters):
-            self._finish_wait(waiter, self.count_acked(waiter.target))
+        self.waits.finish_all()
         if self._data_survives(save):
             state.save(self.core.config.values["dir"], self.replid, self.offset)
             log.info("Replication id %s and offset %d saved for the next start", self.replid, self.offset)
@@ -187,11 +154,11 @@ class Replication:
         """Will the data files hold exactly the current data once persistence has closed?"""
         if self.backlog is None and self.primary is None:
             return False  # replication never used: nothing worth a file
-        persistence = self.core.extras.get("persistence")
+        persistence = self.core.persistence
         if persistence is None or self.diverged or self.files_stale:
             return False
         values = self.core.config.values
-        if getattr(persistence, "aof_on", values["appendonly"]):
+        if persistence.aof_on:
             return True
         return save is True or (save is None and bool(str(values["save"]).split()))
 
@@ -349,8 +316,8 @@ class Replication:
         if peer.state != "online":
             peer.state = "online"
             log.info("Synchronization with replica %s:%d succeeded", peer.ip, peer.port)
-        if self.waiters:
-            self._check_waiters()
+        if self.waits:
+            self.waits.check()
 
     def psync(self, ctx: Context, replid: str, offset: int | None) -> Any:
         """Serve ``PSYNC replid offset`` (``offset`` None: the old ``SYNC``)."""
@@ -407,13 +374,21 @@ class Replication:
         peer = self.peers.pop(ctx.id, None)
         if peer is not None:
             log.info("Connection with replica %s:%d lost.", peer.ip, peer.port)
-        if self.waiters:
-            for waiter in [w for w in self.waiters if w.client_id == ctx.id]:
-                self._forget_wait(waiter)
+        if self.waits:
+            self.waits.client_gone(ctx.id)
 
     # --- WAIT -------------------------------------------------------------------------------
+    def link_up(self) -> bool:
+        link = self.link
+        return link is not None and link.connected
+
+    def good_replicas(self, max_lag: float) -> int:
+        now = time.monotonic()
+        return sum(1 for peer in self.peers.values()
+                   if peer.state == "online" and now - peer.ack_time <= max_lag)
+
     def count_acked(self, target: int) -> int:
-        return sum(1 for p in self.peers.values() if p.state == "online" and p.ack_offset >= target)
+        return count_acked(self.peers, target)
 
     def wait(self, ctx: Context, numreplicas: int, timeout_ms: int) -> Any:
         """WAIT: replicas that processed the stream up to now (which covers this client's writes)."""
@@ -421,13 +396,9 @@ class Replication:
         acked = self.count_acked(target)
         if acked >= numreplicas or self.core.effects.grouped or ctx.multi is not None:
             return acked
-        waiter = Waiter(ctx.id, Deferred(), target, numreplicas)
-        loop = self.loop or asyncio.get_running_loop()
-        if timeout_ms > 0:
-            waiter.timer = loop.call_later(timeout_ms / 1000, self._wait_timeout, waiter)
-        self.waiters.append(waiter)
+        deferred = self.waits.add(ctx.id, target, numreplicas, timeout_ms)
         self.request_acks()
-        return waiter.deferred
+        return deferred
 
     def request_acks(self) -> None:
         """Ask every replica for an ACK, once per loop iteration however many clients WAIT."""
@@ -442,33 +413,6 @@ class Replication:
         if self.peers and self.core.role == "master":
             self.feed(GETACK)
             self.flush()
-
-    def _check_waiters(self) -> None:
-        for waiter in list(self.waiters):
-            count = self.count_acked(waiter.target)
-            if count >= waiter.numreplicas:
-                self._finish_wait(waiter, count)
-
-    def _wait_timeout(self, waiter: Waiter) -> None:
-        waiter.timer = None
-        if waiter in self.waiters:
-            self._finish_wait(waiter, self.count_acked(waiter.target))
-
-    def _finish_wait(self, waiter: Waiter, value: Any) -> None:
-        self._forget_wait(waiter)
-        if self.loop is not None:
-            # not from inside the REPLCONF ACK handler: the waiting client then runs its
-            # held requests, which must not nest inside another client's command
-            self.loop.call_soon(waiter.deferred.resolve, value)
-        else:
-            waiter.deferred.resolve(value)
-
-    def _forget_wait(self, waiter: Waiter) -> None:
-        if waiter in self.waiters:
-            self.waiters.remove(waiter)
-        if waiter.timer is not None:
-            waiter.timer.cancel()
-            waiter.timer = None
 
     # --- roles ------------------------------------------------------------------------------
     def replicaof(self, host: str, port: int, *, at_start: bool = False) -> None:
@@ -485,8 +429,7 @@ class Replication:
         self.primary = (host, port)
         core.role = "slave"
         core.config.values["replicaof"] = (host, port)
-        for waiter in list(self.waiters):
-            self._finish_wait(waiter, ErrorReply(UNBLOCKED))
+        self.waits.finish_all(ErrorReply(UNBLOCKED))
         core.blocking.unblock_all(UNBLOCKED)  # clients blocked on keys (BLPOP ...), as Redis
         self.drop_all_peers("this server follows a new primary")
         if was_primary:
@@ -550,16 +493,12 @@ class Replication:
 
     def _dataset_replaced(self) -> None:
         """Make the AOF start again from the new data set (its old files describe the old one)."""
-        persistence = self.core.extras.get("persistence")
-        if persistence is None or not getattr(persistence, "aof_on", False):
+        persistence = self.core.persistence
+        if persistence is None or not persistence.aof_on:
             return
-        replaced = getattr(persistence, "dataset_replaced", None)
         self.files_stale = True
         try:
-            if replaced is not None:
-                replaced()
-            else:
-                persistence.save()  # a new base of the current data and an empty increment
+            persistence.dataset_replaced()
         except RequestRefused as exc:
             log.warning("Can't write a new base after the full sync: %s", exc.message)
         except OSError as exc:
@@ -612,79 +551,18 @@ class Replication:
             log.warning("Writes from the primary are not durable: %s", exc)
         self.flush()
 
-    # --- views -----------------------------------------------------------------------------
+    # --- views (replication/views.py) ----------------------------------------------------
+    def info_sections(self) -> dict[str, InfoSection]:
+        return {"replication": self.info_replication, "stats": self.info_stats}
+
     def role_reply(self) -> list[Any]:
-        if self.primary is None:
-            replicas = [[p.ip, str(p.port), str(p.ack_offset)] for p in self.peers.values() if p.state == "online"]
-            return ["master", self.offset, replicas]
-        link = self.link
-        state_name = link.state if link is not None else "connect"
-        offset = self.offset if link is not None and link.connected else -1
-        return ["slave", self.primary[0], self.primary[1], state_name, offset]
+        return views.role_reply(self)
 
     def info_replication(self) -> list[tuple[str, Any]]:
-        """INFO replication with Redis 7's field names."""
-        core = self.core
-        now = time.monotonic()
-        fields: list[tuple[str, Any]] = [("role", "slave" if core.role == "slave" else "master")]
-        if self.primary is not None:
-            link = self.link
-            connected = link is not None and link.connected
-            fields += [
-                ("master_host", self.primary[0]),
-                ("master_port", self.primary[1]),
-                ("master_link_status", "up" if connected else "down"),
-                ("master_last_io_seconds_ago", int(now - link.last_io) if link and connected else -1),
-                ("master_sync_in_progress", int(link is not None and link.state == "sync")),
-                ("slave_read_repl_offset", self.offset),
-                ("slave_repl_offset", self.offset),
-            ]
-            if link is not None and link.state == "sync":
-                left = link.sync_total - link.sync_read
-                perc = link.sync_read * 100 / link.sync_total if link.sync_total else 0.0
-                fields += [
-                    ("master_sync_total_bytes", link.sync_total),
-                    ("master_sync_read_bytes", link.sync_read),
-                    ("master_sync_left_bytes", left),
-                    ("master_sync_perc", f"{perc:.2f}"),
-                    ("master_sync_last_io_seconds_ago", int(now - link.sync_last_io)),
-                ]
-            if not connected:
-                down = link.down_since if link is not None else None
-                fields.append(("master_link_down_since_seconds", int(now - down) if down is not None else -1))
-            fields += [
-                ("slave_priority", core.config.values["replica-priority"]),
-                ("slave_read_only", int(bool(core.config.values["replica-read-only"]))),
-                ("replica_announced", int(bool(core.config.values["replica-announced"]))),
-            ]
-        fields.append(("connected_slaves", len(self.peers)))
-        for i, peer in enumerate(self.peers.values()):
-            lag = int(now - peer.ack_time)
-            fields.append((f"slave{i}", f"ip={peer.ip},port={peer.port},state={peer.state},"
-                                        f"offset={peer.ack_offset},lag={lag}"))
-        backlog = self.backlog
-        fields += [
-            ("master_failover_state", "no-failover"),
-            ("master_replid", self.replid),
-            ("master_replid2", self.replid2),
-            ("master_repl_offset", self.offset),
-            ("second_repl_offset", self.second_offset),
-            ("repl_backlog_active", int(backlog is not None)),
-            ("repl_backlog_size", backlog.size if backlog is not None else core.config.values["repl-backlog-size"]),
-            ("repl_backlog_first_byte_offset", backlog.first if backlog is not None else 0),
-            ("repl_backlog_histlen", backlog.histlen if backlog is not None else 0),
-        ]
-        return fields
+        return views.info_replication(self)
 
     def info_stats(self) -> list[tuple[str, Any]]:
-        """Replication counters Redis prints in INFO stats."""
-        return [
-            ("total_net_repl_input_bytes", self.net_in),
-            ("total_net_repl_output_bytes", self.net_out),
-            ("sync_full", self.sync_full),
-            ("sync_partial_ok", self.sync_partial_ok),
-            ("sync_partial_err", self.sync_partial_err),
-        ]
+        return views.info_stats(self)
 
     def reset_stats(self) -> None:
         self.sync_full = self.sync_partial_ok = self.sync_partial_err = 0

@@ -21,7 +21,7 @@ from hotkv_server import __version__
 from hotkv_server.commands import load_all
 from hotkv_server.engine.clock import Clock
 from hotkv_server.engine.config import Config, ConfigError, load_config
-from hotkv_server.engine.core import Core
+from hotkv_server.engine.core import Core, Subsystem
 from hotkv_server.engine.errors import StartupError
 from hotkv_server.server.blas import limit_blas_threads
 from hotkv_server.server.connection import ClientProtocol
@@ -49,10 +49,14 @@ class Server:
         self.stopping: asyncio.Event | None = None
         self.save_on_shutdown: bool | None = None
         self.ports: list[int] = []
-        self.subsystems: list[Any] = []
         #: CONFIG SET port/bind/tls-*: listens anew (server/rebind.py)
         self.rebinder = Rebinder(self)
-        self.core.extras["config_listeners"].append(self.rebinder.config_changed)
+        self.core.attach(self.rebinder)
+
+    @property
+    def subsystems(self) -> list[Subsystem]:
+        """The attached subsystems, in order (``core.subsystems``)."""
+        return self.core.subsystems
 
     # --- start --------------------------------------------------------------------
     async def start(self) -> None:
@@ -61,10 +65,8 @@ class Server:
         await self._open_subsystems()
         await self._listen(loop)
         self.tasks.append(asyncio.create_task(self._cron(), name="hotkv-cron"))
-        for sub in self.subsystems:
-            starter = getattr(sub, "started", None)
-            if starter is not None:
-                await starter()
+        for sub in list(self.core.subsystems):
+            await sub.started()
         tls = self.core.extras.get("tls_port")
         log.info(
             "hotkv %s ready to accept connections on %s port %s%s (pid %d, config %s, dir %s)",
@@ -107,7 +109,7 @@ class Server:
             if asyncio.iscoroutine(sub):
                 sub = await sub
             if sub is not None:
-                self.subsystems.append(sub)
+                self.core.attach(sub)
 
     async def _listen(self, loop: asyncio.AbstractEventLoop) -> None:
         port = self.config.values["port"]
@@ -219,10 +221,8 @@ class Server:
             try:
                 self.expire_cycle()
                 self._timeout_clients()
-                for sub in self.subsystems:
-                    tick = getattr(sub, "tick", None)
-                    if tick is not None:
-                        tick()
+                for sub in core.subsystems:
+                    sub.tick()
             except Exception:
                 log.exception("background cycle failed")
 
@@ -270,12 +270,10 @@ class Server:
         self._close_listeners()
         for task in self.tasks:
             task.cancel()
-        for sub in reversed(self.subsystems):
-            closer = getattr(sub, "close", None)
-            if closer is not None:
-                result = closer(self.save_on_shutdown)
-                if asyncio.iscoroutine(result):
-                    await result
+        for sub in reversed(self.core.subsystems):
+            result = sub.close(self.save_on_shutdown)
+            if result is not None:
+                await result
         for ctx in list(self.core.clients.values()):
             if ctx.closer is not None:
                 ctx.closer()

@@ -20,6 +20,8 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
+from hotkv_server.engine.core import Subsystem
+
 if TYPE_CHECKING:
     from hotkv_server.engine.context import Context
     from hotkv_server.engine.core import Core
@@ -42,13 +44,16 @@ def evictable(ctx: Context) -> bool:
     return not ctx.is_master_link and "S" not in ctx.flags and "M" not in ctx.flags
 
 
-class ClientMemoryGuard:
+class ClientMemoryGuard(Subsystem):
     """Evicts the clients holding the most output while all together pass the cap."""
 
     def __init__(self, core: Core) -> None:
         self.core = core
 
-    def tick(self) -> int:
+    def tick(self) -> None:
+        self.evict()
+
+    def evict(self) -> int:
         """One check (the server cron): how many clients were evicted."""
         cap = int(self.core.config.values["maxmemory-clients"])
         if cap <= 0:

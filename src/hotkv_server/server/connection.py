@@ -19,6 +19,7 @@ from hotkv_server.engine.config import output_limits
 from hotkv_server.engine.context import Context
 from hotkv_server.engine.dispatch import NO_REPLY, Deferred, dispatch
 from hotkv_server.engine.words import UnbalancedQuotes, split_args
+from hotkv_server.server.flow import DEFERRED, HELD, OUTPUT, ReadFlow
 from hotkv_server.server.framing import (
     SUSPICIOUS_COUNT,
     UNAUTH_MAX_BULK,
@@ -78,7 +79,8 @@ class ClientProtocol(asyncio.Protocol):
         self.frame: Framer | None = None
         self.inline_buf = b""
         self.partial_bytes = 0
-        self.paused_writing = False
+        #: why reading is paused now (server/flow.py): output backed up, a deferred reply
+        self.flow = ReadFlow(self)
         self.closed = False
         self.soft_since = 0
         #: a reply not known yet (WAIT): until it resolves, reading pauses and the requests
@@ -138,9 +140,7 @@ class ClientProtocol(asyncio.Protocol):
         core.monitors.discard(ctx)
         core.pubsub.drop(ctx)
         ctx.unwatch()
-        hook = core.extras.get("client_gone")
-        if hook is not None:
-            hook(ctx)
+        core.client_gone(ctx)
         ctx.writer = None
         ctx.closer = None
         ctx.push = None
@@ -148,14 +148,10 @@ class ClientProtocol(asyncio.Protocol):
         ctx.conn = None
 
     def pause_writing(self) -> None:
-        self.paused_writing = True
-        if self.transport is not None and not self.closed:
-            self.transport.pause_reading()
+        self.flow.pause(OUTPUT)
 
     def resume_writing(self) -> None:
-        self.paused_writing = False
-        if self.transport is not None and not self.closed and self.deferred is None:
-            self.transport.resume_reading()
+        self.flow.resume(OUTPUT)
 
     # --- input --------------------------------------------------------------------
     def data_received(self, data: bytes) -> None:
@@ -512,8 +508,8 @@ class ClientProtocol(asyncio.Protocol):
         deferred.callback = self._deferred_resolved
         if self.ctx is not None:
             self.ctx.blocked = True
-        if self.transport is not None and not self.closed and not deferred.keep_reading:
-            self.transport.pause_reading()
+        if not deferred.keep_reading:
+            self.flow.pause(DEFERRED)
 
     def _hold_request(self, ctx: Context, argv: list[bytes]) -> None:
         held = self.held
@@ -521,8 +517,8 @@ class ClientProtocol(asyncio.Protocol):
         ahead = self.core.extras.get("lookahead")
         if ahead is not None:  # e.g. start embedding a held store by text
             ahead(ctx, argv)
-        if len(held) >= MAX_HELD and self.transport is not None and not self.closed:
-            self.transport.pause_reading()
+        if len(held) >= MAX_HELD:
+            self.flow.pause(HELD)
 
     def _deferred_resolved(self, deferred: Deferred) -> None:
         """Send the late reply, then run the held requests (which may park again)."""
@@ -550,8 +546,8 @@ class ClientProtocol(asyncio.Protocol):
         # the snapshot of the parked command is old: never move the idle clock back to it
         ctx.last_interaction_ms = max(ctx.last_interaction_ms, ctx.now_ms)
         self._send(out)
-        if self.deferred is None and not self.closed and not self.paused_writing and self.transport:
-            self.transport.resume_reading()
+        if self.deferred is None:
+            self.flow.resume(DEFERRED, HELD)
 
     def _protocol_error(self, ctx: Context, out: list[bytes], message: str) -> None:
         """Answer a malformed request and close, after any deferred reply still owed."""

@@ -50,7 +50,7 @@ from bisect import insort
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from hotkv_server.engine.core import current_rss
+from hotkv_server.engine.core import Subsystem, current_rss
 from hotkv_server.stores.keyspace_effects import KvDel
 
 if TYPE_CHECKING:
@@ -169,7 +169,7 @@ def _payload_bytes(record: Any) -> int:
     return total
 
 
-class MemoryGuard:
+class MemoryGuard(Subsystem):
     """Installed on a Core: answers ``oom_check`` and evicts; also a server subsystem."""
 
     def __init__(
@@ -356,7 +356,7 @@ def install(
     core.used_memory_fn = guard.used
     # the observer is listed only while maxmemory is set (MemoryGuard.config_changed)
     core.effects.set_observer(guard.used.note_effect, bool(core.config.values["maxmemory"]))
-    core.extras.setdefault("config_listeners", []).append(guard.config_changed)
+    core.attach(guard)  # CONFIG SET maxmemory ..., the cron's eviction
     return guard
 
 

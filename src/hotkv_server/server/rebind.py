@@ -17,6 +17,7 @@ import socket
 import ssl
 from typing import Any
 
+from hotkv_server.engine.core import Subsystem
 from hotkv_server.engine.errors import StartupError
 from hotkv_server.server.connection import ClientProtocol
 
@@ -67,7 +68,7 @@ def bind_sockets(hosts: list[str], port: int) -> tuple[list[socket.socket], int]
     return bound, port
 
 
-class Rebinder:
+class Rebinder(Subsystem):
     """The config listener that moves the server's listeners when port/bind/tls-* change."""
 
     def __init__(self, server: Server) -> None:
