@@ -252,8 +252,12 @@ def test_a_huge_negative_count_is_refused_not_built() -> None:
     rig = Rig()
     rig.run("SADD", "s", "a")
     rig.run("HSET", "h", "f", "v")
-    for argv in (["SRANDMEMBER", "s", "-10000001"], ["HRANDFIELD", "h", "-10000001"]):
+    rig.run("ZADD", "z", "1", "m")
+    for argv in (["SRANDMEMBER", "s", "-10000001"], ["HRANDFIELD", "h", "-10000001"],
+                 ["ZRANDMEMBER", "z", "-10000001"], ["ZRANDMEMBER", "z", "-10000001", "WITHSCORES"]):
         reply = rig.run(*argv)
         assert isinstance(reply, ErrorReply) and reply.startswith("ERR count is too large"), argv
     assert rig.run("SRANDMEMBER", "s", "-3") == [b"a"] * 3
+    assert rig.run("ZRANDMEMBER", "z", "-3") == [b"m"] * 3
+    assert rig.run("ZRANDMEMBER", "nokey", "-1000000000000") == []  # no key: empty, as Redis
     assert rig.run("SRANDMEMBER", "s", "1000000000000") == [b"a"]  # distinct: at most all

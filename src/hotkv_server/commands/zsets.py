@@ -16,6 +16,7 @@ from typing import Any
 
 from hotkv_server.commands.containers import put_zset, read_zset, target_zset
 from hotkv_server.commands.glob import glob_match
+from hotkv_server.commands.hashes import check_repeats
 from hotkv_server.commands.lists import MUST_BE_POSITIVE, int_arg, parse_mpop
 from hotkv_server.commands.numbers import parse_lex_range, parse_score, parse_score_range
 from hotkv_server.commands.scanning import scan_options
@@ -437,6 +438,7 @@ def zrandmember(ctx: Context, argv: list[bytes]) -> Any:
     zset = read_zset(ctx, argv[1])
     if zset is None or count == 0:
         return []
+    check_repeats(count)  # a negative count asking for more than one reply can hold
     n = len(zset)
     if count < 0:  # repeats allowed, exactly -count picks
         picks = [zset.at(random.randrange(n)) for _ in range(-count)]
