@@ -33,8 +33,6 @@ import csv
 import json
 import os
 import platform
-import statistics
-import subprocess
 import sys
 import tempfile
 import threading
@@ -81,7 +79,6 @@ def rate(embed: Any, texts: list[str], batch: int = 256) -> float:
 def bench_embedders(n: int) -> dict[str, Any]:
     from embedding.fake_openai import FakeEmbeddings
     from embedding.tiny_onnx import build_model
-
     from hotkv_server.embedding.fastembed import FastEmbedEmbedder
     from hotkv_server.embedding.openai import HttpSettings, OpenAIEmbedder
     from hotkv_server.embedding.wordllama import WordLlamaEmbedder

@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import cProfile
+import hashlib
 import pstats
 import random
 import tempfile
@@ -83,6 +84,11 @@ def request(*words: bytes) -> bytes:
 
 
 KEY = b"key:000000000001"
+#: replaced by a random number per request (redis-benchmark's __rand_int__)
+RAND = b"__rand__"
+EVALSHA_SCRIPT = (b"redis.call('SET', KEYS[1], ARGV[1]) redis.call('INCR', KEYS[2]) "
+                  b"return redis.call('GET', KEYS[1])")
+EVALSHA_SHA = hashlib.sha1(EVALSHA_SCRIPT).hexdigest().encode()
 ROWS: dict[str, bytes] = {
     "ping": request(b"PING"),
     "ping_inline": b"PING\r\n",
@@ -94,12 +100,31 @@ ROWS: dict[str, bytes] = {
     "hset": request(b"HSET", b"bench:hash", KEY, b"xxx"),
     "hget": request(b"HGET", b"bench:hash", KEY),
     "sadd": request(b"SADD", b"bench:set", KEY),
+    "lpush": request(b"LPUSH", b"bench:lpush", b"xxx"),
+    "lrange_100": request(b"LRANGE", b"bench:list", b"0", b"99"),
 }
+#: rows whose requests differ by a random number (redis-benchmark's __rand_int__)
+RAND_ROWS: dict[str, tuple[bytes, ...]] = {
+    "zadd": (b"ZADD", b"bench:zadd", RAND, b"m:" + RAND),
+    "zrangebyscore": (b"ZRANGEBYSCORE", b"bench:zset", RAND, b"+inf", b"LIMIT", b"0", b"10"),
+    "evalsha": (b"EVALSHA", EVALSHA_SHA, b"2", b"key:" + RAND, b"bench:counter", b"xxx"),
+}
+#: what a row reads, written before it runs (as benchmarks/run.py prepares both servers)
+SETUP: dict[str, list[bytes]] = {
+    "hget": [request(b"HSET", b"bench:hash", KEY, b"xxx")],
+    "lrange_100": [request(b"RPUSH", b"bench:list", *(b"item:%d" % i for i in range(600)))],
+    "zrangebyscore": [request(b"ZADD", b"bench:zset", *(w for i in range(10_000)
+                                                        for w in (b"%d" % i, b"m:%d" % i)))],
+    "evalsha": [request(b"SCRIPT", b"LOAD", EVALSHA_SCRIPT)],
+}
+#: the range of __rand__ by row (redis-benchmark's -r of the same row in run.py)
+RAND_RANGE = {"zrangebyscore": 10_000}
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rows", default=",".join(ROWS), help="comma-separated: " + ", ".join(ROWS))
+    names = [*ROWS, *RAND_ROWS]
+    parser.add_argument("--rows", default=",".join(names), help="comma-separated: " + ", ".join(names))
     parser.add_argument("--pipelines", default="16,1", help="requests per read (default 16,1)")
     parser.add_argument("--clients", type=int, default=1, help="clients per loop turn")
     parser.add_argument("--aof", action="store_true", help="appendonly yes, appendfsync everysec")
@@ -108,15 +133,25 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--commands", type=int, default=50_000, help="commands per timed run")
     parser.add_argument("--profile", metavar="ROW", help="print a cProfile of one row at -P 16")
+    parser.add_argument("--sort", default="tottime", help="the profile's order (tottime, cumulative)")
+    parser.add_argument("--lines", type=int, default=25, help="lines of the profile")
     return parser.parse_args(argv)
 
 
 def reads_for(row: str, pipeline: int, keys: int, count: int) -> list[bytes]:
     """Prebuilt reads of ``pipeline`` requests each (distinct keys when ``keys`` > 1)."""
+    rnd = random.Random(7)
+    words = RAND_ROWS.get(row)
+    if words is not None:
+        top = RAND_RANGE.get(row, 100_000)
+
+        def one() -> bytes:  # a number of its own for each placeholder, as redis-benchmark
+            return request(*(word.replace(RAND, b"%d" % rnd.randrange(top)) for word in words))
+
+        return [b"".join(one() for _ in range(pipeline)) for _ in range(min(count, 4096))]
     base = ROWS[row]
     if keys <= 1 or KEY not in base:
         return [base * pipeline] * max(1, count)
-    rnd = random.Random(7)
     return [b"".join(base.replace(KEY, b"key:%012d" % rnd.randrange(keys)) for _ in range(pipeline))
             for _ in range(min(count, 4096))]
 
@@ -141,6 +176,9 @@ async def run(args: argparse.Namespace) -> None:
     first.data_received(request(b"AMEM.CONV.CREATE", b"bench"))
     for row in ("set", "wset"):
         first.data_received(ROWS[row])
+    for setup in SETUP.values():
+        for req in setup:
+            first.data_received(req)
     if args.keys > 1:
         for i in range(args.keys):
             first.data_received(request(b"SET", b"key:%012d" % i, b"xxx")
@@ -157,13 +195,13 @@ async def run(args: argparse.Namespace) -> None:
         turn_end()
 
     if args.profile:
-        reads = reads_for(args.profile, 16, args.keys, 1)
+        reads = reads_for(args.profile, 16, args.keys, 4096)
         profiler = cProfile.Profile()
         profiler.enable()
         for i in range(args.commands // 16):
             turn(reads[i % len(reads)])
         profiler.disable()
-        pstats.Stats(profiler).sort_stats("tottime").print_stats(25)
+        pstats.Stats(profiler).sort_stats(args.sort).print_stats(args.lines)
         return
 
     pipelines = [int(p) for p in args.pipelines.split(",")]

@@ -186,16 +186,22 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--failovers", type=int, default=3)
     parser.add_argument("--skip-shards", action="store_true", help="only failover and reshard")
+    parser.add_argument("--shards", help="shard counts, comma-separated (default 1,2,3)")
+    parser.add_argument("--shards-only", action="store_true", help="no failover, no reshard")
     args = parser.parse_args()
     n = 20_000 if args.quick else 200_000
     repeat = 1 if args.quick else args.repeat
     counts = [1, 2] if args.quick else [1, 2, 3]
+    if args.shards:
+        counts = [int(c) for c in args.shards.split(",")]
     print(f"# scale-out benchmark, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
           f"{os.cpu_count()} CPUs\n")
     if not args.skip_shards:
         lines = shards_table(counts, n, repeat)
         print("\n".join(lines))
         print()
+    if args.shards_only:
+        return
     times = failover_times(1 if args.quick else args.failovers)
     print(f"failover (kill -9 to new primary named by Sentinel): "
           f"min {min(times):.2f} s, median {statistics.median(times):.2f} s, max {max(times):.2f} s")

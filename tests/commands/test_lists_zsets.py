@@ -203,5 +203,6 @@ def test_served_pops_are_ordinary_effects(core: Core) -> None:
     run(a, "BLMOVE", "src", "dst", "RIGHT", "LEFT", "0")
     run(d, "RPUSH", "src", "v")
     ops = [u[0] if u[0] != "tx" else [e[0] for e in u[1]] for u in sink.units]  # type: ignore[index]
-    assert ops == ["kv.put", ["kv.rpop", "kv.put"]]  # the push, then the served pop as a move
+    # the RPUSH, then the served pop as a move (its push written first, as Redis notifies)
+    assert ops == ["kv.put", ["kv.put", "kv.rpop"]]
     assert not any(b"BLMOVE" in repr(u).encode().upper() for u in sink.units)

@@ -246,8 +246,14 @@ def test_replica_notifies_the_writes_it_applies(server: HotkvProcess) -> None:
         primary.set("from-primary", "v")
         primary.execute_command("AMEM.CONV.CREATE", "replicated")
         primary.execute_command("AMEM.CONV.APPEND", "replicated", "user", "hi")
+        primary.hset("replicated-hash", "f", "v")
+        primary.rpush("replicated-list", "a", "b")
+        primary.lpop("replicated-list", 2)
         events = drain(listener, wait=0.5)
         assert (b"__keyspace@0__:from-primary", b"set") in events
+        assert (b"__keyspace@0__:replicated-hash", b"hset") in events
+        assert events.index((b"__keyspace@0__:replicated-list", b"lpop")) < events.index(
+            (b"__keyspace@0__:replicated-list", b"del"))
         assert (b"__amem@0__:conv:replicated", b"append 1") in events
         primary.close()
         listener.close()

@@ -231,7 +231,9 @@ def test_other_clients_are_served_while_a_bulk_store_embeds(offline_server: Hotk
             started = time.perf_counter()
             assert r.get("k") == b"v"
             worst = max(worst, time.perf_counter() - started)
-        assert worst < 0.5  # never held behind the embedding (typically well under 10 ms)
+        assert worst < 2.0  # never held behind the embedding (typically well under 10 ms; the
+        # bound is for a loaded machine: the slow-endpoint test in test_http_embedder.py is
+        # the one that tells a held loop apart)
     finally:
         stop.set()
         thread.join()

@@ -310,8 +310,9 @@ def ltrim(ctx: Context, argv: list[bytes]) -> Any:
     lst = target_list(ctx, key)
     if lst is None:
         return OK
-    if not lst.keeps_all(start, stop):  # something to drop
-        ctx.emit(KvLtrim(key, start, stop))
+    # written even when it keeps every element: Redis signals the key (WATCH) and
+    # notifies "ltrim" whatever was dropped
+    ctx.emit(KvLtrim(key, start, stop))
     return OK
 
 
@@ -325,8 +326,11 @@ def move(ctx: Context, src: bytes, dst: bytes, from_left: bool, to_left: bool) -
     if src == dst:
         rotated: bytes = ctx.emit(KvLmove(src, from_left, to_left))
         return rotated
-    value = pop_from(ctx, src, from_left, 1)[0]
+    # the push is written before the pop, as Redis notifies them (the destination's
+    # lpush/rpush, then the source's lpop/rpop and its del when it empties)
+    value = lst.items[0] if from_left else lst.items[-1]
     push_to(ctx, dst, [value], to_left, target is not None)
+    pop_from(ctx, src, from_left, 1)
     return value
 
 

@@ -82,6 +82,8 @@ def parse_score(raw: bytes) -> float:
 
 
 def score_or_none(raw: bytes) -> float | None:
+    if raw.isdigit() and len(raw) < 16:  # the common case, cheaper than the pattern
+        return float(raw)
     if _PLAIN.fullmatch(raw) is not None:
         return float(raw)
     if not raw or raw[0] in _C_SPACE:

@@ -17,7 +17,7 @@ from hotkv_server.engine.dispatch import feed_monitors
 from hotkv_server.engine.errors import CommandError
 from hotkv_server.engine.registry import KeySpec, command, container, help_lines
 from hotkv_server.engine.replies import OK, Simple
-from hotkv_server.scripting.engine import Script, engine_of
+from hotkv_server.scripting.engine import Script, ScriptEngine, engine_of
 
 _EVAL_SYNTAX = "script numkeys [key [key ...]] [arg [arg ...]]"
 _EVALSHA_SYNTAX = "sha1 numkeys [key [key ...]] [arg [arg ...]]"
@@ -36,30 +36,31 @@ def _keys_and_args(argv: list[bytes]) -> tuple[list[bytes], list[bytes]]:
 
 
 def _run(ctx: Context, argv: list[bytes], script: Script, readonly: bool,
-         keys: list[bytes], args: list[bytes]) -> Any:
-    core = ctx.core
-    if core.monitors:  # EVAL skips the usual feed (skip_monitor) to show itself first
+         keys: list[bytes], args: list[bytes], engine: ScriptEngine) -> Any:
+    if ctx.core.monitors:  # EVAL skips the usual feed (skip_monitor) to show itself first
         feed_monitors(ctx, argv)
-    return engine_of(core).run(ctx, script, keys, args, readonly)
+    return engine.run(ctx, script, keys, args, readonly)
 
 
 def _eval(ctx: Context, argv: list[bytes], readonly: bool) -> Any:
     keys, args = _keys_and_args(argv)  # Redis checks numkeys before compiling
-    found = engine_of(ctx.core).load(argv[1])
+    engine = engine_of(ctx.core)
+    found = engine.load(argv[1])
     if isinstance(found, str):
         raise CommandError(found)
-    return _run(ctx, argv, found, readonly, keys, args)
+    return _run(ctx, argv, found, readonly, keys, args, engine)
 
 
 def _evalsha(ctx: Context, argv: list[bytes], readonly: bool) -> Any:
     keys, args = _keys_and_args(argv)
-    cache = engine_of(ctx.core).cache
+    engine = engine_of(ctx.core)
+    cache = engine.cache
     found = cache.get(argv[1].decode("latin-1")) if len(argv[1]) == 40 else None
     if found is None:
         found = cache.get(argv[1].decode("latin-1").lower()) if len(argv[1]) == 40 else None
         if found is None:
             raise CommandError(errors.NOSCRIPT)
-    return _run(ctx, argv, found, readonly, keys, args)
+    return _run(ctx, argv, found, readonly, keys, args, engine)
 
 
 @command("eval", arity=-3, flags="noscript stale skip_monitor no_mandatory_keys",

@@ -44,7 +44,7 @@ UNBLOCKED_BY_CLIENT = "UNBLOCKED client unblocked via CLIENT UNBLOCK"
 class Waiter:
     """One blocked client: its keys, how to serve it, and its reply when it times out."""
 
-    __slots__ = ("ctx", "deferred", "keys", "serve", "timeout_reply", "timer")
+    __slots__ = ("call", "ctx", "deferred", "keys", "serve", "timeout_reply", "timer")
 
     def __init__(self, ctx: Context, keys: list[bytes], serve: Serve, timeout_reply: Any,
                  deferred: Deferred) -> None:
@@ -54,6 +54,8 @@ class Waiter:
         self.timeout_reply = timeout_reply
         self.deferred = deferred
         self.timer: asyncio.TimerHandle | None = None
+        #: the blocked command (name, argv) as the keyspace notifier names its writes
+        self.call: tuple[str, list[bytes]] = (ctx.last_cmd, [])
 
 
 class Blocking:
@@ -92,6 +94,8 @@ class Blocking:
                 queue = self.by_key[key] = deque()
             queue.append(waiter)
         self.by_client[ctx.id] = waiter
+        if self.core.notify_flags and self.core.notifier.call is not None:
+            waiter.call = self.core.notifier.call
         loop = _loop()
         if loop is not None:
             self.loop = loop
@@ -191,6 +195,8 @@ class Blocking:
         """Run one waiter's pop as an ordinary write; its reply, or None if nothing to pop."""
         ctx = waiter.ctx
         ctx.now_ms = core.clock.now_ms()
+        if core.notify_flags:  # the pop's events are named after the blocked command
+            core.notifier.call = waiter.call
         try:
             result = waiter.serve(key)
         except CommandError as exc:

@@ -257,12 +257,16 @@ def dispatch_script(ctx: Context, argv: list[bytes], run: Any) -> Any:
     maxmemory gates; no MULTI queueing, and the clock stays the script's snapshot (as Redis 7
     freezes time for a script). ``run`` is the scripting engine's record of the script.
     """
-    found = resolve(ctx, argv)
-    if isinstance(found, str):
-        if found.startswith("ERR wrong number"):
-            return ErrorReply(errors.SCRIPT_WRONG_ARITY)
-        return ErrorReply(errors.SCRIPT_UNKNOWN_COMMAND)
-    spec = found
+    spec = LOOKUP.get(argv[0])  # the exact-name, plain-arity case first, as dispatch does
+    if spec is None or spec.subcommands or (
+        spec.arity != len(argv) and (spec.arity > 0 or len(argv) < -spec.arity)
+    ):
+        found = resolve(ctx, argv)
+        if isinstance(found, str):
+            if found.startswith("ERR wrong number"):
+                return ErrorReply(errors.SCRIPT_WRONG_ARITY)
+            return ErrorReply(errors.SCRIPT_UNKNOWN_COMMAND)
+        spec = found
     if "noscript" in spec.flags:
         return ErrorReply(errors.SCRIPT_NOSCRIPT_COMMAND)
     user = ctx.user

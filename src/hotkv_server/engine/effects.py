@@ -59,6 +59,9 @@ class Notify(Protocol):
     def applied(self, effect: Effect, before: Any) -> None:
         """Called once the record is applied."""
 
+    def replicated(self, effect: Effect) -> None:
+        """Called once a record decided elsewhere (a primary's) is applied."""
+
 
 class Sink(Protocol):
     """Keeps a copy of every write: the AOF, the replication stream."""
@@ -166,7 +169,7 @@ class EffectLog:
         self.dirty += 1
         if self.notify is not None:
             for record in records:
-                self.notify.applied(record, None)
+                self.notify.replicated(record)
         if self.watchers:
             for record in records:
                 keys = record.keys()

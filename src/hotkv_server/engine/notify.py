@@ -10,8 +10,9 @@ passed (lazily on access or by active expiry). Records are read in their wire fo
 * Redis's classes for the string keyspace: ``g`` generic (del, expire, persist), ``$``
   string (set, incrby, ...), ``x`` expired, ``e`` evicted, ``n`` new key, ``m`` keymiss,
   ``A`` the alias of ``g$lshzxetd``; ``K`` publishes on ``__keyspace@0__:<key>`` (message:
-  the event), ``E`` on ``__keyevent@0__:<event>`` (message: the key). ``l s h z t d`` are
-  accepted for the Redis data types hotkv does not have (or will publish as they come).
+  the event), ``E`` on ``__keyevent@0__:<event>`` (message: the key). ``h l s z``: the
+  hash, list, set and sorted-set events, named and ordered as Redis 7.0 does
+  (``engine/notify_types.py``); ``t d`` are accepted for what hotkv does not have.
 * ``a`` for agent memory, independent of K/E/A: ``__amem@0__:<store>:<id>`` with the event
   as message, followed by a space and a detail where one names an entry
   (``append 7``, ``store fact-1``, ``expired ticket``). See docs/notifications.md.
@@ -27,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from hotkv_server.stores.effect import Effect
 
+from hotkv_server.engine import notify_types
 from hotkv_server.engine.notify_flags import (
     AMEM,
     EVICTED,
@@ -132,6 +134,15 @@ class Notifier:
     def applied(self, record: Effect, before: list[bytes] | None) -> None:
         self.effect(record.wire(), before)
 
+    def replicated(self, record: Effect) -> None:
+        """A primary's record: no command of ours wrote it, so its events are named after
+        the record (a replica hears HINCRBY's ``kv.hset`` as ``hset``)."""
+        call, self.call = self.call, None
+        try:
+            self.effect(record.wire(), None)
+        finally:
+            self.call = call
+
     def new_keys(self, effect: list[Any]) -> list[bytes]:
         """Before a write: the cache keys it will create (for ``n``, Redis's "new")."""
         op = effect[0]
@@ -142,6 +153,10 @@ class Notifier:
         if op == "kv.mset":
             pairs = effect[1]
             return [pairs[i] for i in range(0, len(pairs), 2) if kv.peek(pairs[i], now) is None]
+        if op == "kv.put":
+            return [effect[1]] if kv.peek(effect[1], now) is None else []
+        if op == "kv.rename" or op == "kv.copy":
+            return [effect[2]]  # as Redis: the destination is deleted first, then added
         return []
 
     def effect(self, effect: list[Any], new: list[bytes] | None) -> None:
@@ -154,6 +169,9 @@ class Notifier:
         store, _, verb = op.partition(".")
         if store == "kv":
             self._kv(verb, effect, self.cause, new or ())
+        elif store == "obj":
+            for event in notify_types.object_events(verb, effect, (self.call or ("",))[0]):
+                self.keyspace(*event)
         elif self.flags & AMEM:
             self._amem(store, verb, effect)
 
@@ -183,6 +201,30 @@ class Notifier:
             self.keyspace(GENERIC, b"expire", effect[1])
         elif verb == "persist":
             self.keyspace(GENERIC, b"persist", effect[1])
+        elif verb == "put":
+            if new:
+                self.keyspace(NEW, b"new", effect[1])
+            found = notify_types.put(effect, name, argv)
+            if found is not None:
+                self.keyspace(*found)
+        elif verb == "rename" or verb == "copy":
+            if new:
+                self.keyspace(NEW, b"new", effect[2])
+            for moved in notify_types.generic(verb, effect):
+                self.keyspace(*moved)
+        else:
+            self._typed(verb, effect, name, argv)
+
+    def _typed(self, verb: str, effect: list[Any], name: str, argv: list[bytes]) -> None:
+        """An in-place record of a data type: its events, then ``del`` if the key went."""
+        found = notify_types.in_place(verb, effect, name, argv)
+        if found is None:
+            return
+        events, emptied = found
+        for event in events:
+            self.keyspace(*event)
+        if emptied is not None and self.core.db.kv.peek(emptied, self.core.clock.now_ms()) is None:
+            self.keyspace(GENERIC, b"del", emptied)
 
     def _amem(self, store: str, verb: str, effect: list[Any]) -> None:
         ident = effect[1]

@@ -125,10 +125,6 @@ class ListValue(TypedValue):
             return None
         return start, min(stop, n - 1) + 1
 
-    def keeps_all(self, start: int, stop: int) -> bool:
-        """Whether LTRIM start stop would keep every element (a trim with nothing to do)."""
-        return self._clamp(start, stop) == (0, len(self.items)) if self.items else True
-
     def range(self, start: int, stop: int) -> list[bytes]:
         """LRANGE: the elements from ``start`` to ``stop`` inclusive."""
         span = self._clamp(start, stop)

@@ -457,7 +457,8 @@ class SortedSetValue(TypedValue):
 
 
 SortedSetValue.effects = {
-    KvZadd: lambda value, e: value.add_flat(e.pairs),
+    KvZadd: lambda value, e: (int(value.add(e.pairs[0], e.pairs[1])) if len(e.pairs) == 2
+                              else value.add_flat(e.pairs)),
     KvZrem: lambda value, e: value.remove_many(e.members),
     KvZpop: lambda value, e: value.pop(e.count, e.highest),
     KvZremrangebyrank: lambda value, e: value.remove_range_by_rank(e.start, e.stop),
