@@ -443,3 +443,39 @@ def test_replica_serve_stale_data_no_refuses_while_the_link_is_down() -> None:
     finally:
         hot.cleanup()
         ref.stop()
+
+
+OUTPUT_LIMIT_STEPS = [
+    "normal 0 0 0",  # hotkv's own default for normal clients differs (docs/security.md)
+    "pubsub 1mb 2mb 3",  # only the class named changes
+    "slave 1 2 3 pubsub 4 5 6",
+    "replica 10kb 5k 0",
+    "NORMAL 0 0 0",
+    "normal 1 2",  # Wrong number of arguments
+    "bogus 1 2 3",  # Invalid client class
+    "normal x 2 3",  # Error in hard, soft or soft_seconds
+    "normal 1 2 -3",
+    "normal -1 2 3",
+    "",
+]
+
+
+def test_client_output_buffer_limit_sets_only_the_classes_named(ports: tuple[int, int]) -> None:
+    """CONFIG SET client-output-buffer-limit changes the classes it names and checks every
+    group as Redis 7.0 does; CONFIG GET shows all three, in bytes, the replica class as slave."""
+    seen = []
+    for port in ports:
+        conn = Conn(port)
+        replies = []
+        for step in OUTPUT_LIMIT_STEPS:
+            replies.append(conn.call("CONFIG", "SET", "client-output-buffer-limit", step))
+            replies.append(conn.call("CONFIG", "GET", "client-output-buffer-limit"))
+        seen.append(replies)
+        conn.call("CONFIG", "SET", "client-output-buffer-limit",
+                  "normal 64mb 16mb 60 slave 256mb 64mb 60 pubsub 32mb 8mb 60"
+                  if port == ports[0] else "normal 0 0 0 slave 256mb 64mb 60 pubsub 32mb 8mb 60")
+        conn.close()
+    hot, ref = seen
+    assert hot == ref
+    assert ref[-1] == ("*", [("$", b"client-output-buffer-limit"),
+                             ("$", b"normal 0 0 0 slave 10240 5000 0 pubsub 4 5 6")])

@@ -83,7 +83,7 @@ def test_600_unread_gets_of_1mb_cannot_take_the_servers_memory(proc: HotkvProces
 def test_the_defaults_are_shown_by_config_get(proc: HotkvProcess) -> None:
     r = proc.client()
     limits = r.config_get("client-output-buffer-limit")["client-output-buffer-limit"]
-    assert limits.split()[:4] == ["normal", "64mb", "16mb", "60"]
+    assert limits.split()[:4] == ["normal", str(64 * 1024**2), str(16 * 1024**2), "60"]
     assert r.config_get("maxmemory-clients") == {"maxmemory-clients": str(1024**3)}
 
 

@@ -40,6 +40,49 @@ def parse_memory(text: str) -> int:
 
 
 _LIMITS_CACHE: dict[str, dict[str, tuple[int, int, int]]] = {}
+_LIMIT_CLASSES = ("normal", "replica", "pubsub")
+
+
+def _buffer_limits(values: list[str]) -> str:
+    """``class hard soft seconds`` groups (Redis's words for a bad one) -> canonical text
+    of just the classes named, sizes in bytes (``slave`` is ``replica``)."""
+    words = " ".join(values).split()
+    if len(words) % 4:  # none at all is accepted and changes nothing, as in Redis
+        raise ValueError("Wrong number of arguments in buffer limit configuration.")
+    table: dict[str, tuple[int, int, int]] = {}
+    for i in range(0, len(words), 4):
+        name = words[i].lower()
+        name = "replica" if name == "slave" else name
+        if name not in _LIMIT_CLASSES:
+            raise ValueError("Invalid client class specified in buffer limit configuration.")
+        try:
+            hard, soft = parse_memory(words[i + 1]), parse_memory(words[i + 2])
+            seconds = int(words[i + 3])
+        except ValueError:
+            seconds = -1
+            hard = soft = 0
+        if seconds < 0:
+            raise ValueError("Error in hard, soft or soft_seconds setting in buffer limit configuration.")
+        table[name] = (hard, soft, seconds)
+    return _limits_text(table)
+
+
+def _limits_text(table: dict[str, tuple[int, int, int]]) -> str:
+    return " ".join(f"{name} {h} {s} {t}" for name in _LIMIT_CLASSES
+                    if (limit := table.get(name)) is not None for h, s, t in (limit,))
+
+
+def _merge_limits(current: str, new: str) -> str:
+    """Redis sets only the classes named; the others keep their limits."""
+    table = {name: output_limits(current, name) for name in _LIMIT_CLASSES}
+    table.update((name, output_limits(new, name)) for name in new.split()[0::4])
+    return _limits_text(table)
+
+
+def _format_limits(value: Any) -> str:
+    """As Redis 7.0 shows it: every class, sizes in bytes, the replica class as ``slave``."""
+    return " ".join(f"{'slave' if name == 'replica' else name} {h} {s} {t}" for name in _LIMIT_CLASSES
+                    for h, s, t in (output_limits(value, name),))
 
 
 def output_limits(text: str, klass: str) -> tuple[int, int, int]:
@@ -84,6 +127,9 @@ class Directive:
     mutable: bool = True
     repeatable: bool = False  # every occurrence adds to a list ("user")
     sensitive: bool = False  # hidden from CONFIG GET values? (Redis shows requirepass)
+    #: (current value, parsed new one) -> the value set, for a directive whose setting
+    #: changes only part of it (client-output-buffer-limit: the classes named)
+    merge: Callable[[Any, Any], Any] | None = None
 
 
 def _single(convert: Callable[[str], Any]) -> Callable[[list[str]], Any]:
@@ -236,8 +282,9 @@ DIRECTIVES: dict[str, Directive] = {
         Directive("databases", 1, _int_range(1, 1), str, mutable=False),
         # normal clients are limited by default (Redis: 0 0 0), so that one client that
         # never reads cannot take the server's memory (docs/security.md)
-        Directive("client-output-buffer-limit", "normal 64mb 16mb 60 replica 256mb 64mb 60 pubsub 32mb 8mb 60",
-                  _text, str),
+        Directive("client-output-buffer-limit",
+                  "normal 67108864 16777216 60 replica 268435456 67108864 60 pubsub 33554432 8388608 60",
+                  _buffer_limits, _format_limits, merge=_merge_limits),
         Directive("tls-port", 0, _int_range(0, 65535), str),
         Directive("tls-cert-file", "", _single(_str), str),
         Directive("tls-key-file", "", _single(_str), str),
@@ -335,6 +382,8 @@ class Config:
             raise ConfigError(f"{where}: bad value for '{lname}': {exc}") from None
         if directive.repeatable:
             self.values[lname].append(value)
+        elif directive.merge is not None:
+            self.values[lname] = directive.merge(self.values[lname], value)
         else:
             self.values[lname] = value
 
