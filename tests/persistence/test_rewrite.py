@@ -96,7 +96,10 @@ def test_automatic_rewrite_by_growth(procs: list[HotkvProcess], tmp_path: Path) 
     wait_until(lambda: persistence_info(r)["aof_rewrites"] >= 1)
     info = wait_rewrite_done(r)
     assert info["aof_last_bgrewrite_status"] == "ok"
-    assert info["aof_current_size"] < 64 * 1024
+    # the base holds the one key; what the loop wrote after the fork is in the incr file,
+    # however far the loop had come when the rewrite started (a loaded machine is slow)
+    assert int(info["aof_base_size"]) < 4 * 1024
+    assert info["aof_current_size"] < 200 * 1000
     assert "Starting automatic rewriting of AOF on" in proc.log()
     # percentage 0 switches it off
     r.config_set("auto-aof-rewrite-percentage", 0)
