@@ -55,21 +55,20 @@ def _buffer_limits(values: list[str]) -> str:
         name = "replica" if name == "slave" else name
         if name not in _LIMIT_CLASSES:
             raise ValueError("Invalid client class specified in buffer limit configuration.")
+        bad = "Error in hard, soft or soft_seconds setting in buffer limit configuration."
         try:
-            hard, soft = parse_memory(words[i + 1]), parse_memory(words[i + 2])
-            seconds = int(words[i + 3])
+            limit = (parse_memory(words[i + 1]), parse_memory(words[i + 2]), int(words[i + 3]))
         except ValueError:
-            seconds = -1
-            hard = soft = 0
-        if seconds < 0:
-            raise ValueError("Error in hard, soft or soft_seconds setting in buffer limit configuration.")
-        table[name] = (hard, soft, seconds)
+            raise ValueError(bad) from None
+        if limit[2] < 0:
+            raise ValueError(bad)
+        table[name] = limit
     return _limits_text(table)
 
 
 def _limits_text(table: dict[str, tuple[int, int, int]]) -> str:
-    return " ".join(f"{name} {h} {s} {t}" for name in _LIMIT_CLASSES
-                    if (limit := table.get(name)) is not None for h, s, t in (limit,))
+    return " ".join(f"{name} {' '.join(map(str, table[name]))}" for name in _LIMIT_CLASSES
+                    if name in table)
 
 
 def _merge_limits(current: str, new: str) -> str:
@@ -81,8 +80,8 @@ def _merge_limits(current: str, new: str) -> str:
 
 def _format_limits(value: Any) -> str:
     """As Redis 7.0 shows it: every class, sizes in bytes, the replica class as ``slave``."""
-    return " ".join(f"{'slave' if name == 'replica' else name} {h} {s} {t}" for name in _LIMIT_CLASSES
-                    for h, s, t in (output_limits(value, name),))
+    shown = _limits_text({name: output_limits(value, name) for name in _LIMIT_CLASSES})
+    return shown.replace("replica ", "slave ", 1)
 
 
 def output_limits(text: str, klass: str) -> tuple[int, int, int]:
