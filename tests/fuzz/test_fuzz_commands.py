@@ -236,7 +236,7 @@ class World:
         self.clock = ManualClock(NOW)
         self.core = Core(Config(), self.clock)
         acl.attach(SimpleNamespace(core=self.core))
-        self.config_before = dict(self.core.config.values)
+        self.config_before = dict(self.core.config.values)  # every directive by name
         admin = self.admin()
         for argv in SEED:
             reply = dispatch(admin, argv)
@@ -256,8 +256,7 @@ class World:
 
     def reset(self) -> None:
         """Undo what a fuzzed call may have changed outside the data."""
-        self.core.config.values.clear()
-        self.core.config.values.update(self.config_before)
+        self.core.config.restore(self.config_before)
         self.core.users = None
         for sub in [s for s in self.core.subsystems if isinstance(s, acl.AclSettings)]:
             self.core.detach(sub)

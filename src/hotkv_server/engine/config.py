@@ -10,10 +10,21 @@ from __future__ import annotations
 import fnmatch
 import os
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator, MutableMapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, get_args
 
+from hotkv_server.engine.settings import (
+    AclPubsubDefault,
+    EvictionPolicy,
+    FsyncPolicy,
+    LogLevel,
+    Pooling,
+    Settings,
+    TlsAuthClients,
+    WordllamaDim,
+    attribute,
+)
 from hotkv_server.engine.words import split_args
 
 
@@ -153,23 +164,24 @@ def _int_range(lo: int, hi: int) -> Callable[[list[str]], Any]:
     return _single(convert)
 
 
-def _choice_int(*choices: int) -> Callable[[list[str]], Any]:
-    def convert(text: str) -> int:
-        if text not in {str(c) for c in choices}:
-            raise ValueError(f"expected one of {'|'.join(map(str, choices))}, got '{text}'")
-        return int(text)
+class _Choice:
+    """The parser of one word out of a ``Literal``'s choices (``_Choice(FsyncPolicy)``:
+    ``always``, ``everysec`` or ``no``, any case; an int choice's word is its digits), so
+    the type of the attribute (engine/settings.py) is where the words are listed."""
 
-    return _single(convert)
+    def __init__(self, kind: Any) -> None:
+        self.choices: tuple[str | int, ...] = get_args(kind)
+        self._by_word = {str(c): c for c in self.choices}
+        self._lower = all(isinstance(c, str) for c in self.choices)
 
-
-def _enum(*choices: str) -> Callable[[list[str]], Any]:
-    def convert(text: str) -> str:
-        lowered = text.lower()
-        if lowered not in choices:
-            raise ValueError(f"expected one of {'|'.join(choices)}, got '{text}'")
-        return lowered
-
-    return _single(convert)
+    def __call__(self, values: list[str]) -> Any:
+        if len(values) != 1:
+            raise ValueError(f"expected one value, got {len(values)}")
+        text = values[0]
+        found = self._by_word.get(text.lower() if self._lower else text)
+        if found is None:
+            raise ValueError(f"expected one of {'|'.join(self._by_word)}, got '{text}'")
+        return found
 
 
 def _memory(values: list[str]) -> int:
@@ -245,7 +257,7 @@ DIRECTIVES: dict[str, Directive] = {
         Directive("dir", "./data", _single(_str), str, mutable=False),
         Directive("appendonly", True, *_B),
         Directive("appendfilename", "appendonly.aof", _single(_str), str, mutable=False),
-        Directive("appendfsync", "everysec", _enum("always", "everysec", "no"), str),
+        Directive("appendfsync", "everysec", _Choice(FsyncPolicy), str),
         Directive("aof-load-truncated", True, *_B),
         Directive("auto-aof-rewrite-percentage", 100, _int_range(0, 100000), str),
         Directive("auto-aof-rewrite-min-size", 64 * 1024**2, _memory, _format_memory),
@@ -257,13 +269,7 @@ DIRECTIVES: dict[str, Directive] = {
         Directive("maxmemory", 0, _memory, _format_memory),
         # all clients' unread replies together (Redis: 0, no cap): server/client_memory.py
         Directive("maxmemory-clients", 1024**3, _memory, _format_memory),
-        Directive(
-            "maxmemory-policy",
-            "noeviction",
-            _enum("noeviction", "volatile-ttl", "allkeys-lru", "volatile-lru", "allkeys-random",
-                  "volatile-random"),
-            str,
-        ),
+        Directive("maxmemory-policy", "noeviction", _Choice(EvictionPolicy), str),
         Directive("proto-max-bulk-len", 512 * 1024**2, _memory, _format_memory),
         Directive("client-query-buffer-limit", 1024**3, _memory, _format_memory),
         Directive("timeout", 0, _int_range(0, 2**31 - 1), str),
@@ -273,7 +279,7 @@ DIRECTIVES: dict[str, Directive] = {
         Directive("masteruser", "", _single(_str), str),
         Directive("replica-read-only", True, *_B),
         Directive("repl-backlog-size", 1024**2, _memory, _format_memory),
-        Directive("loglevel", "notice", _enum("debug", "verbose", "notice", "warning", "nothing"), str),
+        Directive("loglevel", "notice", _Choice(LogLevel), str),
         Directive("logfile", "", _single(_str), str, mutable=False),
         Directive("slowlog-log-slower-than", 10000, _int_range(-1, 2**62), str),
         Directive("slowlog-max-len", 128, _int_range(0, 2**31 - 1), str),
@@ -288,10 +294,10 @@ DIRECTIVES: dict[str, Directive] = {
         Directive("tls-cert-file", "", _single(_str), str),
         Directive("tls-key-file", "", _single(_str), str),
         Directive("tls-ca-cert-file", "", _single(_str), str),
-        Directive("tls-auth-clients", "yes", _enum("yes", "no", "optional"), str),
+        Directive("tls-auth-clients", "yes", _Choice(TlsAuthClients), str),
         Directive("save", "", _text, str),
         Directive("notify-keyspace-events", 0, _notify_flags, _format_notify_flags),
-        Directive("acl-pubsub-default", "resetchannels", _enum("resetchannels", "allchannels"), str),
+        Directive("acl-pubsub-default", "resetchannels", _Choice(AclPubsubDefault), str),
         Directive("acllog-max-len", 128, _int_range(0, 2**63 - 1), str),
         Directive("min-replicas-to-write", 0, _int_range(0, 2**31 - 1), str),
         Directive("min-replicas-max-lag", 10, _int_range(0, 2**31 - 1), str),
@@ -310,7 +316,7 @@ DIRECTIVES: dict[str, Directive] = {
         Directive("embed-timeout-ms", 30_000, _int_range(1, 3_600_000), str),
         Directive("embed-cache-max-memory", 64 * 1024**2, _memory, _format_memory),
         Directive("embed-wordllama", True, *_B, mutable=False),
-        Directive("embed-wordllama-dim", 256, _choice_int(64, 128, 256), str, mutable=False),
+        Directive("embed-wordllama-dim", 256, _Choice(WordllamaDim), str, mutable=False),
         Directive("embed-openai-url", "", _single(_str), str),
         Directive("embed-openai-model", "", _single(_str), str, mutable=False),
         Directive("embed-openai-dim", 0, _int_range(0, 4096), str, mutable=False),
@@ -324,7 +330,7 @@ DIRECTIVES: dict[str, Directive] = {
         Directive("embed-fastembed-path", "", _single(_str), str, mutable=False),
         Directive("embed-fastembed-dim", 0, _int_range(0, 4096), str, mutable=False),
         Directive("embed-fastembed-model-file", "model.onnx", _single(_str), str, mutable=False),
-        Directive("embed-fastembed-pooling", "mean", _enum("mean", "cls"), str, mutable=False),
+        Directive("embed-fastembed-pooling", "mean", _Choice(Pooling), str, mutable=False),
         Directive("cluster-enabled", False, *_B, mutable=False),
         Directive("cluster-config-file", "nodes.conf", _single(_str), str, mutable=False),
         Directive("cluster-require-full-coverage", True, *_B),
@@ -345,27 +351,63 @@ def canonical(name: str) -> str:
     return ALIASES.get(lowered, lowered)
 
 
-class Config:
-    """The values of every directive; attribute access by python name (``cfg.appendfsync``).
+#: each directive's attribute on Config (``engine.settings.attribute``)
+ATTRIBUTES: dict[str, str] = {name: attribute(name) for name in DIRECTIVES}
+
+
+class Values(MutableMapping[str, Any]):
+    """``config.values``: the directives by name (``config.values["maxmemory"]``), for code
+    that handles any directive (tests); a view of Config's attributes, not a copy. A reader
+    of one directive uses its typed attribute (``config.maxmemory``)."""
+
+    __slots__ = ("_config",)
+
+    def __init__(self, config: Config) -> None:
+        self._config = config
+
+    def __getitem__(self, name: str) -> Any:
+        return getattr(self._config, ATTRIBUTES[name])
+
+    def __setitem__(self, name: str, value: Any) -> None:
+        setattr(self._config, ATTRIBUTES[name], value)
+
+    def __delitem__(self, name: str) -> None:
+        raise TypeError(f"a directive can't be removed: '{name}'")
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(DIRECTIVES)
+
+    def __len__(self) -> int:
+        return len(DIRECTIVES)
+
+    def __contains__(self, name: object) -> bool:
+        return name in DIRECTIVES
+
+
+class Config(Settings):
+    """The value of every directive, each in its typed attribute (``config.appendfsync``,
+    ``engine.settings.Settings``); ``values`` is the same by directive name.
 
     ``path`` is the config file it came from (for CONFIG REWRITE), if any.
     """
 
+    # one slot per directive: a read is one attribute load, no lookup by name
+    __slots__ = (*ATTRIBUTES.values(), "path", "values")
+
     def __init__(self, path: str | None = None) -> None:
         self.path = path
-        self.values: dict[str, Any] = {
-            name: (list(d.default) if isinstance(d.default, list) else d.default)
-            for name, d in DIRECTIVES.items()
-        }
-
-    def __getattr__(self, attr: str) -> Any:
-        try:
-            return self.__dict__["values"][attr.replace("_", "-")]
-        except KeyError:
-            raise AttributeError(attr) from None
+        self.values = Values(self)
+        for name, d in DIRECTIVES.items():
+            setattr(self, ATTRIBUTES[name], list(d.default) if isinstance(d.default, list) else d.default)
 
     def get(self, name: str) -> Any:
-        return self.values[name]
+        """The value of the directive ``name`` (a canonical name, as in DIRECTIVES)."""
+        return getattr(self, ATTRIBUTES[name])
+
+    def restore(self, saved: dict[str, Any]) -> None:
+        """Put back values read with :meth:`get` (a CONFIG SET undone)."""
+        for name, value in saved.items():
+            setattr(self, ATTRIBUTES[name], value)
 
     def set(self, name: str, values: list[str], *, where: str, initial: bool = True) -> None:
         """Set one directive from its words; raise ConfigError naming ``where`` on bad input."""
@@ -379,12 +421,13 @@ class Config:
             value = directive.parse(values)
         except ValueError as exc:
             raise ConfigError(f"{where}: bad value for '{lname}': {exc}") from None
+        attr = ATTRIBUTES[lname]
         if directive.repeatable:
-            self.values[lname].append(value)
+            getattr(self, attr).append(value)
         elif directive.merge is not None:
-            self.values[lname] = directive.merge(self.values[lname], value)
+            setattr(self, attr, directive.merge(getattr(self, attr), value))
         else:
-            self.values[lname] = value
+            setattr(self, attr, value)
 
     def matching(self, pattern: str) -> Iterable[tuple[str, str]]:
         """(name, formatted value) for CONFIG GET with a glob pattern (aliases included; not
@@ -397,16 +440,16 @@ class Config:
                 # them; ACL LIST shows the users with password digests
                 continue
             if fnmatch.fnmatchcase(name, lowered):
-                yield name, directive.format(self.values[name])
+                yield name, directive.format(self.get(name))
         for alias, name in ALIASES.items():
             if fnmatch.fnmatchcase(alias, lowered):
-                yield alias, DIRECTIVES[name].format(self.values[name])
+                yield alias, DIRECTIVES[name].format(self.get(name))
 
     def render(self) -> str:
         """The whole configuration as hotkv.conf lines (CONFIG REWRITE)."""
         lines: list[str] = []
         for name, directive in DIRECTIVES.items():
-            value = self.values[name]
+            value = self.get(name)
             if directive.repeatable:
                 lines.extend(f"{name} {directive.format(v)}" for v in value)
                 continue
