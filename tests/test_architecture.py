@@ -9,6 +9,7 @@ block counts like any other.
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -153,3 +154,27 @@ def test_a_cycle_would_be_found() -> None:
         GRAPH.clear()
         GRAPH.update(saved)
 
+
+
+def _source_lines(pattern: str, allowed: set[str]) -> list[str]:
+    """``file:line: text`` of every source line matching ``pattern``, but in ``allowed``."""
+    found = re.compile(pattern)
+    return [f"{path.relative_to(SRC)}:{number}: {line.strip()}"
+            for path in sorted(SRC.rglob("*.py")) if str(path.relative_to(SRC)) not in allowed
+            for number, line in enumerate(path.read_text().splitlines(), start=1)
+            if found.search(line)]
+
+
+def test_core_has_no_untyped_bag_of_services() -> None:
+    # every service the subsystems share is a typed field of Core (engine/core.py), none
+    # a string key of a dict
+    from hotkv_server.engine.core import Core
+
+    assert not hasattr(Core(), "extras")
+    assert _source_lines(r"\.extras\b", set()) == []
+
+
+def test_directives_are_read_by_their_typed_attribute() -> None:
+    # ``config.maxmemory`` (engine/settings.py), never ``config.values["maxmemory"]``: the
+    # by-name view is for code that handles any directive, inside engine/config.py
+    assert _source_lines(r"config\.values\b", {"engine/config.py"}) == []

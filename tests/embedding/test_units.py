@@ -116,7 +116,7 @@ def test_store_by_text_in_process_records_the_vector_in_its_effect() -> None:
 
     load_all()
     core = Core()
-    core.extras["embed"] = EmbeddingService(core)
+    core.embed = EmbeddingService(core)
     seen: list[object] = []
     core.effects.set_observer(seen.append, True)
     ctx = Context(core)

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from hotkv_server.cluster.state import ClusterState
 from hotkv_server.engine.core import InfoSection, Subsystem
 from hotkv_server.engine.errors import StartupError
+from hotkv_server.engine.settings import Settings
 from hotkv_server.engine.topology import TopologyError
 
 if TYPE_CHECKING:
@@ -31,45 +32,44 @@ class ClusterSubsystem(Subsystem):
         return {"cluster": self.state.info}
 
     async def started(self) -> None:
-        values = self.server.core.config.values
-        self.state.port = values["cluster-announce-port"] or self.server.core.tcp_port
+        config = self.server.core.config
+        self.state.port = config.cluster_announce_port or self.server.core.tcp_port
 
     def config_changed(self, name: str, value: Any) -> None:
-        values = self.server.core.config.values
+        config = self.server.core.config
         if name == "cluster-require-full-coverage":
             self.state.require_full_coverage = bool(value)
         elif name == "cluster-announce-ip":
-            self.state.host = announce_host(values)
+            self.state.host = announce_host(config)
         elif name == "cluster-announce-port":
             self.state.port = int(value) or self.server.core.tcp_port
 
 
-def announce_host(values: dict[str, object]) -> str:
-    announced = str(values["cluster-announce-ip"] or "")
+def announce_host(config: Settings) -> str:
+    announced = config.cluster_announce_ip
     if announced:
         return announced
-    for entry in values["bind"]:  # type: ignore[attr-defined]
-        host = str(entry).lstrip("-")
+    for entry in config.bind:
+        host = entry.lstrip("-")
         if host not in ("*", "0.0.0.0", "::", "::1", "::*"):
             return host
     return "127.0.0.1"
 
 
 def attach(server: Host) -> ClusterSubsystem | None:
-    values = server.core.config.values
-    if not values["cluster-enabled"]:
+    config = server.core.config
+    if not config.cluster_enabled:
         return None
 
-    path = values["cluster-config-file"]
+    path = config.cluster_config_file
     if not os.path.isabs(path):
-        path = os.path.join(values["dir"], path)
+        path = os.path.join(config.dir, path)
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
     try:
-        state = ClusterState(path, announce_host(values), values["port"],
-                             values["cluster-require-full-coverage"])
+        state = ClusterState(path, announce_host(config), config.port,
+                             config.cluster_require_full_coverage)
     except (TopologyError, OSError) as exc:
         raise StartupError(str(exc)) from None
     core = server.core
-    core.cluster = state
-    core.extras["cluster"] = state  # the CLUSTER commands' view (engine.services.ClusterService)
+    core.cluster = state  # the dispatch point's router and the CLUSTER commands' view
     return ClusterSubsystem(server, state)

@@ -42,7 +42,6 @@ if TYPE_CHECKING:
 #: what other modules import from here (the user model lives in acl_user.py)
 __all__ = ["NOPERM_KEY", "User", "UserTable", "key_permissions", "noperm_command"]
 
-ACL_LOG_MAX = 128
 #: failed AUTH attempts per client address in one window before attempts are refused unchecked
 AUTH_FAILURE_LIMIT = 20
 AUTH_FAILURE_WINDOW_S = 60.0
@@ -73,7 +72,7 @@ class UserTable:
 
     def __init__(self, core: Core) -> None:
         self.core = core
-        self.users: dict[str, User] = {"default": default_user(core.config.values["requirepass"])}
+        self.users: dict[str, User] = {"default": default_user(core.config.requirepass)}
         self.log: deque[LogEntry] = deque()
         self.failures: dict[str, tuple[int, float]] = {}
 
@@ -96,7 +95,7 @@ class UserTable:
         count, since = self.failures.get(host, (0, now))
         if now - since > AUTH_FAILURE_WINDOW_S:
             count, since = 0, now
-        if username is None and self.users["default"].nopass and not self.core.config.values["requirepass"]:
+        if username is None and self.users["default"].nopass and not self.core.config.requirepass:
             return errors.AUTH_NOT_CONFIGURED
         user = self.users.get(name)
         if count >= AUTH_FAILURE_LIMIT:
@@ -133,7 +132,7 @@ class UserTable:
         self.log.appendleft(
             LogEntry(1, reason, context, obj, username, now, now, client_line(ctx, ctx.now_ms))
         )
-        while len(self.log) > self.core.config.values.get("acllog-max-len", ACL_LOG_MAX):
+        while len(self.log) > self.core.config.acllog_max_len:
             self.log.pop()
 
     # --- files ----------------------------------------------------------------------
@@ -160,7 +159,7 @@ class UserTable:
         with open(path, encoding="utf-8") as fh:
             users = self.load_lines(fh.read().splitlines(), path)
         if "default" not in users:
-            users["default"] = default_user(self.core.config.values["requirepass"])
+            users["default"] = default_user(self.core.config.requirepass)
         self.users = users
 
     def save_file(self, path: str) -> None:
@@ -213,8 +212,8 @@ def attach(server: Any) -> Subsystem:
     table = UserTable(core)
     core.users = table
     config = core.config
-    user_lines = config.values["user"]
-    aclfile = config.values["aclfile"]
+    user_lines = config.user
+    aclfile = config.aclfile
     if user_lines and aclfile:
         raise StartupError("configure users with 'user' directives or with 'aclfile', not both")
     try:
@@ -227,15 +226,15 @@ def attach(server: Any) -> Subsystem:
         raise StartupError(f"cannot load ACL users: {exc}") from None
 
     def gate(peer: Any) -> str | None:
-        if not config.values["protected-mode"]:
+        if not config.protected_mode:
             return None
         if table.default_needs_auth() or _is_loopback(peer):
             return None
         return PROTECTED_MODE_DENIED
 
-    core.extras["connection_gate"] = gate
+    core.connection_gate = gate
 
-    PUBSUB_DEFAULT["allchannels"] = config.values.get("acl-pubsub-default") == "allchannels"
+    PUBSUB_DEFAULT["allchannels"] = config.acl_pubsub_default == "allchannels"
 
     return core.attach(AclSettings(table))
 
@@ -392,7 +391,7 @@ def acl_log(ctx: Context, argv: list[bytes]) -> Any:
 
 
 def _aclfile(ctx: Context) -> str:
-    path: str = ctx.core.config.values["aclfile"]
+    path = ctx.core.config.aclfile
     if not path:
         raise CommandError(
             "ERR This Redis instance is not configured to use an ACL file. You may want to "

@@ -124,7 +124,7 @@ def amem_info(core: Core) -> list[tuple[str, object]]:
     dedup = core.db.stores.get("dedup")  # EMBED.DEDUP.*
     if dedup is not None:
         fields.extend((f"dedup_{stat}", value) for stat, value in dedup.stats(now).items())
-    embed = core.extras.get("embed")  # the embedders, their pool and cache (hotkv_server.embedding)
+    embed = core.embed  # the embedders, their pool and cache (hotkv_server.embedding)
     if embed is not None:
         fields.extend(embed.info())
     return fields

@@ -13,10 +13,10 @@ from __future__ import annotations
 from typing import Any
 
 from hotkv_server.engine.context import Context
+from hotkv_server.engine.core import ClusterService
 from hotkv_server.engine.errors import CommandError
 from hotkv_server.engine.registry import command, container, help_lines
 from hotkv_server.engine.replies import OK, Verbatim
-from hotkv_server.engine.services import ClusterService
 from hotkv_server.engine.slots import SLOTS, key_slot
 from hotkv_server.engine.topology import Node, Topology, TopologyError
 
@@ -26,7 +26,7 @@ NO_GOSSIP = ("ERR CLUSTER {} is not supported by hotkv: the topology is set by t
 
 
 def _cluster(ctx: Context) -> ClusterService:
-    state: ClusterService | None = ctx.core.extras.get("cluster")
+    state = ctx.core.cluster
     if state is None:
         raise CommandError(DISABLED)
     return state

@@ -75,7 +75,7 @@ def config_set(ctx: Context, argv: list[bytes]) -> Any:
         except ValueError as exc:
             raise _set_failed(shown, str(exc)) from None
         pairs.append((name, value))
-    before = {name: config.values[name] for name, _ in pairs}
+    before = {name: config.get(name) for name, _ in pairs}
     current = pairs[0][0]
     try:
         for name, value in pairs:
@@ -83,9 +83,9 @@ def config_set(ctx: Context, argv: list[bytes]) -> Any:
             config.set(name, [value], where="CONFIG SET", initial=False)
         for name, _ in pairs:
             current = name
-            ctx.core.config_changed(name, config.values[name])
+            ctx.core.config_changed(name, config.get(name))
     except (ConfigError, ValueError) as exc:
-        config.values.update(before)
+        config.restore(before)
         raise _set_failed(current, str(exc)) from None
     return OK
 
@@ -106,7 +106,7 @@ def reset_stats(core: Core) -> None:
         setattr(core.stats, f.name, getattr(fresh, f.name))
     for spec in every_spec():
         spec.calls = spec.usec = spec.failed_calls = spec.rejected_calls = 0
-    core.extras.pop("used_memory_peak", None)
+    core.used_memory_peak = 0
     for sub in core.subsystems:  # their counters (replication's)
         sub.reset_stats()
 

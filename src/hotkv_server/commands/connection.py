@@ -80,7 +80,7 @@ def _auth_required(ctx: Context) -> bool:
     users = ctx.core.users
     if users is not None:
         return bool(users.default_needs_auth())
-    return bool(ctx.core.config.values["requirepass"])
+    return bool(ctx.core.config.requirepass)
 
 
 def authenticate(ctx: Context, username: bytes | None, password: bytes) -> str | None:
@@ -93,7 +93,7 @@ def authenticate(ctx: Context, username: bytes | None, password: bytes) -> str |
     if users is not None:
         result: str | None = users.authenticate(ctx, username, password)
         return result
-    required = ctx.core.config.values["requirepass"]
+    required = ctx.core.config.requirepass
     if username not in (None, b"default"):
         return errors.WRONGPASS
     if not required:
@@ -396,7 +396,7 @@ def client_no_evict(ctx: Context, argv: list[bytes]) -> Any:
     if mode not in (b"ON", b"OFF"):
         raise CommandError(errors.SYNTAX)
     # ids are never reused, so an id left behind by a closed client matches nobody
-    exempt: set[int] = ctx.core.extras.setdefault("no_evict_clients", set())
+    exempt = ctx.core.no_evict_clients
     if mode == b"ON":
         exempt.add(ctx.id)
     else:

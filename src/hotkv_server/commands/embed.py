@@ -31,8 +31,7 @@ from hotkv_server.engine.services import EmbeddingService
 
 
 def service_of(ctx: Context) -> EmbeddingService | None:
-    service: EmbeddingService | None = ctx.core.extras.get("embed")
-    return service
+    return ctx.core.embed
 
 
 def check_embedder(ctx: Context, name: str) -> int:

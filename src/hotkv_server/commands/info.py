@@ -66,7 +66,7 @@ def lastsave_s(core: Core) -> int:
 def section_server(core: Core) -> Fields:
     uname = platform.uname()
     uptime = _uptime_s(core)
-    hz = core.config.values["hz"]
+    hz = core.config.hz
     return [
         ("redis_version", REDIS_COMPAT_VERSION),
         ("hotkv_version", core.version),
@@ -82,7 +82,7 @@ def section_server(core: Core) -> Fields:
         ("process_id", core.pid),
         ("process_supervised", "no"),
         ("run_id", core.run_id),
-        ("tcp_port", core.tcp_port or core.config.values["port"]),
+        ("tcp_port", core.tcp_port or core.config.port),
         ("server_time_usec", time.time_ns() // 1000),
         ("uptime_in_seconds", uptime),
         ("uptime_in_days", uptime // 86400),
@@ -102,7 +102,7 @@ def section_clients(core: Core) -> Fields:
     return [
         ("connected_clients", len(clients) - replicas),
         ("cluster_connections", 0),
-        ("maxclients", core.config.values["maxclients"]),
+        ("maxclients", core.config.maxclients),
         ("client_recent_max_input_buffer", 0),
         ("client_recent_max_output_buffer", 0),
         ("blocked_clients", blocked),
@@ -113,14 +113,13 @@ def section_clients(core: Core) -> Fields:
 
 def section_memory(core: Core) -> Fields:
     used = core.used_memory()
-    peak = max(used, int(core.extras.get("used_memory_peak", 0)))
-    core.extras["used_memory_peak"] = peak
+    peak = core.used_memory_peak = max(used, core.used_memory_peak)
     rss = current_rss()
     try:
         total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (ValueError, OSError):
         total = 0
-    maxmemory = core.config.values["maxmemory"]
+    maxmemory = core.config.maxmemory
     return [
         ("used_memory", used),
         ("used_memory_human", human_bytes(used)),
@@ -132,7 +131,7 @@ def section_memory(core: Core) -> Fields:
         ("total_system_memory_human", human_bytes(total)),
         ("maxmemory", maxmemory),
         ("maxmemory_human", human_bytes(maxmemory)),
-        ("maxmemory_policy", core.config.values["maxmemory-policy"]),
+        ("maxmemory_policy", core.config.maxmemory_policy),
         ("mem_allocator", "pymalloc"),
     ]
 
@@ -145,7 +144,7 @@ def section_persistence(core: Core) -> Fields:
         ("rdb_bgsave_in_progress", 0),
         ("rdb_last_save_time", lastsave_s(core)),
         ("rdb_last_bgsave_status", "ok"),
-        ("aof_enabled", int(bool(core.config.values["appendonly"]))),
+        ("aof_enabled", int(core.config.appendonly)),
         ("aof_rewrite_in_progress", 0),
         ("aof_rewrite_scheduled", 0),
         ("aof_last_rewrite_time_sec", -1),
@@ -187,7 +186,7 @@ def section_replication(core: Core) -> Fields:
         ("master_repl_offset", 0),
         ("second_repl_offset", -1),
         ("repl_backlog_active", 0),
-        ("repl_backlog_size", core.config.values["repl-backlog-size"]),
+        ("repl_backlog_size", core.config.repl_backlog_size),
         ("repl_backlog_first_byte_offset", 0),
         ("repl_backlog_histlen", 0),
     ]

@@ -137,8 +137,7 @@ def memory_stats(ctx: Context, argv: list[bytes]) -> Any:
     core = ctx.core
     kv = ctx.db.kv
     used = core.used_memory()
-    peak = max(used, int(core.extras.get("used_memory_peak", 0)))
-    core.extras["used_memory_peak"] = peak
+    peak = core.used_memory_peak = max(used, core.used_memory_peak)
     dataset = kv.estimated_bytes()
     keys = len(kv)
     return {
@@ -160,10 +159,10 @@ def memory_doctor(ctx: Context, argv: list[bytes]) -> Any:
     """MEMORY DOCTOR"""
     core = ctx.core
     used = core.used_memory()
-    limit = core.config.values["maxmemory"]
+    limit = core.config.maxmemory
     lines = [f"used memory {used} bytes, of which the keyspace {ctx.db.kv.estimated_bytes()}."]
     if limit and used > limit:
-        lines.append(f"Over maxmemory ({limit}): writes evict by {core.config.values['maxmemory-policy']}"
+        lines.append(f"Over maxmemory ({limit}): writes evict by {core.config.maxmemory_policy}"
                      " or are refused with OOM.")
     else:
         lines.append("No memory problem found.")

@@ -18,7 +18,7 @@ from hotkv_server.engine.registry import alias, command
 from hotkv_server.engine.replies import OK, Simple
 
 if TYPE_CHECKING:
-    from hotkv_server.engine.services import ReplicationService
+    from hotkv_server.engine.core import ReplicationService
 
 log = logging.getLogger("hotkv")
 

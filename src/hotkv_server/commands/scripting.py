@@ -153,7 +153,7 @@ def script_flush(ctx: Context, argv: list[bytes]) -> Any:
          help="KILL\n    Kill the currently executing Lua script.")
 def script_kill(ctx: Context, argv: list[bytes]) -> Any:
     """SCRIPT KILL"""
-    engine = ctx.core.extras.get("scripts")
+    engine = ctx.core.scripts
     if engine is None:
         raise CommandError(errors.NOTBUSY)
     refusal = engine.kill()

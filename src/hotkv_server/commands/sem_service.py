@@ -87,7 +87,7 @@ class RecallSelfCheck:
 
 
 class SemanticService(Subsystem):
-    """The semantic store's part of a running server (``core.extras["sem"]``): the threads
+    """The semantic store's part of a running server (``core.search``): the threads
     that run RECALL's hnswlib searches and the recall self-check.
 
     The threads start with the first RECALL that needs them; :meth:`close` (server
@@ -128,7 +128,7 @@ def attach(server: Any) -> SemanticService:
     """Server subsystem hook (``Server._open_subsystems``): the search threads and the
     recall self-check on the server cron."""
     service = SemanticService(server.core)
-    server.core.extras["sem"] = service
+    server.core.search = service
     # requests held behind a deferred reply: a pipelined store by text starts embedding
-    server.core.extras["lookahead"] = warm_ahead
+    server.core.lookahead = warm_ahead
     return service

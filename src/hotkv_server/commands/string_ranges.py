@@ -29,7 +29,7 @@ LCS_TOO_BIG = "ERR Insufficient memory, transient memory for LCS exceeds proto-m
 
 
 def _max_len(ctx: Context) -> int:
-    limit: int = ctx.core.config.values["proto-max-bulk-len"]
+    limit = ctx.core.config.proto_max_bulk_len
     return limit
 
 

@@ -38,7 +38,7 @@ def search_elsewhere(
     core = ctx.core
     if core.effects.grouped or ctx.is_master_link:
         return None
-    service = core.extras.get("sem")
+    service = core.search
     if service is None or service.closed:
         return None
     try:

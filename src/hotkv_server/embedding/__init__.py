@@ -25,5 +25,5 @@ def attach(server: Any) -> EmbeddingService:
         service = EmbeddingService(server.core)
     except ConfigError as exc:
         raise StartupError(f"*** FATAL CONFIG ERROR *** {exc}") from None
-    server.core.extras["embed"] = service
+    server.core.embed = service
     return service

@@ -1,4 +1,4 @@
-"""The embedding subsystem of a running server (``core.extras["embed"]``).
+"""The embedding subsystem of a running server (``core.embed``).
 
 It builds the configured embedders from the ``embed-*`` directives (docs/embeddings.md),
 owns the worker pool and the cache, follows ``CONFIG SET`` of the directives that may
@@ -37,6 +37,7 @@ from hotkv_server.embedding.wordllama import WordLlamaEmbedder
 from hotkv_server.engine.config import ConfigError
 from hotkv_server.engine.core import Subsystem
 from hotkv_server.engine.services import EmbedDone
+from hotkv_server.engine.settings import Settings
 
 log = logging.getLogger("hotkv")
 
@@ -52,13 +53,13 @@ _HTTP_LIVE: dict[str, tuple[str, Callable[[Any], Any]]] = {
 }
 
 
-def build_embedders(values: dict[str, Any]) -> dict[str, Embedder]:
-    """The embedders the directive values describe (ConfigError for a half-set one)."""
+def build_embedders(config: Settings) -> dict[str, Embedder]:
+    """The embedders the directives describe (ConfigError for a half-set one)."""
     found: dict[str, Embedder] = {}
-    if values["embed-wordllama"] and wordllama_module.available():
-        found["wordllama"] = WordLlamaEmbedder(values["embed-wordllama-dim"])
-    url, model, dim = (values["embed-openai-url"], values["embed-openai-model"],
-                       values["embed-openai-dim"])
+    if config.embed_wordllama and wordllama_module.available():
+        found["wordllama"] = WordLlamaEmbedder(config.embed_wordllama_dim)
+    url, model, dim = (config.embed_openai_url, config.embed_openai_model,
+                       config.embed_openai_dim)
     if url or model or dim:
         if not (url and model and dim):
             raise ConfigError(
@@ -66,33 +67,33 @@ def build_embedders(values: dict[str, Any]) -> dict[str, Embedder]:
                 "embed-openai-dim (all three, or none)")
         found["openai"] = OpenAIEmbedder(HttpSettings(
             url=url, model=model, dim=dim,
-            api_key_env=values["embed-openai-api-key-env"],
-            api_key_file=values["embed-openai-api-key-file"],
-            batch_size=values["embed-openai-batch-size"],
-            timeout_s=values["embed-openai-timeout-ms"] / 1000,
-            retries=values["embed-openai-retries"],
-            backoff_s=values["embed-openai-backoff-ms"] / 1000,
-            send_dimensions=values["embed-openai-send-dimensions"],
+            api_key_env=config.embed_openai_api_key_env,
+            api_key_file=config.embed_openai_api_key_file,
+            batch_size=config.embed_openai_batch_size,
+            timeout_s=config.embed_openai_timeout_ms / 1000,
+            retries=config.embed_openai_retries,
+            backoff_s=config.embed_openai_backoff_ms / 1000,
+            send_dimensions=config.embed_openai_send_dimensions,
         ))
-    path, fdim = values["embed-fastembed-path"], values["embed-fastembed-dim"]
+    path, fdim = config.embed_fastembed_path, config.embed_fastembed_dim
     if path or fdim:
         if not (path and fdim):
             raise ConfigError(
                 "the fastembed embedder needs embed-fastembed-path and embed-fastembed-dim")
         found["fastembed"] = FastEmbedEmbedder(
-            path, fdim, model_file=values["embed-fastembed-model-file"],
-            pooling=values["embed-fastembed-pooling"])
+            path, fdim, model_file=config.embed_fastembed_model_file,
+            pooling=config.embed_fastembed_pooling)
     return found
 
 
 class EmbeddingService(Subsystem):
     def __init__(self, core: Any) -> None:
-        values = core.config.values
+        config: Settings = core.config
         self.core = core
-        self.embedders = build_embedders(values)
-        self.cache = EmbeddingCache(values["embed-cache-max-memory"])
-        self.pool = EmbeddingPool(values["embed-threads"])
-        self.timeout_ms: int = values["embed-timeout-ms"]
+        self.embedders = build_embedders(config)
+        self.cache = EmbeddingCache(config.embed_cache_max_memory)
+        self.pool = EmbeddingPool(config.embed_threads)
+        self.timeout_ms: int = config.embed_timeout_ms
         #: requests that ended in an error reply (embedder failed, deadline passed)
         self.failed = 0
         self.timeouts = 0

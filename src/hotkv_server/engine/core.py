@@ -27,10 +27,18 @@ from hotkv_server.stores.database import Database, default_database
 
 if TYPE_CHECKING:
     from hotkv_server.engine.registry import CommandSpec
+    from hotkv_server.engine.services import (
+        EmbeddingService,
+        MemoryLimit,
+        ScriptService,
+        SearchThreads,
+    )
+    from hotkv_server.engine.topology import Node, Topology
     from hotkv_server.stores.effect import Effect
 
-__all__ = ["Context", "Core", "Host", "InfoSection", "PersistenceService", "ReplicationService",
-           "RepliesWithheld", "SlowlogEntry", "Stats", "Subsystem", "current_rss"]
+__all__ = ["ClusterService", "Context", "Core", "Host", "InfoSection", "PersistenceService",
+           "ReplicationService", "RepliesWithheld", "SlowlogEntry", "Stats", "Subsystem",
+           "current_rss"]
 
 #: an INFO section's fields, as a subsystem computes them
 InfoSection = Callable[[], list[tuple[str, Any]]]
@@ -119,22 +127,45 @@ class Core:
         #: the subsystems, in the order the app attached them (``attach``)
         self.subsystems: list[Subsystem] = []
         self.tcp_port = 0
+        #: the port TLS clients connect to while one is served (server/app.py, rebind.py), else 0
+        self.tls_port = 0
         self.users: Any = None  # hotkv_server.commands.acl.UserTable, set by the ACL module
-        self.extras: dict[str, Any] = {}  # room for subsystems (persistence, replication)
-        #: the persistence and replication subsystems, when attached
+        # The subsystems' parts that others reach, each set by its subsystem when the app
+        # attaches it (server/app.py, ``Server._open_subsystems``, in that order); None
+        # while it is not attached. Each is typed against a protocol of the engine.
+        #: protected-mode (commands/acl.py): a new connection's peer address -> the error
+        #: that refuses it, or None to let it in
+        self.connection_gate: Callable[[Any], str | None] | None = None
+        #: the persistence and replication subsystems
         self.persistence: PersistenceService | None = None
         self.replication: ReplicationService | None = None
+        #: the maxmemory guard (server/memory.py), asked before a denyoom command
+        self.memory: MemoryLimit | None = None
+        #: clients CLIENT NO-EVICT ON keeps out of maxmemory-clients' eviction, by id
+        self.no_evict_clients: set[int] = set()
+        #: the highest used_memory INFO or MEMORY STATS saw (CONFIG RESETSTAT forgets it)
+        self.used_memory_peak = 0
+        #: RECALL's search threads (commands/sem_service.py)
+        self.search: SearchThreads | None = None
+        #: sees each request held behind a deferred reply (sem_service: a pipelined store
+        #: by text starts embedding)
+        self.lookahead: Callable[[Context, list[bytes]], None] | None = None
+        #: the embedders, their worker pool and cache (hotkv_server.embedding)
+        self.embed: EmbeddingService | None = None
+        #: the Lua script engine (scripting/engine.py ``engine_of``), made by the first
+        #: script that runs (a Lua state costs ~1 MB), not by the app
+        self.scripts: ScriptService | None = None
         from hotkv_server.engine.blocking import Blocking
 
         #: clients blocked on keys (BLPOP ...): the dispatch point signals written keys
         self.blocking = Blocking(self)
         #: the cluster subsystem, set only with cluster-enabled (hotkv_server.cluster)
-        self._cluster: ClusterRouter | None = None
+        self._cluster: ClusterService | None = None
         #: slowlog-log-slower-than, kept here so the dispatch point reads one attribute
-        self.slowlog_threshold: int = self.config.values["slowlog-log-slower-than"]
+        self.slowlog_threshold = self.config.slowlog_log_slower_than
         #: the header of a read that needs no check (``engine.config.short_header``)
-        self.short_header = short_header(self.config.values["proto-max-bulk-len"])
-        self.notifier.configure(self.config.values["notify-keyspace-events"])
+        self.short_header = short_header(self.config.proto_max_bulk_len)
+        self.notifier.configure(self.config.notify_keyspace_events)
         self.normal_output_hard_limit = self._normal_output_limit()
         self._update_gated()
 
@@ -181,12 +212,12 @@ class Core:
         self._update_gated()
 
     @property
-    def cluster(self) -> ClusterRouter | None:
+    def cluster(self) -> ClusterService | None:
         """The cluster subsystem when ``cluster-enabled`` is on: commands with keys are routed."""
         return self._cluster
 
     @cluster.setter
-    def cluster(self, value: ClusterRouter | None) -> None:
+    def cluster(self, value: ClusterService | None) -> None:
         self._cluster = value
         self._update_gated()
 
@@ -197,12 +228,12 @@ class Core:
             or self._busy is not None
             or self._role == "slave"
             or self._write_error is not None
-            or self.config.values["maxmemory"]
-            or self.config.values["min-replicas-to-write"]
+            or self.config.maxmemory
+            or self.config.min_replicas_to_write
         )
 
     def _normal_output_limit(self) -> int:
-        return output_limits(self.config.values["client-output-buffer-limit"], "normal")[0]
+        return output_limits(self.config.client_output_buffer_limit, "normal")[0]
 
     def _config_changed(self, name: str, value: Any) -> None:
         if name == "slowlog-log-slower-than":
@@ -348,7 +379,7 @@ class Context:
         if users is not None:
             self.authenticated = not users.default_needs_auth()
         else:
-            self.authenticated = not core.config.values["requirepass"]
+            self.authenticated = not core.config.requirepass
         self.multi: list[tuple[CommandSpec, list[bytes]]] | None = None
         self.multi_error = False
         self.watched: set[bytes] = set()
@@ -394,9 +425,16 @@ class Context:
         self.dirty_cas = False
 
 
-class ClusterRouter(Protocol):
-    """What the dispatch point asks of the cluster subsystem (``hotkv_server.cluster``) when
-    ``cluster-enabled`` is on."""
+class ClusterService(Protocol):
+    """``hotkv_server.cluster.state.ClusterState``, ``core.cluster`` when ``cluster-enabled``
+    is on: the dispatch point routes commands with keys by it (``keys_of``, ``route``) and
+    a replica adopts its primary's topology; the CLUSTER commands, ASKING, READONLY and
+    MIGRATE use the rest (the topology itself is ``engine.topology.Topology``)."""
+
+    myid: str
+    topology: Topology
+    migrating: dict[int, str]
+    importing: dict[int, str]
 
     def keys_of(self, spec: CommandSpec, argv: list[bytes]) -> list[bytes]: ...
 
@@ -405,6 +443,22 @@ class ClusterRouter(Protocol):
     def adopt(self, text: bytes) -> bool:
         """Take a newer topology document heard from this node's primary."""
         ...
+
+    def me(self) -> Node: ...
+
+    def state_ok(self) -> bool: ...
+
+    def set_topology(self, topo: Topology) -> None: ...
+
+    def ids_in_slot(self, ctx: Context, slot: int) -> list[bytes]: ...
+
+    def migrating_changed(self) -> None: ...
+
+    def reset(self, hard: bool) -> None: ...
+
+    def save(self) -> None: ...
+
+    def save_soon(self) -> None: ...
 
 
 class Subsystem:

@@ -141,23 +141,23 @@ def _gate(ctx: Context, core: Any, spec: CommandSpec, argv: list[bytes]) -> str 
             return moved
     queued = ctx.multi if spec.name == "exec" else None
     is_write = spec.is_write or bool(queued and any(q.is_write for q, _ in queued))
-    values = core.config.values
-    if values["maxmemory"]:
+    config = core.config
+    if config.maxmemory:
         # in MULTI, queueing anything costs memory: refused too (not EXEC/DISCARD/QUIT/RESET)
         denyoom = spec.is_denyoom or bool(queued and any(q.is_denyoom for q, _ in queued)) or (
             ctx.multi is not None and spec.name not in _QUEUE_UNDER_OOM)
         if denyoom:
-            oom = core.extras.get("oom_check")
-            if oom is not None and oom():
+            memory = core.memory
+            if memory is not None and memory.enforce():
                 return errors.OOM
     if is_write:
         if core.write_error is not None:
             return errors.MISCONF
-        if values["min-replicas-to-write"] and core.role == "master" and not _enough_replicas(core):
+        if config.min_replicas_to_write and core.role == "master" and not _enough_replicas(core):
             return errors.NOREPLICAS
-        if core.role == "slave" and values["replica-read-only"]:
+        if core.role == "slave" and config.replica_read_only:
             return errors.READONLY
-    if (core.role == "slave" and not values["replica-serve-stale-data"] and not spec.stale_ok
+    if (core.role == "slave" and not config.replica_serve_stale_data and not spec.stale_ok
             and not _link_up(core)):
         return errors.MASTERDOWN
     if core.loading and not spec.allowed_while_loading:
@@ -179,8 +179,8 @@ def _enough_replicas(core: Core) -> bool:
     repl = core.replication
     if repl is None:
         return False
-    good = repl.good_replicas(core.config.values["min-replicas-max-lag"])
-    return bool(good >= core.config.values["min-replicas-to-write"])
+    good = repl.good_replicas(core.config.min_replicas_max_lag)
+    return bool(good >= core.config.min_replicas_to_write)
 
 
 def _route(ctx: Context, cluster: Any, spec: CommandSpec, argv: list[bytes]) -> str | None:
@@ -405,7 +405,7 @@ def _monitor_escape(raw: bytes) -> str:
 
 def _slowlog_add(ctx: Context, argv: list[bytes], elapsed_us: int) -> None:
     core = ctx.core
-    maxlen = core.config.values["slowlog-max-len"]
+    maxlen = core.config.slowlog_max_len
     if maxlen <= 0:
         return
     shown = argv[:32]

@@ -1,50 +1,49 @@
-"""What the commands may ask of the optional subsystems, as protocols the engine declares.
+"""Protocols of the subsystems whose classes live where the engine and the commands may
+not import (the embedders, the maxmemory guard, the search threads, the script engine).
 
-A subsystem package (persistence, replication ...) implements these; command modules
-type against them (the two the engine itself holds, ``core.persistence`` and
-``core.replication``, are declared beside Core in ``engine/core.py``), so ``commands`` never imports a subsystem package (the import graph
-runs server -> engine <- commands, persistence, replication).
+Each types a field of Core (``core.embed``, ``core.memory``, ``core.search``,
+``core.scripts``), set by its subsystem when the app attaches it, so ``commands`` never
+imports a subsystem package (the import graph runs server -> engine <- commands,
+persistence, replication ...). A protocol that names a Context or Core
+(``PersistenceService``, ``ReplicationService``, ``ClusterService``) is declared beside
+them in ``engine/core.py``, which imports this module: this one imports no other module of
+the engine.
 """
 
 from __future__ import annotations
 
+import concurrent.futures
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Protocol
+from typing import Any, Protocol
 
-from hotkv_server.engine.core import PersistenceService, ReplicationService
-
-__all__ = ["ClusterService", "EmbedDone", "EmbeddingService", "PersistenceService",
-           "ReplicationService"]
-
-if TYPE_CHECKING:
-    from hotkv_server.engine.context import Context
-    from hotkv_server.engine.topology import Node, Topology
+__all__ = ["EmbedDone", "EmbeddingService", "MemoryLimit", "ScriptService", "SearchThreads"]
 
 
-class ClusterService(Protocol):
-    """``hotkv_server.cluster.state.ClusterState`` as the CLUSTER commands, ASKING,
-    READONLY and MIGRATE use it (the topology itself is ``engine.topology.Topology``)."""
+class MemoryLimit(Protocol):
+    """``hotkv_server.server.memory.MemoryGuard`` as the dispatch point asks it before a
+    denyoom command while maxmemory is set (``core.memory``)."""
 
-    myid: str
-    topology: Topology
-    migrating: dict[int, str]
-    importing: dict[int, str]
+    def enforce(self) -> bool:
+        """Evict while over maxmemory; True when still over with nothing left to evict."""
 
-    def me(self) -> Node: ...
 
-    def state_ok(self) -> bool: ...
+class SearchThreads(Protocol):
+    """``hotkv_server.commands.sem_service.SemanticService`` as commands/vector_threads.py
+    hands it a vector search (``core.search``)."""
 
-    def set_topology(self, topo: Topology) -> None: ...
+    #: shut down: every search runs in place
+    closed: bool
 
-    def ids_in_slot(self, ctx: Context, slot: int) -> list[bytes]: ...
+    def submit(self, search: Callable[[], None]) -> concurrent.futures.Future[None] | None:
+        """Run ``search`` on a search thread; None when closed (search in place then)."""
 
-    def migrating_changed(self) -> None: ...
 
-    def reset(self, hard: bool) -> None: ...
+class ScriptService(Protocol):
+    """``hotkv_server.scripting.engine.ScriptEngine`` as SCRIPT KILL asks it (``core.scripts``,
+    made by the first script; ``scripting.engine.engine_of`` returns the class itself)."""
 
-    def save(self) -> None: ...
-
-    def save_soon(self) -> None: ...
+    def kill(self) -> str | None:
+        """None when the running script will stop, else the error reply's text."""
 
 
 #: ``done(vectors, None)`` with an FP32 blob per text, or ``done(None, error reply text)``
@@ -53,7 +52,7 @@ EmbedDone = Callable[[dict[bytes, bytes] | None, str | None], None]
 
 class EmbeddingService(Protocol):
     """``hotkv_server.embedding.service.EmbeddingService`` as AMEM.SEM.* use it
-    (``core.extras["embed"]``; commands/embed.py turns it into deferred replies)."""
+    (``core.embed``; commands/embed.py turns it into deferred replies) and INFO amem."""
 
     def dimension(self, name: str) -> int | None:
         """The vector length of the configured embedder ``name``; None if there is none."""
@@ -75,6 +74,9 @@ class EmbeddingService(Protocol):
 
     def embed_now(self, name: str, texts: list[bytes]) -> dict[bytes, bytes]:
         """Embed in place (no running loop); ValueError with the error reply text."""
+
+    def info(self) -> list[tuple[str, Any]]:
+        """INFO amem's embedding fields."""
 
     def prefetch(self, name: str, text: bytes) -> None:
         """Start embedding ``text`` for a command that will need it; its vector lands in

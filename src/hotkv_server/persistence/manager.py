@@ -63,9 +63,9 @@ class Persistence(Subsystem):
     def __init__(self, server: Host) -> None:
         self.server = server
         core = self.core = server.core
-        cfg = core.config.values
-        self.layout = Layout(cfg["dir"], cfg["appendfilename"])
-        self.writer = AofWriter(core, bool(cfg["appendonly"]))
+        config = core.config
+        self.layout = Layout(config.dir, config.appendfilename)
+        self.writer = AofWriter(core, config.appendonly)
         self.jobs = Jobs(core, self.layout, self.writer)
         self.ready = False
         self.closed = False
@@ -170,7 +170,7 @@ class Persistence(Subsystem):
             self.layout,
             self.jobs.manifest,
             core.db,
-            truncate_torn_tail=bool(core.config.values["aof-load-truncated"]),
+            truncate_torn_tail=core.config.aof_load_truncated,
             now_ms=core.clock.now_ms,
             apply=core.effects.replay,
         )
@@ -238,13 +238,13 @@ class Persistence(Subsystem):
         self._maybe_save_point(now)
 
     def _maybe_auto_rewrite(self, now: float) -> None:
-        cfg = self.core.config.values
-        percentage = cfg["auto-aof-rewrite-percentage"]
+        config = self.core.config
+        percentage = config.auto_aof_rewrite_percentage
         jobs = self.jobs
         if not percentage or jobs.job is not None or now < self.writer.retry_at:
             return
         current = jobs.aof_current_size()
-        if current < cfg["auto-aof-rewrite-min-size"]:
+        if current < config.auto_aof_rewrite_min_size:
             return
         base = jobs.rewrite_base_size or 1
         growth = current * 100 // base - 100
@@ -252,7 +252,7 @@ class Persistence(Subsystem):
             jobs.try_start("rewrite", f"Starting automatic rewriting of AOF on {growth}% growth")
 
     def _maybe_save_point(self, now: float) -> None:
-        params = self.core.config.values["save"].split()
+        params = self.core.config.save.split()
         jobs = self.jobs
         if not params or jobs.job is not None or now < self.writer.retry_at or len(params) % 2:
             return
@@ -346,7 +346,7 @@ class Persistence(Subsystem):
         fresh_unfinished = aof is not None and is_temp(aof)
         if not writer.need_fresh and not fresh_unfinished:
             writer.sync_out()
-        points = bool(self.core.config.values["save"].split())
+        points = bool(self.core.config.save.split())
         must = writer.aof_on and (writer.need_fresh or fresh_unfinished)
         if save is True or (save is None and (points or must)):
             log.info("Saving the final snapshot before exiting.")
@@ -385,7 +385,7 @@ class Persistence(Subsystem):
             ("aof_base_size", jobs.base_size),
             ("aof_buffer_length", len(aof.buf) if aof is not None else 0),
             ("aof_pending_bio_fsync", writer.worker.pending),
-            ("aof_fsync_policy", core.config.values["appendfsync"]),
+            ("aof_fsync_policy", core.config.appendfsync),
             ("aof_dir", self.layout.aof_dir),
         ]
         loader = self.loader

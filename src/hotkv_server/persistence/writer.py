@@ -61,7 +61,7 @@ class AofWriter:
         self.core.effects.set_sink(self, aof is not None)
 
     def always(self) -> bool:
-        return self.core.config.values["appendfsync"] == "always"
+        return self.core.config.appendfsync == "always"
 
     # --- the effect sink ---------------------------------------------------------------
     def write_effects(self, records: list[Effect], payload: bytes | None) -> None:
@@ -167,7 +167,7 @@ class AofWriter:
         if not self.write_failing:
             if aof.pending:
                 self.flush(aof, strict=False)
-            policy = self.core.config.values["appendfsync"]
+            policy = self.core.config.appendfsync
             if (policy == "everysec" and aof.unsynced and self.worker.pending == 0
                     and now - self.last_fsync_request >= 1.0):
                 self.worker.fsync(aof.fd)

@@ -164,7 +164,7 @@ class SnapshotJob:
         """Stream bytes fed while the child runs: they follow the snapshot."""
         self.held.append(data)
         self.held_bytes += len(data)
-        hard = output_limits(self.sync.repl.core.config.values["client-output-buffer-limit"], "replica")[0]
+        hard = output_limits(self.sync.repl.core.config.client_output_buffer_limit, "replica")[0]
         if hard and self.held_bytes > hard:
             self._finish(f"the stream written meanwhile ({self.held_bytes} bytes) passed the "
                          f"replica output limit ({hard})")

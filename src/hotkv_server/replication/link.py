@@ -194,29 +194,29 @@ class PrimaryLink:
         return True
 
     async def _handshake(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        values = self.repl.core.config.values
+        config = self.repl.core.config
         reply = await self._call(reader, writer, b"PING")
         # as Redis: an authentication error to PING is fine, AUTH comes next
         if reply.startswith(b"-") and not reply.startswith((b"-NOAUTH", b"-NOPERM", b"-ERR operation not permitted")):
             raise LinkError(f"error reply to PING from master: {reply.decode('utf-8', 'replace')}")
-        if values["masterauth"]:
+        if config.masterauth:
             args = [b"AUTH"]
-            if values["masteruser"]:
-                args.append(values["masteruser"].encode())
-            args.append(values["masterauth"].encode())
+            if config.masteruser:
+                args.append(config.masteruser.encode())
+            args.append(config.masterauth.encode())
             reply = await self._call(reader, writer, *args)
             if not reply.startswith(b"+"):
                 raise LinkError(f"unable to AUTH to MASTER: {reply.decode('utf-8', 'replace')}")
         # what the primary shows of this replica in INFO (and so what Sentinel connects to):
         # replica-announce-port/ip when set, as Redis's replicationSendAck handshake does
-        port = values["replica-announce-port"] or self.repl.core.tcp_port
+        port = config.replica_announce_port or self.repl.core.tcp_port
         reply = await self._call(reader, writer, b"REPLCONF", b"listening-port", b"%d" % port)
         if reply.startswith(b"-"):
             log.info("(Non critical) Master does not understand REPLCONF listening-port: %s",
                      reply.decode("utf-8", "replace"))
-        if values["replica-announce-ip"]:
+        if config.replica_announce_ip:
             reply = await self._call(reader, writer, b"REPLCONF", b"ip-address",
-                                     values["replica-announce-ip"].encode())
+                                     config.replica_announce_ip.encode())
             if reply.startswith(b"-"):
                 log.info("(Non critical) Master does not understand REPLCONF ip-address: %s",
                          reply.decode("utf-8", "replace"))

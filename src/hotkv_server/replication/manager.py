@@ -96,21 +96,21 @@ class Replication(Subsystem):
         self.fullsync = FullSync(self)
         self.loop: asyncio.AbstractEventLoop | None = None
         self.closed = False
-        saved = state.take(core.config.values["dir"])
+        saved = state.take(core.config.dir)
         if saved is not None:
             self.replid, self.offset = saved
             self.known_history = True
             log.info("Replication state restored: id %s, offset %d", self.replid, self.offset)
             # a replica (re)started at exactly this offset may continue without a snapshot
-            self.backlog = Backlog(core.config.values["repl-backlog-size"], self.offset + 1)
-        target = core.config.values["replicaof"]
+            self.backlog = Backlog(core.config.repl_backlog_size, self.offset + 1)
+        target = core.config.replicaof
         if target is not None:
             core.role = "slave"  # refuse writes from the first connection on
 
     # --- life cycle (hotkv_server.server.app) -------------------------------------------------
     async def started(self) -> None:
         self.loop = self.waits.loop = asyncio.get_running_loop()
-        target = self.core.config.values["replicaof"]
+        target = self.core.config.replicaof
         if target is not None:
             self.replicaof(target[0], target[1], at_start=True)
 
@@ -147,7 +147,7 @@ class Replication(Subsystem):
         self.flush()
         self.waits.finish_all()
         if self._data_survives(save):
-            state.save(self.core.config.values["dir"], self.replid, self.offset)
+            state.save(self.core.config.dir, self.replid, self.offset)
             log.info("Replication id %s and offset %d saved for the next start", self.replid, self.offset)
 
     def _data_survives(self, save: bool | None) -> bool:
@@ -157,10 +157,10 @@ class Replication(Subsystem):
         persistence = self.core.persistence
         if persistence is None or self.diverged or self.files_stale:
             return False
-        values = self.core.config.values
+        config = self.core.config
         if persistence.aof_on:
             return True
-        return save is True or (save is None and bool(str(values["save"]).split()))
+        return save is True or (save is None and bool(config.save.split()))
 
     # --- the stream (primary side) -------------------------------------------------------
     @property
@@ -241,7 +241,7 @@ class Replication(Subsystem):
         Only the stream waiting in the transport counts, not a snapshot still being sent
         (Redis sends its RDB from a file, outside the output buffer).
         """
-        hard, soft, seconds = output_limits(self.core.config.values["client-output-buffer-limit"], "replica")
+        hard, soft, seconds = output_limits(self.core.config.client_output_buffer_limit, "replica")
         if not hard and not soft:
             return
         written = peer.written
@@ -269,7 +269,7 @@ class Replication(Subsystem):
 
     def create_backlog(self) -> Backlog:
         if self.backlog is None:
-            self.backlog = Backlog(self.core.config.values["repl-backlog-size"], self.offset + 1)
+            self.backlog = Backlog(self.core.config.repl_backlog_size, self.offset + 1)
         return self.backlog
 
     # --- PSYNC / SYNC / REPLCONF (the primary's commands) --------------------------------------
@@ -428,7 +428,7 @@ class Replication(Subsystem):
             self.link = None
         self.primary = (host, port)
         core.role = "slave"
-        core.config.values["replicaof"] = (host, port)
+        core.config.replicaof = (host, port)
         self.waits.finish_all(ErrorReply(UNBLOCKED))
         core.blocking.unblock_all(UNBLOCKED)  # clients blocked on keys (BLPOP ...), as Redis
         self.drop_all_peers("this server follows a new primary")
@@ -453,7 +453,7 @@ class Replication(Subsystem):
             self.link = None
         self.primary = None
         core.role = "master"
-        core.config.values["replicaof"] = None
+        core.config.replicaof = None
         self.create_backlog()
         self.replid2 = self.replid
         self.second_offset = self.offset + 1
@@ -483,7 +483,7 @@ class Replication(Subsystem):
         self.replid2 = NO_REPLID2
         self.second_offset = -1
         self.offset = offset
-        self.backlog = Backlog(core.config.values["repl-backlog-size"], offset + 1)
+        self.backlog = Backlog(core.config.repl_backlog_size, offset + 1)
         self.pending.clear()
         core.dirty += 1
         core.touch_all()

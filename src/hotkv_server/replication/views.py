@@ -74,9 +74,9 @@ def info_replication(repl: ReplicationState) -> list[tuple[str, Any]]:
             down = link.down_since if link is not None else None
             fields.append(("master_link_down_since_seconds", int(now - down) if down is not None else -1))
         fields += [
-            ("slave_priority", core.config.values["replica-priority"]),
-            ("slave_read_only", int(bool(core.config.values["replica-read-only"]))),
-            ("replica_announced", int(bool(core.config.values["replica-announced"]))),
+            ("slave_priority", core.config.replica_priority),
+            ("slave_read_only", int(core.config.replica_read_only)),
+            ("replica_announced", int(core.config.replica_announced)),
         ]
     fields.append(("connected_slaves", len(repl.peers)))
     for i, peer in enumerate(repl.peers.values()):
@@ -91,7 +91,7 @@ def info_replication(repl: ReplicationState) -> list[tuple[str, Any]]:
         ("master_repl_offset", repl.offset),
         ("second_repl_offset", repl.second_offset),
         ("repl_backlog_active", int(backlog is not None)),
-        ("repl_backlog_size", backlog.size if backlog is not None else core.config.values["repl-backlog-size"]),
+        ("repl_backlog_size", backlog.size if backlog is not None else core.config.repl_backlog_size),
         ("repl_backlog_first_byte_offset", backlog.first if backlog is not None else 0),
         ("repl_backlog_histlen", backlog.histlen if backlog is not None else 0),
     ]

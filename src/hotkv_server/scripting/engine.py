@@ -170,7 +170,7 @@ class ScriptThread:
 
 
 class ScriptEngine:
-    """The script cache and the one script run at a time (``core.extras["scripts"]``)."""
+    """The script cache and the one script run at a time (``core.scripts``)."""
 
     def __init__(self, core: Core) -> None:
         self.core = core
@@ -214,7 +214,7 @@ class ScriptEngine:
             readonly = True
         ctx = self._script_context(caller)
         outer_exec = core.effects.grouped
-        limit_ms = core.config.values["busy-reply-threshold"]
+        limit_ms = core.config.busy_reply_threshold
         limit_s: float | None = limit_ms / 1000 if limit_ms > 0 else None
         core.effects.begin()  # the script's effects leave as one record, after it
         if script.fast:
@@ -443,7 +443,7 @@ def _shebang(body: bytes) -> tuple[frozenset[bytes], bytes] | str:
 
 def engine_of(core: Core) -> ScriptEngine:
     """The core's script engine, made on first use (a Lua state costs ~1 MB)."""
-    engine = core.extras.get("scripts")
-    if engine is None:
-        engine = core.extras["scripts"] = ScriptEngine(core)
+    engine = core.scripts
+    if not isinstance(engine, ScriptEngine):
+        engine = core.scripts = ScriptEngine(core)
     return engine

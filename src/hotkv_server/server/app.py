@@ -67,17 +67,17 @@ class Server:
         self.tasks.append(asyncio.create_task(self._cron(), name="hotkv-cron"))
         for sub in list(self.core.subsystems):
             await sub.started()
-        tls = self.core.extras.get("tls_port")
+        tls = self.core.tls_port
         log.info(
             "hotkv %s ready to accept connections on %s port %s%s (pid %d, config %s, dir %s)",
             __version__,
-            " ".join(self.config.values["bind"]),
+            " ".join(self.config.bind),
             self.core.tcp_port,
             f" tls-port {tls}" if tls else "",
             os.getpid(),
             os.path.abspath(self.config.path) if self.config.path else "none",
             # relative paths are the start directory's: say which directory that made it
-            os.path.abspath(self.config.values["dir"]),
+            os.path.abspath(self.config.dir),
         )
 
     async def _open_subsystems(self) -> None:
@@ -112,8 +112,8 @@ class Server:
                 self.core.attach(sub)
 
     async def _listen(self, loop: asyncio.AbstractEventLoop) -> None:
-        port = self.config.values["port"]
-        binds = self.config.values["bind"]
+        port = self.config.port
+        binds = self.config.bind
         errors: list[str] = []
         for entry in binds:
             host = entry.lstrip("-")
@@ -143,7 +143,7 @@ class Server:
                 if port == 0:
                     port = actual  # the other addresses bind the same port
                 self.ports.append(actual)
-        tls_port = self.config.values["tls-port"]
+        tls_port = self.config.tls_port
         if tls_port:
             await self._listen_tls(loop, binds, tls_port)
         if not self.listeners:
@@ -154,20 +154,20 @@ class Server:
 
     def tls_context(self) -> ssl.SSLContext:
         """The server's TLS settings from the tls-* directives."""
-        values = self.config.values
-        if not values["tls-cert-file"] or not values["tls-key-file"]:
+        config = self.config
+        if not config.tls_cert_file or not config.tls_key_file:
             raise StartupError("tls-port needs tls-cert-file and tls-key-file")
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         context.minimum_version = ssl.TLSVersion.TLSv1_2
         try:
-            context.load_cert_chain(values["tls-cert-file"], values["tls-key-file"])
-            if values["tls-ca-cert-file"]:
-                context.load_verify_locations(values["tls-ca-cert-file"])
+            context.load_cert_chain(config.tls_cert_file, config.tls_key_file)
+            if config.tls_ca_cert_file:
+                context.load_verify_locations(config.tls_ca_cert_file)
         except (OSError, ssl.SSLError) as exc:
             raise StartupError(f"cannot load TLS certificates: {exc}") from None
-        mode = values["tls-auth-clients"]
+        mode = config.tls_auth_clients
         if mode == "yes":
-            if not values["tls-ca-cert-file"]:
+            if not config.tls_ca_cert_file:
                 raise StartupError("tls-auth-clients yes needs tls-ca-cert-file")
             context.verify_mode = ssl.CERT_REQUIRED
         elif mode == "optional":
@@ -203,7 +203,7 @@ class Server:
                 actual = sock.getsockname()[1]
                 if port == 0:
                     port = actual
-        self.core.extras["tls_port"] = port
+        self.core.tls_port = port
 
     def _close_listeners(self) -> None:
         for server in self.listeners:
@@ -215,7 +215,7 @@ class Server:
         """Active expiry and client timeouts, ``hz`` times a second."""
         core = self.core
         while True:
-            await asyncio.sleep(1.0 / core.config.values["hz"])
+            await asyncio.sleep(1.0 / core.config.hz)
             if core.busy is not None:
                 continue  # a script runs on the script thread: only it touches the data
             try:
@@ -242,7 +242,7 @@ class Server:
         return removed_total
 
     def _timeout_clients(self) -> None:
-        timeout = self.config.values["timeout"]
+        timeout = self.config.timeout
         if not timeout:
             return
         now = self.core.clock.now_ms()
@@ -287,8 +287,8 @@ def setup_logging(config: Config) -> None:
         "notice": logging.INFO,
         "warning": logging.WARNING,
         "nothing": logging.CRITICAL + 1,
-    }[config.values["loglevel"]]
-    logfile = config.values["logfile"]
+    }[config.loglevel]
+    logfile = config.logfile
     handler: logging.Handler
     handler = logging.FileHandler(logfile) if logfile else logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("%(process)d:M %(asctime)s %(levelname).1s %(message)s",

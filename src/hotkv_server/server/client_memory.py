@@ -55,10 +55,10 @@ class ClientMemoryGuard(Subsystem):
 
     def evict(self) -> int:
         """One check (the server cron): how many clients were evicted."""
-        cap = int(self.core.config.values["maxmemory-clients"])
+        cap = self.core.config.maxmemory_clients
         if cap <= 0:
             return 0
-        exempt = self.core.extras.get("no_evict_clients", ())
+        exempt = self.core.no_evict_clients
         sizes = [(pending_output(ctx), ctx) for ctx in self.core.clients.values()
                  if evictable(ctx) and ctx.id not in exempt]
         total = sum(size for size, _ in sizes)
@@ -84,5 +84,4 @@ class ClientMemoryGuard(Subsystem):
 def attach(server: Any) -> ClientMemoryGuard:
     """Subsystem hook (``Server._open_subsystems``): ``tick`` runs in the server cron."""
     guard = ClientMemoryGuard(server.core)
-    server.core.extras["client_memory"] = guard
     return guard

@@ -105,13 +105,13 @@ class ClientProtocol(asyncio.Protocol):
         local = transport.get_extra_info("sockname")
         addr = _format_addr(peer)
         laddr = _format_addr(local)
-        if len(core.clients) >= core.config.values["maxclients"]:
+        if len(core.clients) >= core.config.maxclients:
             core.stats.rejected_connections += 1
             transport.write(b"-ERR max number of clients reached\r\n")
             transport.close()
             self.closed = True
             return
-        denial = core.extras.get("connection_gate")
+        denial = core.connection_gate
         if denial is not None:
             message = denial(peer)
             if message:
@@ -303,7 +303,7 @@ class ClientProtocol(asyncio.Protocol):
 
     def _scan(self, ctx: Context, framer: Framer, data: bytes) -> None:
         position = framer.scan(data, authenticated=ctx.authenticated,
-                               max_bulk=self.core.config.values["proto-max-bulk-len"])
+                               max_bulk=self.core.config.proto_max_bulk_len)
         if position is Position.UNTRACKED:
             framer.elements = framer.payload = 0
             framer.line = b""
@@ -401,7 +401,7 @@ class ClientProtocol(asyncio.Protocol):
 
     def _hard_output_limit(self, ctx: Context) -> int:
         if ctx.flags or ctx.pubsub is not None:
-            return output_limits(self.core.config.values["client-output-buffer-limit"],
+            return output_limits(self.core.config.client_output_buffer_limit,
                                  limit_class(ctx))[0]
         return self.core.normal_output_hard_limit
 
@@ -418,7 +418,7 @@ class ClientProtocol(asyncio.Protocol):
 
     def _check_output_limit(self, ctx: Context, pending: int) -> None:
         """Enforce ``client-output-buffer-limit normal <hard> <soft> <seconds>``."""
-        hard, soft, seconds = output_limits(self.core.config.values["client-output-buffer-limit"],
+        hard, soft, seconds = output_limits(self.core.config.client_output_buffer_limit,
                                             limit_class(ctx))
         now = self.core.clock.now_ms()  # not ctx.now_ms: a subscriber runs no commands
         over_soft = soft > 0 and pending > soft
@@ -439,10 +439,10 @@ class ClientProtocol(asyncio.Protocol):
 
     def _check_partial(self, ctx: Context) -> None:
         """An incomplete request that keeps growing: enforce the buffer limits."""
-        limit = self.core.config.values["client-query-buffer-limit"]
+        limit = self.core.config.client_query_buffer_limit
         if not ctx.authenticated:
             limit = min(limit, UNAUTH_MAX_BULK * UNAUTH_MAX_MULTIBULK + 1024)
-        bulk_limit = self.core.config.values["proto-max-bulk-len"] + 64 * 1024
+        bulk_limit = self.core.config.proto_max_bulk_len + 64 * 1024
         if self.partial_bytes > min(limit, max(bulk_limit, 64 * 1024)):
             log.warning("closing client %s: query buffer over the limit", ctx.addr)
             raise ProtocolViolation("query buffer limit exceeded")
@@ -514,7 +514,7 @@ class ClientProtocol(asyncio.Protocol):
     def _hold_request(self, ctx: Context, argv: list[bytes]) -> None:
         held = self.held
         held.append(argv)
-        ahead = self.core.extras.get("lookahead")
+        ahead = self.core.lookahead
         if ahead is not None:  # e.g. start embedding a held store by text
             ahead(ctx, argv)
         if len(held) >= MAX_HELD:

@@ -23,7 +23,7 @@ first crossing. The estimate here is
 The consequence worth knowing: memory freed by deleting AMEM data (never evicted) only
 counts once the process reuses it or returns it to the OS.
 
-**Eviction.** Before a ``denyoom`` command (dispatch calls ``core.extras["oom_check"]``)
+**Eviction.** Before a ``denyoom`` command (dispatch calls ``core.memory.enforce``)
 and from the server's cron, when ``used > maxmemory``, string-cache keys are removed per
 ``maxmemory-policy`` until the estimate is back under the limit:
 
@@ -192,22 +192,22 @@ class MemoryGuard(Subsystem):
     # --- configuration ------------------------------------------------------------
     def reconcile(self) -> None:
         """Follow the current maxmemory / maxmemory-policy (CONFIG SET may change them)."""
-        values = self.core.config.values
-        policy = values["maxmemory-policy"]
+        config = self.core.config
+        policy = config.maxmemory_policy
         if policy != self.policy:
             self.policy = policy
             self.pool = []
         kv = self.core.db.kv
-        want = bool(values["maxmemory"]) and policy.endswith("-lru")
+        want = bool(config.maxmemory) and policy.endswith("-lru")
         if kv.tracking_access != want:
             kv.track_access(want)
 
     def config_changed(self, name: str, value: Any) -> None:
         if name in ("maxmemory", "maxmemory-policy"):
             self.core.effects.set_observer(self.used.note_effect,
-                                           bool(self.core.config.values["maxmemory"]))
+                                           bool(self.core.config.maxmemory))
             self.reconcile()
-            if self.core.config.values["maxmemory"]:
+            if self.core.config.maxmemory:
                 self.enforce()  # as Redis, lowering maxmemory evicts at once
 
     # --- the gate -----------------------------------------------------------------
@@ -216,7 +216,7 @@ class MemoryGuard(Subsystem):
 
         The dispatch point's ``oom_check`` before every denyoom command: it does not
         reconcile the policy (config_changed does on CONFIG SET, the cron's tick too)."""
-        limit = self.core.config.values["maxmemory"]
+        limit = self.core.config.maxmemory
         if not limit or self.core.loading or self.core.is_replica():
             return False
         used = self.used()
@@ -232,7 +232,7 @@ class MemoryGuard(Subsystem):
     def tick(self) -> None:
         """Server cron: keep the estimate fresh and finish an eviction left over budget."""
         self.reconcile()
-        if self.core.config.values["maxmemory"] and self.policy != "noeviction":
+        if self.core.config.maxmemory and self.policy != "noeviction":
             self.enforce()
         else:
             self.used()
@@ -351,11 +351,10 @@ def install(
     """Wire the guard into a Core: the OOM gate, INFO's used_memory, CONFIG SET, and a
     observer counting writes to the other stores. ``measure`` reads the process size (RSS)."""
     guard = MemoryGuard(core, measure or core.used_memory_fn or current_rss, clock, rng)
-    core.extras["oom_check"] = guard.enforce
-    core.extras["memory"] = guard
+    core.memory = guard
     core.used_memory_fn = guard.used
     # the observer is listed only while maxmemory is set (MemoryGuard.config_changed)
-    core.effects.set_observer(guard.used.note_effect, bool(core.config.values["maxmemory"]))
+    core.effects.set_observer(guard.used.note_effect, bool(core.config.maxmemory))
     core.attach(guard)  # CONFIG SET maxmemory ..., the cron's eviction
     return guard
 

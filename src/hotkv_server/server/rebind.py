@@ -79,30 +79,30 @@ class Rebinder(Subsystem):
         #: sockets bound and not yet served, by the id of their kind's server list
         self._waiting: dict[int, list[socket.socket]] = {}
         #: the addresses the plain port listens on now (to return to if a new bind fails)
-        self.hosts: list[str] = list(server.config.values["bind"])
+        self.hosts: list[str] = list(server.config.bind)
         #: the TLS settings the TLS port serves with now (to return to on a failed move)
         self.tls_context: ssl.SSLContext | None = None
 
     def config_changed(self, name: str, value: Any) -> None:
-        values = self.server.config.values
+        config = self.server.config
         core = self.server.core
         if name == "port":
             if value == core.tcp_port and value:
                 return  # unchanged: keep the sockets
             try:
-                socks, port = bind_sockets(values["bind"], value)
+                socks, port = bind_sockets(config.bind, value)
             except OSError as exc:
                 log.warning("CONFIG SET port: cannot listen: %s", exc)
                 raise ValueError("Unable to listen on this port. Check server logs.") from None
             self._replace(self.tcp, socks, None)
             core.tcp_port = port
-            log.info("listening on %s port %s", " ".join(values["bind"]), port)
-            if values["tls-port"]:
+            log.info("listening on %s port %s", " ".join(config.bind), port)
+            if config.tls_port:
                 self._rebind_tls()
         elif name == "bind":
             # the same port on other addresses: the old sockets must go first (as Redis, which
             # listens on the old addresses again if the new ones cannot be had)
-            port = core.tcp_port or values["port"]
+            port = core.tcp_port or config.port
             self._replace(self.tcp, [], None)
             try:
                 socks, port = bind_sockets(value, port)
@@ -114,8 +114,8 @@ class Rebinder(Subsystem):
             self.hosts = list(value)
             self._replace(self.tcp, socks, None)
             core.tcp_port = port
-            log.info("listening on %s port %s", " ".join(values["bind"]), port)
-            if values["tls-port"]:
+            log.info("listening on %s port %s", " ".join(config.bind), port)
+            if config.tls_port:
                 self._rebind_tls()
         elif name in _TLS:
             self._rebind_tls()
@@ -123,33 +123,33 @@ class Rebinder(Subsystem):
     def _rebind_tls(self) -> None:
         """Listen on tls-port with the current tls-* settings (the old TLS sockets are
         closed first, as the port may be the same; on failure the old port comes back)."""
-        values = self.server.config.values
-        port = values["tls-port"]
+        config = self.server.config
+        port = config.tls_port
         core = self.server.core
         if not port:
             self._replace(self.tls, [], None)
-            core.extras.pop("tls_port", None)
+            core.tls_port = 0
             return
-        if not values["tls-cert-file"] or not values["tls-key-file"]:
+        if not config.tls_cert_file or not config.tls_key_file:
             return  # not complete yet (cert and key are usually set one after the other)
         try:
             context = self.server.tls_context()
         except StartupError as exc:
             log.warning("CONFIG SET tls: %s", exc)
             raise ValueError("Unable to update TLS configuration. Check server logs.") from None
-        previous = core.extras.get("tls_port") if self.tls else None
+        previous = core.tls_port if self.tls else 0
         self._replace(self.tls, [], None)
         try:
-            socks, port = bind_sockets(values["bind"], port)
+            socks, port = bind_sockets(config.bind, port)
         except OSError as exc:
             log.warning("CONFIG SET tls-port: cannot listen: %s", exc)
             if previous and self.tls_context is not None:
-                socks, _ = bind_sockets(values["bind"], previous)
+                socks, _ = bind_sockets(config.bind, previous)
                 self._replace(self.tls, socks, self.tls_context)
             raise ValueError("Unable to listen on this port. Check server logs.") from None
         self.tls_context = context
         self._replace(self.tls, socks, context)
-        core.extras["tls_port"] = port
+        core.tls_port = port
 
     def _replace(self, servers: list[Any], socks: list[socket.socket],
                  context: ssl.SSLContext | None) -> None:
