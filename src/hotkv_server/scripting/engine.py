@@ -447,3 +447,10 @@ def engine_of(core: Core) -> ScriptEngine:
     if engine is None:
         engine = core.extras["scripts"] = ScriptEngine(core)
     return engine
+
+
+def in_script(ctx: Context) -> bool:
+    """Whether ``ctx`` is the context of a running script's ``redis.call`` (Redis's
+    CLIENT_SCRIPT: SORT then sorts a set it would leave unsorted)."""
+    engine = ctx.core.extras.get("scripts")
+    return engine is not None and engine.running is not None and engine.running.ctx is ctx
