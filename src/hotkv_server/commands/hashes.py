@@ -23,11 +23,13 @@ from hotkv_server.engine import errors
 from hotkv_server.engine.args import parse_int
 from hotkv_server.engine.context import Context
 from hotkv_server.engine.errors import CommandError
-from hotkv_server.engine.registry import command
+from hotkv_server.engine.registry import family
 from hotkv_server.engine.replies import OK
 from hotkv_server.stores.hashes import HashValue
 from hotkv_server.stores.hashes_effects import KvHdel, KvHset
 from hotkv_server.stores.keyspace_effects import KvPut
+
+command = family(group="hash")
 
 LLONG_MAX = 2**63 - 1
 LLONG_MIN = -(2**63)
@@ -47,8 +49,7 @@ def set_fields(ctx: Context, key: bytes, found: HashValue | None, pairs: list[by
     return added
 
 
-@command("hset", arity=-4, flags="write denyoom fast", keys=(1, 1, 1), group="hash",
-         key_flags="RW update",
+@command("hset", arity=-4, flags="write denyoom fast", key="RW update",
          summary="Creates or modifies the value of a field in a hash.",
          syntax="key field value [field value ...]",
          complexity="O(1) for each field/value pair added, so O(N) to add N field/value pairs "
@@ -67,8 +68,7 @@ def hset(ctx: Context, argv: list[bytes]) -> Any:
     return added
 
 
-@command("hmset", arity=-4, flags="write denyoom fast", keys=(1, 1, 1), group="hash",
-         key_flags="RW update",
+@command("hmset", arity=-4, flags="write denyoom fast", key="RW update",
          summary="Sets the values of multiple fields.", syntax="key field value [field value ...]",
          complexity="O(N) where N is the number of fields being set.")
 def hmset(ctx: Context, argv: list[bytes]) -> Any:
@@ -80,8 +80,7 @@ def hmset(ctx: Context, argv: list[bytes]) -> Any:
     return OK
 
 
-@command("hsetnx", arity=4, flags="write denyoom fast", keys=(1, 1, 1), group="hash",
-         key_flags="RW insert",
+@command("hsetnx", arity=4, flags="write denyoom fast", key="RW insert",
          summary="Sets the value of a field in a hash only when the field doesn't exist.",
          syntax="key field value")
 def hsetnx(ctx: Context, argv: list[bytes]) -> Any:
@@ -94,8 +93,7 @@ def hsetnx(ctx: Context, argv: list[bytes]) -> Any:
     return 1
 
 
-@command("hget", arity=3, flags="readonly fast", keys=(1, 1, 1), group="hash",
-         key_flags="RO access",
+@command("hget", arity=3, flags="readonly fast", key="RO access",
          summary="Returns the value of a field in a hash.", syntax="key field")
 def hget(ctx: Context, argv: list[bytes]) -> Any:
     """HGET key field"""
@@ -108,8 +106,7 @@ def hget(ctx: Context, argv: list[bytes]) -> Any:
     return found.fields.get(argv[2])
 
 
-@command("hmget", arity=-3, flags="readonly fast", keys=(1, 1, 1), group="hash",
-         key_flags="RO access",
+@command("hmget", arity=-3, flags="readonly fast", key="RO access",
          summary="Returns the values of all fields in a hash.", syntax="key field [field ...]",
          complexity="O(N) where N is the number of fields being requested.")
 def hmget(ctx: Context, argv: list[bytes]) -> Any:
@@ -121,18 +118,16 @@ def hmget(ctx: Context, argv: list[bytes]) -> Any:
     return [get(field) for field in argv[2:]]
 
 
-@command("hgetall", arity=2, flags="readonly", keys=(1, 1, 1), group="hash",
-         key_flags="RO access", tips="nondeterministic_output_order",
-         summary="Returns all fields and values in a hash.", syntax="key",
-         complexity="O(N) where N is the size of the hash.")
+@command("hgetall", arity=2, flags="readonly", key="RO access",
+         tips="nondeterministic_output_order", summary="Returns all fields and values in a hash.",
+         syntax="key", complexity="O(N) where N is the size of the hash.")
 def hgetall(ctx: Context, argv: list[bytes]) -> Any:
     """HGETALL key"""
     found = read(ctx, argv[1], HashValue)
     return {} if found is None else dict(found.fields)
 
 
-@command("hkeys", arity=2, flags="readonly", keys=(1, 1, 1), group="hash",
-         key_flags="RO access", tips="nondeterministic_output_order",
+@command("hkeys", arity=2, flags="readonly", key="RO access", tips="nondeterministic_output_order",
          summary="Returns all fields in a hash.", syntax="key",
          complexity="O(N) where N is the size of the hash.")
 def hkeys(ctx: Context, argv: list[bytes]) -> Any:
@@ -141,8 +136,7 @@ def hkeys(ctx: Context, argv: list[bytes]) -> Any:
     return [] if found is None else list(found.fields)
 
 
-@command("hvals", arity=2, flags="readonly", keys=(1, 1, 1), group="hash",
-         key_flags="RO access", tips="nondeterministic_output_order",
+@command("hvals", arity=2, flags="readonly", key="RO access", tips="nondeterministic_output_order",
          summary="Returns all values in a hash.", syntax="key",
          complexity="O(N) where N is the size of the hash.")
 def hvals(ctx: Context, argv: list[bytes]) -> Any:
@@ -151,10 +145,10 @@ def hvals(ctx: Context, argv: list[bytes]) -> Any:
     return [] if found is None else list(found.fields.values())
 
 
-@command("hdel", arity=-3, flags="write fast", keys=(1, 1, 1), group="hash",
-         key_flags="RW delete",
+@command("hdel", arity=-3, flags="write fast", key="RW delete",
          summary="Deletes one or more fields and their values from a hash. Deletes the hash if no fields remain.",
-         syntax="key field [field ...]", complexity="O(N) where N is the number of fields to be removed.")
+         syntax="key field [field ...]",
+         complexity="O(N) where N is the number of fields to be removed.")
 def hdel(ctx: Context, argv: list[bytes]) -> Any:
     """HDEL key field [field ...]"""
     key = argv[1]
@@ -169,8 +163,7 @@ def hdel(ctx: Context, argv: list[bytes]) -> Any:
     return removed
 
 
-@command("hexists", arity=3, flags="readonly fast", keys=(1, 1, 1), group="hash",
-         key_flags="RO",
+@command("hexists", arity=3, flags="readonly fast", key="RO",
          summary="Determines whether a field exists in a hash.", syntax="key field")
 def hexists(ctx: Context, argv: list[bytes]) -> Any:
     """HEXISTS key field"""
@@ -178,8 +171,7 @@ def hexists(ctx: Context, argv: list[bytes]) -> Any:
     return int(found is not None and argv[2] in found.fields)
 
 
-@command("hlen", arity=2, flags="readonly fast", keys=(1, 1, 1), group="hash",
-         key_flags="RO",
+@command("hlen", arity=2, flags="readonly fast", key="RO",
          summary="Returns the number of fields in a hash.", syntax="key")
 def hlen(ctx: Context, argv: list[bytes]) -> Any:
     """HLEN key"""
@@ -187,8 +179,7 @@ def hlen(ctx: Context, argv: list[bytes]) -> Any:
     return 0 if found is None else len(found)
 
 
-@command("hstrlen", arity=3, flags="readonly fast", keys=(1, 1, 1), group="hash",
-         key_flags="RO",
+@command("hstrlen", arity=3, flags="readonly fast", key="RO",
          summary="Returns the length of the value of a field.", syntax="key field")
 def hstrlen(ctx: Context, argv: list[bytes]) -> Any:
     """HSTRLEN key field"""
@@ -199,11 +190,9 @@ def hstrlen(ctx: Context, argv: list[bytes]) -> Any:
     return 0 if value is None else len(value)
 
 
-@command("hincrby", arity=4, flags="write denyoom fast", keys=(1, 1, 1), group="hash",
-         key_flags="RW access update",
+@command("hincrby", arity=4, flags="write denyoom fast", key="RW access update",
          summary="Increments the integer value of a field in a hash by a number. Uses 0 as "
-                 "initial value if the field doesn't exist.",
-         syntax="key field increment")
+                 "initial value if the field doesn't exist.", syntax="key field increment")
 def hincrby(ctx: Context, argv: list[bytes]) -> Any:
     """HINCRBY key field increment"""
     delta = parse_int(argv[3])
@@ -225,11 +214,9 @@ def hincrby(ctx: Context, argv: list[bytes]) -> Any:
     return new
 
 
-@command("hincrbyfloat", arity=4, flags="write denyoom fast", keys=(1, 1, 1), group="hash",
-         key_flags="RW access update",
+@command("hincrbyfloat", arity=4, flags="write denyoom fast", key="RW access update",
          summary="Increments the floating point value of a field by a number. Uses 0 as "
-                 "initial value if the field doesn't exist.",
-         syntax="key field increment")
+                 "initial value if the field doesn't exist.", syntax="key field increment")
 def hincrbyfloat(ctx: Context, argv: list[bytes]) -> Any:
     """HINCRBYFLOAT key field increment"""
     delta = parse_long_double(argv[3])
@@ -254,8 +241,7 @@ def hincrbyfloat(ctx: Context, argv: list[bytes]) -> Any:
     return text
 
 
-@command("hrandfield", arity=-2, flags="readonly", keys=(1, 1, 1), group="hash",
-         key_flags="RO access", tips="nondeterministic_output",
+@command("hrandfield", arity=-2, flags="readonly", key="RO access", tips="nondeterministic_output",
          summary="Returns one or more random fields from a hash.",
          syntax="key [count [WITHVALUES]]",
          complexity="O(N) where N is the number of fields returned")
@@ -326,8 +312,7 @@ def _field_at(found: HashValue, index: int) -> bytes:
     return next(islice(found.fields, index, None))
 
 
-@command("hscan", arity=-3, flags="readonly", keys=(1, 1, 1), group="hash",
-         key_flags="RO access", tips="nondeterministic_output",
+@command("hscan", arity=-3, flags="readonly", key="RO access", tips="nondeterministic_output",
          summary="Iterates over fields and values of a hash.",
          syntax="key cursor [MATCH pattern] [COUNT count]",
          complexity="O(1) for every call. O(N) for a complete iteration, including enough "

@@ -21,9 +21,11 @@ from hotkv_server.engine import errors
 from hotkv_server.engine.args import parse_int
 from hotkv_server.engine.context import Context
 from hotkv_server.engine.errors import CommandError
-from hotkv_server.engine.registry import alias, command
+from hotkv_server.engine.registry import alias, family
 from hotkv_server.engine.replies import Simple
 from hotkv_server.stores.keyspace_effects import KvDel, KvExpire, KvPersist
+
+command = family(group="generic")
 
 LLONG_MAX = 2**63 - 1
 ULONG_MAX = 2**64 - 1
@@ -55,8 +57,8 @@ def _delete(ctx: Context, argv: list[bytes]) -> int:
     return removed
 
 
-@command("del", arity=-2, flags="write", keys=(1, -1, 1), group="generic",
-         key_flags="RM delete", tips="request_policy:multi_shard response_policy:agg_sum",
+@command("del", arity=-2, flags="write", keys=(1, -1, 1), key_flags="RM delete",
+         tips="request_policy:multi_shard response_policy:agg_sum",
          summary="Deletes one or more keys.", syntax="key [key ...]",
          complexity="O(N) where N is the number of keys that will be removed.")
 def del_(ctx: Context, argv: list[bytes]) -> Any:
@@ -64,8 +66,8 @@ def del_(ctx: Context, argv: list[bytes]) -> Any:
     return _delete(ctx, argv)
 
 
-@command("unlink", arity=-2, flags="write fast", keys=(1, -1, 1), group="generic",
-         key_flags="RM delete", tips="request_policy:multi_shard response_policy:agg_sum",
+@command("unlink", arity=-2, flags="write fast", keys=(1, -1, 1), key_flags="RM delete",
+         tips="request_policy:multi_shard response_policy:agg_sum",
          summary="Asynchronously deletes one or more keys.", syntax="key [key ...]",
          complexity="O(1) for each key removed.")
 def unlink(ctx: Context, argv: list[bytes]) -> Any:
@@ -74,8 +76,8 @@ def unlink(ctx: Context, argv: list[bytes]) -> Any:
     return _delete(ctx, argv)
 
 
-@command("exists", arity=-2, flags="readonly fast", keys=(1, -1, 1), group="generic",
-         key_flags="RO", tips="request_policy:multi_shard response_policy:agg_sum",
+@command("exists", arity=-2, flags="readonly fast", keys=(1, -1, 1), key_flags="RO",
+         tips="request_policy:multi_shard response_policy:agg_sum",
          summary="Determines whether one or more keys exist.", syntax="key [key ...]",
          complexity="O(N) where N is the number of keys to check.")
 def exists(ctx: Context, argv: list[bytes]) -> Any:
@@ -86,8 +88,7 @@ def exists(ctx: Context, argv: list[bytes]) -> Any:
     return sum(1 for key in argv[1:] if kv_peek(key, now) is not None)
 
 
-@command("type", arity=2, flags="readonly fast", keys=(1, 1, 1), group="generic",
-         key_flags="RO",
+@command("type", arity=2, flags="readonly fast", key="RO",
          summary="Determines the type of value stored at a key.", syntax="key")
 def type_(ctx: Context, argv: list[bytes]) -> Any:
     """TYPE key"""
@@ -106,7 +107,7 @@ def dbsize(ctx: Context, argv: list[bytes]) -> Any:
     return len(ctx.db.kv)
 
 
-@command("randomkey", arity=1, flags="readonly", group="generic",
+@command("randomkey", arity=1, flags="readonly",
          tips="request_policy:all_shards nondeterministic_output",
          summary="Returns a random key name from the string cache.", syntax="",
          complexity="O(N): the key is picked by position in the key table.")
@@ -131,7 +132,7 @@ def randomkey(ctx: Context, argv: list[bytes]) -> Any:
 
 
 # --- listing ----------------------------------------------------------------------------
-@command("keys", arity=2, flags="readonly", group="generic", acl="@dangerous",
+@command("keys", arity=2, flags="readonly", acl="@dangerous",
          tips="request_policy:all_shards nondeterministic_output_order",
          summary="Returns all key names that match a pattern.", syntax="pattern",
          complexity="O(N) with N being the number of keys in the string cache.")
@@ -168,8 +169,7 @@ def parse_cursor(raw: bytes) -> int:
     return (-value) & ULONG_MAX if negative else value
 
 
-@command("scan", arity=-2, flags="readonly", group="generic",
-         tips="nondeterministic_output request_policy:special",
+@command("scan", arity=-2, flags="readonly", tips="nondeterministic_output request_policy:special",
          summary="Iterates over the key names in the string cache.",
          syntax="cursor [MATCH pattern] [COUNT count] [TYPE type]",
          complexity="O(1) for every call. O(N) for a complete iteration.")
@@ -200,8 +200,7 @@ _EXPIRE_UNITS = {b"expire": (True, True), b"pexpire": (True, False),
 _EXPIRE_SYNTAX = "key {} [NX|XX|GT|LT]"
 
 
-@command("expire", arity=-3, flags="write fast", keys=(1, 1, 1), group="generic",
-         key_flags="RW update",
+@command("expire", arity=-3, flags="write fast", key="RW update",
          summary="Sets the expiration time of a key in seconds.",
          syntax=_EXPIRE_SYNTAX.format("seconds"))
 def expire(ctx: Context, argv: list[bytes]) -> Any:
@@ -263,8 +262,7 @@ alias("pexpireat", of="expire", summary="Sets the expiration time of a key to a 
       syntax=_EXPIRE_SYNTAX.format("unix-time-milliseconds"))
 
 
-@command("ttl", arity=2, flags="readonly fast", keys=(1, 1, 1), group="generic",
-         key_flags="RO access", tips="nondeterministic_output",
+@command("ttl", arity=2, flags="readonly fast", key="RO access", tips="nondeterministic_output",
          summary="Returns the expiration time in seconds of a key.", syntax="key")
 def ttl(ctx: Context, argv: list[bytes]) -> Any:
     """TTL key"""
@@ -272,8 +270,7 @@ def ttl(ctx: Context, argv: list[bytes]) -> Any:
     return ms if ms < 0 else (ms + 500) // 1000
 
 
-@command("pttl", arity=2, flags="readonly fast", keys=(1, 1, 1), group="generic",
-         key_flags="RO access", tips="nondeterministic_output",
+@command("pttl", arity=2, flags="readonly fast", key="RO access", tips="nondeterministic_output",
          summary="Returns the expiration time in milliseconds of a key.", syntax="key")
 def pttl(ctx: Context, argv: list[bytes]) -> Any:
     """PTTL key"""
@@ -289,8 +286,7 @@ def _deadline(ctx: Context, key: bytes) -> int:
     return -1 if at is None else at
 
 
-@command("expiretime", arity=2, flags="readonly fast", keys=(1, 1, 1), group="generic",
-         key_flags="RO access",
+@command("expiretime", arity=2, flags="readonly fast", key="RO access",
          summary="Returns the expiration time of a key as a Unix timestamp.", syntax="key")
 def expiretime(ctx: Context, argv: list[bytes]) -> Any:
     """EXPIRETIME key"""
@@ -298,8 +294,7 @@ def expiretime(ctx: Context, argv: list[bytes]) -> Any:
     return at if at < 0 else at // 1000
 
 
-@command("pexpiretime", arity=2, flags="readonly fast", keys=(1, 1, 1), group="generic",
-         key_flags="RO access",
+@command("pexpiretime", arity=2, flags="readonly fast", key="RO access",
          summary="Returns the expiration time of a key as a Unix milliseconds timestamp.",
          syntax="key")
 def pexpiretime(ctx: Context, argv: list[bytes]) -> Any:
@@ -307,8 +302,7 @@ def pexpiretime(ctx: Context, argv: list[bytes]) -> Any:
     return _deadline(ctx, argv[1])
 
 
-@command("persist", arity=2, flags="write fast", keys=(1, 1, 1), group="generic",
-         key_flags="RW update",
+@command("persist", arity=2, flags="write fast", key="RW update",
          summary="Removes the expiration time of a key.", syntax="key")
 def persist(ctx: Context, argv: list[bytes]) -> Any:
     """PERSIST key"""

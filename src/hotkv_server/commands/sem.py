@@ -49,7 +49,7 @@ from hotkv_server.engine.args import Args
 from hotkv_server.engine.context import Context
 from hotkv_server.engine.dispatch import Deferred
 from hotkv_server.engine.errors import CommandError
-from hotkv_server.engine.registry import command
+from hotkv_server.engine.registry import family
 from hotkv_server.engine.replies import OK
 from hotkv_server.engine.write_options import AMEM_TTL_TOKENS, NX, XX, WriteOptions
 from hotkv_server.stores.sem import (
@@ -72,6 +72,8 @@ from hotkv_server.stores.sem import (
     SemanticStore,
 )
 from hotkv_server.stores.sem_effects import SemCreate, SemDel, SemDrop, SemStore, SemUpdate
+
+command = family(group="sem")
 
 MAX_K = 1000
 MAX_EF = 10_000
@@ -122,20 +124,13 @@ def _fact_record(ns: Namespace, fact: Fact, similarity: float | None, vector: bo
 # --- commands ------------------------------------------------------------------------
 
 
-@command(
-    "amem.sem.create",
-    arity=-3,
-    flags="write denyoom",
-    keys=(1, 1, 1),
-    group="sem",
-    summary="Creates a semantic namespace, bound to an embedder with EMBEDDER (or with UPDATE "
-    "changes its EF, CAPACITY and EVICT).",
-    syntax="ns [dim] [METRIC COSINE|IP|L2] [M m] [EF_CONSTRUCTION n] [EF n] "
-    "[CAPACITY n [EVICT LOWCONF|OLDEST|NONE]] [EMBEDDER name] [UPDATE]",
-    complexity="O(1), O(N log N) when UPDATE lowers the capacity below the N facts held",
-    dialect=True,
-    extensions="METRIC M EF_CONSTRUCTION EF CAPACITY EVICT EMBEDDER UPDATE",
-)
+@command("amem.sem.create", arity=-3, flags="write denyoom", key="RW update",
+         summary="Creates a semantic namespace, bound to an embedder with EMBEDDER (or with UPDATE "
+                 "changes its EF, CAPACITY and EVICT).",
+         syntax="ns [dim] [METRIC COSINE|IP|L2] [M m] [EF_CONSTRUCTION n] [EF n] "
+                "[CAPACITY n [EVICT LOWCONF|OLDEST|NONE]] [EMBEDDER name] [UPDATE]",
+         complexity="O(1), O(N log N) when UPDATE lowers the capacity below the N facts held",
+         dialect=True, extensions="METRIC M EF_CONSTRUCTION EF CAPACITY EVICT EMBEDDER UPDATE")
 def sem_create(ctx: Context, argv: list[bytes]) -> Any:
     """ns [dim] [METRIC COSINE|IP|L2] [M m] [EF_CONSTRUCTION n] [EF n] [CAPACITY n [EVICT LOWCONF|OLDEST|NONE]] [EMBEDDER name] [UPDATE]"""
     args = Args(argv, 1)
@@ -234,20 +229,13 @@ def sem_create(ctx: Context, argv: list[bytes]) -> Any:
     return OK
 
 
-@command(
-    "amem.sem.store",
-    arity=-4,
-    flags="write denyoom",
-    keys=(1, 1, 1),
-    group="sem",
-    summary="Stores (or replaces) a fact with its vector (computed by the namespace's embedder "
-    "when left out): OK (WITHCREATED: 1 created, 0 replaced), null if NX/XX blocked it.",
-    syntax="ns id text [FP32 blob | v1 ... vdim] [NX|XX] [TTL s|PX ms|PXAT unix-time-ms] "
-    "[KIND kind] [CONFIDENCE c] [SOURCE s] [DESCRIPTION d] [META json-object] [WITHCREATED]",
-    complexity="O(log N) index insertion",
-    dialect=True,
-    extensions="FP32 NX XX PX KIND CONFIDENCE SOURCE DESCRIPTION META WITHCREATED",
-)
+@command("amem.sem.store", arity=-4, flags="write denyoom", key="RW update",
+         summary="Stores (or replaces) a fact with its vector (computed by the namespace's embedder "
+                 "when left out): OK (WITHCREATED: 1 created, 0 replaced), null if NX/XX blocked it.",
+         syntax="ns id text [FP32 blob | v1 ... vdim] [NX|XX] [TTL s|PX ms|PXAT unix-time-ms] "
+                "[KIND kind] [CONFIDENCE c] [SOURCE s] [DESCRIPTION d] [META json-object] [WITHCREATED]",
+         complexity="O(log N) index insertion", dialect=True,
+         extensions="FP32 NX XX PX KIND CONFIDENCE SOURCE DESCRIPTION META WITHCREATED")
 def sem_store(ctx: Context, argv: list[bytes]) -> Any:
     """ns id text [FP32 blob | v1 ... vdim] [NX|XX] [TTL s|PX ms|PXAT unix-time-ms] [KIND kind] [CONFIDENCE c] [SOURCE s] [DESCRIPTION d] [META json-object] [WITHCREATED]"""
     args = Args(argv, 1)
@@ -316,20 +304,13 @@ def _store_fact(ctx: Context, name: bytes, ident: bytes, text: bytes, vector: by
     return 1 if existing is None else 0
 
 
-@command(
-    "amem.sem.recall",
-    arity=-4,
-    flags="readonly",
-    keys=(1, 1, 1),
-    group="sem",
-    summary="Returns up to k facts nearest to a vector (or to a text, embedded by the "
-    "namespace's embedder), best first, filtered inside the search.",
-    syntax="ns k (FP32 blob | v1 ... vdim | TEXT query) [MINSIM x] [KIND kind] [MINCONF c] "
-    "[PREFIX p] [EF n] [EXACT] [WITHVECTORS]",
-    complexity="O(log N) for the HNSW search, O(N) with EXACT",
-    dialect=True,
-    extensions="FP32 TEXT MINSIM KIND MINCONF PREFIX EF EXACT WITHVECTORS",
-)
+@command("amem.sem.recall", arity=-4, flags="readonly", key="RO access",
+         summary="Returns up to k facts nearest to a vector (or to a text, embedded by the "
+                 "namespace's embedder), best first, filtered inside the search.",
+         syntax="ns k (FP32 blob | v1 ... vdim | TEXT query) [MINSIM x] [KIND kind] [MINCONF c] "
+                "[PREFIX p] [EF n] [EXACT] [WITHVECTORS]",
+         complexity="O(log N) for the HNSW search, O(N) with EXACT", dialect=True,
+         extensions="FP32 TEXT MINSIM KIND MINCONF PREFIX EF EXACT WITHVECTORS")
 def sem_recall(ctx: Context, argv: list[bytes]) -> Any:
     """ns k (FP32 blob | v1 ... vdim | TEXT query) [MINSIM x] [KIND kind] [MINCONF c] [PREFIX p] [EF n] [EXACT] [WITHVECTORS]"""
     args = Args(argv, 1)
@@ -414,20 +395,14 @@ def _search_elsewhere(ctx: Context, ns: Namespace, pending: PendingSearch,
                             name="amem.sem.recall")
 
 
-@command(
-    "amem.sem.search",
-    arity=-5,
-    flags="readonly",
-    keys=(1, 1, 1),
-    group="sem",
-    summary="Returns up to k facts by BM25 text search, or hybrid: BM25 fused with a vector "
-    "search (RRF or LINEAR; the namespace's embedder embeds the query when VECTOR is left "
-    "out), best first.",
-    syntax="ns k TEXT query [VECTOR (FP32 blob | v1 ... vdim)] [FUSION RRF|LINEAR] [ALPHA a] "
-    "[MINSCORE x] [KIND kind] [MINCONF c] [PREFIX p]",
-    complexity="O(P) with P the postings of the query's terms, plus O(log N) for the HNSW "
-    "search with VECTOR",
-)
+@command("amem.sem.search", arity=-5, flags="readonly", key="RO access",
+         summary="Returns up to k facts by BM25 text search, or hybrid: BM25 fused with a vector "
+                 "search (RRF or LINEAR; the namespace's embedder embeds the query when VECTOR is left "
+                 "out), best first.",
+         syntax="ns k TEXT query [VECTOR (FP32 blob | v1 ... vdim)] [FUSION RRF|LINEAR] [ALPHA a] "
+                "[MINSCORE x] [KIND kind] [MINCONF c] [PREFIX p]",
+         complexity="O(P) with P the postings of the query's terms, plus O(log N) for the HNSW "
+                    "search with VECTOR")
 def sem_search(ctx: Context, argv: list[bytes]) -> Any:
     """ns k TEXT query [VECTOR (FP32 blob | v1 ... vdim)] [FUSION RRF|LINEAR] [ALPHA a] [MINSCORE x] [KIND kind] [MINCONF c] [PREFIX p]"""
     args = Args(argv, 1)
@@ -491,15 +466,8 @@ def _search_record(hit: SearchHit) -> Any:
     return hit.fact.record(hit.similarity, score=hit.score, text_score=hit.text_score)
 
 
-@command(
-    "amem.sem.get",
-    arity=-3,
-    flags="readonly fast",
-    keys=(1, 1, 1),
-    group="sem",
-    summary="Returns one fact (without similarity), or null.",
-    syntax="ns id [WITHVECTOR]",
-)
+@command("amem.sem.get", arity=-3, flags="readonly fast", key="RO access",
+         summary="Returns one fact (without similarity), or null.", syntax="ns id [WITHVECTOR]")
 def sem_get(ctx: Context, argv: list[bytes]) -> Any:
     """ns id [WITHVECTOR]"""
     args = Args(argv, 1)
@@ -518,16 +486,9 @@ def sem_get(ctx: Context, argv: list[bytes]) -> Any:
     return _fact_record(ns, fact, None, withvector)
 
 
-@command(
-    "amem.sem.del",
-    arity=-3,
-    flags="write",
-    keys=(1, 1, 1),
-    group="sem",
-    summary="Deletes facts and returns how many existed.",
-    syntax="ns id [id ...]",
-    complexity="O(N) with N the ids named",
-)
+@command("amem.sem.del", arity=-3, flags="write", key="RW delete",
+         summary="Deletes facts and returns how many existed.", syntax="ns id [id ...]",
+         complexity="O(N) with N the ids named")
 def sem_del(ctx: Context, argv: list[bytes]) -> int:
     """ns id [id ...]"""
     args = Args(argv, 1)
@@ -545,19 +506,12 @@ def sem_del(ctx: Context, argv: list[bytes]) -> int:
     return len(held)
 
 
-@command(
-    "amem.sem.list",
-    arity=-2,
-    flags="readonly",
-    keys=(1, 1, 1),
-    group="sem",
-    summary="Lists the ids of a namespace's facts in id order; with CURSOR or COUNT a page "
-    "of facts at a time: [next-cursor, [facts]].",
-    syntax="ns [PREFIX p] [KIND kind] [CURSOR c] [COUNT n]",
-    complexity="O(log N + M) with M the facts looked at",
-    dialect=True,
-    extensions="PREFIX KIND CURSOR COUNT",
-)
+@command("amem.sem.list", arity=-2, flags="readonly", key="RO access",
+         summary="Lists the ids of a namespace's facts in id order; with CURSOR or COUNT a page "
+                 "of facts at a time: [next-cursor, [facts]].",
+         syntax="ns [PREFIX p] [KIND kind] [CURSOR c] [COUNT n]",
+         complexity="O(log N + M) with M the facts looked at", dialect=True,
+         extensions="PREFIX KIND CURSOR COUNT")
 def sem_list(ctx: Context, argv: list[bytes]) -> list[Any]:
     """ns [PREFIX p] [KIND kind] [CURSOR c] [COUNT n]"""
     args = Args(argv, 1)
@@ -595,16 +549,9 @@ def sem_list(ctx: Context, argv: list[bytes]) -> list[Any]:
     return [cursor, [fact.record() for fact in facts]]
 
 
-@command(
-    "amem.sem.info",
-    arity=2,
-    flags="readonly fast",
-    keys=(1, 1, 1),
-    group="sem",
-    summary="Returns a namespace's dim, metric, count, capacity, evict, m, ef_construction, "
-    "ef and its last recall self-check.",
-    syntax="ns",
-)
+@command("amem.sem.info", arity=2, flags="readonly fast", key="RO access",
+         summary="Returns a namespace's dim, metric, count, capacity, evict, m, ef_construction, "
+                 "ef and its last recall self-check.", syntax="ns")
 def sem_info(ctx: Context, argv: list[bytes]) -> dict[str, Any] | None:
     """ns"""
     ns = _store(ctx).get(Args(argv, 1).ident("ns"))
@@ -629,16 +576,9 @@ def sem_info(ctx: Context, argv: list[bytes]) -> dict[str, Any] | None:
     return info
 
 
-@command(
-    "amem.sem.drop",
-    arity=2,
-    flags="write",
-    keys=(1, 1, 1),
-    group="sem",
-    summary="Drops a namespace and all its facts; 1 if it existed, else 0.",
-    syntax="ns",
-    complexity="O(N) with N the facts held",
-)
+@command("amem.sem.drop", arity=2, flags="write", key="RM delete",
+         summary="Drops a namespace and all its facts; 1 if it existed, else 0.", syntax="ns",
+         complexity="O(N) with N the facts held")
 def sem_drop(ctx: Context, argv: list[bytes]) -> int:
     """ns"""
     name = Args(argv, 1).ident("ns")

@@ -12,17 +12,9 @@ from hotkv_server.stores.sem import SemanticStore
 from hotkv_server.stores.sem_effects import SemDel
 
 
-@command(
-    "amem.sem.forget",
-    arity=3,
-    flags="write",
-    keys=(1, 1, 1),
-    key_flags="RW delete",
-    group="sem",
-    summary="Deletes one fact; 1 if it existed, else 0 (also when the namespace is missing).",
-    syntax="ns id",
-    dialect=True,
-)
+@command("amem.sem.forget", arity=3, flags="write", key="RW delete", group="sem",
+         summary="Deletes one fact; 1 if it existed, else 0 (also when the namespace is missing).",
+         syntax="ns id", dialect=True)
 def sem_forget(ctx: Context, argv: list[bytes]) -> int:
     """ns id"""
     args = Args(argv, 1)

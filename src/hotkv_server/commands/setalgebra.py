@@ -15,9 +15,11 @@ from typing import Any
 from hotkv_server.engine.args import parse_int
 from hotkv_server.engine.context import Context
 from hotkv_server.engine.errors import CommandError, WrongTypeError
-from hotkv_server.engine.registry import command, key_spec
+from hotkv_server.engine.registry import family, key_spec
 from hotkv_server.stores.keyspace_effects import KvDel, KvPut
 from hotkv_server.stores.sets import SetValue
+
+command = family(group="set")
 
 NUMKEYS_POSITIVE = "ERR numkeys should be greater than 0"
 TOO_MANY_KEYS = "ERR Number of keys can't be greater than number of args"
@@ -90,16 +92,15 @@ def _store(ctx: Context, dst: bytes, result: set[bytes]) -> int:
     return len(result)
 
 
-@command("sinter", arity=-2, flags="readonly", keys=(1, -1, 1), group="set",
-         key_flags="RO access", tips="nondeterministic_output_order",
-         summary="Returns the intersect of multiple sets.", syntax="key [key ...]",
-         complexity=_COMPLEXITY_INTER)
+@command("sinter", arity=-2, flags="readonly", keys=(1, -1, 1), key_flags="RO access",
+         tips="nondeterministic_output_order", summary="Returns the intersect of multiple sets.",
+         syntax="key [key ...]", complexity=_COMPLEXITY_INTER)
 def sinter(ctx: Context, argv: list[bytes]) -> Any:
     """SINTER key [key ...]"""
     return _inter(_sets(ctx, argv[1:]))
 
 
-@command("sintercard", arity=-3, flags="readonly", group="set",
+@command("sintercard", arity=-3, flags="readonly",
          key_specs=(key_spec(1, "RO access", keynum=True, arg="key"),),
          summary="Returns the number of members of the intersect of multiple sets.",
          syntax="numkeys key [key ...] [LIMIT limit]", complexity=_COMPLEXITY_INTER)
@@ -124,7 +125,7 @@ def sintercard(ctx: Context, argv: list[bytes]) -> Any:
     return len(_inter(_sets(ctx, argv[2 : 2 + numkeys]), limit))
 
 
-@command("sinterstore", arity=-3, flags="write denyoom", keys=(1, -1, 1), group="set",
+@command("sinterstore", arity=-3, flags="write denyoom", keys=(1, -1, 1),
          key_specs=(key_spec(1, "RW update", arg="destination"),
                     key_spec(2, "RO access", lastkey=-1, arg="key")),
          summary="Stores the intersect of multiple sets in a key.",
@@ -134,35 +135,33 @@ def sinterstore(ctx: Context, argv: list[bytes]) -> Any:
     return _store(ctx, argv[1], _inter(_sets(ctx, argv[2:])))
 
 
-@command("sunion", arity=-2, flags="readonly", keys=(1, -1, 1), group="set",
-         key_flags="RO access", tips="nondeterministic_output_order",
-         summary="Returns the union of multiple sets.", syntax="key [key ...]",
-         complexity=_COMPLEXITY_SUM)
+@command("sunion", arity=-2, flags="readonly", keys=(1, -1, 1), key_flags="RO access",
+         tips="nondeterministic_output_order", summary="Returns the union of multiple sets.",
+         syntax="key [key ...]", complexity=_COMPLEXITY_SUM)
 def sunion(ctx: Context, argv: list[bytes]) -> Any:
     """SUNION key [key ...]"""
     return _union(_sets(ctx, argv[1:]))
 
 
-@command("sunionstore", arity=-3, flags="write denyoom", keys=(1, -1, 1), group="set",
+@command("sunionstore", arity=-3, flags="write denyoom", keys=(1, -1, 1),
          key_specs=(key_spec(1, "OW update", arg="destination"),
                     key_spec(2, "RO access", lastkey=-1, arg="key")),
-         summary="Stores the union of multiple sets in a key.",
-         syntax="destination key [key ...]", complexity=_COMPLEXITY_SUM)
+         summary="Stores the union of multiple sets in a key.", syntax="destination key [key ...]",
+         complexity=_COMPLEXITY_SUM)
 def sunionstore(ctx: Context, argv: list[bytes]) -> Any:
     """SUNIONSTORE destination key [key ...]"""
     return _store(ctx, argv[1], _union(_sets(ctx, argv[2:])))
 
 
-@command("sdiff", arity=-2, flags="readonly", keys=(1, -1, 1), group="set",
-         key_flags="RO access", tips="nondeterministic_output_order",
-         summary="Returns the difference of multiple sets.", syntax="key [key ...]",
-         complexity=_COMPLEXITY_SUM)
+@command("sdiff", arity=-2, flags="readonly", keys=(1, -1, 1), key_flags="RO access",
+         tips="nondeterministic_output_order", summary="Returns the difference of multiple sets.",
+         syntax="key [key ...]", complexity=_COMPLEXITY_SUM)
 def sdiff(ctx: Context, argv: list[bytes]) -> Any:
     """SDIFF key [key ...]"""
     return _diff(_sets(ctx, argv[1:]))
 
 
-@command("sdiffstore", arity=-3, flags="write denyoom", keys=(1, -1, 1), group="set",
+@command("sdiffstore", arity=-3, flags="write denyoom", keys=(1, -1, 1),
          key_specs=(key_spec(1, "OW update", arg="destination"),
                     key_spec(2, "RO access", lastkey=-1, arg="key")),
          summary="Stores the difference of multiple sets in a key.",

@@ -19,9 +19,11 @@ from hotkv_server.engine import errors
 from hotkv_server.engine.args import Args
 from hotkv_server.engine.context import Context
 from hotkv_server.engine.errors import CommandError
-from hotkv_server.engine.registry import command
+from hotkv_server.engine.registry import family
 from hotkv_server.stores.summary import SummaryStore
 from hotkv_server.stores.summary_effects import SummaryAppend, SummaryDel, SummarySet
+
+command = family(group="summary")
 
 
 def _check_version(store: SummaryStore, agent: bytes, expected: int | None) -> int:
@@ -32,18 +34,10 @@ def _check_version(store: SummaryStore, agent: bytes, expected: int | None) -> i
     return current
 
 
-@command(
-    "amem.summary.set",
-    arity=-3,
-    flags="write denyoom",
-    keys=(1, 1, 1),
-    key_flags="RW update",
-    group="summary",
-    summary="Replaces an agent's summary and returns its new version.",
-    syntax="agent text [IFVERSION v] [UPTO event-id]",
-    dialect=True,
-    extensions="IFVERSION UPTO",
-)
+@command("amem.summary.set", arity=-3, flags="write denyoom", key="RW update",
+         summary="Replaces an agent's summary and returns its new version.",
+         syntax="agent text [IFVERSION v] [UPTO event-id]", dialect=True,
+         extensions="IFVERSION UPTO")
 def summary_set(ctx: Context, argv: list[bytes]) -> int:
     """agent text [IFVERSION v] [UPTO event-id]"""
     args = Args(argv, 1)
@@ -68,19 +62,10 @@ def summary_set(ctx: Context, argv: list[bytes]) -> int:
     return version
 
 
-@command(
-    "amem.summary.append",
-    arity=-3,
-    flags="write denyoom",
-    keys=(1, 1, 1),
-    key_flags="RW update",
-    group="summary",
-    summary="Adds a line to an agent's summary and returns its new version.",
-    syntax="agent line [IFVERSION v]",
-    complexity="O(N) with N the summary's length",
-    dialect=True,
-    extensions="IFVERSION",
-)
+@command("amem.summary.append", arity=-3, flags="write denyoom", key="RW update",
+         summary="Adds a line to an agent's summary and returns its new version.",
+         syntax="agent line [IFVERSION v]", complexity="O(N) with N the summary's length",
+         dialect=True, extensions="IFVERSION")
 def summary_append(ctx: Context, argv: list[bytes]) -> int:
     """agent line [IFVERSION v]"""
     args = Args(argv, 1)
@@ -99,19 +84,10 @@ def summary_append(ctx: Context, argv: list[bytes]) -> int:
     return version
 
 
-@command(
-    "amem.summary.get",
-    arity=-2,
-    flags="readonly fast",
-    keys=(1, 1, 1),
-    key_flags="RO access",
-    group="summary",
-    summary="Returns an agent's summary as [text, version, updated_unix], or with RECORD its "
-    "record: text, version, updated (ms) and upto; null without one.",
-    syntax="agent [RECORD]",
-    dialect=True,
-    extensions="RECORD",
-)
+@command("amem.summary.get", arity=-2, flags="readonly fast", key="RO access",
+         summary="Returns an agent's summary as [text, version, updated_unix], or with RECORD its "
+                 "record: text, version, updated (ms) and upto; null without one.",
+         syntax="agent [RECORD]", dialect=True, extensions="RECORD")
 def summary_get(ctx: Context, argv: list[bytes]) -> Any:
     """agent [RECORD]"""
     args = Args(argv, 1)
@@ -134,16 +110,8 @@ def summary_get(ctx: Context, argv: list[bytes]) -> Any:
     return record
 
 
-@command(
-    "amem.summary.del",
-    arity=2,
-    flags="write",
-    keys=(1, 1, 1),
-    key_flags="RM delete",
-    group="summary",
-    summary="Deletes an agent's summary.",
-    syntax="agent",
-)
+@command("amem.summary.del", arity=2, flags="write", key="RM delete",
+         summary="Deletes an agent's summary.", syntax="agent")
 def summary_del(ctx: Context, argv: list[bytes]) -> int:
     """agent"""
     agent = Args(argv, 1).ident("agent")
@@ -152,32 +120,18 @@ def summary_del(ctx: Context, argv: list[bytes]) -> int:
     return int(ctx.emit(SummaryDel(agent)))
 
 
-@command(
-    "amem.summary.drop",
-    arity=2,
-    flags="write",
-    keys=(1, 1, 1),
-    key_flags="RM delete",
-    group="summary",
-    summary="Deletes an agent's summary; 1 if it existed, else 0.",
-    syntax="agent",
-    dialect=True,
-)
+@command("amem.summary.drop", arity=2, flags="write", key="RM delete",
+         summary="Deletes an agent's summary; 1 if it existed, else 0.", syntax="agent",
+         dialect=True)
 def summary_drop(ctx: Context, argv: list[bytes]) -> int:
     """agent"""
     return summary_del(ctx, argv)
 
 
-@command(
-    "amem.summary.list",
-    arity=1,
-    flags="readonly",
-    group="summary",
-    summary="Returns the agents that have a summary, in byte order (only those a user "
-    "restricted by ACL key patterns may read).",
-    complexity="O(N log N) with N the agents with a summary",
-    dialect=True,
-)
+@command("amem.summary.list", arity=1, flags="readonly",
+         summary="Returns the agents that have a summary, in byte order (only those a user "
+                 "restricted by ACL key patterns may read).",
+         complexity="O(N log N) with N the agents with a summary", dialect=True)
 def summary_list(ctx: Context, argv: list[bytes]) -> list[bytes]:
     """(no arguments)"""
     store: SummaryStore = ctx.db.summary

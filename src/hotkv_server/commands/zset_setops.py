@@ -19,9 +19,11 @@ from hotkv_server.engine import errors
 from hotkv_server.engine.args import parse_int
 from hotkv_server.engine.context import Context
 from hotkv_server.engine.errors import CommandError, WrongTypeError
-from hotkv_server.engine.registry import command, key_spec
+from hotkv_server.engine.registry import family, key_spec
 from hotkv_server.stores.sets import SetValue
 from hotkv_server.stores.zsetvalue import SortedSetValue
+
+command = family(group="sorted-set")
 
 WEIGHT_NOT_FLOAT = "ERR weight value is not a float"
 UNION, INTER, DIFF = "union", "inter", "diff"
@@ -158,7 +160,7 @@ _DIFF_COMPLEXITY = ("O(L + (N-K)log(N)) worst case where L is the total number o
                     "set.")
 
 
-@command("zunion", arity=-3, flags="readonly", group="sorted-set",
+@command("zunion", arity=-3, flags="readonly",
          key_specs=(key_spec(1, "RO access", keynum=True, arg="key"),), since="6.2.0",
          summary="Returns the union of multiple sorted sets.",
          syntax="numkeys key [key ...] [WEIGHTS weight [weight ...]] [AGGREGATE SUM|MIN|MAX] "
@@ -168,7 +170,7 @@ def zunion(ctx: Context, argv: list[bytes]) -> Any:
     return _read(ctx, argv, "zunion", UNION)
 
 
-@command("zinter", arity=-3, flags="readonly", group="sorted-set",
+@command("zinter", arity=-3, flags="readonly",
          key_specs=(key_spec(1, "RO access", keynum=True, arg="key"),), since="6.2.0",
          summary="Returns the intersect of multiple sorted sets.",
          syntax="numkeys key [key ...] [WEIGHTS weight [weight ...]] [AGGREGATE SUM|MIN|MAX] "
@@ -178,7 +180,7 @@ def zinter(ctx: Context, argv: list[bytes]) -> Any:
     return _read(ctx, argv, "zinter", INTER)
 
 
-@command("zdiff", arity=-3, flags="readonly", group="sorted-set",
+@command("zdiff", arity=-3, flags="readonly",
          key_specs=(key_spec(1, "RO access", keynum=True, arg="key"),), since="6.2.0",
          summary="Returns the difference between multiple sorted sets.",
          syntax="numkeys key [key ...] [WITHSCORES]", complexity=_DIFF_COMPLEXITY)
@@ -187,7 +189,7 @@ def zdiff(ctx: Context, argv: list[bytes]) -> Any:
     return _read(ctx, argv, "zdiff", DIFF)
 
 
-@command("zunionstore", arity=-4, flags="write denyoom", keys=(1, 1, 1), group="sorted-set",
+@command("zunionstore", arity=-4, flags="write denyoom", keys=(1, 1, 1),
          key_specs=(key_spec(1, "OW update", arg="destination"),
                     key_spec(2, "RO access", keynum=True, arg="key")), since="2.0.0",
          summary="Stores the union of multiple sorted sets in a key.",
@@ -198,7 +200,7 @@ def zunionstore(ctx: Context, argv: list[bytes]) -> Any:
     return _store(ctx, argv, "zunionstore", UNION)
 
 
-@command("zinterstore", arity=-4, flags="write denyoom", keys=(1, 1, 1), group="sorted-set",
+@command("zinterstore", arity=-4, flags="write denyoom", keys=(1, 1, 1),
          key_specs=(key_spec(1, "OW update", arg="destination"),
                     key_spec(2, "RO access", keynum=True, arg="key")), since="2.0.0",
          summary="Stores the intersect of multiple sorted sets in a key.",
@@ -209,7 +211,7 @@ def zinterstore(ctx: Context, argv: list[bytes]) -> Any:
     return _store(ctx, argv, "zinterstore", INTER)
 
 
-@command("zdiffstore", arity=-4, flags="write denyoom", keys=(1, 1, 1), group="sorted-set",
+@command("zdiffstore", arity=-4, flags="write denyoom", keys=(1, 1, 1),
          key_specs=(key_spec(1, "OW update", arg="destination"),
                     key_spec(2, "RO access", keynum=True, arg="key")), since="6.2.0",
          summary="Stores the difference of multiple sorted sets in a key.",
@@ -219,7 +221,7 @@ def zdiffstore(ctx: Context, argv: list[bytes]) -> Any:
     return _store(ctx, argv, "zdiffstore", DIFF)
 
 
-@command("zintercard", arity=-3, flags="readonly", group="sorted-set",
+@command("zintercard", arity=-3, flags="readonly",
          key_specs=(key_spec(1, "RO access", keynum=True, arg="key"),), since="7.0.0",
          summary="Returns the number of members of the intersect of multiple sorted sets.",
          syntax="numkeys key [key ...] [LIMIT limit]",

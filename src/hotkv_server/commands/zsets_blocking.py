@@ -15,8 +15,10 @@ from hotkv_server.commands.lists_blocking import cannot_block
 from hotkv_server.commands.numbers import parse_timeout_ms
 from hotkv_server.commands.zsets import pop_members, zmpop_first
 from hotkv_server.engine.context import Context
-from hotkv_server.engine.registry import command, key_spec
+from hotkv_server.engine.registry import family, key_spec
 from hotkv_server.engine.replies import NULL_ARRAY, Double
+
+command = family(group="sorted-set")
 
 
 def _pop_one(ctx: Context, key: bytes, highest: bool) -> list[Any]:
@@ -42,11 +44,10 @@ def _bzpop(ctx: Context, argv: list[bytes], highest: bool) -> Any:
 
 
 @command("bzpopmin", arity=-3, flags="write noscript blocking fast", keys=(1, -2, 1),
-         group="sorted-set", key_flags="RW access delete", since="5.0.0", acl="@blocking",
+         key_flags="RW access delete", since="5.0.0", acl="@blocking",
          summary="Removes and returns the member with the lowest score from one or more sorted "
                  "sets. Blocks until a member is available otherwise. Deletes the sorted set if "
-                 "the last element was popped.",
-         syntax="key [key ...] timeout",
+                 "the last element was popped.", syntax="key [key ...] timeout",
          complexity="O(log(N)) with N being the number of elements in the sorted set.")
 def bzpopmin(ctx: Context, argv: list[bytes]) -> Any:
     """BZPOPMIN key [key ...] timeout"""
@@ -54,24 +55,21 @@ def bzpopmin(ctx: Context, argv: list[bytes]) -> Any:
 
 
 @command("bzpopmax", arity=-3, flags="write noscript blocking fast", keys=(1, -2, 1),
-         group="sorted-set", key_flags="RW access delete", since="5.0.0", acl="@blocking",
+         key_flags="RW access delete", since="5.0.0", acl="@blocking",
          summary="Removes and returns the member with the highest score from one or more sorted "
                  "sets. Blocks until a member available otherwise. Deletes the sorted set if the "
-                 "last element was popped.",
-         syntax="key [key ...] timeout",
+                 "last element was popped.", syntax="key [key ...] timeout",
          complexity="O(log(N)) with N being the number of elements in the sorted set.")
 def bzpopmax(ctx: Context, argv: list[bytes]) -> Any:
     """BZPOPMAX key [key ...] timeout"""
     return _bzpop(ctx, argv, True)
 
 
-@command("bzmpop", arity=-5, flags="write blocking", group="sorted-set", since="7.0.0",
-         key_specs=(key_spec(2, "RW access delete", keynum=True, arg="key"),),
-         acl="@blocking",
+@command("bzmpop", arity=-5, flags="write blocking", since="7.0.0",
+         key_specs=(key_spec(2, "RW access delete", keynum=True, arg="key"),), acl="@blocking",
          summary="Removes and returns a member by score from one or more sorted sets. Blocks until "
                  "a member is available otherwise. Deletes the sorted set if the last element was "
-                 "popped.",
-         syntax="timeout numkeys key [key ...] (MIN|MAX) [COUNT count]",
+                 "popped.", syntax="timeout numkeys key [key ...] (MIN|MAX) [COUNT count]",
          complexity="O(K) + O(M*log(N)) where K is the number of provided keys, N being the number "
                     "of elements in the sorted set, and M being the number of elements popped.")
 def bzmpop(ctx: Context, argv: list[bytes]) -> Any:
