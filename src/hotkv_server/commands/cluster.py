@@ -14,7 +14,7 @@ from typing import Any
 
 from hotkv_server.engine.context import Context
 from hotkv_server.engine.errors import CommandError
-from hotkv_server.engine.registry import container, family, help_lines
+from hotkv_server.engine.registry import SpecFields, container, family, help_lines
 from hotkv_server.engine.replies import OK, Verbatim
 from hotkv_server.engine.services import ClusterService
 from hotkv_server.engine.slots import SLOTS, key_slot
@@ -240,7 +240,27 @@ def _slots_of(argv: list[bytes], ranged: bool) -> list[int]:
     return out
 
 
-def _change_slots(ctx: Context, argv: list[bytes], *, add: bool, ranged: bool) -> Any:
+#: what ADDSLOTS and DELSLOTS share, and ADDSLOTSRANGE and DELSLOTSRANGE
+_SLOTS = SpecFields(arity=-3, flags="admin stale no_async_loading", syntax="slot [slot ...]",
+                    complexity="O(N) where N is the total number of hash slot arguments")
+_RANGES = SpecFields(arity=-4, flags="admin stale no_async_loading", since="7.0.0",
+                     syntax="start-slot end-slot [start-slot end-slot ...]",
+                     complexity="O(N) where N is the total number of the slots between the start "
+                                "slot and end slot arguments.")
+
+
+@command("cluster|addslots", _SLOTS, summary="Assigns new hash slots to a node.",
+         help="ADDSLOTS <slot> [<slot> ...]\n    Assign slots to current node.")
+@command("cluster|addslotsrange", _RANGES, summary="Assigns new hash slot ranges to a node.",
+         help="ADDSLOTSRANGE <start slot> <end slot> [<start slot> <end slot> ...]\n    Assign slots which are between <start-slot> and <end-slot> to current node.")
+@command("cluster|delslots", _SLOTS, summary="Sets hash slots as unbound for a node.",
+         help="DELSLOTS <slot> [<slot> ...]\n    Delete slots information from current node.")
+@command("cluster|delslotsrange", _RANGES, summary="Sets hash slot ranges as unbound for a node.",
+         help="DELSLOTSRANGE <start slot> <end slot> [<start slot> <end slot> ...]\n    Delete slots information which are between <start-slot> and <end-slot> from current node.")
+def cluster_change_slots(ctx: Context, argv: list[bytes]) -> Any:
+    """CLUSTER ADDSLOTS|DELSLOTS slot [slot ...], CLUSTER ADDSLOTSRANGE|DELSLOTSRANGE start-slot end-slot [start-slot end-slot ...]"""
+    sub = argv[1].lower()
+    add, ranged = sub.startswith(b"add"), sub.endswith(b"range")
     state = _cluster(ctx)
     slots = _slots_of(argv, ranged)
     topo = state.topology
@@ -254,44 +274,6 @@ def _change_slots(ctx: Context, argv: list[bytes], *, add: bool, ranged: bool) -
     topo.set_owner(slots, state.myid if add else None)
     state.save()
     return OK
-
-
-@command("cluster|addslots", arity=-3, flags="admin stale no_async_loading",
-         summary="Assigns new hash slots to a node.", syntax="slot [slot ...]",
-         complexity="O(N) where N is the total number of hash slot arguments",
-         help="ADDSLOTS <slot> [<slot> ...]\n    Assign slots to current node.")
-def cluster_addslots(ctx: Context, argv: list[bytes]) -> Any:
-    """CLUSTER ADDSLOTS slot [slot ...]"""
-    return _change_slots(ctx, argv, add=True, ranged=False)
-
-
-@command("cluster|addslotsrange", arity=-4, flags="admin stale no_async_loading",
-         summary="Assigns new hash slot ranges to a node.",
-         syntax="start-slot end-slot [start-slot end-slot ...]", since="7.0.0",
-         complexity="O(N) where N is the total number of the slots between the start slot and end slot arguments.",
-         help="ADDSLOTSRANGE <start slot> <end slot> [<start slot> <end slot> ...]\n    Assign slots which are between <start-slot> and <end-slot> to current node.")
-def cluster_addslotsrange(ctx: Context, argv: list[bytes]) -> Any:
-    """CLUSTER ADDSLOTSRANGE start-slot end-slot [start-slot end-slot ...]"""
-    return _change_slots(ctx, argv, add=True, ranged=True)
-
-
-@command("cluster|delslots", arity=-3, flags="admin stale no_async_loading",
-         summary="Sets hash slots as unbound for a node.", syntax="slot [slot ...]",
-         complexity="O(N) where N is the total number of hash slot arguments",
-         help="DELSLOTS <slot> [<slot> ...]\n    Delete slots information from current node.")
-def cluster_delslots(ctx: Context, argv: list[bytes]) -> Any:
-    """CLUSTER DELSLOTS slot [slot ...]"""
-    return _change_slots(ctx, argv, add=False, ranged=False)
-
-
-@command("cluster|delslotsrange", arity=-4, flags="admin stale no_async_loading",
-         summary="Sets hash slot ranges as unbound for a node.",
-         syntax="start-slot end-slot [start-slot end-slot ...]", since="7.0.0",
-         complexity="O(N) where N is the total number of the slots between the start slot and end slot arguments.",
-         help="DELSLOTSRANGE <start slot> <end slot> [<start slot> <end slot> ...]\n    Delete slots information which are between <start-slot> and <end-slot> from current node.")
-def cluster_delslotsrange(ctx: Context, argv: list[bytes]) -> Any:
-    """CLUSTER DELSLOTSRANGE start-slot end-slot [start-slot end-slot ...]"""
-    return _change_slots(ctx, argv, add=False, ranged=True)
 
 
 def _db_empty(ctx: Context) -> bool:

@@ -23,7 +23,7 @@ from hotkv_server.engine import errors
 from hotkv_server.engine.args import parse_int
 from hotkv_server.engine.context import Context
 from hotkv_server.engine.errors import CommandError
-from hotkv_server.engine.registry import family
+from hotkv_server.engine.registry import SpecFields, family
 from hotkv_server.engine.replies import OK
 from hotkv_server.stores.hashes import HashValue
 from hotkv_server.stores.hashes_effects import KvHdel, KvHset
@@ -118,27 +118,26 @@ def hmget(ctx: Context, argv: list[bytes]) -> Any:
     return [get(field) for field in argv[2:]]
 
 
-@command("hgetall", arity=2, flags="readonly", key="RO access",
-         tips="nondeterministic_output_order", summary="Returns all fields and values in a hash.",
-         syntax="key", complexity="O(N) where N is the size of the hash.")
+#: what HGETALL, HKEYS and HVALS share
+_WHOLE = SpecFields(arity=2, complexity="O(N) where N is the size of the hash.", flags="readonly",
+                    key="RO access", syntax="key", tips="nondeterministic_output_order")
+
+
+@command("hgetall", _WHOLE, summary="Returns all fields and values in a hash.")
 def hgetall(ctx: Context, argv: list[bytes]) -> Any:
     """HGETALL key"""
     found = read(ctx, argv[1], HashValue)
     return {} if found is None else dict(found.fields)
 
 
-@command("hkeys", arity=2, flags="readonly", key="RO access", tips="nondeterministic_output_order",
-         summary="Returns all fields in a hash.", syntax="key",
-         complexity="O(N) where N is the size of the hash.")
+@command("hkeys", _WHOLE, summary="Returns all fields in a hash.")
 def hkeys(ctx: Context, argv: list[bytes]) -> Any:
     """HKEYS key"""
     found = read(ctx, argv[1], HashValue)
     return [] if found is None else list(found.fields)
 
 
-@command("hvals", arity=2, flags="readonly", key="RO access", tips="nondeterministic_output_order",
-         summary="Returns all values in a hash.", syntax="key",
-         complexity="O(N) where N is the size of the hash.")
+@command("hvals", _WHOLE, summary="Returns all values in a hash.")
 def hvals(ctx: Context, argv: list[bytes]) -> Any:
     """HVALS key"""
     found = read(ctx, argv[1], HashValue)
@@ -190,9 +189,14 @@ def hstrlen(ctx: Context, argv: list[bytes]) -> Any:
     return 0 if value is None else len(value)
 
 
-@command("hincrby", arity=4, flags="write denyoom fast", key="RW access update",
+#: what HINCRBY and HINCRBYFLOAT share
+_HINCR = SpecFields(arity=4, flags="write denyoom fast", key="RW access update",
+                    syntax="key field increment")
+
+
+@command("hincrby", _HINCR,
          summary="Increments the integer value of a field in a hash by a number. Uses 0 as "
-                 "initial value if the field doesn't exist.", syntax="key field increment")
+                 "initial value if the field doesn't exist.")
 def hincrby(ctx: Context, argv: list[bytes]) -> Any:
     """HINCRBY key field increment"""
     delta = parse_int(argv[3])
@@ -214,9 +218,9 @@ def hincrby(ctx: Context, argv: list[bytes]) -> Any:
     return new
 
 
-@command("hincrbyfloat", arity=4, flags="write denyoom fast", key="RW access update",
+@command("hincrbyfloat", _HINCR,
          summary="Increments the floating point value of a field by a number. Uses 0 as "
-                 "initial value if the field doesn't exist.", syntax="key field increment")
+                 "initial value if the field doesn't exist.")
 def hincrbyfloat(ctx: Context, argv: list[bytes]) -> Any:
     """HINCRBYFLOAT key field increment"""
     delta = parse_long_double(argv[3])

@@ -29,6 +29,7 @@ from hotkv_server.engine.errors import SYNTAX, CommandError
 from hotkv_server.engine.registry import (
     COMMANDS,
     CommandSpec,
+    SpecFields,
     all_specs,
     container,
     family,
@@ -328,20 +329,21 @@ def _count_fits(ks: Any, call: list[bytes]) -> bool:
     return count is not None and count >= 1 and ks.index + ks.firstkey + count <= len(call)
 
 
-@command("command|getkeys", arity=-4, flags="loading stale", acl="connection",
-         summary="Extracts the key names from an arbitrary command.",
-         syntax="command arg [arg ...]",
-         complexity="O(N) where N is the number of arguments to the command",
+#: what COMMAND GETKEYS and GETKEYSANDFLAGS share
+_GETKEYS = SpecFields(acl="connection", arity=-4,
+                      complexity="O(N) where N is the number of arguments to the command",
+                      flags="loading stale", syntax="command arg [arg ...]")
+
+
+@command("command|getkeys", _GETKEYS, summary="Extracts the key names from an arbitrary command.",
          help="GETKEYS <full-command>\n    Return the keys from a full hotkv command.")
 def command_getkeys(ctx: Context, argv: list[bytes]) -> Any:
     """COMMAND GETKEYS command arg [arg ...]"""
     return _keys_of_call(argv[2:])[1]
 
 
-@command("command|getkeysandflags", arity=-4, flags="loading stale", acl="connection",
+@command("command|getkeysandflags", _GETKEYS,
          summary="Extracts the key names and access flags for an arbitrary command.",
-         syntax="command arg [arg ...]",
-         complexity="O(N) where N is the number of arguments to the command",
          help="GETKEYSANDFLAGS <full-command>\n    Return the keys and the access flags from a full hotkv command.")
 def command_getkeysandflags(ctx: Context, argv: list[bytes]) -> Any:
     """COMMAND GETKEYSANDFLAGS command arg [arg ...]"""

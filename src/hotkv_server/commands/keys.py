@@ -21,7 +21,7 @@ from hotkv_server.engine import errors
 from hotkv_server.engine.args import parse_int
 from hotkv_server.engine.context import Context
 from hotkv_server.engine.errors import CommandError
-from hotkv_server.engine.registry import alias, family
+from hotkv_server.engine.registry import SpecFields, alias, family
 from hotkv_server.engine.replies import Simple
 from hotkv_server.stores.keyspace_effects import KvDel, KvExpire, KvPersist
 
@@ -57,18 +57,20 @@ def _delete(ctx: Context, argv: list[bytes]) -> int:
     return removed
 
 
-@command("del", arity=-2, flags="write", keys=(1, -1, 1), key_flags="RM delete",
-         tips="request_policy:multi_shard response_policy:agg_sum",
-         summary="Deletes one or more keys.", syntax="key [key ...]",
+#: what DEL, UNLINK and EXISTS share
+_KEYS = SpecFields(arity=-2, keys=(1, -1, 1), syntax="key [key ...]",
+                   tips="request_policy:multi_shard response_policy:agg_sum")
+
+
+@command("del", _KEYS, flags="write", key_flags="RM delete", summary="Deletes one or more keys.",
          complexity="O(N) where N is the number of keys that will be removed.")
 def del_(ctx: Context, argv: list[bytes]) -> Any:
     """DEL key [key ...]"""
     return _delete(ctx, argv)
 
 
-@command("unlink", arity=-2, flags="write fast", keys=(1, -1, 1), key_flags="RM delete",
-         tips="request_policy:multi_shard response_policy:agg_sum",
-         summary="Asynchronously deletes one or more keys.", syntax="key [key ...]",
+@command("unlink", _KEYS, flags="write fast", key_flags="RM delete",
+         summary="Asynchronously deletes one or more keys.",
          complexity="O(1) for each key removed.")
 def unlink(ctx: Context, argv: list[bytes]) -> Any:
     """UNLINK key [key ...]"""
@@ -76,9 +78,8 @@ def unlink(ctx: Context, argv: list[bytes]) -> Any:
     return _delete(ctx, argv)
 
 
-@command("exists", arity=-2, flags="readonly fast", keys=(1, -1, 1), key_flags="RO",
-         tips="request_policy:multi_shard response_policy:agg_sum",
-         summary="Determines whether one or more keys exist.", syntax="key [key ...]",
+@command("exists", _KEYS, flags="readonly fast", key_flags="RO",
+         summary="Determines whether one or more keys exist.",
          complexity="O(N) where N is the number of keys to check.")
 def exists(ctx: Context, argv: list[bytes]) -> Any:
     """EXISTS key [key ...]"""
@@ -262,16 +263,20 @@ alias("pexpireat", of="expire", summary="Sets the expiration time of a key to a 
       syntax=_EXPIRE_SYNTAX.format("unix-time-milliseconds"))
 
 
-@command("ttl", arity=2, flags="readonly fast", key="RO access", tips="nondeterministic_output",
-         summary="Returns the expiration time in seconds of a key.", syntax="key")
+#: what TTL, PTTL, EXPIRETIME and PEXPIRETIME share
+_TTL = SpecFields(arity=2, flags="readonly fast", key="RO access", syntax="key")
+
+
+@command("ttl", _TTL, tips="nondeterministic_output",
+         summary="Returns the expiration time in seconds of a key.")
 def ttl(ctx: Context, argv: list[bytes]) -> Any:
     """TTL key"""
     ms = ctx.db.kv.ttl_ms(argv[1], ctx.now_ms)
     return ms if ms < 0 else (ms + 500) // 1000
 
 
-@command("pttl", arity=2, flags="readonly fast", key="RO access", tips="nondeterministic_output",
-         summary="Returns the expiration time in milliseconds of a key.", syntax="key")
+@command("pttl", _TTL, tips="nondeterministic_output",
+         summary="Returns the expiration time in milliseconds of a key.")
 def pttl(ctx: Context, argv: list[bytes]) -> Any:
     """PTTL key"""
     return ctx.db.kv.ttl_ms(argv[1], ctx.now_ms)
@@ -286,17 +291,15 @@ def _deadline(ctx: Context, key: bytes) -> int:
     return -1 if at is None else at
 
 
-@command("expiretime", arity=2, flags="readonly fast", key="RO access",
-         summary="Returns the expiration time of a key as a Unix timestamp.", syntax="key")
+@command("expiretime", _TTL, summary="Returns the expiration time of a key as a Unix timestamp.")
 def expiretime(ctx: Context, argv: list[bytes]) -> Any:
     """EXPIRETIME key"""
     at = _deadline(ctx, argv[1])
     return at if at < 0 else at // 1000
 
 
-@command("pexpiretime", arity=2, flags="readonly fast", key="RO access",
-         summary="Returns the expiration time of a key as a Unix milliseconds timestamp.",
-         syntax="key")
+@command("pexpiretime", _TTL,
+         summary="Returns the expiration time of a key as a Unix milliseconds timestamp.")
 def pexpiretime(ctx: Context, argv: list[bytes]) -> Any:
     """PEXPIRETIME key"""
     return _deadline(ctx, argv[1])

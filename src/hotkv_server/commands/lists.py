@@ -16,7 +16,7 @@ from hotkv_server.engine import errors
 from hotkv_server.engine.args import parse_int
 from hotkv_server.engine.context import Context
 from hotkv_server.engine.errors import CommandError
-from hotkv_server.engine.registry import family, key_spec
+from hotkv_server.engine.registry import SpecFields, family, key_spec
 from hotkv_server.engine.replies import NULL_ARRAY, OK
 from hotkv_server.stores.list_effects import (
     KvLinsert,
@@ -79,41 +79,36 @@ def _push(ctx: Context, argv: list[bytes], left: bool, only_existing: bool) -> i
     return len(values)
 
 
-@command("lpush", arity=-3, flags="write denyoom fast", key="RW insert", since="1.0.0",
-         summary="Prepends one or more elements to a list. Creates the key if it doesn't exist.",
-         syntax="key element [element ...]",
-         complexity="O(1) for each element added, so O(N) to add N elements when the command is "
-                    "called with multiple arguments.")
+#: what the four pushes share
+_PUSH = SpecFields(arity=-3, flags="write denyoom fast", key="RW insert",
+                   syntax="key element [element ...]",
+                   complexity="O(1) for each element added, so O(N) to add N elements when the command is "
+                              "called with multiple arguments.")
+
+
+@command("lpush", _PUSH, since="1.0.0",
+         summary="Prepends one or more elements to a list. Creates the key if it doesn't exist.")
 def lpush(ctx: Context, argv: list[bytes]) -> Any:
     """LPUSH key element [element ...]"""
     return _push(ctx, argv, True, False)
 
 
-@command("rpush", arity=-3, flags="write denyoom fast", key="RW insert", since="1.0.0",
-         summary="Appends one or more elements to a list. Creates the key if it doesn't exist.",
-         syntax="key element [element ...]",
-         complexity="O(1) for each element added, so O(N) to add N elements when the command is "
-                    "called with multiple arguments.")
+@command("rpush", _PUSH, since="1.0.0",
+         summary="Appends one or more elements to a list. Creates the key if it doesn't exist.")
 def rpush(ctx: Context, argv: list[bytes]) -> Any:
     """RPUSH key element [element ...]"""
     return _push(ctx, argv, False, False)
 
 
-@command("lpushx", arity=-3, flags="write denyoom fast", key="RW insert", since="2.2.0",
-         summary="Prepends one or more elements to a list only when the list exists.",
-         syntax="key element [element ...]",
-         complexity="O(1) for each element added, so O(N) to add N elements when the command is "
-                    "called with multiple arguments.")
+@command("lpushx", _PUSH, since="2.2.0",
+         summary="Prepends one or more elements to a list only when the list exists.")
 def lpushx(ctx: Context, argv: list[bytes]) -> Any:
     """LPUSHX key element [element ...]"""
     return _push(ctx, argv, True, True)
 
 
-@command("rpushx", arity=-3, flags="write denyoom fast", key="RW insert", since="2.2.0",
-         summary="Appends one or more elements to a list only when the list exists.",
-         syntax="key element [element ...]",
-         complexity="O(1) for each element added, so O(N) to add N elements when the command is "
-                    "called with multiple arguments.")
+@command("rpushx", _PUSH, since="2.2.0",
+         summary="Appends one or more elements to a list only when the list exists.")
 def rpushx(ctx: Context, argv: list[bytes]) -> Any:
     """RPUSHX key element [element ...]"""
     return _push(ctx, argv, False, True)
@@ -144,19 +139,23 @@ def _pop(ctx: Context, argv: list[bytes], left: bool) -> Any:
     return pop_from(ctx, key, left, count)
 
 
-@command("lpop", arity=-2, flags="write fast", key="RW access delete", since="1.0.0",
+#: what LPOP and RPOP share
+_POP = SpecFields(arity=-2, flags="write fast", key="RW access delete", since="1.0.0",
+                  syntax="key [count]",
+                  complexity="O(N) where N is the number of elements returned")
+
+
+@command("lpop", _POP,
          summary="Returns the first elements in a list after removing it. Deletes the list if the "
-                 "last element was popped.", syntax="key [count]",
-         complexity="O(N) where N is the number of elements returned")
+                 "last element was popped.")
 def lpop(ctx: Context, argv: list[bytes]) -> Any:
     """LPOP key [count]"""
     return _pop(ctx, argv, True)
 
 
-@command("rpop", arity=-2, flags="write fast", key="RW access delete", since="1.0.0",
+@command("rpop", _POP,
          summary="Returns and removes the last elements of a list. Deletes the list if the last "
-                 "element was popped.", syntax="key [count]",
-         complexity="O(N) where N is the number of elements returned")
+                 "element was popped.")
 def rpop(ctx: Context, argv: list[bytes]) -> Any:
     """RPOP key [count]"""
     return _pop(ctx, argv, False)
@@ -323,24 +322,26 @@ def move(ctx: Context, src: bytes, dst: bytes, from_left: bool, to_left: bool) -
     return value
 
 
-@command("lmove", arity=5, flags="write denyoom", keys=(1, 2, 1),
-         key_specs=(key_spec(1, "RW access delete", arg="source"), key_spec(2, "RW insert", arg="destination")),
-         since="6.2.0",
+#: what LMOVE and RPOPLPUSH share
+_MOVE = SpecFields(complexity="O(1)", flags="write denyoom",
+                   key_specs=(key_spec(1, "RW access delete", arg="source"), key_spec(2, "RW insert", arg="destination")),
+                   keys=(1, 2, 1))
+
+
+@command("lmove", _MOVE, arity=5, since="6.2.0",
          summary="Returns an element after popping it from one list and pushing it to another. "
                  "Deletes the list if the last element was moved.",
-         syntax="source destination (LEFT|RIGHT) (LEFT|RIGHT)", complexity="O(1)")
+         syntax="source destination (LEFT|RIGHT) (LEFT|RIGHT)")
 def lmove(ctx: Context, argv: list[bytes]) -> Any:
     """LMOVE source destination LEFT|RIGHT LEFT|RIGHT"""
     from_left, to_left = side_arg(argv[3]), side_arg(argv[4])
     return move(ctx, argv[1], argv[2], from_left, to_left)
 
 
-@command("rpoplpush", arity=3, flags="write denyoom", keys=(1, 2, 1),
-         key_specs=(key_spec(1, "RW access delete", arg="source"), key_spec(2, "RW insert", arg="destination")),
-         since="1.2.0",
+@command("rpoplpush", _MOVE, arity=3, since="1.2.0",
          summary="Returns the last element of a list after removing and pushing it to another "
                  "list. Deletes the list if the last element was popped.",
-         syntax="source destination", complexity="O(1)")
+         syntax="source destination")
 def rpoplpush(ctx: Context, argv: list[bytes]) -> Any:
     """RPOPLPUSH source destination"""
     return move(ctx, argv[1], argv[2], False, True)

@@ -14,7 +14,7 @@ from hotkv_server.commands.containers import list_if_any, target_list
 from hotkv_server.commands.lists import move, mpop_first, parse_mpop, pop_from, side_arg
 from hotkv_server.commands.numbers import parse_timeout_ms
 from hotkv_server.engine.context import Context
-from hotkv_server.engine.registry import family, key_spec
+from hotkv_server.engine.registry import SpecFields, family, key_spec
 from hotkv_server.engine.replies import NULL_ARRAY
 
 command = family(group="list")
@@ -43,21 +43,24 @@ def _blocking_pop(ctx: Context, argv: list[bytes], left: bool) -> Any:
     return ctx.core.blocking.block(ctx, keys, timeout_ms, serve, NULL_ARRAY)
 
 
-@command("blpop", arity=-3, flags="write noscript blocking", keys=(1, -2, 1),
-         key_flags="RW access delete", since="2.0.0", acl="@blocking",
+#: what BLPOP and BRPOP share
+_BPOP = SpecFields(acl="@blocking", arity=-3,
+                   complexity="O(N) where N is the number of provided keys.",
+                   flags="write noscript blocking", key_flags="RW access delete", keys=(1, -2, 1),
+                   since="2.0.0", syntax="key [key ...] timeout")
+
+
+@command("blpop", _BPOP,
          summary="Removes and returns the first element in a list. Blocks until an element is "
-                 "available otherwise. Deletes the list if the last element was popped.",
-         syntax="key [key ...] timeout", complexity="O(N) where N is the number of provided keys.")
+                 "available otherwise. Deletes the list if the last element was popped.")
 def blpop(ctx: Context, argv: list[bytes]) -> Any:
     """BLPOP key [key ...] timeout"""
     return _blocking_pop(ctx, argv, True)
 
 
-@command("brpop", arity=-3, flags="write noscript blocking", keys=(1, -2, 1),
-         key_flags="RW access delete", since="2.0.0", acl="@blocking",
+@command("brpop", _BPOP,
          summary="Removes and returns the last element in a list. Blocks until an element is "
-                 "available otherwise. Deletes the list if the last element was popped.",
-         syntax="key [key ...] timeout", complexity="O(N) where N is the number of provided keys.")
+                 "available otherwise. Deletes the list if the last element was popped.")
 def brpop(ctx: Context, argv: list[bytes]) -> Any:
     """BRPOP key [key ...] timeout"""
     return _blocking_pop(ctx, argv, False)
@@ -79,25 +82,26 @@ def _blocking_move(ctx: Context, src: bytes, dst: bytes, from_left: bool, to_lef
     return ctx.core.blocking.block(ctx, [src], timeout_ms, serve, NULL_ARRAY)  # (Redis: a null array)
 
 
-@command("blmove", arity=6, flags="write denyoom noscript blocking", keys=(1, 2, 1),
-         key_specs=(key_spec(1, "RW access delete", arg="source"), key_spec(2, "RW insert", arg="destination")),
-         since="6.2.0", acl="@blocking",
+#: what BLMOVE and BRPOPLPUSH share
+_BMOVE = SpecFields(acl="@blocking", complexity="O(1)", flags="write denyoom noscript blocking",
+                    key_specs=(key_spec(1, "RW access delete", arg="source"), key_spec(2, "RW insert", arg="destination")),
+                    keys=(1, 2, 1))
+
+
+@command("blmove", _BMOVE, arity=6, since="6.2.0",
          summary="Pops an element from a list, pushes it to another list and returns it. Blocks "
                  "until an element is available otherwise. Deletes the list if the last element "
-                 "was moved.", syntax="source destination (LEFT|RIGHT) (LEFT|RIGHT) timeout",
-         complexity="O(1)")
+                 "was moved.", syntax="source destination (LEFT|RIGHT) (LEFT|RIGHT) timeout")
 def blmove(ctx: Context, argv: list[bytes]) -> Any:
     """BLMOVE source destination LEFT|RIGHT LEFT|RIGHT timeout"""
     from_left, to_left = side_arg(argv[3]), side_arg(argv[4])
     return _blocking_move(ctx, argv[1], argv[2], from_left, to_left, argv[5])
 
 
-@command("brpoplpush", arity=4, flags="write denyoom noscript blocking", keys=(1, 2, 1),
-         key_specs=(key_spec(1, "RW access delete", arg="source"), key_spec(2, "RW insert", arg="destination")),
-         since="2.2.0", acl="@blocking",
+@command("brpoplpush", _BMOVE, arity=4, since="2.2.0",
          summary="Pops an element from a list, pushes it to another list and returns it. Block "
                  "until an element is available otherwise. Deletes the list if the last element "
-                 "was popped.", syntax="source destination timeout", complexity="O(1)")
+                 "was popped.", syntax="source destination timeout")
 def brpoplpush(ctx: Context, argv: list[bytes]) -> Any:
     """BRPOPLPUSH source destination timeout"""
     return _blocking_move(ctx, argv[1], argv[2], False, True, argv[3])

@@ -23,7 +23,7 @@ from hotkv_server.commands.migration import (
 from hotkv_server.engine import errors
 from hotkv_server.engine.context import Context
 from hotkv_server.engine.errors import CommandError
-from hotkv_server.engine.registry import family
+from hotkv_server.engine.registry import SpecFields, family
 from hotkv_server.engine.replies import OK, Simple
 from hotkv_server.engine.slots import migrate_keys
 from hotkv_server.stores.effect import ObjDrop, ObjLoad
@@ -106,18 +106,20 @@ def _restore(ctx: Context, argv: list[bytes]) -> Any:
     return OK
 
 
-@command("restore", arity=-4, flags="write denyoom", key="OW update", acl="dangerous",
-         since="0.2.0", summary="Creates the objects of a name from a DUMP payload.",
-         syntax="key ttl serialized-value [REPLACE] [ABSTTL] [IDLETIME seconds] [FREQ frequency]")
+#: what RESTORE and RESTORE-ASKING share
+_RESTORE = SpecFields(acl="dangerous", arity=-4, key="OW update", since="0.2.0",
+                      syntax="key ttl serialized-value [REPLACE] [ABSTTL] [IDLETIME seconds] [FREQ frequency]")
+
+
+@command("restore", _RESTORE, flags="write denyoom",
+         summary="Creates the objects of a name from a DUMP payload.")
 def restore(ctx: Context, argv: list[bytes]) -> Any:
     """RESTORE key ttl serialized-value [REPLACE] [ABSTTL] [IDLETIME seconds] [FREQ frequency]"""
     return _restore(ctx, argv)
 
 
-@command("restore-asking", arity=-4, flags="write denyoom asking", key="OW update", acl="dangerous",
-         since="0.2.0",
-         summary="An internal command for migrating keys in a cluster (RESTORE into an importing slot).",
-         syntax="key ttl serialized-value [REPLACE] [ABSTTL] [IDLETIME seconds] [FREQ frequency]")
+@command("restore-asking", _RESTORE, flags="write denyoom asking",
+         summary="An internal command for migrating keys in a cluster (RESTORE into an importing slot).")
 def restore_asking(ctx: Context, argv: list[bytes]) -> Any:
     """RESTORE-ASKING key ttl serialized-value [REPLACE] [ABSTTL] [IDLETIME seconds] [FREQ frequency]"""
     return _restore(ctx, argv)

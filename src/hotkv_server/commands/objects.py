@@ -21,7 +21,7 @@ from hotkv_server.engine import errors
 from hotkv_server.engine.args import parse_int
 from hotkv_server.engine.context import Context
 from hotkv_server.engine.errors import CommandError
-from hotkv_server.engine.registry import container, family, help_lines
+from hotkv_server.engine.registry import SpecFields, container, family, help_lines
 from hotkv_server.engine.replies import OK, Simple
 from hotkv_server.stores.values import is_shared_integer
 
@@ -36,9 +36,13 @@ NO_LFU = ("ERR An LFU maxmemory policy is not selected, access frequency not tra
 container("object", group="generic", summary="A container for object introspection commands.")
 
 
-@command("object|encoding", arity=3, flags="readonly", keys=(2, 2, 1), key_flags="RO",
-         tips="nondeterministic_output", summary="Returns the internal encoding of a Redis object.",
-         syntax="key", complexity="O(1)",
+#: what OBJECT ENCODING, REFCOUNT, FREQ and IDLETIME share
+_OBJECT = SpecFields(arity=3, flags="readonly", key_flags="RO", keys=(2, 2, 1), syntax="key",
+                     tips="nondeterministic_output")
+
+
+@command("object|encoding", _OBJECT, summary="Returns the internal encoding of a Redis object.",
+         complexity="O(1)",
          help="ENCODING <key>\n    Return the kind of internal representation used to store the value of <key>.")
 def object_encoding(ctx: Context, argv: list[bytes]) -> Any:
     """OBJECT ENCODING key"""
@@ -46,9 +50,7 @@ def object_encoding(ctx: Context, argv: list[bytes]) -> Any:
     return None if found is None else found.encode()
 
 
-@command("object|refcount", arity=3, flags="readonly", keys=(2, 2, 1), key_flags="RO",
-         tips="nondeterministic_output", summary="Returns the reference count of a value of a key.",
-         syntax="key",
+@command("object|refcount", _OBJECT, summary="Returns the reference count of a value of a key.",
          help="REFCOUNT <key>\n    Return the number of references of the value of <key>.")
 def object_refcount(ctx: Context, argv: list[bytes]) -> Any:
     """OBJECT REFCOUNT key"""
@@ -62,10 +64,8 @@ def object_refcount(ctx: Context, argv: list[bytes]) -> Any:
     return 1
 
 
-@command("object|freq", arity=3, flags="readonly", keys=(2, 2, 1), key_flags="RO",
-         tips="nondeterministic_output",
+@command("object|freq", _OBJECT,
          summary="Returns the logarithmic access frequency counter of a Redis object.",
-         syntax="key",
          help="FREQ <key>\n    Return the access frequency index of <key> (needs an LFU policy, which hotkv has not).")
 def object_freq(ctx: Context, argv: list[bytes]) -> Any:
     """OBJECT FREQ key"""
@@ -79,9 +79,8 @@ NO_LRU = ("ERR no LRU maxmemory policy is selected, idle time not tracked: hotkv
           "access times only under allkeys-lru or volatile-lru")
 
 
-@command("object|idletime", arity=3, flags="readonly", keys=(2, 2, 1), key_flags="RO",
-         tips="nondeterministic_output",
-         summary="Returns the time since the last access to a Redis object.", syntax="key",
+@command("object|idletime", _OBJECT,
+         summary="Returns the time since the last access to a Redis object.",
          help="IDLETIME <key>\n    Return the seconds since <key> was last read or written (needs an LRU policy).")
 def object_idletime(ctx: Context, argv: list[bytes]) -> Any:
     """OBJECT IDLETIME key"""

@@ -15,7 +15,7 @@ from hotkv_server.engine.context import Context
 from hotkv_server.engine.dispatch import NO_REPLY
 from hotkv_server.engine.glob import glob_match
 from hotkv_server.engine.pubsub import CHANNEL, PATTERN, SHARD
-from hotkv_server.engine.registry import container, family, help_lines
+from hotkv_server.engine.registry import SpecFields, container, family, help_lines
 from hotkv_server.engine.replies import Simple
 
 command = family(group="pubsub")
@@ -79,9 +79,14 @@ def punsubscribe(ctx: Context, argv: list[bytes]) -> Any:
     return NO_REPLY
 
 
-@command("ssubscribe", arity=-2, flags="pubsub noscript loading stale", keys=(1, -1, 1),
-         key_flags="not_key", summary="Listens for messages published to shard channels.",
-         syntax="shardchannel [shardchannel ...]", since="7.0.0",
+#: what SSUBSCRIBE and SUNSUBSCRIBE share
+_SHARD = SpecFields(flags="pubsub noscript loading stale", key_flags="not_key", keys=(1, -1, 1),
+                    since="7.0.0")
+
+
+@command("ssubscribe", _SHARD, arity=-2,
+         summary="Listens for messages published to shard channels.",
+         syntax="shardchannel [shardchannel ...]",
          complexity="O(N) where N is the number of shard channels to subscribe to.")
 def ssubscribe(ctx: Context, argv: list[bytes]) -> Any:
     """SSUBSCRIBE shardchannel [shardchannel ...]"""
@@ -89,9 +94,9 @@ def ssubscribe(ctx: Context, argv: list[bytes]) -> Any:
     return NO_REPLY
 
 
-@command("sunsubscribe", arity=-1, flags="pubsub noscript loading stale", keys=(1, -1, 1),
-         key_flags="not_key", summary="Stops listening to messages posted to shard channels.",
-         syntax="[shardchannel [shardchannel ...]]", since="7.0.0",
+@command("sunsubscribe", _SHARD, arity=-1,
+         summary="Stops listening to messages posted to shard channels.",
+         syntax="[shardchannel [shardchannel ...]]",
          complexity="O(N) where N is the number of shard channels to unsubscribe.")
 def sunsubscribe(ctx: Context, argv: list[bytes]) -> Any:
     """SUNSUBSCRIBE [shardchannel [shardchannel ...]]"""

@@ -15,7 +15,7 @@ from hotkv_server.engine.args import parse_int
 from hotkv_server.engine.context import Context
 from hotkv_server.engine.dispatch import feed_monitors
 from hotkv_server.engine.errors import CommandError
-from hotkv_server.engine.registry import KeySpec, container, family, help_lines
+from hotkv_server.engine.registry import KeySpec, SpecFields, container, family, help_lines
 from hotkv_server.engine.replies import OK, Simple
 from hotkv_server.scripting.engine import Script, ScriptEngine, engine_of
 
@@ -65,41 +65,45 @@ def _evalsha(ctx: Context, argv: list[bytes], readonly: bool) -> Any:
     return _run(ctx, argv, found, readonly, keys, args, engine)
 
 
-@command("eval", arity=-3, flags="noscript stale skip_monitor no_mandatory_keys",
-         key_specs=(KeySpec(2, ("RW", "access", "update"), keynum=True, arg="key",
-                            notes="We cannot tell how the keys will be used so we assume the "
-                                  "worst, RW and UPDATE"),),
-         summary="Executes a server-side Lua script.", syntax=_EVAL_SYNTAX, since="2.6.0",
-         complexity=_EVAL_COMPLEXITY)
+#: what EVAL and EVALSHA share
+_EVAL = SpecFields(arity=-3, complexity=_EVAL_COMPLEXITY,
+                   flags="noscript stale skip_monitor no_mandatory_keys", since="2.6.0")
+
+
+@command("eval", _EVAL, key_specs=(KeySpec(2, ("RW", "access", "update"), keynum=True, arg="key",
+                                           notes="We cannot tell how the keys will be used so we assume the "
+                                                 "worst, RW and UPDATE"),),
+         summary="Executes a server-side Lua script.", syntax=_EVAL_SYNTAX)
 def eval_(ctx: Context, argv: list[bytes]) -> Any:
     """EVAL script numkeys [key [key ...]] [arg [arg ...]]"""
     return _eval(ctx, argv, readonly=False)
 
 
-@command("evalsha", arity=-3, flags="noscript stale skip_monitor no_mandatory_keys",
+@command("evalsha", _EVAL,
          key_specs=(KeySpec(2, ("RW", "access", "update"), keynum=True, arg="key"),),
-         summary="Executes a server-side Lua script by SHA1 digest.", syntax=_EVALSHA_SYNTAX,
-         since="2.6.0", complexity=_EVAL_COMPLEXITY)
+         summary="Executes a server-side Lua script by SHA1 digest.", syntax=_EVALSHA_SYNTAX)
 def evalsha(ctx: Context, argv: list[bytes]) -> Any:
     """EVALSHA sha1 numkeys [key [key ...]] [arg [arg ...]]"""
     return _evalsha(ctx, argv, readonly=False)
 
 
-@command("eval_ro", arity=-3, flags="readonly noscript stale skip_monitor no_mandatory_keys",
-         key_specs=(KeySpec(2, ("RO", "access"), keynum=True, arg="key",
-                            notes="We cannot tell how the keys will be used so we assume the "
-                                  "worst, RO and ACCESS"),),
-         summary="Executes a read-only server-side Lua script.", syntax=_EVAL_SYNTAX, since="7.0.0",
-         complexity=_EVAL_COMPLEXITY)
+#: what EVAL_RO and EVALSHA_RO share
+_EVAL_RO = SpecFields(arity=-3, complexity=_EVAL_COMPLEXITY,
+                      flags="readonly noscript stale skip_monitor no_mandatory_keys", since="7.0.0")
+
+
+@command("eval_ro", _EVAL_RO, key_specs=(KeySpec(2, ("RO", "access"), keynum=True, arg="key",
+                                                 notes="We cannot tell how the keys will be used so we assume the "
+                                                       "worst, RO and ACCESS"),),
+         summary="Executes a read-only server-side Lua script.", syntax=_EVAL_SYNTAX)
 def eval_ro(ctx: Context, argv: list[bytes]) -> Any:
     """EVAL_RO script numkeys [key [key ...]] [arg [arg ...]]"""
     return _eval(ctx, argv, readonly=True)
 
 
-@command("evalsha_ro", arity=-3, flags="readonly noscript stale skip_monitor no_mandatory_keys",
-         key_specs=(KeySpec(2, ("RO", "access"), keynum=True, arg="key"),),
+@command("evalsha_ro", _EVAL_RO, key_specs=(KeySpec(2, ("RO", "access"), keynum=True, arg="key"),),
          summary="Executes a read-only server-side Lua script by SHA1 digest.",
-         syntax=_EVALSHA_SYNTAX, since="7.0.0", complexity=_EVAL_COMPLEXITY)
+         syntax=_EVALSHA_SYNTAX)
 def evalsha_ro(ctx: Context, argv: list[bytes]) -> Any:
     """EVALSHA_RO sha1 numkeys [key [key ...]] [arg [arg ...]]"""
     return _evalsha(ctx, argv, readonly=True)

@@ -19,7 +19,7 @@ from hotkv_server.engine.args import Args, parse_int
 from hotkv_server.engine.context import Context
 from hotkv_server.engine.errors import CommandError
 from hotkv_server.engine.notify import KEY_MISS
-from hotkv_server.engine.registry import family
+from hotkv_server.engine.registry import SpecFields, family
 from hotkv_server.engine.replies import OK
 from hotkv_server.engine.write_options import KEEPTTL, NX, SET_TOKENS, XX, WriteOptions
 from hotkv_server.stores.keyspace_effects import KvMset, KvSet
@@ -141,17 +141,19 @@ def _increment_arg(raw: bytes) -> int:
     return value
 
 
-@command("incr", arity=2, flags="write denyoom fast", key="RW access update",
-         summary="Increments the integer value of a key by one. Uses 0 as initial value if the key doesn't exist.",
-         syntax="key")
+#: what INCR and DECR share
+_STEP = SpecFields(arity=2, flags="write denyoom fast", key="RW access update", syntax="key")
+
+
+@command("incr", _STEP,
+         summary="Increments the integer value of a key by one. Uses 0 as initial value if the key doesn't exist.")
 def incr(ctx: Context, argv: list[bytes]) -> Any:
     """INCR key"""
     return _incr_by(ctx, argv[1], 1)
 
 
-@command("decr", arity=2, flags="write denyoom fast", key="RW access update",
-         summary="Decrements the integer value of a key by one. Uses 0 as initial value if the key doesn't exist.",
-         syntax="key")
+@command("decr", _STEP,
+         summary="Decrements the integer value of a key by one. Uses 0 as initial value if the key doesn't exist.")
 def decr(ctx: Context, argv: list[bytes]) -> Any:
     """DECR key"""
     return _incr_by(ctx, argv[1], -1)

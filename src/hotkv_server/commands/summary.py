@@ -19,7 +19,7 @@ from hotkv_server.engine import errors
 from hotkv_server.engine.args import Args
 from hotkv_server.engine.context import Context
 from hotkv_server.engine.errors import CommandError
-from hotkv_server.engine.registry import family
+from hotkv_server.engine.registry import SpecFields, family
 from hotkv_server.stores.summary import SummaryStore
 from hotkv_server.stores.summary_effects import SummaryAppend, SummaryDel, SummarySet
 
@@ -110,8 +110,11 @@ def summary_get(ctx: Context, argv: list[bytes]) -> Any:
     return record
 
 
-@command("amem.summary.del", arity=2, flags="write", key="RM delete",
-         summary="Deletes an agent's summary.", syntax="agent")
+#: what DEL and DROP share
+_SUMMARY_DEL = SpecFields(arity=2, flags="write", key="RM delete", syntax="agent")
+
+
+@command("amem.summary.del", _SUMMARY_DEL, summary="Deletes an agent's summary.")
 def summary_del(ctx: Context, argv: list[bytes]) -> int:
     """agent"""
     agent = Args(argv, 1).ident("agent")
@@ -120,9 +123,8 @@ def summary_del(ctx: Context, argv: list[bytes]) -> int:
     return int(ctx.emit(SummaryDel(agent)))
 
 
-@command("amem.summary.drop", arity=2, flags="write", key="RM delete",
-         summary="Deletes an agent's summary; 1 if it existed, else 0.", syntax="agent",
-         dialect=True)
+@command("amem.summary.drop", _SUMMARY_DEL,
+         summary="Deletes an agent's summary; 1 if it existed, else 0.", dialect=True)
 def summary_drop(ctx: Context, argv: list[bytes]) -> int:
     """agent"""
     return summary_del(ctx, argv)

@@ -24,7 +24,7 @@ from hotkv_server.engine import errors
 from hotkv_server.engine.args import parse_float, parse_int
 from hotkv_server.engine.context import Context
 from hotkv_server.engine.errors import CommandError
-from hotkv_server.engine.registry import family
+from hotkv_server.engine.registry import SpecFields, family
 from hotkv_server.engine.replies import NULL_ARRAY, Double, Simple
 from hotkv_server.stores.keyspace_effects import KvPut
 from hotkv_server.stores.vectorset import (
@@ -214,8 +214,12 @@ def vsetattr(ctx: Context, argv: list[bytes]) -> Any:
     return True
 
 
-@command("vgetattr", arity=3, flags="readonly fast", key="RO access", since="8.0.0",
-         summary="Retrieves the JSON attributes of elements.", syntax="key element")
+#: what VGETATTR and VISMEMBER share
+_VMEMBER = SpecFields(arity=3, flags="readonly fast", key="RO access", since="8.0.0",
+                      syntax="key element")
+
+
+@command("vgetattr", _VMEMBER, summary="Retrieves the JSON attributes of elements.")
 def vgetattr(ctx: Context, argv: list[bytes]) -> Any:
     """VGETATTR key element"""
     found = read(ctx, argv[1], VectorSetValue)
@@ -223,8 +227,7 @@ def vgetattr(ctx: Context, argv: list[bytes]) -> Any:
     return None if element is None else element.attr
 
 
-@command("vismember", arity=3, flags="readonly fast", key="RO access", since="8.0.0",
-         summary="Checks if an element exists in a vector set.", syntax="key element")
+@command("vismember", _VMEMBER, summary="Checks if an element exists in a vector set.")
 def vismember(ctx: Context, argv: list[bytes]) -> Any:
     """VISMEMBER key element"""
     found = read(ctx, argv[1], VectorSetValue)

@@ -19,7 +19,7 @@ from hotkv_server.engine import errors
 from hotkv_server.engine.args import parse_int
 from hotkv_server.engine.context import Context
 from hotkv_server.engine.errors import CommandError, WrongTypeError
-from hotkv_server.engine.registry import family, key_spec
+from hotkv_server.engine.registry import SpecFields, family, key_spec
 from hotkv_server.stores.sets import SetValue
 from hotkv_server.stores.zsetvalue import SortedSetValue
 
@@ -160,9 +160,12 @@ _DIFF_COMPLEXITY = ("O(L + (N-K)log(N)) worst case where L is the total number o
                     "set.")
 
 
-@command("zunion", arity=-3, flags="readonly",
-         key_specs=(key_spec(1, "RO access", keynum=True, arg="key"),), since="6.2.0",
-         summary="Returns the union of multiple sorted sets.",
+#: what ZUNION, ZINTER and ZDIFF share
+_READ_OP = SpecFields(arity=-3, flags="readonly",
+                      key_specs=(key_spec(1, "RO access", keynum=True, arg="key"),), since="6.2.0")
+
+
+@command("zunion", _READ_OP, summary="Returns the union of multiple sorted sets.",
          syntax="numkeys key [key ...] [WEIGHTS weight [weight ...]] [AGGREGATE SUM|MIN|MAX] "
                 "[WITHSCORES]", complexity=_UNION_COMPLEXITY)
 def zunion(ctx: Context, argv: list[bytes]) -> Any:
@@ -170,9 +173,7 @@ def zunion(ctx: Context, argv: list[bytes]) -> Any:
     return _read(ctx, argv, "zunion", UNION)
 
 
-@command("zinter", arity=-3, flags="readonly",
-         key_specs=(key_spec(1, "RO access", keynum=True, arg="key"),), since="6.2.0",
-         summary="Returns the intersect of multiple sorted sets.",
+@command("zinter", _READ_OP, summary="Returns the intersect of multiple sorted sets.",
          syntax="numkeys key [key ...] [WEIGHTS weight [weight ...]] [AGGREGATE SUM|MIN|MAX] "
                 "[WITHSCORES]", complexity=_INTER_COMPLEXITY)
 def zinter(ctx: Context, argv: list[bytes]) -> Any:
@@ -180,18 +181,20 @@ def zinter(ctx: Context, argv: list[bytes]) -> Any:
     return _read(ctx, argv, "zinter", INTER)
 
 
-@command("zdiff", arity=-3, flags="readonly",
-         key_specs=(key_spec(1, "RO access", keynum=True, arg="key"),), since="6.2.0",
-         summary="Returns the difference between multiple sorted sets.",
+@command("zdiff", _READ_OP, summary="Returns the difference between multiple sorted sets.",
          syntax="numkeys key [key ...] [WITHSCORES]", complexity=_DIFF_COMPLEXITY)
 def zdiff(ctx: Context, argv: list[bytes]) -> Any:
     """ZDIFF numkeys key [key ...] [WITHSCORES]"""
     return _read(ctx, argv, "zdiff", DIFF)
 
 
-@command("zunionstore", arity=-4, flags="write denyoom", keys=(1, 1, 1),
-         key_specs=(key_spec(1, "OW update", arg="destination"),
-                    key_spec(2, "RO access", keynum=True, arg="key")), since="2.0.0",
+#: what ZUNIONSTORE, ZINTERSTORE and ZDIFFSTORE share
+_STORE_OP = SpecFields(arity=-4, flags="write denyoom",
+                       key_specs=(key_spec(1, "OW update", arg="destination"),
+                                  key_spec(2, "RO access", keynum=True, arg="key")), keys=(1, 1, 1))
+
+
+@command("zunionstore", _STORE_OP, since="2.0.0",
          summary="Stores the union of multiple sorted sets in a key.",
          syntax="destination numkeys key [key ...] [WEIGHTS weight [weight ...]] "
                 "[AGGREGATE SUM|MIN|MAX]", complexity=_UNION_COMPLEXITY)
@@ -200,9 +203,7 @@ def zunionstore(ctx: Context, argv: list[bytes]) -> Any:
     return _store(ctx, argv, "zunionstore", UNION)
 
 
-@command("zinterstore", arity=-4, flags="write denyoom", keys=(1, 1, 1),
-         key_specs=(key_spec(1, "OW update", arg="destination"),
-                    key_spec(2, "RO access", keynum=True, arg="key")), since="2.0.0",
+@command("zinterstore", _STORE_OP, since="2.0.0",
          summary="Stores the intersect of multiple sorted sets in a key.",
          syntax="destination numkeys key [key ...] [WEIGHTS weight [weight ...]] "
                 "[AGGREGATE SUM|MIN|MAX]", complexity=_INTER_COMPLEXITY)
@@ -211,9 +212,7 @@ def zinterstore(ctx: Context, argv: list[bytes]) -> Any:
     return _store(ctx, argv, "zinterstore", INTER)
 
 
-@command("zdiffstore", arity=-4, flags="write denyoom", keys=(1, 1, 1),
-         key_specs=(key_spec(1, "OW update", arg="destination"),
-                    key_spec(2, "RO access", keynum=True, arg="key")), since="6.2.0",
+@command("zdiffstore", _STORE_OP, since="6.2.0",
          summary="Stores the difference of multiple sorted sets in a key.",
          syntax="destination numkeys key [key ...]", complexity=_DIFF_COMPLEXITY)
 def zdiffstore(ctx: Context, argv: list[bytes]) -> Any:

@@ -24,7 +24,7 @@ from hotkv_server.engine import errors
 from hotkv_server.engine.args import parse_int
 from hotkv_server.engine.context import Context
 from hotkv_server.engine.errors import CommandError
-from hotkv_server.engine.registry import family, key_spec
+from hotkv_server.engine.registry import SpecFields, family, key_spec
 from hotkv_server.engine.replies import NULL_ARRAY, Double, format_double
 from hotkv_server.stores.effect import Effect
 from hotkv_server.stores.zset_effects import (
@@ -241,10 +241,14 @@ def zrevrank(ctx: Context, argv: list[bytes]) -> Any:
     return _rank(ctx, argv, True)
 
 
-@command("zcount", arity=4, flags="readonly fast", key="RO access", since="2.0.0",
-         summary="Returns the count of members in a sorted set that have scores within a range.",
-         syntax="key min max",
-         complexity="O(log(N)) with N being the number of elements in the sorted set.")
+#: what ZCOUNT and ZLEXCOUNT share
+_ZCOUNT = SpecFields(arity=4,
+                     complexity="O(log(N)) with N being the number of elements in the sorted set.",
+                     flags="readonly fast", key="RO access", syntax="key min max")
+
+
+@command("zcount", _ZCOUNT, since="2.0.0",
+         summary="Returns the count of members in a sorted set that have scores within a range.")
 def zcount(ctx: Context, argv: list[bytes]) -> Any:
     """ZCOUNT key min max"""
     rng = parse_score_range(argv[2], argv[3])
@@ -252,10 +256,8 @@ def zcount(ctx: Context, argv: list[bytes]) -> Any:
     return 0 if zset is None else zset.count_by_score(rng)
 
 
-@command("zlexcount", arity=4, flags="readonly fast", key="RO access", since="2.8.9",
-         summary="Returns the number of members in a sorted set within a lexicographical range.",
-         syntax="key min max",
-         complexity="O(log(N)) with N being the number of elements in the sorted set.")
+@command("zlexcount", _ZCOUNT, since="2.8.9",
+         summary="Returns the number of members in a sorted set within a lexicographical range.")
 def zlexcount(ctx: Context, argv: list[bytes]) -> Any:
     """ZLEXCOUNT key min max"""
     lo, hi = parse_lex_range(argv[2], argv[3])
@@ -289,21 +291,24 @@ def _zpop(ctx: Context, argv: list[bytes], highest: bool) -> Any:
     return pairs_reply(ctx, popped)
 
 
-@command("zpopmin", arity=-2, flags="write fast", key="RW access delete", since="5.0.0",
+#: what ZPOPMIN and ZPOPMAX share
+_ZPOP = SpecFields(arity=-2,
+                   complexity="O(log(N)*M) with N being the number of elements in the sorted set, and M "
+                              "being the number of elements popped.", flags="write fast",
+                   key="RW access delete", since="5.0.0", syntax="key [count]")
+
+
+@command("zpopmin", _ZPOP,
          summary="Returns the lowest-scoring members from a sorted set after removing them. "
-                 "Deletes the sorted set if the last member was popped.", syntax="key [count]",
-         complexity="O(log(N)*M) with N being the number of elements in the sorted set, and M "
-                    "being the number of elements popped.")
+                 "Deletes the sorted set if the last member was popped.")
 def zpopmin(ctx: Context, argv: list[bytes]) -> Any:
     """ZPOPMIN key [count]"""
     return _zpop(ctx, argv, False)
 
 
-@command("zpopmax", arity=-2, flags="write fast", key="RW access delete", since="5.0.0",
+@command("zpopmax", _ZPOP,
          summary="Returns the highest-scoring members from a sorted set after removing them. "
-                 "Deletes the sorted set if the last member was popped.", syntax="key [count]",
-         complexity="O(log(N)*M) with N being the number of elements in the sorted set, and M "
-                    "being the number of elements popped.")
+                 "Deletes the sorted set if the last member was popped.")
 def zpopmax(ctx: Context, argv: list[bytes]) -> Any:
     """ZPOPMAX key [count]"""
     return _zpop(ctx, argv, True)
@@ -339,11 +344,16 @@ def _remove_range(ctx: Context, key: bytes, effect: Effect, count: int) -> int:
     return int(ctx.emit(effect))
 
 
-@command("zremrangebyrank", arity=4, flags="write", key="RW delete", since="2.0.0",
+#: what the ZREMRANGEBY* commands share
+_ZREMRANGE = SpecFields(arity=4,
+                        complexity="O(log(N)+M) with N being the number of elements in the sorted set and M the "
+                                   "number of elements removed by the operation.", flags="write",
+                        key="RW delete")
+
+
+@command("zremrangebyrank", _ZREMRANGE, since="2.0.0",
          summary="Removes members in a sorted set within a range of indexes. Deletes the sorted "
-                 "set if all members were removed.", syntax="key start stop",
-         complexity="O(log(N)+M) with N being the number of elements in the sorted set and M the "
-                    "number of elements removed by the operation.")
+                 "set if all members were removed.", syntax="key start stop")
 def zremrangebyrank(ctx: Context, argv: list[bytes]) -> Any:
     """ZREMRANGEBYRANK key start stop"""
     start, stop = int_arg(argv[2]), int_arg(argv[3])
@@ -365,11 +375,9 @@ def _rank_span(zset: SortedSetValue, start: int, stop: int) -> int:
     return min(stop, n - 1) + 1 - start
 
 
-@command("zremrangebyscore", arity=4, flags="write", key="RW delete", since="1.2.0",
+@command("zremrangebyscore", _ZREMRANGE, since="1.2.0",
          summary="Removes members in a sorted set within a range of scores. Deletes the sorted set "
-                 "if all members were removed.", syntax="key min max",
-         complexity="O(log(N)+M) with N being the number of elements in the sorted set and M the "
-                    "number of elements removed by the operation.")
+                 "if all members were removed.", syntax="key min max")
 def zremrangebyscore(ctx: Context, argv: list[bytes]) -> Any:
     """ZREMRANGEBYSCORE key min max"""
     rng = parse_score_range(argv[2], argv[3])
@@ -380,11 +388,9 @@ def zremrangebyscore(ctx: Context, argv: list[bytes]) -> Any:
     return _remove_range(ctx, argv[1], effect, zset.count_by_score(rng))
 
 
-@command("zremrangebylex", arity=4, flags="write", key="RW delete", since="2.8.9",
+@command("zremrangebylex", _ZREMRANGE, since="2.8.9",
          summary="Removes members in a sorted set within a lexicographical range. Deletes the "
-                 "sorted set if all members were removed.", syntax="key min max",
-         complexity="O(log(N)+M) with N being the number of elements in the sorted set and M the "
-                    "number of elements removed by the operation.")
+                 "sorted set if all members were removed.", syntax="key min max")
 def zremrangebylex(ctx: Context, argv: list[bytes]) -> Any:
     """ZREMRANGEBYLEX key min max"""
     lo, hi = parse_lex_range(argv[2], argv[3])

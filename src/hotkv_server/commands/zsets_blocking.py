@@ -15,7 +15,7 @@ from hotkv_server.commands.lists_blocking import cannot_block
 from hotkv_server.commands.numbers import parse_timeout_ms
 from hotkv_server.commands.zsets import pop_members, zmpop_first
 from hotkv_server.engine.context import Context
-from hotkv_server.engine.registry import family, key_spec
+from hotkv_server.engine.registry import SpecFields, family, key_spec
 from hotkv_server.engine.replies import NULL_ARRAY, Double
 
 command = family(group="sorted-set")
@@ -43,23 +43,26 @@ def _bzpop(ctx: Context, argv: list[bytes], highest: bool) -> Any:
     return ctx.core.blocking.block(ctx, keys, timeout_ms, serve, NULL_ARRAY)
 
 
-@command("bzpopmin", arity=-3, flags="write noscript blocking fast", keys=(1, -2, 1),
-         key_flags="RW access delete", since="5.0.0", acl="@blocking",
+#: what BZPOPMIN and BZPOPMAX share
+_BZPOP = SpecFields(acl="@blocking", arity=-3,
+                    complexity="O(log(N)) with N being the number of elements in the sorted set.",
+                    flags="write noscript blocking fast", key_flags="RW access delete",
+                    keys=(1, -2, 1), since="5.0.0", syntax="key [key ...] timeout")
+
+
+@command("bzpopmin", _BZPOP,
          summary="Removes and returns the member with the lowest score from one or more sorted "
                  "sets. Blocks until a member is available otherwise. Deletes the sorted set if "
-                 "the last element was popped.", syntax="key [key ...] timeout",
-         complexity="O(log(N)) with N being the number of elements in the sorted set.")
+                 "the last element was popped.")
 def bzpopmin(ctx: Context, argv: list[bytes]) -> Any:
     """BZPOPMIN key [key ...] timeout"""
     return _bzpop(ctx, argv, False)
 
 
-@command("bzpopmax", arity=-3, flags="write noscript blocking fast", keys=(1, -2, 1),
-         key_flags="RW access delete", since="5.0.0", acl="@blocking",
+@command("bzpopmax", _BZPOP,
          summary="Removes and returns the member with the highest score from one or more sorted "
                  "sets. Blocks until a member available otherwise. Deletes the sorted set if the "
-                 "last element was popped.", syntax="key [key ...] timeout",
-         complexity="O(log(N)) with N being the number of elements in the sorted set.")
+                 "last element was popped.")
 def bzpopmax(ctx: Context, argv: list[bytes]) -> Any:
     """BZPOPMAX key [key ...] timeout"""
     return _bzpop(ctx, argv, True)
