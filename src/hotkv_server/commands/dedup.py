@@ -13,6 +13,7 @@ by ACL key patterns sees only the names it may read). The embedding is opaque by
 
 from __future__ import annotations
 
+from hotkv_server.commands.tenancy import readable_ids
 from hotkv_server.engine.args import Args
 from hotkv_server.engine.context import Context
 from hotkv_server.engine.errors import CommandError
@@ -113,8 +114,4 @@ def dedup_purge(ctx: Context, argv: list[bytes]) -> int:
          complexity="O(N log N) with N the namespaces")
 def dedup_list(ctx: Context, argv: list[bytes]) -> list[bytes]:
     """(no arguments)"""
-    names = sorted(_store(ctx).namespaces)
-    user = ctx.user
-    if user is not None and user.restricted and not user.allkeys:
-        names = [n for n in names if user.key_allowed(n, read=True, write=False)]
-    return names
+    return readable_ids(ctx, sorted(_store(ctx).namespaces))

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import math
 import random
+from collections.abc import Callable, Container
 from itertools import islice
 from typing import Any
 
 from hotkv_server.commands.floats import add_long_doubles, format_long_double, parse_long_double
 from hotkv_server.commands.keys import parse_cursor
-from hotkv_server.commands.scanning import matching, scan_options
+from hotkv_server.commands.scanning import ELEMENT_SCAN, matching, scan_options
 from hotkv_server.commands.strings import NAN_OR_INF
 from hotkv_server.commands.typed import read, target
 from hotkv_server.engine import errors
@@ -25,6 +26,7 @@ from hotkv_server.engine.context import Context
 from hotkv_server.engine.errors import CommandError
 from hotkv_server.engine.registry import SpecFields, family
 from hotkv_server.engine.replies import OK
+from hotkv_server.stores.effect import Effect
 from hotkv_server.stores.hashes import HashValue
 from hotkv_server.stores.hashes_effects import KvHdel, KvHset
 from hotkv_server.stores.keyspace_effects import KvPut
@@ -150,15 +152,18 @@ def hvals(ctx: Context, argv: list[bytes]) -> Any:
          complexity="O(N) where N is the number of fields to be removed.")
 def hdel(ctx: Context, argv: list[bytes]) -> Any:
     """HDEL key field [field ...]"""
-    key = argv[1]
-    found = target(ctx, key, HashValue)
-    if found is None:
-        return 0
-    fields = found.fields
-    gone = [field for field in dict.fromkeys(argv[2:]) if field in fields]
+    found = target(ctx, argv[1], HashValue)
+    return 0 if found is None else remove_present(ctx, argv, found.fields, KvHdel)
+
+
+def remove_present(ctx: Context, argv: list[bytes], entries: Container[bytes],
+                   record: Callable[[bytes, list[bytes]], Effect]) -> int:
+    """HDEL and SREM: emit ``record(key, gone)`` for the named ``argv[2:]`` that are among
+    the ``entries`` of ``argv[1]`` (each once); how many went."""
+    gone = [entry for entry in dict.fromkeys(argv[2:]) if entry in entries]
     if not gone:
         return 0
-    removed: int = ctx.emit(KvHdel(key, gone))
+    removed: int = ctx.emit(record(argv[1], gone))
     return removed
 
 
@@ -316,12 +321,7 @@ def _field_at(found: HashValue, index: int) -> bytes:
     return next(islice(found.fields, index, None))
 
 
-@command("hscan", arity=-3, flags="readonly", key="RO access", tips="nondeterministic_output",
-         summary="Iterates over fields and values of a hash.",
-         syntax="key cursor [MATCH pattern] [COUNT count]",
-         complexity="O(1) for every call. O(N) for a complete iteration, including enough "
-                    "command calls for the cursor to return back to 0. N is the number of "
-                    "elements inside the collection.")
+@command("hscan", ELEMENT_SCAN, summary="Iterates over fields and values of a hash.")
 def hscan(ctx: Context, argv: list[bytes]) -> Any:
     """HSCAN key cursor [MATCH pattern] [COUNT count]"""
     cursor = parse_cursor(argv[2])

@@ -16,7 +16,7 @@ from typing import Any
 
 from hotkv_server.commands.glob import glob_match
 from hotkv_server.commands.scanning import scan_options_with_type
-from hotkv_server.commands.tenancy import readable_filter
+from hotkv_server.commands.tenancy import readable_filter, readable_ids
 from hotkv_server.engine import errors
 from hotkv_server.engine.args import parse_int
 from hotkv_server.engine.context import Context
@@ -140,10 +140,7 @@ def randomkey(ctx: Context, argv: list[bytes]) -> Any:
 def keys(ctx: Context, argv: list[bytes]) -> Any:
     """KEYS pattern"""
     pattern = argv[1]
-    names = ctx.db.kv.ids(ctx.now_ms)
-    readable = readable_filter(ctx)
-    if readable is not None:  # a tenant lists only the keys it may read (tenancy.py)
-        names = [name for name in names if readable(name)]
+    names = readable_ids(ctx, ctx.db.kv.ids(ctx.now_ms))  # a tenant's keys only (tenancy.py)
     if pattern == b"*":
         return names
     return [name for name in names if glob_match(pattern, name)]

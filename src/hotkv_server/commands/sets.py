@@ -12,9 +12,9 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from hotkv_server.commands.hashes import check_repeats, pick, random_count
+from hotkv_server.commands.hashes import check_repeats, pick, random_count, remove_present
 from hotkv_server.commands.keys import parse_cursor
-from hotkv_server.commands.scanning import matching, scan_options
+from hotkv_server.commands.scanning import ELEMENT_SCAN, matching, scan_options
 from hotkv_server.commands.typed import read, target
 from hotkv_server.engine import errors
 from hotkv_server.engine.args import parse_int
@@ -68,16 +68,8 @@ def sadd(ctx: Context, argv: list[bytes]) -> Any:
          complexity="O(N) where N is the number of members to be removed.")
 def srem(ctx: Context, argv: list[bytes]) -> Any:
     """SREM key member [member ...]"""
-    key = argv[1]
-    found = target(ctx, key, SetValue)
-    if found is None:
-        return 0
-    index = found.index
-    gone = [member for member in dict.fromkeys(argv[2:]) if member in index]
-    if not gone:
-        return 0
-    removed: int = ctx.emit(KvSrem(key, gone))
-    return removed
+    found = target(ctx, argv[1], SetValue)
+    return 0 if found is None else remove_present(ctx, argv, found.index, KvSrem)
 
 
 @command("smembers", arity=2, flags="readonly", key="RO access",
@@ -200,12 +192,7 @@ def smove(ctx: Context, argv: list[bytes]) -> Any:
     return 1
 
 
-@command("sscan", arity=-3, flags="readonly", key="RO access", tips="nondeterministic_output",
-         summary="Iterates over members of a set.",
-         syntax="key cursor [MATCH pattern] [COUNT count]",
-         complexity="O(1) for every call. O(N) for a complete iteration, including enough "
-                    "command calls for the cursor to return back to 0. N is the number of "
-                    "elements inside the collection.")
+@command("sscan", ELEMENT_SCAN, summary="Iterates over members of a set.")
 def sscan(ctx: Context, argv: list[bytes]) -> Any:
     """SSCAN key cursor [MATCH pattern] [COUNT count]"""
     cursor = parse_cursor(argv[2])

@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from hotkv_server.commands.epis import parse_event_id
+from hotkv_server.commands.tenancy import readable_ids
 from hotkv_server.engine import errors
 from hotkv_server.engine.args import Args
 from hotkv_server.engine.context import Context
@@ -137,9 +138,5 @@ def summary_drop(ctx: Context, argv: list[bytes]) -> int:
 def summary_list(ctx: Context, argv: list[bytes]) -> list[bytes]:
     """(no arguments)"""
     store: SummaryStore = ctx.db.summary
-    agents = sorted(store.ids(ctx.now_ms))
-    user = ctx.user
-    if user is not None and user.restricted and not user.allkeys:
-        # a tenant confined by key patterns learns no other tenant's agent ids
-        agents = [a for a in agents if user.key_allowed(a, read=True, write=False)]
-    return agents
+    # a tenant confined by key patterns learns no other tenant's agent ids
+    return readable_ids(ctx, sorted(store.ids(ctx.now_ms)))

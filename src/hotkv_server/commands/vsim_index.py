@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from hotkv_server.commands.tenancy import readable_filter
+from hotkv_server.commands.tenancy import readable_filter, readable_ids
 from hotkv_server.commands.typed import read, target
 from hotkv_server.commands.vsim import run_search
 from hotkv_server.engine.args import parse_float, parse_int
@@ -260,8 +260,7 @@ def vsim_load(ctx: Context, argv: list[bytes]) -> Any:
          syntax="")
 def vsim_list(ctx: Context, argv: list[bytes]) -> Any:
     """VSIM.LIST"""
-    readable = readable_filter(ctx)
-    return sorted(name for name in ctx.db.vsnap.blobs if readable is None or readable(name))
+    return readable_ids(ctx, sorted(ctx.db.vsnap.blobs))
 
 
 @command("vsim.drop", arity=2, flags="write", key="RM delete",

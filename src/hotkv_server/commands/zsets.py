@@ -19,7 +19,7 @@ from hotkv_server.commands.glob import glob_match
 from hotkv_server.commands.hashes import check_repeats
 from hotkv_server.commands.lists import MUST_BE_POSITIVE, int_arg, parse_mpop
 from hotkv_server.commands.numbers import parse_lex_range, parse_score, parse_score_range
-from hotkv_server.commands.scanning import scan_options
+from hotkv_server.commands.scanning import ELEMENT_SCAN, scan_options
 from hotkv_server.engine import errors
 from hotkv_server.engine.args import parse_int
 from hotkv_server.engine.context import Context
@@ -437,13 +437,8 @@ def zrandmember(ctx: Context, argv: list[bytes]) -> Any:
     return pairs_reply(ctx, picks, withscores)
 
 
-@command("zscan", arity=-3, flags="readonly", key="RO access", since="2.8.0",
-         tips="nondeterministic_output",
-         summary="Iterates over members and scores of a sorted set.",
-         syntax="key cursor [MATCH pattern] [COUNT count]",
-         complexity="O(1) for every call. O(N) for a complete iteration, including enough command "
-                    "calls for the cursor to return back to 0. N is the number of elements inside "
-                    "the collection.")
+@command("zscan", ELEMENT_SCAN, since="2.8.0",
+         summary="Iterates over members and scores of a sorted set.")
 def zscan(ctx: Context, argv: list[bytes]) -> Any:
     """ZSCAN key cursor [MATCH pattern] [COUNT count]"""
     cursor = _cursor(argv[2])
