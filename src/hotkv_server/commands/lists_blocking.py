@@ -8,6 +8,7 @@ LPOP, so the AOF and the replicas never see the blocking command.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from hotkv_server.commands.containers import list_if_any, target_list
@@ -26,21 +27,33 @@ def cannot_block(ctx: Context) -> bool:
     return ctx.core.effects.grouped
 
 
-def _blocking_pop(ctx: Context, argv: list[bytes], left: bool) -> Any:
-    timeout_ms = parse_timeout_ms(argv[-1])
-    keys = argv[1:-1]
-    for key in keys:
-        if target_list(ctx, key) is not None:
-            return [key, pop_from(ctx, key, left, 1)[0]]
+def block_to_pop(ctx: Context, keys: list[bytes], timeout_ms: int,
+                 holds: Callable[[bytes], object], pop: Callable[[bytes], Any]) -> Any:
+    """The blocking pops once nothing was there to pop at once: wait until a write makes one
+    of ``keys`` hold a value of the type (``holds``: the value or None, and None for another
+    type) and answer ``pop(key)`` of it; inside EXEC a null array at once."""
     if cannot_block(ctx):
         return NULL_ARRAY
 
     def serve(key: bytes) -> tuple[Any, list[bytes]] | None:
-        if list_if_any(ctx, key) is None:
+        if holds(key) is None:
             return None
-        return [key, pop_from(ctx, key, left, 1)[0]], [key]
+        return pop(key), [key]
 
     return ctx.core.blocking.block(ctx, keys, timeout_ms, serve, NULL_ARRAY)
+
+
+def _blocking_pop(ctx: Context, argv: list[bytes], left: bool) -> Any:
+    timeout_ms = parse_timeout_ms(argv[-1])
+    keys = argv[1:-1]
+
+    def pop(key: bytes) -> list[bytes]:
+        return [key, pop_from(ctx, key, left, 1)[0]]
+
+    for key in keys:
+        if target_list(ctx, key) is not None:
+            return pop(key)
+    return block_to_pop(ctx, keys, timeout_ms, lambda key: list_if_any(ctx, key), pop)
 
 
 #: what BLPOP and BRPOP share
@@ -122,12 +135,5 @@ def blmpop(ctx: Context, argv: list[bytes]) -> Any:
     found = mpop_first(ctx, keys, left, count)
     if found is not None:
         return found
-    if cannot_block(ctx):
-        return NULL_ARRAY
-
-    def serve(key: bytes) -> tuple[Any, list[bytes]] | None:
-        if list_if_any(ctx, key) is None:
-            return None
-        return [key, pop_from(ctx, key, left, count)], [key]
-
-    return ctx.core.blocking.block(ctx, keys, timeout_ms, serve, NULL_ARRAY)
+    return block_to_pop(ctx, keys, timeout_ms, lambda key: list_if_any(ctx, key),
+                        lambda key: [key, pop_from(ctx, key, left, count)])

@@ -11,12 +11,12 @@ from typing import Any
 
 from hotkv_server.commands.containers import target_zset, zset_if_any
 from hotkv_server.commands.lists import parse_mpop
-from hotkv_server.commands.lists_blocking import cannot_block
+from hotkv_server.commands.lists_blocking import block_to_pop
 from hotkv_server.commands.numbers import parse_timeout_ms
 from hotkv_server.commands.zsets import pop_members, zmpop_first
 from hotkv_server.engine.context import Context
 from hotkv_server.engine.registry import SpecFields, family, key_spec
-from hotkv_server.engine.replies import NULL_ARRAY, Double
+from hotkv_server.engine.replies import Double
 
 command = family(group="sorted-set")
 
@@ -32,15 +32,8 @@ def _bzpop(ctx: Context, argv: list[bytes], highest: bool) -> Any:
     for key in keys:
         if target_zset(ctx, key) is not None:
             return _pop_one(ctx, key, highest)
-    if cannot_block(ctx):
-        return NULL_ARRAY
-
-    def serve(key: bytes) -> tuple[Any, list[bytes]] | None:
-        if zset_if_any(ctx, key) is None:
-            return None
-        return _pop_one(ctx, key, highest), [key]
-
-    return ctx.core.blocking.block(ctx, keys, timeout_ms, serve, NULL_ARRAY)
+    return block_to_pop(ctx, keys, timeout_ms, lambda key: zset_if_any(ctx, key),
+                        lambda key: _pop_one(ctx, key, highest))
 
 
 #: what BZPOPMIN and BZPOPMAX share
@@ -83,13 +76,8 @@ def bzmpop(ctx: Context, argv: list[bytes]) -> Any:
     found = zmpop_first(ctx, keys, highest, count)
     if found is not None:
         return found
-    if cannot_block(ctx):
-        return NULL_ARRAY
 
-    def serve(key: bytes) -> tuple[Any, list[bytes]] | None:
-        if zset_if_any(ctx, key) is None:
-            return None
-        popped = pop_members(ctx, key, count, highest)
-        return [key, [[m, Double(s)] for m, s in popped]], [key]
+    def pop(key: bytes) -> list[Any]:
+        return [key, [[m, Double(s)] for m, s in pop_members(ctx, key, count, highest)]]
 
-    return ctx.core.blocking.block(ctx, keys, timeout_ms, serve, NULL_ARRAY)
+    return block_to_pop(ctx, keys, timeout_ms, lambda key: zset_if_any(ctx, key), pop)
