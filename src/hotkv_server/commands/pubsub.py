@@ -40,67 +40,44 @@ def channels_of(name: str, argv: list[bytes]) -> tuple[str, list[bytes]] | None:
     return kind, (argv[1:] if every else argv[1:2])
 
 
-@command("subscribe", arity=-2, flags="pubsub noscript loading stale",
-         summary="Listens for messages published to channels.", syntax="channel [channel ...]",
-         complexity="O(N) where N is the number of channels to subscribe to.", since="2.0.0")
-def subscribe(ctx: Context, argv: list[bytes]) -> Any:
-    """SUBSCRIBE channel [channel ...]"""
-    ctx.core.pubsub.subscribe(ctx, CHANNEL, argv[1:])
-    return NO_REPLY
+#: the subscriptions each (UN)SUBSCRIBE command is about
+_KIND_OF = {b"subscribe": CHANNEL, b"unsubscribe": CHANNEL, b"psubscribe": PATTERN,
+            b"punsubscribe": PATTERN, b"ssubscribe": SHARD, b"sunsubscribe": SHARD}
+_SUBSCRIBE = SpecFields(arity=-2, flags="pubsub noscript loading stale", since="2.0.0")
+_SHARD = SpecFields(keys=(1, -1, 1), key_flags="not_key", since="7.0.0")
 
 
-@command("unsubscribe", arity=-1, flags="pubsub noscript loading stale",
-         summary="Stops listening to messages posted to channels.",
-         syntax="[channel [channel ...]]",
-         complexity="O(N) where N is the number of channels to unsubscribe.", since="2.0.0")
-def unsubscribe(ctx: Context, argv: list[bytes]) -> Any:
-    """UNSUBSCRIBE [channel [channel ...]]"""
-    ctx.core.pubsub.unsubscribe(ctx, CHANNEL, argv[1:])
-    return NO_REPLY
-
-
-@command("psubscribe", arity=-2, flags="pubsub noscript loading stale",
+@command("subscribe", _SUBSCRIBE, summary="Listens for messages published to channels.",
+         syntax="channel [channel ...]",
+         complexity="O(N) where N is the number of channels to subscribe to.")
+@command("psubscribe", _SUBSCRIBE,
          summary="Listens for messages published to channels that match one or more patterns.",
-         syntax="pattern [pattern ...]", since="2.0.0",
+         syntax="pattern [pattern ...]",
          complexity="O(N) where N is the number of patterns to subscribe to.")
-def psubscribe(ctx: Context, argv: list[bytes]) -> Any:
-    """PSUBSCRIBE pattern [pattern ...]"""
-    ctx.core.pubsub.subscribe(ctx, PATTERN, argv[1:])
-    return NO_REPLY
-
-
-@command("punsubscribe", arity=-1, flags="pubsub noscript loading stale",
-         summary="Stops listening to messages published to channels that match one or more patterns.",
-         syntax="[pattern [pattern ...]]", since="2.0.0",
-         complexity="O(N) where N is the number of patterns to unsubscribe.")
-def punsubscribe(ctx: Context, argv: list[bytes]) -> Any:
-    """PUNSUBSCRIBE [pattern [pattern ...]]"""
-    ctx.core.pubsub.unsubscribe(ctx, PATTERN, argv[1:])
-    return NO_REPLY
-
-
-#: what SSUBSCRIBE and SUNSUBSCRIBE share
-_SHARD = SpecFields(flags="pubsub noscript loading stale", key_flags="not_key", keys=(1, -1, 1),
-                    since="7.0.0")
-
-
-@command("ssubscribe", _SHARD, arity=-2,
+@command("ssubscribe", _SUBSCRIBE, _SHARD,
          summary="Listens for messages published to shard channels.",
          syntax="shardchannel [shardchannel ...]",
          complexity="O(N) where N is the number of shard channels to subscribe to.")
-def ssubscribe(ctx: Context, argv: list[bytes]) -> Any:
-    """SSUBSCRIBE shardchannel [shardchannel ...]"""
-    ctx.core.pubsub.subscribe(ctx, SHARD, argv[1:])
+def subscribe(ctx: Context, argv: list[bytes]) -> Any:
+    """SUBSCRIBE channel [channel ...], PSUBSCRIBE pattern [pattern ...], SSUBSCRIBE shardchannel [shardchannel ...]"""
+    ctx.core.pubsub.subscribe(ctx, _KIND_OF[argv[0].lower()], argv[1:])
     return NO_REPLY
 
 
-@command("sunsubscribe", _SHARD, arity=-1,
+@command("unsubscribe", _SUBSCRIBE, arity=-1, summary="Stops listening to messages posted to channels.",
+         syntax="[channel [channel ...]]",
+         complexity="O(N) where N is the number of channels to unsubscribe.")
+@command("punsubscribe", _SUBSCRIBE, arity=-1,
+         summary="Stops listening to messages published to channels that match one or more patterns.",
+         syntax="[pattern [pattern ...]]",
+         complexity="O(N) where N is the number of patterns to unsubscribe.")
+@command("sunsubscribe", _SUBSCRIBE, _SHARD, arity=-1,
          summary="Stops listening to messages posted to shard channels.",
          syntax="[shardchannel [shardchannel ...]]",
          complexity="O(N) where N is the number of shard channels to unsubscribe.")
-def sunsubscribe(ctx: Context, argv: list[bytes]) -> Any:
-    """SUNSUBSCRIBE [shardchannel [shardchannel ...]]"""
-    ctx.core.pubsub.unsubscribe(ctx, SHARD, argv[1:])
+def unsubscribe(ctx: Context, argv: list[bytes]) -> Any:
+    """UNSUBSCRIBE [channel [channel ...]], PUNSUBSCRIBE [pattern [pattern ...]], SUNSUBSCRIBE [shardchannel [shardchannel ...]]"""
+    ctx.core.pubsub.unsubscribe(ctx, _KIND_OF[argv[0].lower()], argv[1:])
     return NO_REPLY
 
 
