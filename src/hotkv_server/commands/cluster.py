@@ -435,7 +435,11 @@ def asking(ctx: Context, argv: list[bytes]) -> Any:
     return OK
 
 
-@command("readonly", arity=1, acl="@connection", flags="fast loading stale",
+#: what READONLY and READWRITE share
+_READ_MODE = SpecFields(arity=1, acl="@connection", flags="fast loading stale")
+
+
+@command("readonly", _READ_MODE,
          summary="Enables read-only queries for a connection to a Redis Cluster replica node.")
 def readonly(ctx: Context, argv: list[bytes]) -> Any:
     """READONLY"""
@@ -444,7 +448,7 @@ def readonly(ctx: Context, argv: list[bytes]) -> Any:
     return OK
 
 
-@command("readwrite", arity=1, acl="@connection", flags="fast loading stale",
+@command("readwrite", _READ_MODE,
          summary="Enables read-write queries for a connection to a Redis Cluster replica node.")
 def readwrite(ctx: Context, argv: list[bytes]) -> Any:
     """READWRITE"""

@@ -51,9 +51,12 @@ def set_fields(ctx: Context, key: bytes, found: HashValue | None, pairs: list[by
     return added
 
 
-@command("hset", arity=-4, flags="write denyoom fast", key="RW update",
-         summary="Creates or modifies the value of a field in a hash.",
-         syntax="key field value [field value ...]",
+#: what HSET and HMSET share
+_HSET = SpecFields(arity=-4, flags="write denyoom fast", key="RW update",
+                   syntax="key field value [field value ...]")
+
+
+@command("hset", _HSET, summary="Creates or modifies the value of a field in a hash.",
          complexity="O(1) for each field/value pair added, so O(N) to add N field/value pairs "
                     "when the command is called with multiple field/value pairs.")
 def hset(ctx: Context, argv: list[bytes]) -> Any:
@@ -70,8 +73,7 @@ def hset(ctx: Context, argv: list[bytes]) -> Any:
     return added
 
 
-@command("hmset", arity=-4, flags="write denyoom fast", key="RW update",
-         summary="Sets the values of multiple fields.", syntax="key field value [field value ...]",
+@command("hmset", _HSET, summary="Sets the values of multiple fields.",
          complexity="O(N) where N is the number of fields being set.")
 def hmset(ctx: Context, argv: list[bytes]) -> Any:
     """HMSET key field value [field value ...]"""

@@ -267,11 +267,14 @@ def _spec(fullname: str) -> CommandSpec:
     return spec
 
 
-@command("command|info", arity=-2, flags="loading stale", acl="connection",
-         tips="nondeterministic_output_order",
+#: what COMMAND INFO and COMMAND DOCS share
+_BY_NAME = SpecFields(arity=-2, flags="loading stale", acl="connection",
+                      tips="nondeterministic_output_order", syntax="[command-name ...]",
+                      complexity="O(N) where N is the number of commands to look up")
+
+
+@command("command|info", _BY_NAME,
          summary="Returns information about one, multiple or all commands.",
-         syntax="[command-name ...]",
-         complexity="O(N) where N is the number of commands to look up",
          help="INFO [<command-name> ...]\n    Return details about multiple hotkv commands.\n    If no command names are given, details for all commands are returned.")
 def command_info_cmd(ctx: Context, argv: list[bytes]) -> Any:
     """COMMAND INFO [command-name ...]"""
@@ -284,11 +287,8 @@ def command_info_cmd(ctx: Context, argv: list[bytes]) -> Any:
     return out
 
 
-@command("command|docs", arity=-2, flags="loading stale", acl="connection",
-         tips="nondeterministic_output_order",
+@command("command|docs", _BY_NAME,
          summary="Returns documentary information about one, multiple or all commands.",
-         syntax="[command-name ...]",
-         complexity="O(N) where N is the number of commands to look up",
          help="DOCS [<command-name> ...]\n    Return documentation details about multiple hotkv commands.\n    If no command names are given, documentation details for all\n    commands are returned.")
 def command_docs_cmd(ctx: Context, argv: list[bytes]) -> Any:
     """COMMAND DOCS [command-name ...]"""

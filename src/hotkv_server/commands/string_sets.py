@@ -14,7 +14,7 @@ from hotkv_server.engine import errors
 from hotkv_server.engine.args import Args
 from hotkv_server.engine.context import Context
 from hotkv_server.engine.errors import CommandError
-from hotkv_server.engine.registry import family
+from hotkv_server.engine.registry import SpecFields, family
 from hotkv_server.engine.replies import OK
 from hotkv_server.engine.write_options import GETEX_TOKENS, PERSIST, WriteOptions, redis_deadline
 from hotkv_server.stores.keyspace_effects import KvDel, KvExpire, KvMset, KvPersist, KvSet
@@ -39,7 +39,11 @@ def _setex(ctx: Context, argv: list[bytes], option: bytes) -> Any:
     return OK
 
 
-@command("setex", arity=4, flags="write denyoom", key="OW update",
+#: what SETEX and PSETEX share
+_SETEX = SpecFields(arity=4, flags="write denyoom", key="OW update")
+
+
+@command("setex", _SETEX,
          summary="Sets the string value and expiration time of a key. Creates the key if it doesn't exist.",
          syntax="key seconds value")
 def setex(ctx: Context, argv: list[bytes]) -> Any:
@@ -47,7 +51,7 @@ def setex(ctx: Context, argv: list[bytes]) -> Any:
     return _setex(ctx, argv, b"EX")
 
 
-@command("psetex", arity=4, flags="write denyoom", key="OW update",
+@command("psetex", _SETEX,
          summary="Sets both string value and expiration time in milliseconds of a key. The "
                  "key is created if it doesn't exist.", syntax="key milliseconds value")
 def psetex(ctx: Context, argv: list[bytes]) -> Any:

@@ -159,7 +159,11 @@ def decr(ctx: Context, argv: list[bytes]) -> Any:
     return _incr_by(ctx, argv[1], -1)
 
 
-@command("incrby", arity=3, flags="write denyoom fast", key="RW access update",
+#: what INCRBY and DECRBY share
+_STEP_BY = SpecFields(arity=3, flags="write denyoom fast", key="RW access update")
+
+
+@command("incrby", _STEP_BY,
          summary="Increments the integer value of a key by a number. Uses 0 as initial value if the key doesn't exist.",
          syntax="key increment")
 def incrby(ctx: Context, argv: list[bytes]) -> Any:
@@ -167,7 +171,7 @@ def incrby(ctx: Context, argv: list[bytes]) -> Any:
     return _incr_by(ctx, argv[1], _increment_arg(argv[2]))
 
 
-@command("decrby", arity=3, flags="write denyoom fast", key="RW access update",
+@command("decrby", _STEP_BY,
          summary="Decrements a number from the integer value of a key. Uses 0 as initial value if the key doesn't exist.",
          syntax="key decrement")
 def decrby(ctx: Context, argv: list[bytes]) -> Any:

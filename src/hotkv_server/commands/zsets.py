@@ -225,7 +225,11 @@ def _rank(ctx: Context, argv: list[bytes], reverse: bool) -> Any:
     return rank
 
 
-@command("zrank", arity=-3, flags="readonly fast", key="RO access", since="2.0.0",
+#: what ZRANK and ZREVRANK share
+_ZRANK = SpecFields(arity=-3, flags="readonly fast", key="RO access")
+
+
+@command("zrank", _ZRANK, since="2.0.0",
          summary="Returns the index of a member in a sorted set ordered by ascending scores.",
          syntax="key member [WITHSCORE]", complexity="O(log(N))")
 def zrank(ctx: Context, argv: list[bytes]) -> Any:
@@ -233,7 +237,7 @@ def zrank(ctx: Context, argv: list[bytes]) -> Any:
     return _rank(ctx, argv, False)
 
 
-@command("zrevrank", arity=-3, flags="readonly fast", key="RO access", since="2.0.0",
+@command("zrevrank", _ZRANK, since="2.0.0",
          summary="Returns the index of a member in a sorted set ordered by descending scores.",
          syntax="key member [WITHSCORE]", complexity="O(log(N))")
 def zrevrank(ctx: Context, argv: list[bytes]) -> Any:
