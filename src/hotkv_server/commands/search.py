@@ -143,13 +143,7 @@ def amem_search(ctx: Context, argv: list[bytes]) -> Any:
         if args.pos == vector_start:
             raise CommandError(errors.bad_argument("vector", "FP32 blob, v1 ... vdim or TEXT query", first))
     vector_args = argv[vector_start : args.pos]
-    text: bytes | None = None
-    while args:
-        raw = args.next("option")
-        if raw.upper() == b"TEXT":
-            text = args.text("TEXT")
-        else:
-            raise CommandError(errors.bad_argument("option", "TEXT", raw))
+    text = args.only_option(b"TEXT")
     if ns is not None and (ns.embedder is not None or vector is None):
         return _search_embedded(ctx, argv, agent, k, ns, vector, text)
     others = _term_hits(ctx, agent, text)

@@ -473,12 +473,7 @@ def sem_get(ctx: Context, argv: list[bytes]) -> Any:
     args = Args(argv, 1)
     name = args.ident("ns")
     ident = args.ident("id")
-    withvector = False
-    while args:
-        raw = args.next("option")
-        if raw.upper() != b"WITHVECTOR":
-            raise CommandError(errors.bad_argument("option", "WITHVECTOR", raw))
-        withvector = True
+    withvector = args.only_flag(b"WITHVECTOR")
     ns = _store(ctx).get(name)
     fact = None if ns is None else ns.get(ident, ctx.now_ms)
     if ns is None or fact is None:

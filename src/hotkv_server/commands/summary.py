@@ -93,12 +93,7 @@ def summary_get(ctx: Context, argv: list[bytes]) -> Any:
     """agent [RECORD]"""
     args = Args(argv, 1)
     agent = args.ident("agent")
-    as_record = False
-    while args:
-        raw = args.next("option")
-        if raw.upper() != b"RECORD":
-            raise CommandError(errors.bad_argument("option", "RECORD", raw))
-        as_record = True
+    as_record = args.only_flag(b"RECORD")
     store: SummaryStore = ctx.db.summary
     item = store.get(agent)
     if item is None:

@@ -101,13 +101,7 @@ def work_get(ctx: Context, argv: list[bytes]) -> bytes | None:
     args = Args(argv, 1)
     session = args.ident("session")
     key = args.ident("key")
-    default: bytes | None = None
-    while args:
-        raw = args.next("option")
-        if raw.upper() == b"DEFAULT":
-            default = args.next("DEFAULT")
-        else:
-            raise CommandError(errors.bad_argument("option", "DEFAULT", raw))
+    default = args.only_option(b"DEFAULT")
     value = _store(ctx).get(session, key, ctx.now_ms)
     return default if value is None else value
 
