@@ -13,7 +13,7 @@ import math
 import random
 from collections.abc import Callable, Container
 from itertools import islice
-from typing import Any
+from typing import Any, TypeVar
 
 from hotkv_server.commands.floats import add_long_doubles, format_long_double, parse_long_double
 from hotkv_server.commands.keys import parse_cursor
@@ -30,6 +30,7 @@ from hotkv_server.stores.effect import Effect
 from hotkv_server.stores.hashes import HashValue
 from hotkv_server.stores.hashes_effects import KvHdel, KvHset
 from hotkv_server.stores.keyspace_effects import KvPut
+from hotkv_server.stores.sets import SetValue
 
 command = family(group="hash")
 
@@ -326,12 +327,25 @@ def _field_at(found: HashValue, index: int) -> bytes:
 @command("hscan", ELEMENT_SCAN, summary="Iterates over fields and values of a hash.")
 def hscan(ctx: Context, argv: list[bytes]) -> Any:
     """HSCAN key cursor [MATCH pattern] [COUNT count]"""
-    cursor = parse_cursor(argv[2])
-    found = read(ctx, argv[1], HashValue)
-    if found is None:
+    step = scan_step(ctx, argv, HashValue)
+    if step is None:
         return [b"0", []]
+    next_cursor, names, found = step
+    fields = found.fields
+    return [next_cursor, [item for name in names for item in (name, fields[name])]]
+
+
+Scanned = TypeVar("Scanned", HashValue, SetValue)
+
+
+def scan_step(ctx: Context, argv: list[bytes],
+              cls: type[Scanned]) -> tuple[bytes, list[bytes], Scanned] | None:
+    """HSCAN's and SSCAN's step: ``(next cursor, the names it found that match, the value)``,
+    None for a missing key (the cursor is read first, the options after the key, as Redis)."""
+    cursor = parse_cursor(argv[2])
+    found = read(ctx, argv[1], cls)
+    if found is None:
+        return None
     pattern, count = scan_options(argv, 3)
     next_cursor, names = found.scan(cursor, count)
-    fields = found.fields
-    return [b"%d" % next_cursor,
-            [item for name in matching(names, pattern) for item in (name, fields[name])]]
+    return b"%d" % next_cursor, matching(names, pattern), found

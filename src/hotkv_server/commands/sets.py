@@ -12,9 +12,14 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from hotkv_server.commands.hashes import check_repeats, pick, random_count, remove_present
-from hotkv_server.commands.keys import parse_cursor
-from hotkv_server.commands.scanning import ELEMENT_SCAN, matching, scan_options
+from hotkv_server.commands.hashes import (
+    check_repeats,
+    pick,
+    random_count,
+    remove_present,
+    scan_step,
+)
+from hotkv_server.commands.scanning import ELEMENT_SCAN
 from hotkv_server.commands.typed import read, target
 from hotkv_server.engine import errors
 from hotkv_server.engine.args import parse_int
@@ -195,10 +200,5 @@ def smove(ctx: Context, argv: list[bytes]) -> Any:
 @command("sscan", ELEMENT_SCAN, summary="Iterates over members of a set.")
 def sscan(ctx: Context, argv: list[bytes]) -> Any:
     """SSCAN key cursor [MATCH pattern] [COUNT count]"""
-    cursor = parse_cursor(argv[2])
-    found = read(ctx, argv[1], SetValue)
-    if found is None:
-        return [b"0", []]
-    pattern, count = scan_options(argv, 3)
-    next_cursor, names = found.scan(cursor, count)
-    return [b"%d" % next_cursor, matching(names, pattern)]
+    step = scan_step(ctx, argv, SetValue)
+    return [b"0", []] if step is None else list(step[:2])
