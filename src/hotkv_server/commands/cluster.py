@@ -436,7 +436,7 @@ def asking(ctx: Context, argv: list[bytes]) -> Any:
 
 
 #: what READONLY and READWRITE share
-_READ_MODE = SpecFields(arity=1, acl="@connection", flags="fast loading stale")
+_READ_MODE = SpecFields(arity=1, flags="fast loading stale", acl="@connection")
 
 
 @command("readonly", _READ_MODE,

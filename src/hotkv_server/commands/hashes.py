@@ -124,8 +124,9 @@ def hmget(ctx: Context, argv: list[bytes]) -> Any:
 
 
 #: what HGETALL, HKEYS and HVALS share
-_WHOLE = SpecFields(arity=2, complexity="O(N) where N is the size of the hash.", flags="readonly",
-                    key="RO access", syntax="key", tips="nondeterministic_output_order")
+_WHOLE = SpecFields(arity=2, flags="readonly", key="RO access",
+                    tips="nondeterministic_output_order", syntax="key",
+                    complexity="O(N) where N is the size of the hash.")
 
 
 @command("hgetall", _WHOLE, summary="Returns all fields and values in a hash.")

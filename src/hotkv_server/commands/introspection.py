@@ -330,9 +330,9 @@ def _count_fits(ks: Any, call: list[bytes]) -> bool:
 
 
 #: what COMMAND GETKEYS and GETKEYSANDFLAGS share
-_GETKEYS = SpecFields(acl="connection", arity=-4,
-                      complexity="O(N) where N is the number of arguments to the command",
-                      flags="loading stale", syntax="command arg [arg ...]")
+_GETKEYS = SpecFields(arity=-4, flags="loading stale", acl="connection",
+                      syntax="command arg [arg ...]",
+                      complexity="O(N) where N is the number of arguments to the command")
 
 
 @command("command|getkeys", _GETKEYS, summary="Extracts the key names from an arbitrary command.",

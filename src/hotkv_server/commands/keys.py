@@ -58,8 +58,9 @@ def _delete(ctx: Context, argv: list[bytes]) -> int:
 
 
 #: what DEL, UNLINK and EXISTS share
-_KEYS = SpecFields(arity=-2, keys=(1, -1, 1), syntax="key [key ...]",
-                   tips="request_policy:multi_shard response_policy:agg_sum")
+_KEYS = SpecFields(arity=-2, keys=(1, -1, 1),
+                   tips="request_policy:multi_shard response_policy:agg_sum",
+                   syntax="key [key ...]")
 
 
 @command("del", _KEYS, flags="write", key_flags="RM delete", summary="Deletes one or more keys.",

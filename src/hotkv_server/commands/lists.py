@@ -323,9 +323,9 @@ def move(ctx: Context, src: bytes, dst: bytes, from_left: bool, to_left: bool) -
 
 
 #: what LMOVE and RPOPLPUSH share
-_MOVE = SpecFields(complexity="O(1)", flags="write denyoom",
+_MOVE = SpecFields(flags="write denyoom", keys=(1, 2, 1),
                    key_specs=(key_spec(1, "RW access delete", arg="source"), key_spec(2, "RW insert", arg="destination")),
-                   keys=(1, 2, 1))
+                   complexity="O(1)")
 
 
 @command("lmove", _MOVE, arity=5, since="6.2.0",

@@ -57,10 +57,10 @@ def _blocking_pop(ctx: Context, argv: list[bytes], left: bool) -> Any:
 
 
 #: what BLPOP and BRPOP share
-_BPOP = SpecFields(acl="@blocking", arity=-3,
-                   complexity="O(N) where N is the number of provided keys.",
-                   flags="write noscript blocking", key_flags="RW access delete", keys=(1, -2, 1),
-                   since="2.0.0", syntax="key [key ...] timeout")
+_BPOP = SpecFields(arity=-3, flags="write noscript blocking", keys=(1, -2, 1),
+                   key_flags="RW access delete", acl="@blocking", since="2.0.0",
+                   syntax="key [key ...] timeout",
+                   complexity="O(N) where N is the number of provided keys.")
 
 
 @command("blpop", _BPOP,
@@ -96,9 +96,9 @@ def _blocking_move(ctx: Context, src: bytes, dst: bytes, from_left: bool, to_lef
 
 
 #: what BLMOVE and BRPOPLPUSH share
-_BMOVE = SpecFields(acl="@blocking", complexity="O(1)", flags="write denyoom noscript blocking",
+_BMOVE = SpecFields(flags="write denyoom noscript blocking", keys=(1, 2, 1),
                     key_specs=(key_spec(1, "RW access delete", arg="source"), key_spec(2, "RW insert", arg="destination")),
-                    keys=(1, 2, 1))
+                    acl="@blocking", complexity="O(1)")
 
 
 @command("blmove", _BMOVE, arity=6, since="6.2.0",

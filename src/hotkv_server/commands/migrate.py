@@ -107,7 +107,7 @@ def _restore(ctx: Context, argv: list[bytes]) -> Any:
 
 
 #: what RESTORE and RESTORE-ASKING share
-_RESTORE = SpecFields(acl="dangerous", arity=-4, key="OW update", since="0.2.0",
+_RESTORE = SpecFields(arity=-4, key="OW update", acl="dangerous", since="0.2.0",
                       syntax="key ttl serialized-value [REPLACE] [ABSTTL] [IDLETIME seconds] [FREQ frequency]")
 
 

@@ -37,8 +37,8 @@ container("object", group="generic", summary="A container for object introspecti
 
 
 #: what OBJECT ENCODING, REFCOUNT, FREQ and IDLETIME share
-_OBJECT = SpecFields(arity=3, flags="readonly", key_flags="RO", keys=(2, 2, 1), syntax="key",
-                     tips="nondeterministic_output")
+_OBJECT = SpecFields(arity=3, flags="readonly", keys=(2, 2, 1), key_flags="RO",
+                     tips="nondeterministic_output", syntax="key")
 
 
 @command("object|encoding", _OBJECT, summary="Returns the internal encoding of a Redis object.",

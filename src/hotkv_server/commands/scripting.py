@@ -66,8 +66,8 @@ def _evalsha(ctx: Context, argv: list[bytes], readonly: bool) -> Any:
 
 
 #: what EVAL and EVALSHA share
-_EVAL = SpecFields(arity=-3, complexity=_EVAL_COMPLEXITY,
-                   flags="noscript stale skip_monitor no_mandatory_keys", since="2.6.0")
+_EVAL = SpecFields(arity=-3, flags="noscript stale skip_monitor no_mandatory_keys", since="2.6.0",
+                   complexity=_EVAL_COMPLEXITY)
 
 
 @command("eval", _EVAL, key_specs=(KeySpec(2, ("RW", "access", "update"), keynum=True, arg="key",
@@ -88,8 +88,8 @@ def evalsha(ctx: Context, argv: list[bytes]) -> Any:
 
 
 #: what EVAL_RO and EVALSHA_RO share
-_EVAL_RO = SpecFields(arity=-3, complexity=_EVAL_COMPLEXITY,
-                      flags="readonly noscript stale skip_monitor no_mandatory_keys", since="7.0.0")
+_EVAL_RO = SpecFields(arity=-3, flags="readonly noscript stale skip_monitor no_mandatory_keys",
+                      since="7.0.0", complexity=_EVAL_COMPLEXITY)
 
 
 @command("eval_ro", _EVAL_RO, key_specs=(KeySpec(2, ("RO", "access"), keynum=True, arg="key",

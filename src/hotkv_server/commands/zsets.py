@@ -246,9 +246,8 @@ def zrevrank(ctx: Context, argv: list[bytes]) -> Any:
 
 
 #: what ZCOUNT and ZLEXCOUNT share
-_ZCOUNT = SpecFields(arity=4,
-                     complexity="O(log(N)) with N being the number of elements in the sorted set.",
-                     flags="readonly fast", key="RO access", syntax="key min max")
+_ZCOUNT = SpecFields(arity=4, flags="readonly fast", key="RO access", syntax="key min max",
+                     complexity="O(log(N)) with N being the number of elements in the sorted set.")
 
 
 @command("zcount", _ZCOUNT, since="2.0.0",
@@ -296,10 +295,10 @@ def _zpop(ctx: Context, argv: list[bytes], highest: bool) -> Any:
 
 
 #: what ZPOPMIN and ZPOPMAX share
-_ZPOP = SpecFields(arity=-2,
+_ZPOP = SpecFields(arity=-2, flags="write fast", key="RW access delete", since="5.0.0",
+                   syntax="key [count]",
                    complexity="O(log(N)*M) with N being the number of elements in the sorted set, and M "
-                              "being the number of elements popped.", flags="write fast",
-                   key="RW access delete", since="5.0.0", syntax="key [count]")
+                              "being the number of elements popped.")
 
 
 @command("zpopmin", _ZPOP,
@@ -349,10 +348,9 @@ def _remove_range(ctx: Context, key: bytes, effect: Effect, count: int) -> int:
 
 
 #: what the ZREMRANGEBY* commands share
-_ZREMRANGE = SpecFields(arity=4,
+_ZREMRANGE = SpecFields(arity=4, flags="write", key="RW delete",
                         complexity="O(log(N)+M) with N being the number of elements in the sorted set and M the "
-                                   "number of elements removed by the operation.", flags="write",
-                        key="RW delete")
+                                   "number of elements removed by the operation.")
 
 
 @command("zremrangebyrank", _ZREMRANGE, since="2.0.0",

@@ -37,10 +37,10 @@ def _bzpop(ctx: Context, argv: list[bytes], highest: bool) -> Any:
 
 
 #: what BZPOPMIN and BZPOPMAX share
-_BZPOP = SpecFields(acl="@blocking", arity=-3,
-                    complexity="O(log(N)) with N being the number of elements in the sorted set.",
-                    flags="write noscript blocking fast", key_flags="RW access delete",
-                    keys=(1, -2, 1), since="5.0.0", syntax="key [key ...] timeout")
+_BZPOP = SpecFields(arity=-3, flags="write noscript blocking fast", keys=(1, -2, 1),
+                    key_flags="RW access delete", acl="@blocking", since="5.0.0",
+                    syntax="key [key ...] timeout",
+                    complexity="O(log(N)) with N being the number of elements in the sorted set.")
 
 
 @command("bzpopmin", _BZPOP,
