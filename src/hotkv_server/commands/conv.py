@@ -23,18 +23,13 @@ from hotkv_server.engine.errors import CommandError
 from hotkv_server.engine.registry import family
 from hotkv_server.engine.replies import OK
 from hotkv_server.engine.write_options import AMEM_TTL_TOKENS, WriteOptions
-from hotkv_server.stores.conv import DEFAULT_WINDOW, MAX_WINDOW, ROLES, ConversationStore
+from hotkv_server.stores.conv import DEFAULT_WINDOW, MAX_WINDOW, ROLES
 from hotkv_server.stores.conv_effects import ConvAppend, ConvClear, ConvCreate, ConvDel, ConvUpdate
 
 command = family(group="conv")
 
 _ROLES_TEXT = "one of " + "|".join(r.decode() for r in ROLES)
 _CREATE_OPTIONS = "WINDOW, TTL, PX, PXAT or UPDATE"
-
-
-def _store(ctx: Context) -> ConversationStore:
-    store: ConversationStore = ctx.db.conv
-    return store
 
 
 @command("amem.conv.create", arity=-2, flags="write denyoom", key="RW update",
@@ -60,7 +55,7 @@ def conv_create(ctx: Context, argv: list[bytes]) -> Any:
         elif not opts.take(opt, args, now):
             raise CommandError(errors.bad_argument("option", _CREATE_OPTIONS, raw))
 
-    store = _store(ctx)
+    store = ctx.db.conv
     conv = store.get(session, now)
     if update:
         if conv is None:
@@ -107,7 +102,7 @@ def conv_append(ctx: Context, argv: list[bytes]) -> Any:
                 raise CommandError(errors.bad_argument("option", "META or WITHSEQ", raw))
 
     now = ctx.now_ms
-    conv = _store(ctx).get(session, now)
+    conv = ctx.db.conv.get(session, now)
     if conv is None:
         raise CommandError(errors.conv_not_found(session))
     seq = conv.appended + 1
@@ -134,7 +129,7 @@ def conv_window(ctx: Context, argv: list[bytes]) -> list[dict[str, Any]]:
     session = args.ident("session")
     n = args.int("n", 0, None) if args else None
     args.done()
-    return [turn.record() for turn in _store(ctx).window(session, ctx.now_ms, n)]
+    return [turn.record() for turn in ctx.db.conv.window(session, ctx.now_ms, n)]
 
 
 @command("amem.conv.len", arity=2, flags="readonly fast", key="RO",
@@ -143,7 +138,7 @@ def conv_window(ctx: Context, argv: list[bytes]) -> list[dict[str, Any]]:
 def conv_len(ctx: Context, argv: list[bytes]) -> int:
     """session"""
     session = Args(argv, 1).ident("session")
-    return _store(ctx).length(session, ctx.now_ms)
+    return ctx.db.conv.length(session, ctx.now_ms)
 
 
 @command("amem.conv.info", arity=2, flags="readonly fast", key="RO access",
@@ -154,7 +149,7 @@ def conv_info(ctx: Context, argv: list[bytes]) -> dict[str, Any] | None:
     """session"""
     session = Args(argv, 1).ident("session")
     now = ctx.now_ms
-    conv = _store(ctx).get(session, now)
+    conv = ctx.db.conv.get(session, now)
     if conv is None:
         return None
     return {
@@ -175,7 +170,7 @@ def conv_del(ctx: Context, argv: list[bytes]) -> int:
     """session [session ...]"""
     args = Args(argv, 1)
     sessions = [args.ident("session") for _ in range(args.remaining())]
-    store = _store(ctx)
+    store = ctx.db.conv
     now = ctx.now_ms
     live = [s for s in dict.fromkeys(sessions) if store.exists(s, now)]
     if not live:
@@ -189,7 +184,7 @@ def conv_del(ctx: Context, argv: list[bytes]) -> int:
 def conv_get(ctx: Context, argv: list[bytes]) -> list[dict[str, Any]]:
     """session"""
     session = Args(argv, 1).ident("session")
-    return [turn.record() for turn in _store(ctx).window(session, ctx.now_ms, None)]
+    return [turn.record() for turn in ctx.db.conv.window(session, ctx.now_ms, None)]
 
 
 @command("amem.conv.clear", arity=2, flags="write", key="RW delete",
@@ -199,7 +194,7 @@ def conv_clear(ctx: Context, argv: list[bytes]) -> int:
     """session"""
     session = Args(argv, 1).ident("session")
     now = ctx.now_ms
-    conv = _store(ctx).get(session, now)
+    conv = ctx.db.conv.get(session, now)
     if conv is None or not conv.turns:
         return 0
     ctx.emit(ConvClear(session, now))  # the deadline stays as it is
@@ -212,6 +207,6 @@ def conv_clear(ctx: Context, argv: list[bytes]) -> int:
 def conv_drop(ctx: Context, argv: list[bytes]) -> int:
     """session"""
     session = Args(argv, 1).ident("session")
-    if not _store(ctx).exists(session, ctx.now_ms):
+    if not ctx.db.conv.exists(session, ctx.now_ms):
         return 0
     return int(ctx.emit(ConvDel([session])))

@@ -18,15 +18,9 @@ from hotkv_server.engine.args import Args
 from hotkv_server.engine.context import Context
 from hotkv_server.engine.errors import CommandError
 from hotkv_server.engine.registry import family
-from hotkv_server.stores.dedup import DedupStore
 from hotkv_server.stores.dedup_effects import DedupDrop, DedupPurge, DedupPut, DedupRelease
 
 command = family(group="embed")
-
-
-def _store(ctx: Context) -> DedupStore:
-    store: DedupStore = ctx.db.dedup
-    return store
 
 
 @command("embed.dedup.put", arity=5, flags="write denyoom", key="RW update",
@@ -52,7 +46,7 @@ def dedup_get(ctx: Context, argv: list[bytes]) -> bytes | None:
     """ns hash"""
     args = Args(argv, 1)
     ns = args.ident("ns")
-    entry = _store(ctx).lookup(ns, args.ident("hash"))
+    entry = ctx.db.dedup.lookup(ns, args.ident("hash"))
     return None if entry is None else entry.embedding
 
 
@@ -64,7 +58,7 @@ def dedup_release(ctx: Context, argv: list[bytes]) -> int:
     args = Args(argv, 1)
     ns = args.ident("ns")
     ident = args.ident("hash")
-    space = _store(ctx).get(ns)
+    space = ctx.db.dedup.get(ns)
     if space is None or ident not in space.entries:
         return 0
     ctx.emit(DedupRelease(ns, ident))
@@ -76,7 +70,7 @@ def dedup_release(ctx: Context, argv: list[bytes]) -> int:
                  "(zeros for a namespace that does not exist).", syntax="ns")
 def dedup_stats(ctx: Context, argv: list[bytes]) -> dict[str, int]:
     """ns"""
-    space = _store(ctx).get(Args(argv, 1).ident("ns"))
+    space = ctx.db.dedup.get(Args(argv, 1).ident("ns"))
     if space is None:
         return {"hits": 0, "misses": 0, "entries": 0, "references": 0, "bytes": 0}
     return space.stats()
@@ -88,7 +82,7 @@ def dedup_stats(ctx: Context, argv: list[bytes]) -> dict[str, int]:
 def dedup_drop(ctx: Context, argv: list[bytes]) -> int:
     """ns"""
     ns = Args(argv, 1).ident("ns")
-    if _store(ctx).get(ns) is None:
+    if ctx.db.dedup.get(ns) is None:
         return 0
     ctx.emit(DedupDrop(ns))
     return 1
@@ -101,7 +95,7 @@ def dedup_drop(ctx: Context, argv: list[bytes]) -> int:
 def dedup_purge(ctx: Context, argv: list[bytes]) -> int:
     """ns"""
     ns = Args(argv, 1).ident("ns")
-    space = _store(ctx).get(ns)
+    space = ctx.db.dedup.get(ns)
     if space is None:
         return 0
     if any(entry.refs <= 0 for entry in space.entries.values()):  # none by construction
@@ -114,4 +108,4 @@ def dedup_purge(ctx: Context, argv: list[bytes]) -> int:
          complexity="O(N log N) with N the namespaces")
 def dedup_list(ctx: Context, argv: list[bytes]) -> list[bytes]:
     """(no arguments)"""
-    return readable_ids(ctx, sorted(_store(ctx).namespaces))
+    return readable_ids(ctx, sorted(ctx.db.dedup.namespaces))

@@ -28,7 +28,6 @@ from hotkv_server.stores.epis import (
     MAX_KEY,
     MIN_KEY,
     SEQ_MASK,
-    EpisodicStore,
     Event,
     event_key,
     format_id,
@@ -120,7 +119,7 @@ def epis_log(ctx: Context, argv: list[bytes]) -> Any:
         else:
             raise CommandError(
                 errors.bad_argument("option", "METADATA, META, SOURCE or WITHID", raw))
-    store: EpisodicStore = ctx.db.epis
+    store = ctx.db.epis
     ms, seq = store.next_id(agent, ctx.now_ms)
     ctx.emit(EpisLog(agent, ms, seq, type_, text, source, meta))
     return format_id(ms, seq) if withid else OK
@@ -155,7 +154,7 @@ def epis_query(ctx: Context, argv: list[bytes]) -> list[dict[str, Any]]:
             rev = True
         else:
             raise CommandError(errors.bad_argument("option", "TYPE, FROM, TO, LIMIT or REV", raw))
-    store: EpisodicStore = ctx.db.epis
+    store = ctx.db.epis
     events = store.query(agent, start, end, type_, limit, rev)
     return [event_record(event) for event in events]
 
@@ -165,7 +164,7 @@ def epis_query(ctx: Context, argv: list[bytes]) -> list[dict[str, Any]]:
 def epis_len(ctx: Context, argv: list[bytes]) -> int:
     """agent"""
     agent = Args(argv, 1).ident("agent")
-    store: EpisodicStore = ctx.db.epis
+    store = ctx.db.epis
     return store.length(agent)
 
 
@@ -177,7 +176,7 @@ def epis_trim(ctx: Context, argv: list[bytes]) -> int:
     args = Args(argv, 1)
     agent = args.ident("agent")
     mode = args.choice("trim mode", (b"MAXLEN", b"BEFORE"))
-    store: EpisodicStore = ctx.db.epis
+    store = ctx.db.epis
     if mode == b"MAXLEN":
         boundary = store.trim_boundary_maxlen(agent, args.int("MAXLEN", 0, None))
     else:
@@ -204,7 +203,7 @@ def epis_del(ctx: Context, argv: list[bytes]) -> int:
 def epis_clear(ctx: Context, argv: list[bytes]) -> int:
     """agent"""
     agent = Args(argv, 1).ident("agent")
-    store: EpisodicStore = ctx.db.epis
+    store = ctx.db.epis
     boundary = store.trim_boundary_maxlen(agent, 0)
     if boundary is None:
         return 0
@@ -218,7 +217,7 @@ def epis_clear(ctx: Context, argv: list[bytes]) -> int:
 def epis_stats(ctx: Context, argv: list[bytes]) -> dict[str, Any]:
     """agent"""
     agent = Args(argv, 1).ident("agent")
-    store: EpisodicStore = ctx.db.epis
+    store = ctx.db.epis
     oldest = store.query(agent, limit=1)
     newest = store.query(agent, limit=1, rev=True)
     return {

@@ -39,10 +39,8 @@ from hotkv_server.engine.dispatch import Deferred
 from hotkv_server.engine.errors import CommandError
 from hotkv_server.engine.registry import command
 from hotkv_server.engine.replies import ErrorReply
-from hotkv_server.stores.epis import EpisodicStore
-from hotkv_server.stores.sem import Namespace, SemanticStore
+from hotkv_server.stores.sem import Namespace
 from hotkv_server.stores.text import doc_terms, query_terms
-from hotkv_server.stores.work import WorkingStore
 
 #: the newest events of a log AMEM.SEARCH reads (a log is trimmed on purpose, not bounded)
 SCAN_EVENTS = 10_000
@@ -81,8 +79,8 @@ def _cosines(query_vector: np.ndarray, rows: list[bytes]) -> list[float]:
 
 def _candidates(ctx: Context, agent: bytes, limit: int) -> list[tuple[dict[str, Any], bytes]]:
     """The agent's newest events (up to ``limit``) and its notes, each with its text."""
-    epis: EpisodicStore = ctx.db.epis
-    work: WorkingStore = ctx.db.work
+    epis = ctx.db.epis
+    work = ctx.db.work
     candidates: list[tuple[dict[str, Any], bytes]] = []
     for event in epis.query(agent, limit=limit, rev=True):
         record = event_record(event)
@@ -130,7 +128,7 @@ def amem_search(ctx: Context, argv: list[bytes]) -> Any:
     args = Args(argv, 1)
     agent = args.ident("agent")
     k = args.int("k", 1, MAX_K)
-    sem: SemanticStore = ctx.db.sem
+    sem = ctx.db.sem
     ns = sem.get(agent)
     vector_start = args.pos
     vector: bytes | None = None

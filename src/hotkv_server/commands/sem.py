@@ -69,7 +69,6 @@ from hotkv_server.stores.sem import (
     Namespace,
     PendingSearch,
     SearchHit,
-    SemanticStore,
 )
 from hotkv_server.stores.sem_effects import SemCreate, SemDel, SemDrop, SemStore, SemUpdate
 
@@ -102,13 +101,8 @@ _LIST_OPTIONS = "PREFIX, KIND, CURSOR or COUNT"
 log = logging.getLogger("hotkv")
 
 
-def _store(ctx: Context) -> SemanticStore:
-    store: SemanticStore = ctx.db.sem
-    return store
-
-
 def _namespace(ctx: Context, name: bytes) -> Namespace:
-    ns = _store(ctx).get(name)
+    ns = ctx.db.sem.get(name)
     if ns is None:
         raise CommandError(errors.sem_not_found(name))
     return ns
@@ -175,7 +169,7 @@ def sem_create(ctx: Context, argv: list[bytes]) -> Any:
         else:
             raise CommandError(errors.bad_argument("option", _CREATE_OPTIONS, raw))
 
-    store = _store(ctx)
+    store = ctx.db.sem
     ns = store.get(name)
     if not update:
         if ns is not None:
@@ -384,7 +378,7 @@ def _search_elsewhere(ctx: Context, ns: Namespace, pending: PendingSearch,
     """Run ``pending`` on a search thread (``commands/vector_threads.py``, shared with the
     vector sets); the Deferred resolves on the loop thread. None when the search must run
     in place (inside MULTI/EXEC, on a replica's link, without a loop or service)."""
-    store = _store(ctx)
+    store = ctx.db.sem
 
     def finish() -> list[Any]:
         hits = pending.finish(ctx.core.clock.now_ms())
@@ -474,7 +468,7 @@ def sem_get(ctx: Context, argv: list[bytes]) -> Any:
     name = args.ident("ns")
     ident = args.ident("id")
     withvector = args.only_flag(b"WITHVECTOR")
-    ns = _store(ctx).get(name)
+    ns = ctx.db.sem.get(name)
     fact = None if ns is None else ns.get(ident, ctx.now_ms)
     if ns is None or fact is None:
         return None
@@ -491,7 +485,7 @@ def sem_del(ctx: Context, argv: list[bytes]) -> int:
     wanted = [args.ident("id")]
     while args:
         wanted.append(args.ident("id"))
-    ns = _store(ctx).get(name)
+    ns = ctx.db.sem.get(name)
     if ns is None:
         return 0
     now = ctx.now_ms
@@ -531,7 +525,7 @@ def sem_list(ctx: Context, argv: list[bytes]) -> list[Any]:
             paged = True
         else:
             raise CommandError(errors.bad_argument("option", _LIST_OPTIONS, raw))
-    ns = _store(ctx).get(name)
+    ns = ctx.db.sem.get(name)
     if not paged:  # the dialect's form: every id, no cursor
         if ns is None:
             return []
@@ -549,7 +543,7 @@ def sem_list(ctx: Context, argv: list[bytes]) -> list[Any]:
                  "ef and its last recall self-check.", syntax="ns")
 def sem_info(ctx: Context, argv: list[bytes]) -> dict[str, Any] | None:
     """ns"""
-    ns = _store(ctx).get(Args(argv, 1).ident("ns"))
+    ns = ctx.db.sem.get(Args(argv, 1).ident("ns"))
     if ns is None:
         return None
     info: dict[str, Any] = {
@@ -577,7 +571,7 @@ def sem_info(ctx: Context, argv: list[bytes]) -> dict[str, Any] | None:
 def sem_drop(ctx: Context, argv: list[bytes]) -> int:
     """ns"""
     name = Args(argv, 1).ident("ns")
-    if _store(ctx).get(name) is None:
+    if ctx.db.sem.get(name) is None:
         return 0
     ctx.emit(SemDrop(name))
     return 1

@@ -8,7 +8,6 @@ from __future__ import annotations
 from hotkv_server.engine.args import Args
 from hotkv_server.engine.context import Context
 from hotkv_server.engine.registry import command
-from hotkv_server.stores.sem import SemanticStore
 from hotkv_server.stores.sem_effects import SemDel
 
 
@@ -20,7 +19,7 @@ def sem_forget(ctx: Context, argv: list[bytes]) -> int:
     args = Args(argv, 1)
     name = args.ident("ns")
     ident = args.ident("id")
-    store: SemanticStore = ctx.db.sem
+    store = ctx.db.sem
     ns = store.get(name)
     if ns is None or ns.get(ident, ctx.now_ms) is None:
         return 0

@@ -57,7 +57,7 @@ def summary_set(ctx: Context, argv: list[bytes]) -> int:
                 raise CommandError(errors.bad_argument("UPTO", "an event id <ms>-<seq>", upto))
         else:
             raise CommandError(errors.bad_argument("option", "IFVERSION or UPTO", raw))
-    store: SummaryStore = ctx.db.summary
+    store = ctx.db.summary
     version = _check_version(store, agent, expected) + 1
     ctx.emit(SummarySet(agent, text, version, ctx.now_ms, upto))
     return version
@@ -79,7 +79,7 @@ def summary_append(ctx: Context, argv: list[bytes]) -> int:
             expected = args.int("IFVERSION", 0, None)
         else:
             raise CommandError(errors.bad_argument("option", "IFVERSION", raw))
-    store: SummaryStore = ctx.db.summary
+    store = ctx.db.summary
     version = _check_version(store, agent, expected) + 1
     ctx.emit(SummaryAppend(agent, line, version, ctx.now_ms))
     return version
@@ -94,7 +94,7 @@ def summary_get(ctx: Context, argv: list[bytes]) -> Any:
     args = Args(argv, 1)
     agent = args.ident("agent")
     as_record = args.only_flag(b"RECORD")
-    store: SummaryStore = ctx.db.summary
+    store = ctx.db.summary
     item = store.get(agent)
     if item is None:
         return None
@@ -132,6 +132,6 @@ def summary_drop(ctx: Context, argv: list[bytes]) -> int:
          complexity="O(N log N) with N the agents with a summary", dialect=True)
 def summary_list(ctx: Context, argv: list[bytes]) -> list[bytes]:
     """(no arguments)"""
-    store: SummaryStore = ctx.db.summary
+    store = ctx.db.summary
     # a tenant confined by key patterns learns no other tenant's agent ids
     return readable_ids(ctx, sorted(store.ids(ctx.now_ms)))

@@ -22,7 +22,7 @@ from hotkv_server.engine.errors import CommandError
 from hotkv_server.engine.registry import family
 from hotkv_server.engine.replies import OK
 from hotkv_server.engine.write_options import AMEM_TTL_TOKENS, KEEPTTL, NX, XX, WriteOptions
-from hotkv_server.stores.work import MERGE_MODES, MergeError, WorkingStore, merge
+from hotkv_server.stores.work import MERGE_MODES, MergeError, merge
 from hotkv_server.stores.work_effects import WorkClear, WorkDel, WorkExpire, WorkSet
 
 command = family(group="work")
@@ -30,11 +30,6 @@ command = family(group="work")
 _SET_OPTIONS = "TTL, PX, PXAT, KEEPTTL, NX, XX or MERGE"
 _SET_TOKENS = AMEM_TTL_TOKENS | {KEEPTTL, NX, XX}
 _MAX_MS = 2**63 - 1
-
-
-def _store(ctx: Context) -> WorkingStore:
-    store: WorkingStore = ctx.db.work
-    return store
 
 
 @command("amem.work.set", arity=-4, flags="write denyoom", key="RW access update variable_flags",
@@ -64,7 +59,7 @@ def work_set(ctx: Context, argv: list[bytes]) -> Any:
             elif not opts.take(opt, args, ctx.now_ms):
                 raise CommandError(errors.bad_argument("option", _SET_OPTIONS, raw))
 
-    store: WorkingStore = ctx.db.work
+    store = ctx.db.work
     now = ctx.now_ms
     condition = opts.condition if opts is not None else None
     if condition is not None or mode != b"REPLACE":  # only these read the current value
@@ -102,7 +97,7 @@ def work_get(ctx: Context, argv: list[bytes]) -> bytes | None:
     session = args.ident("session")
     key = args.ident("key")
     default = args.only_option(b"DEFAULT")
-    value = _store(ctx).get(session, key, ctx.now_ms)
+    value = ctx.db.work.get(session, key, ctx.now_ms)
     return default if value is None else value
 
 
@@ -114,7 +109,7 @@ def work_mget(ctx: Context, argv: list[bytes]) -> list[bytes | None]:
     args = Args(argv, 1)
     session = args.ident("session")
     keys = [args.ident("key") for _ in range(args.remaining())]
-    store = _store(ctx)
+    store = ctx.db.work
     now = ctx.now_ms
     return [store.get(session, key, now) for key in keys]
 
@@ -127,7 +122,7 @@ def work_del(ctx: Context, argv: list[bytes]) -> int:
     args = Args(argv, 1)
     session = args.ident("session")
     keys = [args.ident("key") for _ in range(args.remaining())]
-    store = _store(ctx)
+    store = ctx.db.work
     now = ctx.now_ms
     live = [k for k in dict.fromkeys(keys) if store.get(session, k, now) is not None]
     if not live:
@@ -141,7 +136,7 @@ def work_del(ctx: Context, argv: list[bytes]) -> int:
 def work_getall(ctx: Context, argv: list[bytes]) -> dict[bytes, bytes]:
     """session"""
     session = Args(argv, 1).ident("session")
-    return _store(ctx).items(session, ctx.now_ms)
+    return ctx.db.work.items(session, ctx.now_ms)
 
 
 @command("amem.work.len", arity=2, flags="readonly fast", key="RO",
@@ -149,7 +144,7 @@ def work_getall(ctx: Context, argv: list[bytes]) -> dict[bytes, bytes]:
 def work_len(ctx: Context, argv: list[bytes]) -> int:
     """session"""
     session = Args(argv, 1).ident("session")
-    return _store(ctx).length(session, ctx.now_ms)
+    return ctx.db.work.length(session, ctx.now_ms)
 
 
 @command("amem.work.ttl", arity=3, flags="readonly fast", key="RO access",
@@ -160,7 +155,7 @@ def work_ttl(ctx: Context, argv: list[bytes]) -> int:
     args = Args(argv, 1)
     session = args.ident("session")
     key = args.ident("key")
-    return _store(ctx).ttl(session, key, ctx.now_ms)
+    return ctx.db.work.ttl(session, key, ctx.now_ms)
 
 
 @command("amem.work.expire", arity=3, flags="write fast", key="RW update",
@@ -170,7 +165,7 @@ def work_expire(ctx: Context, argv: list[bytes]) -> int:
     args = Args(argv, 1)
     session = args.ident("session")
     seconds = args.int("s")
-    store = _store(ctx)
+    store = ctx.db.work
     now = ctx.now_ms
     if seconds > (_MAX_MS - now) // 1000:
         raise CommandError(errors.invalid_expire("amem.work.expire"))
@@ -189,7 +184,7 @@ def work_expire(ctx: Context, argv: list[bytes]) -> int:
 def work_clear(ctx: Context, argv: list[bytes]) -> int:
     """session"""
     session = Args(argv, 1).ident("session")
-    store = _store(ctx)
+    store = ctx.db.work
     removed = store.length(session, ctx.now_ms)
     if removed:
         ctx.emit(WorkClear(session))
@@ -202,4 +197,4 @@ def work_clear(ctx: Context, argv: list[bytes]) -> int:
 def work_list(ctx: Context, argv: list[bytes]) -> list[bytes]:
     """session"""
     session = Args(argv, 1).ident("session")
-    return list(_store(ctx).items(session, ctx.now_ms))
+    return list(ctx.db.work.items(session, ctx.now_ms))
