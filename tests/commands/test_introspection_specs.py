@@ -303,6 +303,13 @@ def test_presets_then_fields_make_the_spec_and_key_is_one_key_at_argument_1() ->
         assert spec.keys_of([b"test.preset.push", b"k", b"v"]) == [b"k"]
 
 
+def test_a_commands_own_keys_override_a_presets_key() -> None:
+    command("test.preset.keys", SpecFields(key="RO access", flags="readonly"), arity=-2,
+            keys=(1, -1, 1), key_flags="RO", group="amem", summary="x")(lambda ctx, argv: None)
+    with _registered("test.preset.keys") as spec:
+        assert (spec.first_key, spec.last_key, spec.key_flags) == (1, -1, ("RO",))
+
+
 @pytest.mark.parametrize(
     ("fields", "message"),
     [

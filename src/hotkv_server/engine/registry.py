@@ -248,13 +248,13 @@ def command(
     HELP (``help_lines``), when the one derived from syntax and summary will not do.
     """
     spec: dict[str, Any] = {}
-    for preset in presets:
-        spec.update(preset)
-    spec.update(fields)
-    if "key" in spec:
-        if "keys" in spec or "key_flags" in spec:
-            raise ValueError(f"{name}: give key= or keys=/key_flags=, not both")
-        spec["keys"], spec["key_flags"] = (1, 1, 1), spec.pop("key")
+    for source in (*presets, fields):
+        given: dict[str, Any] = dict(source)
+        if "key" in given:
+            if "keys" in given or "key_flags" in given:
+                raise ValueError(f"{name}: give key= or keys=/key_flags=, not both")
+            given["keys"], given["key_flags"] = (1, 1, 1), given.pop("key")
+        spec.update(given)
     missing = {"arity", "group", "summary"} - spec.keys()
     if missing:
         raise ValueError(f"{name}: no {', '.join(sorted(missing))}")
