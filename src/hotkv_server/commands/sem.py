@@ -42,7 +42,13 @@ from hotkv_server.commands.embed import (
     embedder_of,
     embedding_text,
 )
-from hotkv_server.commands.sem_args import read_cursor, read_kind, read_vector, vector_follows
+from hotkv_server.commands.sem_args import (
+    FactFilter,
+    read_cursor,
+    read_kind,
+    read_vector,
+    vector_follows,
+)
 from hotkv_server.commands.vector_threads import search_elsewhere
 from hotkv_server.engine import errors
 from hotkv_server.engine.args import Args
@@ -320,23 +326,17 @@ def sem_recall(ctx: Context, argv: list[bytes]) -> Any:
     else:
         vector = read_vector(args, ns)
     minsim: float | None = None
-    kind: bytes | None = None
-    minconf: float | None = None
-    prefix: bytes | None = None
+    filters = FactFilter()
     ef: int | None = None
     exact = False
     withvectors = False
     while args:
         raw = args.next("option")
         opt = raw.upper()
+        if filters.take(opt, args):
+            continue
         if opt == b"MINSIM":
             minsim = args.float("MINSIM")
-        elif opt == b"KIND":
-            kind = read_kind(args)
-        elif opt == b"MINCONF":
-            minconf = args.float("MINCONF", 0.0, 1.0)
-        elif opt == b"PREFIX":
-            prefix = args.text("PREFIX")
         elif opt == b"EF":
             ef = args.int("EF", 1, MAX_EF)
         elif opt == b"EXACT":
@@ -347,7 +347,7 @@ def sem_recall(ctx: Context, argv: list[bytes]) -> Any:
             raise CommandError(errors.bad_argument("option", _RECALL_OPTIONS, raw))
 
     def recall(vector: bytes) -> Any:
-        return _recall(ctx, name, vector, k, minsim, kind, minconf, prefix, ef, exact, withvectors)
+        return _recall(ctx, name, vector, k, minsim, filters, ef, exact, withvectors)
 
     if query is not None:
         return embed_then(ctx, "amem.sem.recall", argv, embedder_of(ns, "RECALL ... TEXT"),
@@ -356,13 +356,13 @@ def sem_recall(ctx: Context, argv: list[bytes]) -> Any:
 
 
 def _recall(ctx: Context, name: bytes, vector: bytes, k: int, minsim: float | None,
-            kind: bytes | None, minconf: float | None, prefix: bytes | None, ef: int | None,
-            exact: bool, withvectors: bool) -> Any:
+            filters: FactFilter, ef: int | None, exact: bool, withvectors: bool) -> Any:
     ns = _namespace(ctx, name)
     if len(vector) != 4 * ns.dim:  # dropped and created again meanwhile with another dim
         raise CommandError(errors.dim_count(ns.dim, len(vector) // 4))
-    planned = ns.recall_deferred(vector, k, ctx.now_ms, minsim=minsim, kind=kind,
-                                 minconf=minconf, prefix=prefix, ef=ef, exact=exact)
+    planned = ns.recall_deferred(vector, k, ctx.now_ms, minsim=minsim, kind=filters.kind,
+                                 minconf=filters.minconf, prefix=filters.prefix, ef=ef,
+                                 exact=exact)
     if isinstance(planned, PendingSearch):
         deferred = _search_elsewhere(ctx, ns, planned, withvectors)
         if deferred is not None:
@@ -407,12 +407,12 @@ def sem_search(ctx: Context, argv: list[bytes]) -> Any:
     fusion: str | None = None
     alpha: float | None = None
     minscore: float | None = None
-    kind: bytes | None = None
-    minconf: float | None = None
-    prefix: bytes | None = None
+    filters = FactFilter()
     while args:
         raw = args.next("option")
         opt = raw.upper()
+        if filters.take(opt, args):
+            continue
         if opt == b"TEXT":
             text = args.next("TEXT")
         elif opt == b"VECTOR":
@@ -423,12 +423,6 @@ def sem_search(ctx: Context, argv: list[bytes]) -> Any:
             alpha = args.float("ALPHA", 0.0, 1.0)
         elif opt == b"MINSCORE":
             minscore = args.float("MINSCORE")
-        elif opt == b"KIND":
-            kind = read_kind(args)
-        elif opt == b"MINCONF":
-            minconf = args.float("MINCONF", 0.0, 1.0)
-        elif opt == b"PREFIX":
-            prefix = args.text("PREFIX")
         else:
             raise CommandError(errors.bad_argument("option", _SEARCH_OPTIONS, raw))
     if text is None:
@@ -447,7 +441,7 @@ def sem_search(ctx: Context, argv: list[bytes]) -> Any:
             raise CommandError(errors.dim_count(ns.dim, len(vector) // 4))
         hits = ns.search(query, k, ctx.now_ms, vector=vector, fusion=fusion or DEFAULT_FUSION,
                          alpha=DEFAULT_ALPHA if alpha is None else alpha, minscore=minscore,
-                         kind=kind, minconf=minconf, prefix=prefix)
+                         kind=filters.kind, minconf=filters.minconf, prefix=filters.prefix)
         return [_search_record(hit) for hit in hits]
 
     if embeds:
