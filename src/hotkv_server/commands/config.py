@@ -122,10 +122,16 @@ def config_rewrite(ctx: Context, argv: list[bytes]) -> Any:
     config = ctx.core.config
     if not config.path:
         raise CommandError("ERR The server is running without a config file")
+    current: dict[str, Any] = {}
+    users = getattr(ctx.core.users, "users", None)
+    if users is not None and not config.values["aclfile"]:
+        # as Redis: the users as they are now (ACL SETUSER included), passwords as their
+        # SHA-256 (#...), never in clear; with an aclfile the users live there instead
+        current["user"] = [users[name].describe().split()[1:] for name in sorted(users)]
     tmp = f"{config.path}.tmp-{os.getpid()}"
     try:
         with open(tmp, "w", encoding="utf-8") as fh:
-            fh.write(config.render())
+            fh.write(config.render(current))
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, config.path)
