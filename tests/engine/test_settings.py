@@ -121,7 +121,7 @@ def test_every_literal_attribute_is_parsed_as_a_choice() -> None:
 def test_the_attributes_are_the_one_storage() -> None:
     config = Config()
     config.set("maxmemory", ["1mb"], where="test", initial=False)
-    assert config.maxmemory == 1_000_000 and config.values["maxmemory"] == 1_000_000
+    assert config.maxmemory == 1024**2 and config.values["maxmemory"] == 1024**2
     config.values["hz"] = 20
     assert config.hz == 20 and config.get("hz") == 20
     config.set("client-output-buffer-limit", ["pubsub 1 2 3"], where="test", initial=False)
