@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 from hotkv_server.engine.syntax import Arg, parse_syntax, syntax_tokens
 
@@ -98,13 +98,43 @@ class KeySpec:
     #: the syntax's name(s) of the argument(s) holding these keys, space-separated (COMMAND
     #: DOCS types them ``key`` with this spec's index)
     arg: str | None = None
+    #: a *keyword* spec: the keys begin after this token, searched from ``index`` (Redis's
+    #: ``startfrom``: forwards when positive, backwards from ``argc + index`` when negative)
+    keyword: str | None = None
+    #: an *unknown* spec (Redis's ``begin_search`` and ``find_keys`` ``unknown``): where the
+    #: keys are only the command's ``getkeys`` knows (SORT's STORE, which may stand anywhere)
+    unknown: bool = False
+
+    @property
+    def begin_search(self) -> str:
+        """``index``, ``keyword`` or ``unknown``, as COMMAND INFO types it."""
+        if self.unknown:
+            return "unknown"
+        return "index" if self.keyword is None else "keyword"
+
+    def _start(self, argv: list[bytes]) -> int:
+        """Where this spec's keys begin in one call (0: nowhere)."""
+        if self.keyword is None:
+            return self.index
+        argc = len(argv)
+        word = self.keyword.encode()
+        if self.index > 0:
+            candidates = range(self.index, argc - 1)
+        else:
+            candidates = range(argc + self.index, 0, -1)
+        for i in candidates:
+            if argv[i].lower() == word.lower():
+                return i + 1
+        return 0
 
     def keys(self, argv: list[bytes]) -> list[bytes]:
         """The keys of one call this spec finds (a bad count finds none: the handler
         answers that call with its own error)."""
+        if self.unknown:
+            return []
         argc = len(argv)
-        start = self.index
-        if start >= argc:
+        start = self._start(argv)
+        if start >= argc or start <= 0:
             return []
         if self.keynum:
             try:
@@ -120,8 +150,15 @@ class KeySpec:
 
 
 def key_spec(index: int, flags: str, **options: Any) -> KeySpec:
-    """``key_spec(1, "RW access delete")``: a KeySpec with checked flags."""
+    """``key_spec(1, "RW access delete")``: a KeySpec with checked flags
+    (``key_spec(-2, "RW ...", keyword="KEYS", lastkey=-1)`` a keyword spec,
+    ``key_spec(0, "OW update", unknown=True)`` one only the command's ``getkeys`` resolves)."""
     return KeySpec(index, _ordered_key_flags(f"key spec at {index}", flags.split()), **options)
+
+
+#: a command's own key finder, as Redis's ``getkeys_proc``: each key of one call with the
+#: flags of the spec it belongs to (SORT's destination is wherever its last STORE is)
+GetKeys = Callable[[list[bytes]], list[tuple[bytes, tuple[str, ...]]]]
 
 
 @dataclass(slots=True)
@@ -151,6 +188,9 @@ class CommandSpec:
     #: the Redis 7 key specs: one range spec from first/last/step and ``key_flags``, or the
     #: command's own (several groups of keys with their own flags, or a keynum spec)
     key_specs: tuple[KeySpec, ...] = ()
+    #: the command's own key finder when its key specs cannot say where every key is
+    #: (an ``unknown`` spec); COMMAND GETKEYS, ACL and cluster routing then ask it
+    getkeys: GetKeys | None = None
     subcommands: dict[str, CommandSpec] = field(default_factory=dict)
     container: str | None = None  # "config" for "config|get"
     #: the command is part of the HotKV product's dialect (what hotkv-client 1.0.0 sends)
@@ -187,12 +227,16 @@ class CommandSpec:
         specs = self.key_specs
         if not specs:
             return []
+        if self.getkeys is not None:
+            return [key for key, _flags in self.getkeys(argv)]
         if len(specs) == 1:
             return specs[0].keys(argv)
         return [key for ks in specs for key in ks.keys(argv)]
 
     def keys_with_flags(self, argv: list[bytes]) -> list[tuple[bytes, tuple[str, ...]]]:
         """Each key of one call with the flags of the key spec that found it."""
+        if self.getkeys is not None:
+            return self.getkeys(argv)
         return [(key, ks.flags) for ks in self.key_specs for key in ks.keys(argv)]
 
 
@@ -201,27 +245,43 @@ COMMANDS: dict[str, CommandSpec] = {}
 LOOKUP: dict[bytes, CommandSpec] = {}
 
 
+class SpecFields(TypedDict, total=False):
+    """The declarative fields of a command spec, as ``@command`` takes them.
+
+    ``arity``, ``group`` and ``summary`` are required of every command (from its presets
+    or its own fields). ``key`` is the common case of one key at argument 1: ``key="RO
+    access"`` is ``keys=(1, 1, 1), key_flags="RO access"``.
+    """
+
+    arity: int
+    flags: str
+    keys: tuple[int, int, int]
+    key: str
+    group: str
+    summary: str
+    syntax: str
+    since: str
+    complexity: str
+    acl: str
+    key_flags: str
+    key_notes: str
+    tips: str
+    dialect: bool
+    extensions: str
+    key_specs: tuple[KeySpec, ...]
+    getkeys: GetKeys
+    group_categories: bool
+    help: str
+
+
 def command(
-    name: str,
-    *,
-    arity: int,
-    flags: str = "",
-    keys: tuple[int, int, int] = (0, 0, 0),
-    group: str,
-    summary: str,
-    syntax: str = "",
-    since: str = "0.1.0",
-    complexity: str = "O(1)",
-    acl: str = "",
-    key_flags: str = "",
-    key_notes: str = "",
-    tips: str = "",
-    dialect: bool = False,
-    extensions: str = "",
-    key_specs: tuple[KeySpec, ...] = (),
-    help: str = "",
+    name: str, *presets: SpecFields, **fields: Unpack[SpecFields]
 ) -> Callable[[Handler], Handler]:
     """Register ``handler`` under ``name`` (``"container|sub"`` for a subcommand).
+
+    The spec is the ``presets`` (fields shared by several commands: a module's
+    :func:`family`, ``SpecFields(...)`` of a group of variants), later ones overriding
+    earlier ones, then the command's own ``fields``.
 
     ``key_flags`` are the Redis 7 key spec flags of the keys (``"RO access"``, ``"RW update"``,
     ``"OW update"``, ``"RM delete"`` ...); without them they are derived from ``flags`` (see
@@ -230,34 +290,44 @@ def command(
     tokens of such a command that only hotkv has (docs/commands.md shows both).
     ``key_specs`` replaces that one derived spec by the command's own (``key_spec(...)``);
     ``keys`` then stays the legacy first/last/step COMMAND INFO reports, and a keynum spec
-    adds the ``movablekeys`` flag. ``help`` is a subcommand's entry in its container's
-    HELP (``help_lines``), when the one derived from syntax and summary will not do.
+    adds the ``movablekeys`` flag, as do a keyword or unknown spec and ``getkeys`` (the
+    command's own key finder, Redis's ``getkeys_proc``). ``group_categories=False`` leaves
+    out the group's ACL categories (SORT is ``generic`` yet not ``@keyspace`` in Redis).
+    ``help`` is a subcommand's entry in its container's HELP (``help_lines``), when the one
+    derived from syntax and summary will not do.
     """
+    spec: dict[str, Any] = {}
+    for source in (*presets, fields):
+        given: dict[str, Any] = dict(source)
+        if "key" in given:
+            if "keys" in given or "key_flags" in given:
+                raise ValueError(f"{name}: give key= or keys=/key_flags=, not both")
+            given["keys"], given["key_flags"] = (1, 1, 1), given.pop("key")
+        spec.update(given)
+    missing = {"arity", "group", "summary"} - spec.keys()
+    if missing:
+        raise ValueError(f"{name}: no {', '.join(sorted(missing))}")
 
     def register(handler: Handler) -> Handler:
-        add_spec(
-            name,
-            handler=handler,
-            arity=arity,
-            flags=flags,
-            keys=keys,
-            group=group,
-            summary=summary,
-            syntax=syntax,
-            since=since,
-            complexity=complexity,
-            acl=acl,
-            key_flags=key_flags,
-            key_notes=key_notes,
-            tips=tips,
-            dialect=dialect,
-            extensions=extensions,
-            key_specs=key_specs,
-            help=help,
-        )
+        add_spec(name, handler=handler, **spec)
         return handler
 
     return register
+
+
+def family(**defaults: Unpack[SpecFields]) -> Callable[..., Callable[[Handler], Handler]]:
+    """A module's ``command``: ``@command`` with ``defaults`` (its group, ...) preset.
+
+    ``command = family(group="hash")`` at the top of a command module, then
+    ``@command("hget", arity=3, ...)`` as anywhere else.
+    """
+
+    def family_command(
+        name: str, *presets: SpecFields, **fields: Unpack[SpecFields]
+    ) -> Callable[[Handler], Handler]:
+        return command(name, defaults, *presets, **fields)
+
+    return family_command
 
 
 def container(
@@ -303,14 +373,14 @@ def add_spec(
     *,
     handler: Handler | None,
     arity: int,
-    flags: str,
-    keys: tuple[int, int, int],
+    flags: str = "",
+    keys: tuple[int, int, int] = (0, 0, 0),
     group: str,
     summary: str,
-    syntax: str,
-    since: str,
-    complexity: str,
-    acl: str,
+    syntax: str = "",
+    since: str = "0.1.0",
+    complexity: str = "O(1)",
+    acl: str = "",
     key_flags: str = "",
     key_notes: str = "",
     tips: str = "",
@@ -318,6 +388,7 @@ def add_spec(
     dialect: bool = False,
     extensions: str = "",
     key_specs: tuple[KeySpec, ...] = (),
+    getkeys: GetKeys | None = None,
     help: str = "",
 ) -> CommandSpec:
     name = name.lower()
@@ -327,7 +398,8 @@ def add_spec(
         if token not in syntax_tokens(syntax):
             raise ValueError(f"{name}: extension option {token!r} is not in its syntax")
     flag_words = flags.split()
-    if any(ks.keynum for ks in key_specs) and "movablekeys" not in flag_words:
+    movable = getkeys is not None or any(ks.keynum or ks.begin_search != "index" for ks in key_specs)
+    if movable and "movablekeys" not in flag_words:
         flag_words.append("movablekeys")
     flag_set = frozenset(flag_words)
     unknown = flag_set - KNOWN_FLAGS
@@ -389,6 +461,7 @@ def add_spec(
         key_notes=key_notes or None,
         tips=tip_list,
         key_specs=key_specs,
+        getkeys=getkeys,
         container=parent_name if sub else None,
         dialect=dialect,
         extensions=tuple(extensions.split()),
