@@ -164,3 +164,25 @@ def test_a_request_growing_past_the_query_buffer_limit(core: Core) -> None:
 def test_negative_counts_are_skipped_as_redis_does(core: Core) -> None:
     got = read_all(RequestReader(core), [b"*-10\r\n*-1\r\n" + request(b"PING") + b"*-3\r\n"])
     assert got == [[b"PING"]]
+
+
+@pytest.mark.parametrize(("line", "words"), [
+    (b"PING\r\n", [b"PING"]),
+    (b"PING\n", [b"PING"]),
+    (b"  SET  k \t v \r\n", [b"SET", b"k", b"v"]),
+    (b'ECHO "a b" \'c\\\'d\' "\\x41\\n"\r\n', [b"ECHO", b"a b", b"c'd", b"A\n"]),
+    (b"\r\n", []),
+])
+def test_one_inline_line_in_a_read(core: Core, line: bytes, words: list[bytes]) -> None:
+    expected = [words] if words else []
+    assert read_all(RequestReader(core), [line]) == expected
+    # the same line among others, and cut in two, gives the same words
+    assert read_all(RequestReader(core), [line + line]) == expected * 2
+    assert read_all(RequestReader(core), [line[:2], line[2:]]) == expected
+
+
+@pytest.mark.parametrize("line", [b'SET k "v"x\r\n', b"ECHO 'open\r\n", b'ECHO "open\n'])
+def test_one_inline_line_with_bad_quotes(core: Core, line: bytes) -> None:
+    assert errors(read_all(RequestReader(core), [line])) == ["unbalanced quotes in request"]
+    assert errors(read_all(RequestReader(core), [b"PING\r\n" + line])) == [
+        "unbalanced quotes in request"]

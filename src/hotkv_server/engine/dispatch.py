@@ -229,18 +229,17 @@ def execute(ctx: Context, spec: CommandSpec, argv: list[bytes], started: int = 0
         reply = _internal_error(core, spec, exc)
     # as Redis: a call failed when an error reply was made since the last command ended
     # (so EXEC fails for its own errors, not for those of the commands it ran)
-    failed = stats.total_error_replies > core.error_mark
-    core.error_mark = stats.total_error_replies
+    errors_made = stats.total_error_replies
+    failed = errors_made > core.error_mark
+    core.error_mark = errors_made
     elapsed_us = (_time_ns() - started) // 1000
-    if type(reply) is Deferred:
-        if reply.done:
-            reply = reply.value
-            failed = _count_late_error(core, reply) or failed
-        else:  # counted when the reply is known, as Redis counts a blocked command
-            _complete_later(ctx, spec, argv, reply, started, elapsed_us, failed)
-            elapsed_us = -1
-    if elapsed_us >= 0:
+    if type(reply) is not Deferred:
         complete(ctx, spec, argv, elapsed_us, failed)
+    elif reply.done:
+        reply = reply.value
+        complete(ctx, spec, argv, elapsed_us, _count_late_error(core, reply) or failed)
+    else:  # counted when the reply is known, as Redis 7.2 counts a blocked command
+        _complete_later(ctx, spec, argv, reply, started, elapsed_us, failed)
     effects = core.effects
     if effects.pending:  # a handler that failed may still have written
         effects.flush()  # (inside EXEC it waits for the commit)

@@ -4,12 +4,12 @@ Three jobs, three parts. The request reader (``server/reader.py``) turns the byt
 into argument lists, inline and multibulk alike, and reports a malformed request as a
 value. The flow (``server/flow.py``) pauses reading while any reason holds: the client's
 output backed up, a reply not known yet, too many requests held behind it. And one answer
-path (``_answer``) encodes every reply, made at once or later (a ``Deferred``: WAIT, a
-search on the threads, an embedding, a blocking pop), in the client's protocol, puts it in
-order with the others and leaves it to ``_send``, which writes the replies of one read in
-one write or holds them until the turn's AOF write. A deferred reply has been counted by
-the dispatch point (its timing, command statistics, errors, slowlog) before it gets here,
-as any command's.
+path (``_serve``, then ``_send``) takes every reply, made at once or later (a
+``Deferred``: WAIT, a search on the threads, an embedding, a blocking pop): encoded in the
+client's protocol, in order with the others, held to the output limit, then written (the
+replies of one read in one write) or held until the turn's AOF write. A deferred reply has
+been counted by the dispatch point (its timing, command statistics, errors, slowlog)
+before it gets here, as any command's.
 """
 
 from __future__ import annotations
@@ -62,9 +62,6 @@ class ClientProtocol(asyncio.Protocol):
         self.current_out: list[bytes] | None = None
         #: bytes of the read being processed (CLIENT LIST's qbuf counts them)
         self.reading = 0
-        #: the hard output limit of the replies being made (0: none), and their bytes
-        self.out_limit = 0
-        self.out_size = 0
 
     # --- lifecycle ----------------------------------------------------------------
     def connection_made(self, base: asyncio.BaseTransport) -> None:
@@ -131,19 +128,16 @@ class ClientProtocol(asyncio.Protocol):
         if ctx is None or self.closed or ctx.close_after_reply:
             return  # (closing once its held replies leave: the rest is never read)
         self.core.stats.total_net_input_bytes += len(data)
-        reader = self.reader
-        if reader.broken:
-            return  # a protocol error waits behind a deferred reply: the rest is never read
+        reader = self.reader  # (after a protocol error it gives nothing: the rest is unread)
         out: list[bytes] = []
         self.current_out = out
         self.reading = len(data)
-        self.out_limit = (self._hard_output_limit(ctx) if ctx.flags or ctx.pubsub is not None
-                          else self.core.normal_output_hard_limit)
-        self.out_size = 0
+        limit = (self._hard_output_limit(ctx) if ctx.flags or ctx.pubsub is not None
+                 else self.core.normal_output_hard_limit)
         try:
-            self._serve(ctx, reader.feed(data, ctx), out)
+            self._serve(ctx, reader.feed(data, ctx), out, limit)
             while reader.unread and not ctx.close_after_reply:  # (after an inline AUTH)
-                self._serve(ctx, reader.feed(b"", ctx), out)
+                self._serve(ctx, reader.feed(b"", ctx), out, limit)
         except Exception:  # a bug in the request layer: say so and close, never stay silent
             log.exception("internal error reading from client %s", ctx.addr)
             out.append(encode_error("ERR internal error while reading the request"))
@@ -153,42 +147,49 @@ class ClientProtocol(asyncio.Protocol):
         ctx.last_interaction_ms = ctx.now_ms
         self._send(out)
 
-    def _serve(self, ctx: Context, requests: Iterable[Request], out: list[bytes]) -> None:
-        """Run ``requests`` in order, answering each (``_answer``): the requests of a read,
-        and those held behind a deferred reply once it resolved. Behind a reply not known
-        yet, the rest is held; a protocol error is answered after everything before it."""
-        for argv in requests:
-            if type(argv) is ProtocolError:
-                self._protocol_error(ctx, out, argv)
+    def _serve(self, ctx: Context, items: Iterable[Request | Late], out: list[bytes],
+               limit: int) -> None:
+        """The one answer path: run the requests in ``items`` in order and answer each,
+        and answer the value of a deferred reply (a ``Late`` item) the same way. Used for
+        the requests of a read, and for a late reply and the requests held behind it.
+
+        A reply is encoded in the client's protocol as it is then (HELLO may just have
+        changed it; +OK without a call), after the replies before it in ``out`` (which
+        ``_send`` writes, or holds for the turn's AOF write), and held to the client's
+        hard output limit ``limit`` (0: none). A reply not known yet (a Deferred) parks
+        the connection: the requests after it are held, and its value comes back here
+        when it resolves (``_deferred_resolved``). A protocol error is answered after
+        everything before it.
+        """
+        size = 0
+        for item in items:
+            if type(item) is list:
+                if self.deferred is not None:  # behind a deferred reply: run it afterwards
+                    self._hold_request(ctx, item)
+                    continue
+                reply = dispatch(ctx, item)
+            elif type(item) is Late:
+                reply = item.value  # (counted by the dispatch point as it resolved)
+            else:
+                assert isinstance(item, ProtocolError)
+                self._protocol_error(ctx, out, item)
                 return
-            if self.deferred is not None:  # behind a deferred reply: run it afterwards
-                self._hold_request(ctx, argv)
+            if reply is OK:
+                encoded = OK_BYTES
+            elif reply is NO_REPLY:
                 continue
-            self._answer(ctx, dispatch(ctx, argv), out)
+            elif type(reply) is Deferred:
+                self._park(reply)
+                continue
+            else:
+                encoded = encode(reply, ctx.proto)
+            out.append(encoded)
+            if limit:
+                size += len(encoded)
+                if size > limit:
+                    self._over_output_limit(ctx, out, size)
             if ctx.close_after_reply:
                 return
-
-    def _answer(self, ctx: Context, reply: Any, out: list[bytes]) -> None:
-        """The one answer path, for every reply: made at once (``dispatch``'s value) or
-        later (the value a Deferred resolved to). Encoded in the client's protocol now
-        (HELLO may have just changed it; +OK without a call), after the replies before it
-        in ``out`` (which ``_send`` writes or holds for the turn), and held to the client's
-        hard output limit. A Deferred still unresolved parks the connection instead: its
-        value comes back here, through ``_deferred_resolved``."""
-        if reply is OK:
-            encoded = OK_BYTES
-        elif reply is NO_REPLY:
-            return
-        elif type(reply) is Deferred:
-            self._park(reply)
-            return
-        else:
-            encoded = encode(reply, ctx.proto)
-        out.append(encoded)
-        if self.out_limit:
-            self.out_size += len(encoded)
-            if self.out_size > self.out_limit:
-                self._over_output_limit(ctx, out, self.out_size)
 
     def _send(self, out: list[bytes]) -> None:
         """Write the replies of one read, or hold them until the end of this loop turn.
@@ -249,16 +250,14 @@ class ClientProtocol(asyncio.Protocol):
                                  limit_class(ctx))[0]
         return self.core.normal_output_hard_limit
 
-    def _over_output_limit(self, ctx: Context, out: list[bytes], size: int) -> bool:
+    def _over_output_limit(self, ctx: Context, out: list[bytes], size: int) -> None:
         """Replies of one read passed the hard limit before being written: drop the client
         now rather than build them all (a read of many GETs of a big value)."""
         assert self.transport is not None
         pending = size + self.transport.get_write_buffer_size()
-        if pending <= self._hard_output_limit(ctx):
-            return False
-        out.clear()
-        self._drop_over_limit(ctx, pending)
-        return True
+        if pending > self._hard_output_limit(ctx):
+            out.clear()
+            self._drop_over_limit(ctx, pending)
 
     def _check_output_limit(self, ctx: Context, pending: int) -> None:
         """Enforce ``client-output-buffer-limit normal <hard> <soft> <seconds>``."""
@@ -311,11 +310,7 @@ class ClientProtocol(asyncio.Protocol):
         ctx.last_interaction_ms = ctx.core.clock.now_ms()
         out: list[bytes] = []
         self.current_out = out
-        self.out_limit = self._hard_output_limit(ctx)
-        self.out_size = 0
-        self._answer(ctx, deferred.value, out)
-        if not ctx.close_after_reply:
-            self._serve(ctx, self._held_requests(), out)
+        self._serve(ctx, self._late_then_held(deferred.value), out, self._hard_output_limit(ctx))
         self.current_out = None
         # the snapshot of the parked command is old: never move the idle clock back to it
         ctx.last_interaction_ms = max(ctx.last_interaction_ms, ctx.now_ms)
@@ -323,8 +318,10 @@ class ClientProtocol(asyncio.Protocol):
         if self.deferred is None:
             self.flow.resume(DEFERRED, HELD)
 
-    def _held_requests(self) -> Iterator[Request]:
-        """The held requests, in order, until one parks the connection again."""
+    def _late_then_held(self, value: Any) -> Iterator[Request | Late]:
+        """A deferred reply's value, then the held requests in order, until one of them
+        parks the connection again."""
+        yield Late(value)
         held = self.held
         while held and self.deferred is None:
             yield held.popleft()
@@ -388,6 +385,15 @@ class ClientProtocol(asyncio.Protocol):
         """Send one reply outside a request (used by subsystems such as replication)."""
         if self.ctx is not None:
             self._write_out_of_band(encode(value, self.ctx.proto))
+
+
+class Late:
+    """The value a deferred reply resolved to, on its way through ``_serve``."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
 
 
 #: protocol -> (the last pushed value, its bytes): a message published to many subscribers

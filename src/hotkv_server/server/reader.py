@@ -15,6 +15,7 @@ expensive, a client not authenticated).
 from __future__ import annotations
 
 import logging
+import re
 from typing import TYPE_CHECKING, Any, Protocol, final
 
 import hiredis
@@ -68,14 +69,6 @@ class Client(Protocol):
     authenticated: bool
 
 
-def split_inline(line: bytes) -> list[bytes]:
-    """Split an inline request into words (see ``hotkv_server.engine.words.split_args``)."""
-    try:
-        return split_args(line)
-    except UnbalancedQuotes:
-        raise ProtocolViolation("unbalanced quotes in request") from None
-
-
 #: stand-ins for the requests '*0' and '*-1' when telling where a read ended
 _EMPTY_REQUEST: list[bytes] = []
 _NULL_REQUEST: list[bytes] = []
@@ -98,7 +91,7 @@ class RequestReader:
     """
 
     __slots__ = ("broken", "core", "frame", "fresh", "inline_buf", "parser", "partial_bytes",
-                 "tail", "unread")
+                 "short", "short_of", "tail", "unread")
 
     def __init__(self, core: Core) -> None:
         self.core = core
@@ -116,6 +109,10 @@ class RequestReader:
         #: bytes read and left for the next ``feed``: multibulk requests after inline ones
         #: of a client not authenticated (an inline AUTH changes their limits)
         self.unread = b""
+        #: the header of the last read that needed no check, and the pattern that said so
+        #: (``_header_needs_check``)
+        self.short = b""
+        self.short_of: re.Pattern[bytes] | None = None
 
     @property
     def pending(self) -> int:
@@ -140,14 +137,107 @@ class RequestReader:
             if b"*-" in data and self.frame is None and self._is_fresh():
                 data = drop_negative_counts(data)  # Redis ignores a count <= 0
             while data:
-                if self.inline_buf or (data[0] != 42 and self.frame is None and self._is_fresh()):
-                    data = self._inline(data, found)  # 42 == '*'
+                if self.inline_buf or (data[0] != 42 and self.frame is None  # 42 == '*'
+                                       and (self.fresh if self.tail is None else self._is_fresh())):
+                    data = self._inline(data, found)
                     if not data:
                         break
                     if found and not client.authenticated:
                         self.unread = data  # the limits may change once these have run
                         break
-                data = self._multibulk(data, client, found)
+                framer = self.frame
+                late: ProtocolViolation | None = None
+                inline = b""
+                if (
+                    framer is not None
+                    or (data.find(b"*", 1) >= 0 and SUSPICIOUS_COUNT.search(data) is not None)
+                    or not client.authenticated
+                    or (not (data.startswith(self.short) and self.short_of is self.core.short_header)
+                        and self._header_needs_check(data))
+                ):
+                    try:
+                        framer, inline_at = self._framer_for(client, data)
+                    except ProtocolViolation as exc:
+                        if exc.complete <= 0:
+                            raise
+                        # the whole requests before the bad one are read (and answered)
+                        # first, then the error: hiredis gets only those
+                        late, data, framer = exc, data[:exc.complete], None
+                    else:
+                        if inline_at > 0:  # hiredis gets the multibulk requests before it
+                            data, inline = data[:inline_at], data[inline_at:]
+                start_tail = self.tail
+                start_fresh = self.fresh
+                self.tail = None  # what it said is about the boundary this data starts at
+                chunk = data
+                parser = self.parser
+                parser.feed(data)
+                append = found.append
+                got = None
+                while True:
+                    try:
+                        argv = parser.gets()
+                    except hiredis.ProtocolError:
+                        rest = self._inline_after(chunk, got)
+                        if rest is None:
+                            raise
+                        self.frame = None  # an inline request follows the multibulk ones
+                        data = rest
+                        break
+                    if argv is False:
+                        data = b""
+                        break
+                    if type(argv) is not list:
+                        if argv is None:  # '*-1': Redis skips counts <= 0
+                            got = _NULL_REQUEST
+                            continue
+                        raise ProtocolViolation(_type_error(argv))
+                    if not argv:  # '*0'
+                        got = _EMPTY_REQUEST
+                        continue
+                    for arg in argv:
+                        if type(arg) is not bytes:
+                            raise ProtocolViolation(_element_error(arg))
+                    got = argv
+                    append(argv)
+                if late is not None:
+                    raise late
+                if data:  # found by _inline_after: an inline request follows
+                    continue
+                if inline:  # an inline request follows the multibulk ones in the same read
+                    self.frame = None
+                    self.fresh = True
+                    self.partial_bytes = 0
+                    data = inline
+                    continue
+                if framer is not None:
+                    # framed before feeding: the state is known exactly
+                    self.fresh = framer.at_boundary()
+                    self.frame = None if self.fresh else framer
+                    self.partial_bytes = 0 if self.fresh else self.partial_bytes + len(chunk)
+                    if not self.fresh:
+                        self._check_partial(client)
+                    break
+                self.fresh = False
+                if got is not None and not parser.has_data():
+                    # whether this read ended exactly on a request boundary is decided
+                    # only if the next read needs to know (see _is_fresh): most never ask
+                    self.tail = (chunk, got)
+                    self.partial_bytes = 0
+                    break
+                # this read ends inside a request (a big value, a slow client): from now
+                # on its headers are checked before hiredis sees them; the headers in this
+                # read passed the quick filter, and framing it now says where it stopped
+                self.tail, self.fresh = start_tail, start_fresh
+                if self._is_fresh():
+                    framer = Framer()
+                    self._scan(client, framer, chunk)  # (no inline part: hiredis took it all)
+                    self.frame = framer
+                self.tail, self.fresh = None, False
+                self.partial_bytes = (len(chunk) if got is not None
+                                      else self.partial_bytes + len(chunk))
+                self._check_partial(client)
+                break
         except hiredis.ProtocolError as exc:
             self.broken = True
             found.append(ProtocolError(_translate(str(exc))))
@@ -155,95 +245,6 @@ class RequestReader:
             self.broken = True
             found.append(ProtocolError(str(exc)))
         return found
-
-    def _multibulk(self, data: bytes, client: Client, found: list[Request]) -> bytes:
-        """Feed ``data`` (starting with, or inside, a multibulk request) to hiredis and add
-        the requests it completes to ``found``; return an inline part that follows."""
-        framer = self.frame
-        late: ProtocolViolation | None = None
-        inline = b""
-        if (
-            framer is not None
-            or (data.find(b"*", 1) >= 0 and SUSPICIOUS_COUNT.search(data) is not None)
-            or self._header_needs_check(client, data)
-        ):
-            try:
-                framer, inline_at = self._framer_for(client, data)
-            except ProtocolViolation as exc:
-                if exc.complete <= 0:
-                    raise
-                # the whole requests before the bad one are read (and answered) first,
-                # then the error: hiredis gets only those
-                late, data, framer = exc, data[:exc.complete], None
-            else:
-                if inline_at > 0:  # hiredis gets the multibulk requests before it
-                    data, inline = data[:inline_at], data[inline_at:]
-        start_tail = self.tail
-        start_fresh = self.fresh
-        self.tail = None  # what it said is about the boundary this data starts at
-        chunk = data
-        parser = self.parser
-        parser.feed(data)
-        append = found.append
-        got = None
-        while True:
-            try:
-                argv = parser.gets()
-            except hiredis.ProtocolError:
-                rest = self._inline_after(chunk, got)
-                if rest is None:
-                    raise
-                self.frame = None
-                return rest  # an inline request follows the multibulk ones in the same read
-            if argv is False:
-                break
-            if type(argv) is not list:
-                if argv is None:  # '*-1': Redis skips counts <= 0
-                    got = _NULL_REQUEST
-                    continue
-                raise ProtocolViolation(_type_error(argv))
-            if not argv:  # '*0'
-                got = _EMPTY_REQUEST
-                continue
-            for arg in argv:
-                if type(arg) is not bytes:
-                    raise ProtocolViolation(_element_error(arg))
-            got = argv
-            append(argv)
-        if late is not None:
-            raise late
-        if inline:  # an inline request follows the multibulk ones in the same read
-            self.frame = None
-            self.fresh = True
-            self.partial_bytes = 0
-            return inline
-        if framer is not None:
-            # framed before feeding: the state is known exactly
-            self.fresh = framer.at_boundary()
-            self.frame = None if self.fresh else framer
-            self.partial_bytes = 0 if self.fresh else self.partial_bytes + len(chunk)
-            if not self.fresh:
-                self._check_partial(client)
-            return b""
-        self.fresh = False
-        if got is not None and not parser.has_data():
-            # whether this read ended exactly on a request boundary is decided only if the
-            # next read needs to know (see _is_fresh): most reads never ask
-            self.tail = (chunk, got)
-            self.partial_bytes = 0
-            return b""
-        # this read ends inside a request (a big value, a slow client): from now on its
-        # headers are checked before hiredis sees them; the headers in this read passed
-        # the quick filter, and framing it now says where it stopped
-        self.tail, self.fresh = start_tail, start_fresh
-        if self._is_fresh():
-            framer = Framer()
-            self._scan(client, framer, chunk)  # (no inline part: hiredis took it all)
-            self.frame = framer
-        self.tail, self.fresh = None, False
-        self.partial_bytes = len(chunk) if got is not None else self.partial_bytes + len(chunk)
-        self._check_partial(client)
-        return b""
 
     def _framer_for(self, client: Client, data: bytes) -> tuple[Framer | None, int]:
         """The framer that checks ``data`` before it is fed, or None for the fast path, and
@@ -256,7 +257,7 @@ class RequestReader:
         if framer is not None:
             return framer, self._scan(client, framer, data)
         suspicious = SUSPICIOUS_COUNT.search(data) is not None
-        if not (suspicious or self._header_needs_check(client, data)):
+        if not (suspicious or not client.authenticated or self._header_needs_check(data)):
             return None, 0
         if not self._is_fresh():
             if suspicious:  # where requests begin is not known: refuse rather than allocate
@@ -284,14 +285,23 @@ class RequestReader:
             self.fresh = chunk.endswith(b"\r\n") and chunk.endswith(_canonical_size_tail(got))
         return self.fresh
 
-    def _header_needs_check(self, client: Client, data: bytes) -> bool:
-        """False for the common short header of an authenticated client: nothing to check.
+    def _header_needs_check(self, data: bytes) -> bool:
+        """False for the common short header (of an authenticated client): nothing to check.
 
         A count of up to 6 digits is always allowed; a first bulk length with fewer digits
         than proto-max-bulk-len cannot exceed it (``core.short_header``). Anything else gets
-        the full check.
+        the full check. A header that passed (its count and first bulk length lines) is
+        kept: a read starting with the very same bytes passes too, without the pattern
+        (a client sends the same command again and again).
         """
-        return not client.authenticated or self.core.short_header.match(data) is None
+        pattern = self.core.short_header
+        found = pattern.match(data)
+        if found is None:
+            return True
+        head = found.group()
+        if head.count(b"\r\n") == 2:  # the count and the bulk length line, not the end of data
+            self.short, self.short_of = head, pattern
+        return False
 
     def _inline_after(self, data: bytes, got: list[bytes] | None) -> bytes | None:
         """After a multibulk request, the rest of the read is an inline request: find it.
@@ -328,6 +338,32 @@ class RequestReader:
         follows them (a multibulk request)."""
         buf = self.inline_buf + data if self.inline_buf else data
         self.inline_buf = b""
+        if buf.find(b"\n") == len(buf) - 1 and len(buf) <= MAX_INLINE:
+            # one whole line, the common case (telnet, redis-cli's inline mode): its CR LF are
+            # blanks to split_args, so the line is split as it is
+            try:
+                argv = (buf.split() if b'"' not in buf and b"'" not in buf
+                        else split_args(buf))
+            except UnbalancedQuotes:
+                raise ProtocolViolation("unbalanced quotes in request") from None
+            if argv:
+                found.append(argv)
+            self.fresh = True
+            return b""
+        if buf[-1] == 10 and len(buf) <= MAX_INLINE and b"\n*" not in buf:
+            # whole lines, none too long, no multibulk request after them: the common case
+            # (buf never starts with '*' here), one split
+            try:
+                for line in buf.split(b"\n"):  # (the last one is empty: no words)
+                    # (split_args's own fast path, without the call: no quotes, one split)
+                    argv = (line.split() if b'"' not in line and b"'" not in line
+                            else split_args(line))
+                    if argv:
+                        found.append(argv)
+            except UnbalancedQuotes:
+                raise ProtocolViolation("unbalanced quotes in request") from None
+            self.fresh = True
+            return b""
         pos = 0
         while pos < len(buf):
             if buf[pos] == 42 and pos > 0:  # a multibulk request follows the inline ones
@@ -350,7 +386,10 @@ class RequestReader:
                 return buf[pos:]
             line = buf[pos:nl]
             pos = nl + 1
-            argv = split_inline(line)
+            try:
+                argv = split_args(line)
+            except UnbalancedQuotes:
+                raise ProtocolViolation("unbalanced quotes in request") from None
             if argv:
                 found.append(argv)
         self.fresh = True
