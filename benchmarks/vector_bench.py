@@ -128,7 +128,11 @@ def first_passing(rows: list[dict[str, Any]]) -> dict[str, Any]:
     return rows[-1]
 
 
-def bytes_rows(python: str, data: np.ndarray, log: Callable[[str], None]) -> list[dict[str, Any]]:
+def bytes_rows(python: str, data: np.ndarray, queries: np.ndarray,
+               log: Callable[[str], None]) -> list[dict[str, Any]]:
+    """Bytes per vector of each mode, and its recall@10 against an exact float search of the
+    same vectors (``VSIM ... EF 200``: the quantization's cost, not the graph's)."""
+    truth = exact_top(data, queries, K)
     out = []
     for quant in ("NOQUANT", "Q8", "BIN"):
         with tempfile.TemporaryDirectory(prefix="vbench-bytes-") as tmp:
@@ -146,8 +150,12 @@ def bytes_rows(python: str, data: np.ndarray, log: Callable[[str], None]) -> lis
                 wait_rewrite(r)
                 snap = (dir_bytes(Path(tmp)) - base_files) / n
                 emb = r.execute_command("VEMB", "b", 0, "RAW")
+                requests = [resp(b"VSIM", b"b", b"FP32", q.astype("<f4").tobytes(), b"COUNT",
+                                 b"10", b"EF", b"200") for q in queries]
+                recall = recall_at(server_found(r, requests), truth)
                 out.append({"quant": quant, "stored_vector_bytes": len(emb[1]),
-                            "memory_usage": usage, "rss": rss, "aof": aof, "snapshot": snap})
+                            "memory_usage": usage, "rss": rss, "aof": aof, "snapshot": snap,
+                            "recall_at_10_ef200": recall})
                 log(f"bytes {quant}: {out[-1]}")
             finally:
                 server.stop()
@@ -166,6 +174,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=3,
                         help="paired passes (hnswlib, then the server) per ef; medians")
     parser.add_argument("--skip-bytes", action="store_true")
+    parser.add_argument("--bytes-only", action="store_true",
+                        help="only the bytes-per-vector and recall-per-mode rows")
     parser.add_argument("--json", type=Path, default=None)
     opts = parser.parse_args(argv)
     efs = [int(x) for x in opts.efs.split(",")]
@@ -179,7 +189,11 @@ def main(argv: list[str] | None = None) -> int:
     truth = exact_top(data, queries, K)
     result: dict[str, Any] = {"n": opts.n, "dim": opts.dim, "queries": opts.queries,
                               "load_before": os.getloadavg()}
-    result["bytes"] = [] if opts.skip_bytes else bytes_rows(python, data[: opts.bytes_n], log)
+    result["bytes"] = ([] if opts.skip_bytes
+                       else bytes_rows(python, data[: opts.bytes_n], queries, log))
+    if opts.bytes_only:
+        print(json.dumps(result["bytes"], indent=2))
+        return 0
 
     log("raw hnswlib build")
     index = hnswlib.Index(space="cosine", dim=opts.dim)

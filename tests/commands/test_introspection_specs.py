@@ -6,6 +6,8 @@ arguments) and end-to-end checks through a real server in RESP2 and RESP3.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -14,7 +16,18 @@ import redis
 from helpers import RedisServer, raw_roundtrip, record, resp_request
 from helpers import raw_reply as raw
 from hotkv_server.commands import load_all
-from hotkv_server.engine.registry import add_spec, all_specs, default_key_flags, find
+from hotkv_server.engine.registry import (
+    COMMANDS,
+    LOOKUP,
+    CommandSpec,
+    SpecFields,
+    add_spec,
+    all_specs,
+    command,
+    default_key_flags,
+    family,
+    find,
+)
 from hotkv_server.engine.syntax import parse_syntax
 
 
@@ -261,3 +274,53 @@ def test_a_repetition_is_one_argument_flagged_multiple() -> None:
 def test_unix_times_are_typed_unix_time() -> None:
     [expiry] = parse_syntax("[EXAT unix-time-seconds|PXAT unix-time-milliseconds]", 0)
     assert [(c.type, c.token) for c in expiry.children] == [("unix-time", "EXAT"), ("unix-time", "PXAT")]
+
+
+# --- presets, families and key= ------------------------------------------------------
+
+
+@contextmanager
+def _registered(name: str) -> Iterator[CommandSpec]:
+    try:
+        spec = find(name)
+        assert spec is not None
+        yield spec
+    finally:
+        COMMANDS.pop(name, None)
+        LOOKUP.pop(name.encode(), None)
+        LOOKUP.pop(name.upper().encode(), None)
+
+
+def test_presets_then_fields_make_the_spec_and_key_is_one_key_at_argument_1() -> None:
+    shared = SpecFields(arity=-3, flags="write", key="RW insert", summary="shared", since="1.0.0")
+    family_command = family(group="list", flags="readonly")
+    family_command("test.preset.push", shared, summary="own")(lambda ctx, argv: None)
+    with _registered("test.preset.push") as spec:
+        # later presets override the family's defaults, the command's fields override both
+        assert (spec.group, spec.arity, spec.flags, spec.summary, spec.since) == (
+            "list", -3, frozenset({"write"}), "own", "1.0.0")
+        assert (spec.first_key, spec.last_key, spec.step, spec.key_flags) == (1, 1, 1, ("RW", "insert"))
+        assert spec.keys_of([b"test.preset.push", b"k", b"v"]) == [b"k"]
+
+
+def test_a_commands_own_keys_override_a_presets_key() -> None:
+    command("test.preset.keys", SpecFields(key="RO access", flags="readonly"), arity=-2,
+            keys=(1, -1, 1), key_flags="RO", group="amem", summary="x")(lambda ctx, argv: None)
+    with _registered("test.preset.keys") as spec:
+        assert (spec.first_key, spec.last_key, spec.key_flags) == (1, -1, ("RO",))
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"key": "RO", "keys": (1, 1, 1)}, "key= or keys=/key_flags="),
+        ({"key": "RO", "key_flags": "RO"}, "key= or keys=/key_flags="),
+        ({"arity": None}, "no arity"),
+        ({"summary": None, "group": None}, "no group, summary"),
+    ],
+)
+def test_incomplete_or_doubled_fields_are_refused(fields: dict[str, Any], message: str) -> None:
+    spec: dict[str, Any] = {"arity": 2, "group": "amem", "summary": "x", **fields}
+    with pytest.raises(ValueError, match=message):
+        command("test.never.registered", **{k: v for k, v in spec.items() if v is not None})
+    assert find("test.never.registered") is None

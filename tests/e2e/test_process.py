@@ -219,3 +219,38 @@ def test_scripts_serve_resolves_paths_against_the_callers_directory(tmp_path: Pa
         proc.wait(20)
         if proc.stderr:
             proc.stderr.close()
+
+
+def test_config_rewrite_writes_the_live_users_with_hashed_passwords(tmp_path: Path) -> None:
+    """As Redis 7: CONFIG REWRITE writes the users as they are now (ACL SETUSER included),
+    each password as its SHA-256 (``#...``), never in clear, and a restart from the
+    rewritten file lets the same users in with the same rights."""
+    import hashlib
+
+    conf = tmp_path / "hotkv.conf"
+    conf.write_text("user alice on >s3cret-alice ~a:* +get +set\n")
+    proc = HotkvProcess(config_file=str(conf)).start()
+    try:
+        admin = proc.client(decode_responses=True)
+        admin.execute_command("ACL", "SETUSER", "bob", "on", ">hunter2-bob", "~b:*", "+@read")
+        admin.set("b:1", "one")
+        assert admin.config_rewrite() in (True, "OK")
+    finally:
+        proc.cleanup()
+    text = conf.read_text()
+    assert "s3cret-alice" not in text and "hunter2-bob" not in text
+    for password in ("s3cret-alice", "hunter2-bob"):
+        assert "#" + hashlib.sha256(password.encode()).hexdigest() in text
+    again = HotkvProcess(config_file=str(conf)).start()
+    try:
+        bob = again.client(decode_responses=True)
+        assert bob.execute_command("AUTH", "bob", "hunter2-bob") in (True, "OK")
+        with pytest.raises(redis.ResponseError, match=r"no permissions to run the 'set' command"):
+            bob.set("b:1", "two")
+        alice = again.client(decode_responses=True)
+        with pytest.raises(redis.AuthenticationError):
+            alice.execute_command("AUTH", "alice", "hunter2-bob")
+        assert alice.execute_command("AUTH", "alice", "s3cret-alice") in (True, "OK")
+        assert alice.set("a:1", "x") and alice.get("a:1") == "x"
+    finally:
+        again.cleanup()

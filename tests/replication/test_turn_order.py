@@ -46,7 +46,7 @@ def test_replicas_get_a_turns_writes_after_the_aof_has_them(tmp_path: Path) -> N
         repl = core.replication
         for _ in range(1000):  # the snapshot comes from a forked child: wait until it is sent
             await asyncio.sleep(0.01)
-            if repl.fullsync.job is None:
+            if repl.replicas.fullsync.job is None:
                 break
         assert any(data.startswith(b"+FULLRESYNC") for name, data, _ in log if name == "replica")
         log.clear()

@@ -8,31 +8,24 @@ this client each returns an awaitable of the decoded reply, on its pipelines the
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import redis.asyncio as redis_asyncio
 from redis.asyncio.client import Pipeline as RedisPipeline
 
-from hotkv_server.clients.commands import AmemCommands, IdT, StoreT, TextT
+from hotkv_server.clients.commands import AmemCommands, AsyncAmemCommands, IdT, StoreT, TextT
 from hotkv_server.clients.errors import AsyncHotkvParser
 from hotkv_server.clients.replies import RESPONSE_CALLBACKS, Record
 from hotkv_server.clients.sync import install_parser, redis_url
 
 __all__ = ["Hotkv", "Pipeline", "from_url"]
 
-if TYPE_CHECKING:
-    # same methods at run time; for type checkers each returns an Awaitable
-    from hotkv_server.clients._async_types import AsyncAmemCommands as _ClientCommands
-else:
-    _ClientCommands = AmemCommands
-
-
 # redis-py's own asyncio classes disagree with themselves on command_info's signature
 class Pipeline(AmemCommands, RedisPipeline):  # type: ignore[misc]
     """An asyncio redis-py pipeline (or transaction) with the AMEM methods."""
 
 
-class Hotkv(_ClientCommands, redis_asyncio.Redis):  # type: ignore[misc]
+class Hotkv(AsyncAmemCommands, redis_asyncio.Redis):  # type: ignore[misc]
     """An asyncio redis-py client for hotkv (see :class:`hotkv.Hotkv`)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:

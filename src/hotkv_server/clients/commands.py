@@ -19,9 +19,19 @@ method returns an awaitable of the same type, and on a pipeline the pipeline its
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from datetime import timedelta
-from typing import Any, Literal, TypeAlias
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Concatenate,
+    Generic,
+    Literal,
+    ParamSpec,
+    TypeAlias,
+    TypeVar,
+    overload,
+)
 
 from redis.client import NEVER_DECODE
 
@@ -78,6 +88,34 @@ def _work_value(value: Any) -> ValueT:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+if TYPE_CHECKING:
+
+    class method(Generic[_P, _R]):
+        """A command method as type checkers see it: on an :class:`AsyncAmemCommands`
+        (the asyncio client) it returns an ``Awaitable`` of what it returns elsewhere, so
+        the asyncio client's types are derived from these very signatures."""
+
+        def __init__(self, fn: Callable[Concatenate[Any, _P], _R]) -> None: ...
+
+        @overload
+        def __get__(self, obj: None, owner: type[Any]) -> Callable[Concatenate[Any, _P], _R]: ...
+        @overload
+        def __get__(
+            self, obj: AsyncAmemCommands, owner: type[Any]
+        ) -> Callable[_P, Awaitable[_R]]: ...
+        @overload
+        def __get__(self, obj: object, owner: type[Any]) -> Callable[_P, _R]: ...
+        def __get__(self, obj: Any, owner: type[Any]) -> Any: ...
+
+else:
+
+    def method(fn):
+        return fn  # at run time the plain function: no wrapper on any call
+
+
 class AmemCommands:
     """The AMEM.* command methods; mixed into a redis-py client or pipeline class."""
 
@@ -87,6 +125,7 @@ class AmemCommands:
         return self.execute_command(*args, **_RAW, **options)
 
     # --- conversation memory ------------------------------------------------------
+    @method
     def amem_conv_create(
         self,
         session: IdT,
@@ -105,6 +144,7 @@ class AmemCommands:
             args.append("UPDATE")
         return self._amem(*args)
 
+    @method
     def amem_conv_append(
         self, session: IdT, role: RoleT, content: TextT, *, meta: MetaT | None = None
     ) -> int:
@@ -114,6 +154,7 @@ class AmemCommands:
             args += ["META", _meta(meta)]
         return self._amem(*args, "WITHSEQ")
 
+    @method
     def amem_conv_window(self, session: IdT, n: int | None = None) -> list[Record]:
         """The last ``n`` turns (all held by default), oldest first: dicts with
         ``seq``, ``role``, ``content``, ``ts`` and ``meta`` when given."""
@@ -122,20 +163,24 @@ class AmemCommands:
             args.append(n)
         return self._amem(*args)
 
+    @method
     def amem_conv_len(self, session: IdT) -> int:
         """Turns held (0 when the conversation is missing)."""
         return self._amem("AMEM.CONV.LEN", session)
 
+    @method
     def amem_conv_info(self, session: IdT) -> Record | None:
         """``window``, ``ttl`` (ms left, -1 none), ``turns``, ``appended``, ``created``,
         ``updated``; None when missing."""
         return self._amem("AMEM.CONV.INFO", session)
 
+    @method
     def amem_conv_del(self, *sessions: IdT) -> int:
         """Delete conversations; returns how many existed."""
         return self._amem("AMEM.CONV.DEL", *sessions)
 
     # --- semantic memory ----------------------------------------------------------
+    @method
     def amem_sem_create(
         self,
         ns: IdT,
@@ -163,6 +208,7 @@ class AmemCommands:
             args.append("UPDATE")
         return self._amem(*args)
 
+    @method
     def amem_sem_store(
         self,
         ns: IdT,
@@ -198,6 +244,7 @@ class AmemCommands:
             args += ["META", _meta(meta)]
         return self._amem(*args, "WITHCREATED")
 
+    @method
     def amem_sem_recall(
         self,
         ns: IdT,
@@ -231,6 +278,7 @@ class AmemCommands:
             args.append("WITHVECTORS")
         return self._amem(*args)
 
+    @method
     def amem_sem_search(
         self,
         ns: IdT,
@@ -259,6 +307,7 @@ class AmemCommands:
                 args += [token, value]
         return self._amem(*args)
 
+    @method
     def amem_search(
         self, agent: IdT, k: int, vector: VectorT, *, text: TextT | None = None
     ) -> list[Record]:
@@ -271,6 +320,7 @@ class AmemCommands:
             args += ["TEXT", text]
         return self._amem(*args)
 
+    @method
     def amem_sem_get(self, ns: IdT, id: IdT, *, withvector: bool = False) -> Record | None:
         """The fact ``id`` (no ``similarity``), or None."""
         args: list[Any] = ["AMEM.SEM.GET", ns, id]
@@ -278,10 +328,12 @@ class AmemCommands:
             args.append("WITHVECTOR")
         return self._amem(*args)
 
+    @method
     def amem_sem_del(self, ns: IdT, *ids: IdT) -> int:
         """Delete facts; returns how many existed."""
         return self._amem("AMEM.SEM.DEL", ns, *ids)
 
+    @method
     def amem_sem_list(
         self,
         ns: IdT,
@@ -302,6 +354,7 @@ class AmemCommands:
             args += ["COUNT", count]
         return self._amem(*args)
 
+    @method
     def amem_sem_info(self, ns: IdT) -> Record | None:
         """``dim``, ``metric``, ``count``, ``capacity``, ``evict``, ``m``,
         ``ef_construction``, ``ef``, and once the server's recall self-check has run
@@ -309,11 +362,13 @@ class AmemCommands:
         missing."""
         return self._amem("AMEM.SEM.INFO", ns)
 
+    @method
     def amem_sem_drop(self, ns: IdT) -> bool:
         """Drop a namespace and all its facts; False when it did not exist."""
         return self._amem("AMEM.SEM.DROP", ns)
 
     # --- working memory -----------------------------------------------------------
+    @method
     def amem_work_set(
         self,
         session: IdT,
@@ -342,6 +397,7 @@ class AmemCommands:
             args += ["MERGE", merge]
         return self._amem(*args, merge=merge)
 
+    @method
     def amem_work_get(
         self, session: IdT, key: IdT, *, default: ValueT | None = None
     ) -> str | None:
@@ -351,35 +407,43 @@ class AmemCommands:
             args += ["DEFAULT", default]
         return self._amem(*args)
 
+    @method
     def amem_work_mget(self, session: IdT, *keys: IdT) -> list[str | None]:
         """The values of ``keys`` (None where missing), in order."""
         return self._amem("AMEM.WORK.MGET", session, *keys)
 
+    @method
     def amem_work_del(self, session: IdT, *keys: IdT) -> int:
         """Delete keys; returns how many existed."""
         return self._amem("AMEM.WORK.DEL", session, *keys)
 
+    @method
     def amem_work_getall(self, session: IdT) -> dict[str, str]:
         """The whole scratchpad as a dict (empty when missing)."""
         return self._amem("AMEM.WORK.GETALL", session)
 
+    @method
     def amem_work_len(self, session: IdT) -> int:
         """Keys in the scratchpad."""
         return self._amem("AMEM.WORK.LEN", session)
 
+    @method
     def amem_work_ttl(self, session: IdT, key: IdT) -> int:
         """Milliseconds left for ``key``: -1 no TTL, -2 missing."""
         return self._amem("AMEM.WORK.TTL", session, key)
 
+    @method
     def amem_work_expire(self, session: IdT, seconds: DurationT) -> bool:
         """Let the whole scratchpad expire in ``seconds``; False when it is missing."""
         return self._amem("AMEM.WORK.EXPIRE", session, _seconds(seconds))
 
+    @method
     def amem_work_clear(self, session: IdT) -> int:
         """Remove every key; returns how many there were."""
         return self._amem("AMEM.WORK.CLEAR", session)
 
     # --- episodic memory ----------------------------------------------------------
+    @method
     def amem_epis_log(
         self,
         agent: IdT,
@@ -397,6 +461,7 @@ class AmemCommands:
             args += ["SOURCE", source]
         return self._amem(*args, "WITHID")
 
+    @method
     def amem_epis_query(
         self,
         agent: IdT,
@@ -418,10 +483,12 @@ class AmemCommands:
             args.append("REV")
         return self._amem(*args)
 
+    @method
     def amem_epis_len(self, agent: IdT) -> int:
         """Events in the log."""
         return self._amem("AMEM.EPIS.LEN", agent)
 
+    @method
     def amem_epis_trim(
         self, agent: IdT, *, maxlen: int | None = None, before: BoundT | None = None
     ) -> int:
@@ -433,11 +500,13 @@ class AmemCommands:
         args += ["MAXLEN", maxlen] if maxlen is not None else ["BEFORE", before]
         return self._amem(*args)
 
+    @method
     def amem_epis_del(self, agent: IdT) -> bool:
         """Delete the whole log; False when there was none."""
         return self._amem("AMEM.EPIS.DEL", agent)
 
     # --- rolling summary ----------------------------------------------------------
+    @method
     def amem_summary_set(
         self,
         agent: IdT,
@@ -454,6 +523,7 @@ class AmemCommands:
             args += ["UPTO", upto]
         return self._amem(*args)
 
+    @method
     def amem_summary_append(
         self, agent: IdT, line: TextT, *, ifversion: int | None = None
     ) -> int:
@@ -463,15 +533,18 @@ class AmemCommands:
             args += ["IFVERSION", ifversion]
         return self._amem(*args)
 
+    @method
     def amem_summary_get(self, agent: IdT) -> Record | None:
         """``text``, ``version``, ``updated``, ``upto`` (if set); None when missing."""
         return self._amem("AMEM.SUMMARY.GET", agent, "RECORD")
 
+    @method
     def amem_summary_del(self, agent: IdT) -> bool:
         """Delete the summary; False when there was none."""
         return self._amem("AMEM.SUMMARY.DEL", agent)
 
     # --- across the stores --------------------------------------------------------
+    @method
     def amem_scan(
         self,
         cursor: int | str | bytes,
@@ -487,6 +560,12 @@ class AmemCommands:
         if count is not None:
             args += ["COUNT", count]
         return self._amem(*args)
+
+
+class AsyncAmemCommands(AmemCommands):
+    """The same methods for the asyncio client, whose ``execute_command`` returns an
+    awaitable: to type checkers each ``amem_*`` method returns an ``Awaitable`` of its
+    synchronous return type (see :class:`method`)."""
 
 
 class AmemIterators:

@@ -33,8 +33,10 @@ from hotkv_server.engine.args import parse_int
 from hotkv_server.engine.context import Context
 from hotkv_server.engine.core import Subsystem
 from hotkv_server.engine.errors import CommandError
-from hotkv_server.engine.registry import command, container
+from hotkv_server.engine.registry import container, family
 from hotkv_server.engine.replies import OK, Simple
+
+command = family(group="server")
 
 if TYPE_CHECKING:
     from hotkv_server.engine.core import Core
@@ -266,7 +268,7 @@ def _table(ctx: Context) -> UserTable:
     return table
 
 
-@command("acl|setuser", arity=-3, flags="admin noscript loading stale", group="server",
+@command("acl|setuser", arity=-3, flags="admin noscript loading stale",
          summary="Creates and modifies an ACL user and its rules.", syntax="username [rule ...]")
 def acl_setuser(ctx: Context, argv: list[bytes]) -> Any:
     """ACL SETUSER username [rule ...]"""
@@ -286,7 +288,7 @@ def acl_setuser(ctx: Context, argv: list[bytes]) -> Any:
     return OK
 
 
-@command("acl|getuser", arity=3, flags="admin noscript loading stale", group="server",
+@command("acl|getuser", arity=3, flags="admin noscript loading stale",
          summary="Lists the ACL rules of a user.", syntax="username")
 def acl_getuser(ctx: Context, argv: list[bytes]) -> Any:
     """ACL GETUSER username"""
@@ -303,8 +305,9 @@ def acl_getuser(ctx: Context, argv: list[bytes]) -> Any:
     }
 
 
-@command("acl|deluser", arity=-3, flags="admin noscript loading stale", group="server",
-         summary="Deletes ACL users and terminates their connections.", syntax="username [username ...]")
+@command("acl|deluser", arity=-3, flags="admin noscript loading stale",
+         summary="Deletes ACL users and terminates their connections.",
+         syntax="username [username ...]")
 def acl_deluser(ctx: Context, argv: list[bytes]) -> Any:
     """ACL DELUSER username [username ...]"""
     table = _table(ctx)
@@ -325,21 +328,20 @@ def acl_deluser(ctx: Context, argv: list[bytes]) -> Any:
     return removed
 
 
-@command("acl|users", arity=2, flags="admin noscript loading stale", group="server",
-         summary="Lists all ACL users.")
+@command("acl|users", arity=2, flags="admin noscript loading stale", summary="Lists all ACL users.")
 def acl_users(ctx: Context, argv: list[bytes]) -> Any:
     """ACL USERS"""
     return sorted(_table(ctx).users)
 
 
-@command("acl|whoami", arity=2, flags="noscript loading stale", group="server",
+@command("acl|whoami", arity=2, flags="noscript loading stale",
          summary="Returns the authenticated username of the current connection.")
 def acl_whoami(ctx: Context, argv: list[bytes]) -> Any:
     """ACL WHOAMI"""
     return ctx.username
 
 
-@command("acl|list", arity=2, flags="admin noscript loading stale", group="server",
+@command("acl|list", arity=2, flags="admin noscript loading stale",
          summary="Dumps the effective rules in ACL file format.")
 def acl_list(ctx: Context, argv: list[bytes]) -> Any:
     """ACL LIST"""
@@ -347,8 +349,9 @@ def acl_list(ctx: Context, argv: list[bytes]) -> Any:
     return [table.users[name].describe() for name in sorted(table.users)]
 
 
-@command("acl|cat", arity=-2, flags="noscript loading stale", group="server",
-         summary="Lists the ACL categories, or the commands inside a category.", syntax="[category]")
+@command("acl|cat", arity=-2, flags="noscript loading stale",
+         summary="Lists the ACL categories, or the commands inside a category.",
+         syntax="[category]")
 def acl_cat(ctx: Context, argv: list[bytes]) -> Any:
     """ACL CAT [category]"""
     if len(argv) > 3:
@@ -362,7 +365,7 @@ def acl_cat(ctx: Context, argv: list[bytes]) -> Any:
     return sorted(commands_in(category))
 
 
-@command("acl|log", arity=-2, flags="admin noscript loading stale", group="server",
+@command("acl|log", arity=-2, flags="admin noscript loading stale",
          summary="Lists recent security events generated due to ACL rules.", syntax="[count|RESET]")
 def acl_log(ctx: Context, argv: list[bytes]) -> Any:
     """ACL LOG [count|RESET]"""
@@ -403,7 +406,7 @@ def _aclfile(ctx: Context) -> str:
     return path
 
 
-@command("acl|save", arity=2, flags="admin noscript loading stale", group="server",
+@command("acl|save", arity=2, flags="admin noscript loading stale",
          summary="Saves the effective ACL rules in the configured ACL file.")
 def acl_save(ctx: Context, argv: list[bytes]) -> Any:
     """ACL SAVE"""
@@ -415,7 +418,7 @@ def acl_save(ctx: Context, argv: list[bytes]) -> Any:
     return OK
 
 
-@command("acl|load", arity=2, flags="admin noscript loading stale", group="server",
+@command("acl|load", arity=2, flags="admin noscript loading stale",
          summary="Reloads the rules from the configured ACL file.")
 def acl_load(ctx: Context, argv: list[bytes]) -> Any:
     """ACL LOAD"""
@@ -437,7 +440,7 @@ def acl_load(ctx: Context, argv: list[bytes]) -> Any:
     return OK
 
 
-@command("acl|genpass", arity=-2, flags="noscript loading stale", group="server",
+@command("acl|genpass", arity=-2, flags="noscript loading stale",
          summary="Generates a pseudorandom, secure password for ACL users.", syntax="[bits]")
 def acl_genpass(ctx: Context, argv: list[bytes]) -> Any:
     """ACL GENPASS [bits]"""
@@ -451,7 +454,7 @@ def acl_genpass(ctx: Context, argv: list[bytes]) -> Any:
     return os.urandom((bits + 7) // 8).hex()[: (bits + 3) // 4]
 
 
-@command("acl|dryrun", arity=-4, flags="admin noscript loading stale", group="server",
+@command("acl|dryrun", arity=-4, flags="admin noscript loading stale",
          summary="Simulates the execution of a command by a user without executing it.",
          syntax="username command [arg ...]")
 def acl_dryrun(ctx: Context, argv: list[bytes]) -> Any:
@@ -480,7 +483,7 @@ def acl_dryrun(ctx: Context, argv: list[bytes]) -> Any:
     return f"This user has no permissions to access the '{obj.decode('utf-8', 'replace')}' key"
 
 
-@command("acl|help", arity=2, flags="loading stale", group="server",
+@command("acl|help", arity=2, flags="loading stale",
          summary="Returns helpful text about the different subcommands.")
 def acl_help(ctx: Context, argv: list[bytes]) -> Any:
     """ACL HELP"""

@@ -21,16 +21,18 @@ from hotkv_server.engine.context import Context
 from hotkv_server.engine.core import PersistenceService
 from hotkv_server.engine.dispatch import NO_REPLY
 from hotkv_server.engine.errors import CommandError, RequestRefused
-from hotkv_server.engine.registry import alias, command, container, help_lines
+from hotkv_server.engine.registry import alias, container, family, help_lines
 from hotkv_server.engine.replies import OK, Simple
 from hotkv_server.stores.effect import FlushAll
+
+command = family(group="server")
 
 log = logging.getLogger("hotkv")
 
 # --- data, time, saves -----------------------------------------------------------------
 
 
-@command("flushall", arity=-1, flags="write", group="server", acl="keyspace dangerous",
+@command("flushall", arity=-1, flags="write", acl="keyspace dangerous",
          tips="request_policy:all_shards response_policy:all_succeeded",
          summary="Removes all keys and memories from every store.", syntax="[ASYNC|SYNC]",
          complexity="O(N) where N is the total number of keys and memories")
@@ -46,7 +48,7 @@ alias("flushdb", of="flushall",
       summary="Removes all keys and memories (there is one database, so as FLUSHALL).")
 
 
-@command("time", arity=1, flags="loading stale fast", group="server", tips="nondeterministic_output",
+@command("time", arity=1, flags="loading stale fast", tips="nondeterministic_output",
          summary="Returns the server time.")
 def time_(ctx: Context, argv: list[bytes]) -> Any:
     """TIME"""
@@ -55,7 +57,7 @@ def time_(ctx: Context, argv: list[bytes]) -> Any:
     return [b"%d" % (now_ms // 1000), b"%d" % ((now_ms % 1000) * 1000)]
 
 
-@command("lastsave", arity=1, flags="loading stale fast", group="server", acl="admin dangerous",
+@command("lastsave", arity=1, flags="loading stale fast", acl="admin dangerous",
          tips="nondeterministic_output",
          summary="Returns the Unix timestamp of the last successful save to disk.")
 def lastsave(ctx: Context, argv: list[bytes]) -> Any:
@@ -82,7 +84,7 @@ def _persistence_call(ctx: Context, call: Callable[[PersistenceService], str | N
     return Simple(result) if isinstance(result, str) and result else Simple(done)
 
 
-@command("save", arity=1, flags="admin noscript no_async_loading no_multi", group="server",
+@command("save", arity=1, flags="admin noscript no_async_loading no_multi",
          summary="Synchronously saves the whole state to disk.",
          complexity="O(N) where N is the total number of keys and memories")
 def save(ctx: Context, argv: list[bytes]) -> Any:
@@ -90,7 +92,7 @@ def save(ctx: Context, argv: list[bytes]) -> Any:
     return _persistence_call(ctx, lambda p: p.save(), "OK")
 
 
-@command("bgsave", arity=-1, flags="admin noscript no_async_loading", group="server",
+@command("bgsave", arity=-1, flags="admin noscript no_async_loading",
          summary="Asynchronously saves the whole state to disk.", syntax="[SCHEDULE]",
          complexity="O(N) where N is the total number of keys and memories")
 def bgsave(ctx: Context, argv: list[bytes]) -> Any:
@@ -100,7 +102,7 @@ def bgsave(ctx: Context, argv: list[bytes]) -> Any:
     return _persistence_call(ctx, lambda p: p.bgsave(), "Background saving started")
 
 
-@command("bgrewriteaof", arity=1, flags="admin noscript no_async_loading", group="server",
+@command("bgrewriteaof", arity=1, flags="admin noscript no_async_loading",
          summary="Asynchronously rewrites the append-only file to a compact base snapshot.",
          complexity="O(N) where N is the total number of keys and memories")
 def bgrewriteaof(ctx: Context, argv: list[bytes]) -> Any:
@@ -124,7 +126,7 @@ def _scheduled_rewrite(persistence: PersistenceService) -> None:
 container("slowlog", group="server", summary="A container for slow log commands.")
 
 
-@command("slowlog|get", arity=-2, flags="admin loading stale", group="server",
+@command("slowlog|get", arity=-2, flags="admin loading stale",
          tips="request_policy:all_nodes nondeterministic_output",
          summary="Returns the slow log's entries.", syntax="[count]",
          complexity="O(N) where N is the number of entries returned",
@@ -145,7 +147,7 @@ def slowlog_get(ctx: Context, argv: list[bytes]) -> Any:
     return [[e.id, e.start_s, e.duration_us, list(e.argv), e.addr, e.name] for e in entries]
 
 
-@command("slowlog|len", arity=2, flags="admin loading stale", group="server",
+@command("slowlog|len", arity=2, flags="admin loading stale",
          tips="request_policy:all_nodes response_policy:agg_sum nondeterministic_output",
          summary="Returns the number of entries in the slow log.",
          help="LEN\n    Return the length of the slowlog.")
@@ -154,7 +156,7 @@ def slowlog_len(ctx: Context, argv: list[bytes]) -> Any:
     return len(ctx.core.slowlog)
 
 
-@command("slowlog|reset", arity=2, flags="admin loading stale", group="server",
+@command("slowlog|reset", arity=2, flags="admin loading stale",
          tips="request_policy:all_nodes response_policy:all_succeeded",
          summary="Clears all entries from the slow log.",
          complexity="O(N) where N is the number of entries in the slowlog",
@@ -167,7 +169,7 @@ def slowlog_reset(ctx: Context, argv: list[bytes]) -> Any:
 
 
 
-@command("slowlog|help", arity=2, flags="loading stale", group="server",
+@command("slowlog|help", arity=2, flags="loading stale",
          summary="Returns helpful text about the different subcommands.")
 def slowlog_help(ctx: Context, argv: list[bytes]) -> Any:
     """SLOWLOG HELP"""
@@ -177,7 +179,7 @@ def slowlog_help(ctx: Context, argv: list[bytes]) -> Any:
 # --- MONITOR, SHUTDOWN, DEBUG ----------------------------------------------------------
 
 
-@command("monitor", arity=1, flags="admin noscript loading stale", group="server",
+@command("monitor", arity=1, flags="admin noscript loading stale",
          summary="Listens for all requests received by the server in real time.")
 def monitor(ctx: Context, argv: list[bytes]) -> Any:
     """MONITOR"""
@@ -187,8 +189,9 @@ def monitor(ctx: Context, argv: list[bytes]) -> Any:
 
 
 @command("shutdown", arity=-1, flags="admin noscript loading stale no_multi allow_busy",
-         group="server", summary="Synchronously saves the state to disk and shuts down the server.",
-         syntax="[NOSAVE|SAVE] [NOW] [FORCE]", complexity="O(N) when saving, where N is the total number of keys and memories")
+         summary="Synchronously saves the state to disk and shuts down the server.",
+         syntax="[NOSAVE|SAVE] [NOW] [FORCE]",
+         complexity="O(N) when saving, where N is the total number of keys and memories")
 def shutdown(ctx: Context, argv: list[bytes]) -> Any:
     """SHUTDOWN [NOSAVE|SAVE] [NOW] [FORCE]"""
     save: bool | None = None
@@ -225,7 +228,7 @@ _DEBUG_HELP = [
 ]
 
 
-@command("debug", arity=-2, flags="admin noscript loading stale", group="server",
+@command("debug", arity=-2, flags="admin noscript loading stale",
          summary="A container for debugging commands (only SLEEP).", syntax="SLEEP seconds",
          complexity="Depends on subcommand.")
 def debug(ctx: Context, argv: list[bytes]) -> Any:

@@ -14,11 +14,13 @@ from typing import Any
 
 from hotkv_server.engine.context import Context
 from hotkv_server.engine.errors import CommandError
-from hotkv_server.engine.registry import command, container, help_lines
+from hotkv_server.engine.registry import SpecFields, container, family, help_lines
 from hotkv_server.engine.replies import OK, Verbatim
 from hotkv_server.engine.services import ClusterService
 from hotkv_server.engine.slots import SLOTS, key_slot
 from hotkv_server.engine.topology import Node, Topology, TopologyError
+
+command = family(group="cluster")
 
 DISABLED = "ERR This instance has cluster support disabled"
 NO_GOSSIP = ("ERR CLUSTER {} is not supported by hotkv: the topology is set by the "
@@ -45,16 +47,15 @@ def _slot_arg(raw: bytes) -> int:
 container("cluster", group="cluster", summary="A container for Redis Cluster commands.")
 
 
-@command("cluster|myid", arity=2, flags="stale", group="cluster",
-         summary="Returns the ID of a node.",
+@command("cluster|myid", arity=2, flags="stale", summary="Returns the ID of a node.",
          help="MYID\n    Return the node id.")
 def cluster_myid(ctx: Context, argv: list[bytes]) -> Any:
     """CLUSTER MYID"""
     return _cluster(ctx).myid.encode()
 
 
-@command("cluster|keyslot", arity=3, flags="stale", group="cluster",
-         summary="Returns the hash slot for a key.", syntax="key", complexity="O(N) where N is the number of bytes in the key",
+@command("cluster|keyslot", arity=3, flags="stale", summary="Returns the hash slot for a key.",
+         syntax="key", complexity="O(N) where N is the number of bytes in the key",
          help="KEYSLOT <key>\n    Return the hash slot for <key>.")
 def cluster_keyslot(ctx: Context, argv: list[bytes]) -> Any:
     """CLUSTER KEYSLOT key"""
@@ -62,7 +63,7 @@ def cluster_keyslot(ctx: Context, argv: list[bytes]) -> Any:
     return key_slot(argv[2])
 
 
-@command("cluster|info", arity=2, flags="stale", group="cluster", tips="nondeterministic_output",
+@command("cluster|info", arity=2, flags="stale", tips="nondeterministic_output",
          summary="Returns information about the state of a node.",
          help="INFO\n    Return information about the cluster.")
 def cluster_info(ctx: Context, argv: list[bytes]) -> Any:
@@ -92,7 +93,7 @@ def _node_entry(node: Node) -> list[Any]:
     return [node.host.encode(), node.port, node.id.encode(), {}]
 
 
-@command("cluster|slots", arity=2, flags="stale", group="cluster", tips="nondeterministic_output",
+@command("cluster|slots", arity=2, flags="stale", tips="nondeterministic_output",
          summary="Returns the mapping of cluster slots to nodes.",
          complexity="O(N) where N is the total number of Cluster nodes",
          help="SLOTS\n    Return information about slots range mappings. Each range is made of:\n    start, end, master and replicas IP addresses, ports and ids")
@@ -108,7 +109,7 @@ def cluster_slots(ctx: Context, argv: list[bytes]) -> Any:
     return out
 
 
-@command("cluster|shards", arity=2, flags="stale", group="cluster", tips="nondeterministic_output",
+@command("cluster|shards", arity=2, flags="stale", tips="nondeterministic_output",
          summary="Returns the mapping of cluster slots to shards.",
          complexity="O(N) where N is the total number of cluster nodes",
          help="SHARDS\n    Return information about slot range mappings and the nodes associated with them.")
@@ -159,7 +160,7 @@ def nodes_lines(state: ClusterService, only: list[Node] | None = None) -> str:
     return "".join(lines)
 
 
-@command("cluster|nodes", arity=2, flags="stale", group="cluster", tips="nondeterministic_output",
+@command("cluster|nodes", arity=2, flags="stale", tips="nondeterministic_output",
          summary="Returns the cluster configuration for a node.",
          complexity="O(N) where N is the total number of Cluster nodes",
          help="NODES\n    Return cluster configuration seen by node. Output format:\n    <id> <ip:port@bus-port> <flags> <master> <pings> <pongs> <epoch> <link> <slot> ...")
@@ -168,7 +169,7 @@ def cluster_nodes(ctx: Context, argv: list[bytes]) -> Any:
     return Verbatim(nodes_lines(_cluster(ctx)))
 
 
-@command("cluster|replicas", arity=3, flags="admin stale", group="cluster", tips="nondeterministic_output",
+@command("cluster|replicas", arity=3, flags="admin stale", tips="nondeterministic_output",
          summary="Lists the replica nodes of a master node.", syntax="node-id",
          complexity="O(N) where N is the number of replicas.",
          help="REPLICAS <node-id>\n    Return <node-id> replicas.")
@@ -189,7 +190,7 @@ command("cluster|slaves", arity=3, flags="admin stale", group="cluster", tips="n
         syntax="node-id", since="3.0.0")(cluster_replicas)
 
 
-@command("cluster|countkeysinslot", arity=3, flags="stale", group="cluster",
+@command("cluster|countkeysinslot", arity=3, flags="stale",
          summary="Returns the number of keys in a hash slot.", syntax="slot",
          complexity="O(N) where N is the number of keys of the node (hotkv keeps no slot index)",
          help="COUNTKEYSINSLOT <slot>\n    Return the number of keys in <slot>.")
@@ -205,7 +206,7 @@ def cluster_countkeysinslot(ctx: Context, argv: list[bytes]) -> Any:
     return len(state.ids_in_slot(ctx, slot))
 
 
-@command("cluster|getkeysinslot", arity=4, flags="stale", group="cluster", tips="nondeterministic_output",
+@command("cluster|getkeysinslot", arity=4, flags="stale", tips="nondeterministic_output",
          summary="Returns the key names in a hash slot.", syntax="slot count",
          complexity="O(N) where N is the number of keys of the node (hotkv keeps no slot index)",
          help="GETKEYSINSLOT <slot> <count>\n    Return key names stored by current node in a slot.")
@@ -239,7 +240,27 @@ def _slots_of(argv: list[bytes], ranged: bool) -> list[int]:
     return out
 
 
-def _change_slots(ctx: Context, argv: list[bytes], *, add: bool, ranged: bool) -> Any:
+#: what ADDSLOTS and DELSLOTS share, and ADDSLOTSRANGE and DELSLOTSRANGE
+_SLOTS = SpecFields(arity=-3, flags="admin stale no_async_loading", syntax="slot [slot ...]",
+                    complexity="O(N) where N is the total number of hash slot arguments")
+_RANGES = SpecFields(arity=-4, flags="admin stale no_async_loading", since="7.0.0",
+                     syntax="start-slot end-slot [start-slot end-slot ...]",
+                     complexity="O(N) where N is the total number of the slots between the start "
+                                "slot and end slot arguments.")
+
+
+@command("cluster|addslots", _SLOTS, summary="Assigns new hash slots to a node.",
+         help="ADDSLOTS <slot> [<slot> ...]\n    Assign slots to current node.")
+@command("cluster|addslotsrange", _RANGES, summary="Assigns new hash slot ranges to a node.",
+         help="ADDSLOTSRANGE <start slot> <end slot> [<start slot> <end slot> ...]\n    Assign slots which are between <start-slot> and <end-slot> to current node.")
+@command("cluster|delslots", _SLOTS, summary="Sets hash slots as unbound for a node.",
+         help="DELSLOTS <slot> [<slot> ...]\n    Delete slots information from current node.")
+@command("cluster|delslotsrange", _RANGES, summary="Sets hash slot ranges as unbound for a node.",
+         help="DELSLOTSRANGE <start slot> <end slot> [<start slot> <end slot> ...]\n    Delete slots information which are between <start-slot> and <end-slot> from current node.")
+def cluster_change_slots(ctx: Context, argv: list[bytes]) -> Any:
+    """CLUSTER ADDSLOTS|DELSLOTS slot [slot ...], CLUSTER ADDSLOTSRANGE|DELSLOTSRANGE start-slot end-slot [start-slot end-slot ...]"""
+    sub = argv[1].lower()
+    add, ranged = sub.startswith(b"add"), sub.endswith(b"range")
     state = _cluster(ctx)
     slots = _slots_of(argv, ranged)
     topo = state.topology
@@ -255,48 +276,12 @@ def _change_slots(ctx: Context, argv: list[bytes], *, add: bool, ranged: bool) -
     return OK
 
 
-@command("cluster|addslots", arity=-3, flags="admin stale no_async_loading", group="cluster",
-         summary="Assigns new hash slots to a node.", syntax="slot [slot ...]",
-         complexity="O(N) where N is the total number of hash slot arguments",
-         help="ADDSLOTS <slot> [<slot> ...]\n    Assign slots to current node.")
-def cluster_addslots(ctx: Context, argv: list[bytes]) -> Any:
-    """CLUSTER ADDSLOTS slot [slot ...]"""
-    return _change_slots(ctx, argv, add=True, ranged=False)
-
-
-@command("cluster|addslotsrange", arity=-4, flags="admin stale no_async_loading", group="cluster",
-         summary="Assigns new hash slot ranges to a node.", syntax="start-slot end-slot [start-slot end-slot ...]",
-         since="7.0.0", complexity="O(N) where N is the total number of the slots between the start slot and end slot arguments.",
-         help="ADDSLOTSRANGE <start slot> <end slot> [<start slot> <end slot> ...]\n    Assign slots which are between <start-slot> and <end-slot> to current node.")
-def cluster_addslotsrange(ctx: Context, argv: list[bytes]) -> Any:
-    """CLUSTER ADDSLOTSRANGE start-slot end-slot [start-slot end-slot ...]"""
-    return _change_slots(ctx, argv, add=True, ranged=True)
-
-
-@command("cluster|delslots", arity=-3, flags="admin stale no_async_loading", group="cluster",
-         summary="Sets hash slots as unbound for a node.", syntax="slot [slot ...]",
-         complexity="O(N) where N is the total number of hash slot arguments",
-         help="DELSLOTS <slot> [<slot> ...]\n    Delete slots information from current node.")
-def cluster_delslots(ctx: Context, argv: list[bytes]) -> Any:
-    """CLUSTER DELSLOTS slot [slot ...]"""
-    return _change_slots(ctx, argv, add=False, ranged=False)
-
-
-@command("cluster|delslotsrange", arity=-4, flags="admin stale no_async_loading", group="cluster",
-         summary="Sets hash slot ranges as unbound for a node.", syntax="start-slot end-slot [start-slot end-slot ...]",
-         since="7.0.0", complexity="O(N) where N is the total number of the slots between the start slot and end slot arguments.",
-         help="DELSLOTSRANGE <start slot> <end slot> [<start slot> <end slot> ...]\n    Delete slots information which are between <start-slot> and <end-slot> from current node.")
-def cluster_delslotsrange(ctx: Context, argv: list[bytes]) -> Any:
-    """CLUSTER DELSLOTSRANGE start-slot end-slot [start-slot end-slot ...]"""
-    return _change_slots(ctx, argv, add=False, ranged=True)
-
-
 def _db_empty(ctx: Context) -> bool:
     now = ctx.now_ms
     return not any(next(iter(store.ids(now)), None) is not None for store in ctx.core.db.stores.values())
 
 
-@command("cluster|flushslots", arity=2, flags="admin stale no_async_loading", group="cluster",
+@command("cluster|flushslots", arity=2, flags="admin stale no_async_loading",
          summary="Deletes all slots information from a node.",
          help="FLUSHSLOTS\n    Delete current node own slots information.")
 def cluster_flushslots(ctx: Context, argv: list[bytes]) -> Any:
@@ -310,8 +295,9 @@ def cluster_flushslots(ctx: Context, argv: list[bytes]) -> Any:
     return OK
 
 
-@command("cluster|setslot", arity=-4, flags="admin stale no_async_loading", group="cluster",
-         summary="Binds a hash slot to a node.", syntax="slot IMPORTING node-id|MIGRATING node-id|NODE node-id|STABLE",
+@command("cluster|setslot", arity=-4, flags="admin stale no_async_loading",
+         summary="Binds a hash slot to a node.",
+         syntax="slot IMPORTING node-id|MIGRATING node-id|NODE node-id|STABLE",
          help="SETSLOT <slot> (IMPORTING <node-id>|MIGRATING <node-id>|STABLE|NODE <node-id>)\n    Set slot state.")
 def cluster_setslot(ctx: Context, argv: list[bytes]) -> Any:
     """CLUSTER SETSLOT slot IMPORTING node-id|MIGRATING node-id|NODE node-id|STABLE"""
@@ -355,8 +341,8 @@ def cluster_setslot(ctx: Context, argv: list[bytes]) -> Any:
     return OK
 
 
-@command("cluster|reset", arity=-2, flags="admin noscript stale", group="cluster",
-         summary="Resets a node.", syntax="[HARD|SOFT]",
+@command("cluster|reset", arity=-2, flags="admin noscript stale", summary="Resets a node.",
+         syntax="[HARD|SOFT]",
          complexity="O(N) where N is the number of known nodes. The command may execute a FLUSHALL as a side effect.",
          help="RESET [HARD|SOFT]\n    Reset current node (default: soft).")
 def cluster_reset(ctx: Context, argv: list[bytes]) -> Any:
@@ -377,7 +363,7 @@ def cluster_reset(ctx: Context, argv: list[bytes]) -> Any:
     return OK
 
 
-@command("cluster|saveconfig", arity=2, flags="admin stale no_async_loading", group="cluster",
+@command("cluster|saveconfig", arity=2, flags="admin stale no_async_loading",
          summary="Forces a node to save the cluster configuration to disk.",
          help="SAVECONFIG\n    Force saving cluster configuration on disk.")
 def cluster_saveconfig(ctx: Context, argv: list[bytes]) -> Any:
@@ -386,10 +372,9 @@ def cluster_saveconfig(ctx: Context, argv: list[bytes]) -> Any:
     return OK
 
 
-@command("cluster|settopology", arity=3, flags="admin loading stale no_async_loading", group="cluster",
+@command("cluster|settopology", arity=3, flags="admin loading stale no_async_loading",
          summary="Replaces this node's view of the cluster with a topology document (hotkv extension; "
-                 "hotkv-cluster sends it to every node).",
-         syntax="json-topology", since="0.2.0",
+                 "hotkv-cluster sends it to every node).", syntax="json-topology", since="0.2.0",
          help="SETTOPOLOGY <json>\n    Replace this node's topology (hotkv; sent by hotkv-cluster).")
 def cluster_settopology(ctx: Context, argv: list[bytes]) -> Any:
     """CLUSTER SETTOPOLOGY json-topology"""
@@ -404,7 +389,7 @@ def cluster_settopology(ctx: Context, argv: list[bytes]) -> Any:
     return OK
 
 
-@command("cluster|topology", arity=2, flags="loading stale", group="cluster",
+@command("cluster|topology", arity=2, flags="loading stale",
          summary="Returns this node's topology document as JSON (hotkv extension).", since="0.2.0",
          help="TOPOLOGY\n    Return this node's topology document as JSON (hotkv).")
 def cluster_topology(ctx: Context, argv: list[bytes]) -> Any:
@@ -429,19 +414,19 @@ _GOSSIP = (
     ("links", 2, "stale", "nondeterministic_output", ""),
 )
 for _name, _arity, _flags, _tips, _syntax in _GOSSIP:
-    command(f"cluster|{_name}", arity=_arity, flags=_flags, tips=_tips, group="cluster",
+    command(f"cluster|{_name}", arity=_arity, flags=_flags, tips=_tips,
             summary="Refused: hotkv has no cluster bus (hotkv-cluster sets the topology).",
             syntax=_syntax)(_no_gossip)
 
 
-@command("cluster|help", arity=2, flags="loading stale", group="cluster",
+@command("cluster|help", arity=2, flags="loading stale",
          summary="Returns helpful text about the different subcommands.")
 def cluster_help(ctx: Context, argv: list[bytes]) -> Any:
     """CLUSTER HELP"""
     return [line.encode() for line in help_lines("cluster", ("addslots", "addslotsrange", "countkeysinslot", "delslots", "delslotsrange", "flushslots", "getkeysinslot", "info", "keyslot", "myid", "nodes", "replicas", "reset", "saveconfig", "setslot", "settopology", "shards", "slots", "topology"))]
 
 
-@command("asking", arity=1, acl="@connection", flags="fast", group="cluster",
+@command("asking", arity=1, acl="@connection", flags="fast",
          summary="Signals that a cluster client is following an -ASK redirect.")
 def asking(ctx: Context, argv: list[bytes]) -> Any:
     """ASKING"""
@@ -450,7 +435,11 @@ def asking(ctx: Context, argv: list[bytes]) -> Any:
     return OK
 
 
-@command("readonly", arity=1, acl="@connection", flags="fast loading stale", group="cluster",
+#: what READONLY and READWRITE share
+_READ_MODE = SpecFields(arity=1, flags="fast loading stale", acl="@connection")
+
+
+@command("readonly", _READ_MODE,
          summary="Enables read-only queries for a connection to a Redis Cluster replica node.")
 def readonly(ctx: Context, argv: list[bytes]) -> Any:
     """READONLY"""
@@ -459,7 +448,7 @@ def readonly(ctx: Context, argv: list[bytes]) -> Any:
     return OK
 
 
-@command("readwrite", arity=1, acl="@connection", flags="fast loading stale", group="cluster",
+@command("readwrite", _READ_MODE,
          summary="Enables read-write queries for a connection to a Redis Cluster replica node.")
 def readwrite(ctx: Context, argv: list[bytes]) -> Any:
     """READWRITE"""

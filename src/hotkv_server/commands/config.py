@@ -17,15 +17,18 @@ from hotkv_server.engine.config import DIRECTIVES, ConfigError, canonical
 from hotkv_server.engine.context import Context
 from hotkv_server.engine.core import Core, Stats
 from hotkv_server.engine.errors import CommandError
-from hotkv_server.engine.registry import command, container, help_lines
+from hotkv_server.engine.registry import container, family, help_lines
 from hotkv_server.engine.replies import OK, Simple
+
+command = family(group="server")
 
 container("config", group="server", summary="A container for server configuration commands.")
 
 
-@command("config|get", arity=-3, flags="admin noscript loading stale", group="server",
+@command("config|get", arity=-3, flags="admin noscript loading stale",
          summary="Returns the effective values of configuration parameters.",
-         syntax="parameter [parameter ...]", complexity="O(N) when N is the number of configuration parameters provided",
+         syntax="parameter [parameter ...]",
+         complexity="O(N) when N is the number of configuration parameters provided",
          help="GET <pattern>\n    Return parameters matching the glob-like <pattern> and their values.")
 def config_get(ctx: Context, argv: list[bytes]) -> Any:
     """CONFIG GET parameter [parameter ...]"""
@@ -43,7 +46,7 @@ def _set_failed(name: str, reason: str) -> CommandError:
     return CommandError(f"ERR CONFIG SET failed (possibly related to argument '{name}') - {reason}")
 
 
-@command("config|set", arity=-4, flags="admin noscript loading stale", group="server",
+@command("config|set", arity=-4, flags="admin noscript loading stale",
          tips="request_policy:all_nodes response_policy:all_succeeded",
          summary="Sets configuration parameters in-flight.",
          syntax="parameter value [parameter value ...]",
@@ -90,7 +93,7 @@ def config_set(ctx: Context, argv: list[bytes]) -> Any:
     return OK
 
 
-@command("config|resetstat", arity=2, flags="admin noscript loading stale", group="server",
+@command("config|resetstat", arity=2, flags="admin noscript loading stale",
          summary="Resets the server's statistics.",
          help="RESETSTAT\n    Reset statistics reported by the INFO command.")
 def config_resetstat(ctx: Context, argv: list[bytes]) -> Any:
@@ -111,7 +114,7 @@ def reset_stats(core: Core) -> None:
         sub.reset_stats()
 
 
-@command("config|rewrite", arity=2, flags="admin noscript loading stale", group="server",
+@command("config|rewrite", arity=2, flags="admin noscript loading stale",
          summary="Persists the effective configuration to file.",
          help="REWRITE\n    Rewrite the configuration file.")
 def config_rewrite(ctx: Context, argv: list[bytes]) -> Any:
@@ -119,10 +122,16 @@ def config_rewrite(ctx: Context, argv: list[bytes]) -> Any:
     config = ctx.core.config
     if not config.path:
         raise CommandError("ERR The server is running without a config file")
+    current: dict[str, Any] = {}
+    users = getattr(ctx.core.users, "users", None)
+    if users is not None and not config.values["aclfile"]:
+        # as Redis: the users as they are now (ACL SETUSER included), passwords as their
+        # SHA-256 (#...), never in clear; with an aclfile the users live there instead
+        current["user"] = [users[name].describe().split()[1:] for name in sorted(users)]
     tmp = f"{config.path}.tmp-{os.getpid()}"
     try:
         with open(tmp, "w", encoding="utf-8") as fh:
-            fh.write(config.render())
+            fh.write(config.render(current))
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, config.path)
@@ -137,7 +146,7 @@ def config_rewrite(ctx: Context, argv: list[bytes]) -> Any:
 
 
 
-@command("config|help", arity=2, flags="loading stale", group="server",
+@command("config|help", arity=2, flags="loading stale",
          summary="Returns helpful text about the different subcommands.")
 def config_help(ctx: Context, argv: list[bytes]) -> Any:
     """CONFIG HELP"""

@@ -10,14 +10,16 @@ from hotkv_server.engine import errors
 from hotkv_server.engine.args import Args, parse_int
 from hotkv_server.engine.context import Context
 from hotkv_server.engine.errors import CommandError
-from hotkv_server.engine.registry import command, container, help_lines
+from hotkv_server.engine.registry import container, family, help_lines
 from hotkv_server.engine.replies import OK, PONG, Simple
+
+command = family(group="connection")
 
 #: the Redis version we report to clients that branch on it (redis-py, redis-cli)
 REDIS_COMPAT_VERSION = "7.0.0"
 
 
-@command("ping", arity=-1, flags="fast", group="connection",
+@command("ping", arity=-1, flags="fast",
          tips="request_policy:all_shards response_policy:all_succeeded",
          summary="Returns the server's liveliness response.", syntax="[message]")
 def ping(ctx: Context, argv: list[bytes]) -> Any:
@@ -31,14 +33,14 @@ def ping(ctx: Context, argv: list[bytes]) -> Any:
     return PONG
 
 
-@command("echo", arity=2, flags="loading stale fast", group="connection",
-         summary="Returns the given string.", syntax="message")
+@command("echo", arity=2, flags="loading stale fast", summary="Returns the given string.",
+         syntax="message")
 def echo(ctx: Context, argv: list[bytes]) -> Any:
     """ECHO message"""
     return argv[1]
 
 
-@command("select", arity=2, flags="loading stale fast", group="connection",
+@command("select", arity=2, flags="loading stale fast",
          summary="Changes the selected database (only 0 exists).", syntax="index")
 def select(ctx: Context, argv: list[bytes]) -> Any:
     """SELECT index"""
@@ -50,7 +52,7 @@ def select(ctx: Context, argv: list[bytes]) -> Any:
     return OK
 
 
-@command("quit", arity=-1, flags="noscript no_auth loading stale fast allow_busy", group="connection",
+@command("quit", arity=-1, flags="noscript no_auth loading stale fast allow_busy",
          summary="Closes the connection.", syntax="")
 def quit_(ctx: Context, argv: list[bytes]) -> Any:
     """QUIT"""
@@ -58,7 +60,7 @@ def quit_(ctx: Context, argv: list[bytes]) -> Any:
     return OK
 
 
-@command("reset", arity=1, flags="noscript no_auth loading stale fast allow_busy", group="connection",
+@command("reset", arity=1, flags="noscript no_auth loading stale fast allow_busy",
          summary="Resets the connection.", syntax="")
 def reset(ctx: Context, argv: list[bytes]) -> Any:
     """RESET"""
@@ -108,7 +110,7 @@ def authenticate(ctx: Context, username: bytes | None, password: bytes) -> str |
     return errors.WRONGPASS
 
 
-@command("auth", arity=-2, flags="noscript no_auth loading stale fast allow_busy", group="connection",
+@command("auth", arity=-2, flags="noscript no_auth loading stale fast allow_busy",
          summary="Authenticates the connection.", syntax="[username] password")
 def auth(ctx: Context, argv: list[bytes]) -> Any:
     """AUTH [username] password"""
@@ -121,7 +123,7 @@ def auth(ctx: Context, argv: list[bytes]) -> Any:
     return OK
 
 
-@command("hello", arity=-1, flags="noscript no_auth loading stale fast allow_busy", group="connection",
+@command("hello", arity=-1, flags="noscript no_auth loading stale fast allow_busy",
          summary="Handshakes with the server: protocol version, authentication, client name.",
          syntax="[protover [AUTH username password] [SETNAME clientname]]")
 def hello(ctx: Context, argv: list[bytes]) -> Any:
@@ -180,7 +182,7 @@ def check_client_name(name: bytes) -> None:
 container("client", group="connection", summary="A container for client connection commands.")
 
 
-@command("client|id", arity=2, flags="noscript loading stale", group="connection",
+@command("client|id", arity=2, flags="noscript loading stale",
          summary="Returns the unique client ID of the connection.",
          help="ID\n    Return the ID of the current connection.")
 def client_id(ctx: Context, argv: list[bytes]) -> Any:
@@ -188,7 +190,7 @@ def client_id(ctx: Context, argv: list[bytes]) -> Any:
     return ctx.id
 
 
-@command("client|setname", arity=3, flags="noscript loading stale", group="connection",
+@command("client|setname", arity=3, flags="noscript loading stale",
          summary="Sets the connection name.", syntax="connection-name",
          help="SETNAME <name>\n    Assign the name <name> to the current connection.")
 def client_setname(ctx: Context, argv: list[bytes]) -> Any:
@@ -198,7 +200,7 @@ def client_setname(ctx: Context, argv: list[bytes]) -> Any:
     return OK
 
 
-@command("client|getname", arity=2, flags="noscript loading stale", group="connection",
+@command("client|getname", arity=2, flags="noscript loading stale",
          summary="Returns the name of the connection.",
          help="GETNAME\n    Return the name of the current connection.")
 def client_getname(ctx: Context, argv: list[bytes]) -> Any:
@@ -206,7 +208,7 @@ def client_getname(ctx: Context, argv: list[bytes]) -> Any:
     return ctx.name or None
 
 
-@command("client|setinfo", arity=4, flags="noscript loading stale", group="connection",
+@command("client|setinfo", arity=4, flags="noscript loading stale",
          summary="Sets information specific to the client or connection.",
          syntax="LIB-NAME libname|LIB-VER libver",
          help="SETINFO <LIB-NAME|LIB-VER> <value>\n    Set client library name or version.")
@@ -268,9 +270,9 @@ def client_line(ctx: Context, now_ms: int, argv: list[bytes] | None = None) -> s
     )
 
 
-@command("client|list", arity=-2, flags="admin noscript loading stale", group="connection",
-         tips="nondeterministic_output",
-         summary="Lists open connections.", syntax="[TYPE NORMAL|MASTER|REPLICA|PUBSUB] [ID id ...]",
+@command("client|list", arity=-2, flags="admin noscript loading stale",
+         tips="nondeterministic_output", summary="Lists open connections.",
+         syntax="[TYPE NORMAL|MASTER|REPLICA|PUBSUB] [ID id ...]",
          help="LIST [TYPE <type>] [ID <id> [<id> ...]]\n    Return information about client connections.")
 def client_list(ctx: Context, argv: list[bytes]) -> Any:
     """CLIENT LIST [TYPE NORMAL|MASTER|REPLICA|PUBSUB] [ID id ...]"""
@@ -299,8 +301,7 @@ def client_list(ctx: Context, argv: list[bytes]) -> Any:
     return text.encode()
 
 
-@command("client|info", arity=2, flags="noscript loading stale", group="connection",
-         tips="nondeterministic_output",
+@command("client|info", arity=2, flags="noscript loading stale", tips="nondeterministic_output",
          summary="Returns information about the connection.",
          help="INFO\n    Return information about the current client connection.")
 def client_info(ctx: Context, argv: list[bytes]) -> Any:
@@ -308,7 +309,7 @@ def client_info(ctx: Context, argv: list[bytes]) -> Any:
     return (client_line(ctx, ctx.now_ms, argv) + "\n").encode()
 
 
-@command("client|kill", arity=-3, flags="admin noscript loading stale", group="connection",
+@command("client|kill", arity=-3, flags="admin noscript loading stale",
          summary="Terminates open connections.",
          syntax="ip:port|([ID client-id] [TYPE NORMAL|MASTER|SLAVE|REPLICA|PUBSUB] [USER username] "
                 "[ADDR ip:port] [LADDR ip:port] [SKIPME yes|no])",
@@ -387,7 +388,7 @@ def _type_by_name(raw: bytes) -> str:
     return kind
 
 
-@command("client|no-evict", arity=3, flags="admin noscript loading stale", group="connection",
+@command("client|no-evict", arity=3, flags="admin noscript loading stale",
          summary="Sets the client eviction mode of the connection (maxmemory-clients).",
          syntax="ON|OFF")
 def client_no_evict(ctx: Context, argv: list[bytes]) -> Any:
@@ -404,7 +405,7 @@ def client_no_evict(ctx: Context, argv: list[bytes]) -> Any:
     return OK
 
 
-@command("client|help", arity=2, flags="loading stale", group="connection",
+@command("client|help", arity=2, flags="loading stale",
          summary="Returns helpful text about the different subcommands.")
 def client_help(ctx: Context, argv: list[bytes]) -> Any:
     """CLIENT HELP"""

@@ -1,4 +1,4 @@
-"""How the list and sorted-set commands read their values and write their effects.
+"""How the list, set and sorted-set commands read their values and write their effects.
 
 Reads go through ``kv.typed`` (WRONGTYPE for a key of another type, None for a missing or
 expired key): ``read_*`` for a read command (counted as a keyspace hit or miss), ``target_*``
@@ -58,9 +58,14 @@ def put_zset(ctx: Context, key: bytes, flat: list[Any]) -> None:
 
 
 def store_zset(ctx: Context, key: bytes, flat: list[Any]) -> None:
-    """The ``*STORE`` commands: the destination becomes this set, or goes when it is empty
-    (as Redis deletes the destination of an empty result)."""
-    if flat:
-        put_zset(ctx, key, flat)
+    """The sorted-set ``*STORE`` commands: the destination becomes this set (see ``store``)."""
+    store(ctx, key, "zset", flat)
+
+
+def store(ctx: Context, key: bytes, kind: str, contents: list[Any]) -> None:
+    """The ``*STORE`` commands: the destination becomes a ``kind`` value of ``contents``,
+    or goes when they are empty (as Redis deletes the destination of an empty result)."""
+    if contents:
+        ctx.emit(KvPut(key, kind, contents, None))
     elif ctx.db.kv.peek(key, ctx.now_ms) is not None:
         ctx.emit(KvDel([key]))

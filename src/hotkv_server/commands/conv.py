@@ -20,34 +20,23 @@ from hotkv_server.engine import errors
 from hotkv_server.engine.args import MAX_ID_LEN, Args
 from hotkv_server.engine.context import Context
 from hotkv_server.engine.errors import CommandError
-from hotkv_server.engine.registry import command
+from hotkv_server.engine.registry import family
 from hotkv_server.engine.replies import OK
 from hotkv_server.engine.write_options import AMEM_TTL_TOKENS, WriteOptions
-from hotkv_server.stores.conv import DEFAULT_WINDOW, MAX_WINDOW, ROLES, ConversationStore
+from hotkv_server.stores.conv import DEFAULT_WINDOW, MAX_WINDOW, ROLES
 from hotkv_server.stores.conv_effects import ConvAppend, ConvClear, ConvCreate, ConvDel, ConvUpdate
+
+command = family(group="conv")
 
 _ROLES_TEXT = "one of " + "|".join(r.decode() for r in ROLES)
 _CREATE_OPTIONS = "WINDOW, TTL, PX, PXAT or UPDATE"
 
 
-def _store(ctx: Context) -> ConversationStore:
-    store: ConversationStore = ctx.db.conv
-    return store
-
-
-@command(
-    "amem.conv.create",
-    arity=-2,
-    flags="write denyoom",
-    keys=(1, 1, 1),
-    key_flags="RW update",
-    group="conv",
-    summary="Creates a conversation (or with UPDATE changes its window and idle TTL).",
-    syntax="session [WINDOW n] [TTL s|PX ms|PXAT unix-time-ms] [UPDATE]",
-    complexity="O(1), O(N) when UPDATE shrinks the window by N turns",
-    dialect=True,
-    extensions="PX UPDATE",
-)
+@command("amem.conv.create", arity=-2, flags="write denyoom", key="RW update",
+         summary="Creates a conversation (or with UPDATE changes its window and idle TTL).",
+         syntax="session [WINDOW n] [TTL s|PX ms|PXAT unix-time-ms] [UPDATE]",
+         complexity="O(1), O(N) when UPDATE shrinks the window by N turns", dialect=True,
+         extensions="PX UPDATE")
 def conv_create(ctx: Context, argv: list[bytes]) -> Any:
     """session [WINDOW n] [TTL s|PX ms|PXAT unix-time-ms] [UPDATE]"""
     args = Args(argv, 1)
@@ -66,7 +55,7 @@ def conv_create(ctx: Context, argv: list[bytes]) -> Any:
         elif not opts.take(opt, args, now):
             raise CommandError(errors.bad_argument("option", _CREATE_OPTIONS, raw))
 
-    store = _store(ctx)
+    store = ctx.db.conv
     conv = store.get(session, now)
     if update:
         if conv is None:
@@ -86,18 +75,10 @@ def conv_create(ctx: Context, argv: list[bytes]) -> Any:
     return OK
 
 
-@command(
-    "amem.conv.append",
-    arity=-4,
-    flags="write denyoom",
-    keys=(1, 1, 1),
-    key_flags="RW update",
-    group="conv",
-    summary="Appends a turn to a conversation: OK, or with WITHSEQ its sequence number.",
-    syntax="session role content [META json-object] [WITHSEQ]",
-    dialect=True,
-    extensions="META WITHSEQ",
-)
+@command("amem.conv.append", arity=-4, flags="write denyoom", key="RW update",
+         summary="Appends a turn to a conversation: OK, or with WITHSEQ its sequence number.",
+         syntax="session role content [META json-object] [WITHSEQ]", dialect=True,
+         extensions="META WITHSEQ")
 def conv_append(ctx: Context, argv: list[bytes]) -> Any:
     """session role content [META json-object] [WITHSEQ]"""
     meta: bytes | None = None
@@ -121,7 +102,7 @@ def conv_append(ctx: Context, argv: list[bytes]) -> Any:
                 raise CommandError(errors.bad_argument("option", "META or WITHSEQ", raw))
 
     now = ctx.now_ms
-    conv = _store(ctx).get(session, now)
+    conv = ctx.db.conv.get(session, now)
     if conv is None:
         raise CommandError(errors.conv_not_found(session))
     seq = conv.appended + 1
@@ -139,59 +120,36 @@ def _role(raw: bytes) -> bytes:
     return role
 
 
-@command(
-    "amem.conv.window",
-    arity=-2,
-    flags="readonly",
-    keys=(1, 1, 1),
-    key_flags="RO access",
-    group="conv",
-    summary="Returns the last n turns of a conversation (default all held), oldest first.",
-    syntax="session [n]",
-    complexity="O(N) with N the turns returned",
-    dialect=True,
-)
+@command("amem.conv.window", arity=-2, flags="readonly", key="RO access",
+         summary="Returns the last n turns of a conversation (default all held), oldest first.",
+         syntax="session [n]", complexity="O(N) with N the turns returned", dialect=True)
 def conv_window(ctx: Context, argv: list[bytes]) -> list[dict[str, Any]]:
     """session [n]"""
     args = Args(argv, 1)
     session = args.ident("session")
     n = args.int("n", 0, None) if args else None
     args.done()
-    return [turn.record() for turn in _store(ctx).window(session, ctx.now_ms, n)]
+    return [turn.record() for turn in ctx.db.conv.window(session, ctx.now_ms, n)]
 
 
-@command(
-    "amem.conv.len",
-    arity=2,
-    flags="readonly fast",
-    keys=(1, 1, 1),
-    key_flags="RO",
-    group="conv",
-    summary="Returns the number of turns a conversation holds (0 when missing).",
-    syntax="session",
-)
+@command("amem.conv.len", arity=2, flags="readonly fast", key="RO",
+         summary="Returns the number of turns a conversation holds (0 when missing).",
+         syntax="session")
 def conv_len(ctx: Context, argv: list[bytes]) -> int:
     """session"""
     session = Args(argv, 1).ident("session")
-    return _store(ctx).length(session, ctx.now_ms)
+    return ctx.db.conv.length(session, ctx.now_ms)
 
 
-@command(
-    "amem.conv.info",
-    arity=2,
-    flags="readonly fast",
-    keys=(1, 1, 1),
-    key_flags="RO access",
-    tips="nondeterministic_output",
-    group="conv",
-    summary="Returns a conversation's window, ttl, turns, appended, created and updated.",
-    syntax="session",
-)
+@command("amem.conv.info", arity=2, flags="readonly fast", key="RO access",
+         tips="nondeterministic_output",
+         summary="Returns a conversation's window, ttl, turns, appended, created and updated.",
+         syntax="session")
 def conv_info(ctx: Context, argv: list[bytes]) -> dict[str, Any] | None:
     """session"""
     session = Args(argv, 1).ident("session")
     now = ctx.now_ms
-    conv = _store(ctx).get(session, now)
+    conv = ctx.db.conv.get(session, now)
     if conv is None:
         return None
     return {
@@ -204,23 +162,15 @@ def conv_info(ctx: Context, argv: list[bytes]) -> dict[str, Any] | None:
     }
 
 
-@command(
-    "amem.conv.del",
-    arity=-2,
-    flags="write",
-    keys=(1, -1, 1),
-    key_flags="RM delete",
-    tips="request_policy:multi_shard response_policy:agg_sum",
-    group="conv",
-    summary="Deletes conversations and returns how many existed.",
-    syntax="session [session ...]",
-    complexity="O(N) with N the sessions named",
-)
+@command("amem.conv.del", arity=-2, flags="write", keys=(1, -1, 1), key_flags="RM delete",
+         tips="request_policy:multi_shard response_policy:agg_sum",
+         summary="Deletes conversations and returns how many existed.",
+         syntax="session [session ...]", complexity="O(N) with N the sessions named")
 def conv_del(ctx: Context, argv: list[bytes]) -> int:
     """session [session ...]"""
     args = Args(argv, 1)
     sessions = [args.ident("session") for _ in range(args.remaining())]
-    store = _store(ctx)
+    store = ctx.db.conv
     now = ctx.now_ms
     live = [s for s in dict.fromkeys(sessions) if store.exists(s, now)]
     if not live:
@@ -228,61 +178,35 @@ def conv_del(ctx: Context, argv: list[bytes]) -> int:
     return int(ctx.emit(ConvDel(live)))
 
 
-@command(
-    "amem.conv.get",
-    arity=2,
-    flags="readonly",
-    keys=(1, 1, 1),
-    key_flags="RO access",
-    group="conv",
-    summary="Returns every turn a conversation holds, oldest first (empty when missing).",
-    syntax="session",
-    complexity="O(N) with N the turns held",
-    dialect=True,
-)
+@command("amem.conv.get", arity=2, flags="readonly", key="RO access",
+         summary="Returns every turn a conversation holds, oldest first (empty when missing).",
+         syntax="session", complexity="O(N) with N the turns held", dialect=True)
 def conv_get(ctx: Context, argv: list[bytes]) -> list[dict[str, Any]]:
     """session"""
     session = Args(argv, 1).ident("session")
-    return [turn.record() for turn in _store(ctx).window(session, ctx.now_ms, None)]
+    return [turn.record() for turn in ctx.db.conv.window(session, ctx.now_ms, None)]
 
 
-@command(
-    "amem.conv.clear",
-    arity=2,
-    flags="write",
-    keys=(1, 1, 1),
-    key_flags="RW delete",
-    group="conv",
-    summary="Removes every turn of a conversation, keeping it and its settings; 1 if turns went.",
-    syntax="session",
-    complexity="O(N) with N the turns held",
-    dialect=True,
-)
+@command("amem.conv.clear", arity=2, flags="write", key="RW delete",
+         summary="Removes every turn of a conversation, keeping it and its settings; 1 if turns went.",
+         syntax="session", complexity="O(N) with N the turns held", dialect=True)
 def conv_clear(ctx: Context, argv: list[bytes]) -> int:
     """session"""
     session = Args(argv, 1).ident("session")
     now = ctx.now_ms
-    conv = _store(ctx).get(session, now)
+    conv = ctx.db.conv.get(session, now)
     if conv is None or not conv.turns:
         return 0
     ctx.emit(ConvClear(session, now))  # the deadline stays as it is
     return 1
 
 
-@command(
-    "amem.conv.drop",
-    arity=2,
-    flags="write",
-    keys=(1, 1, 1),
-    key_flags="RM delete",
-    group="conv",
-    summary="Deletes a conversation with its settings; 1 if it existed, else 0.",
-    syntax="session",
-    dialect=True,
-)
+@command("amem.conv.drop", arity=2, flags="write", key="RM delete",
+         summary="Deletes a conversation with its settings; 1 if it existed, else 0.",
+         syntax="session", dialect=True)
 def conv_drop(ctx: Context, argv: list[bytes]) -> int:
     """session"""
     session = Args(argv, 1).ident("session")
-    if not _store(ctx).exists(session, ctx.now_ms):
+    if not ctx.db.conv.exists(session, ctx.now_ms):
         return 0
     return int(ctx.emit(ConvDel([session])))

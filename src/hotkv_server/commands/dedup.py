@@ -13,29 +13,19 @@ by ACL key patterns sees only the names it may read). The embedding is opaque by
 
 from __future__ import annotations
 
+from hotkv_server.commands.tenancy import readable_ids
 from hotkv_server.engine.args import Args
 from hotkv_server.engine.context import Context
 from hotkv_server.engine.errors import CommandError
-from hotkv_server.engine.registry import command
-from hotkv_server.stores.dedup import DedupStore
+from hotkv_server.engine.registry import family
 from hotkv_server.stores.dedup_effects import DedupDrop, DedupPurge, DedupPut, DedupRelease
 
-
-def _store(ctx: Context) -> DedupStore:
-    store: DedupStore = ctx.db.dedup
-    return store
+command = family(group="embed")
 
 
-@command(
-    "embed.dedup.put",
-    arity=5,
-    flags="write denyoom",
-    keys=(1, 1, 1),
-    group="embed",
-    summary="Stores an embedding under a content hash, or takes one more reference to the "
-    "stored one; 1 if newly stored, else 0.",
-    syntax="ns hash model embedding",
-)
+@command("embed.dedup.put", arity=5, flags="write denyoom", key="RW update",
+         summary="Stores an embedding under a content hash, or takes one more reference to the "
+                 "stored one; 1 if newly stored, else 0.", syntax="ns hash model embedding")
 def dedup_put(ctx: Context, argv: list[bytes]) -> int:
     """ns hash model embedding"""
     args = Args(argv, 1)
@@ -49,98 +39,63 @@ def dedup_put(ctx: Context, argv: list[bytes]) -> int:
     return result
 
 
-@command(
-    "embed.dedup.get",
-    arity=3,
-    flags="readonly fast",
-    keys=(1, 1, 1),
-    group="embed",
-    summary="Returns the embedding stored under a content hash, or null (counted as a hit "
-    "or a miss).",
-    syntax="ns hash",
-)
+@command("embed.dedup.get", arity=3, flags="readonly fast", key="RO access",
+         summary="Returns the embedding stored under a content hash, or null (counted as a hit "
+                 "or a miss).", syntax="ns hash")
 def dedup_get(ctx: Context, argv: list[bytes]) -> bytes | None:
     """ns hash"""
     args = Args(argv, 1)
     ns = args.ident("ns")
-    entry = _store(ctx).lookup(ns, args.ident("hash"))
+    entry = ctx.db.dedup.lookup(ns, args.ident("hash"))
     return None if entry is None else entry.embedding
 
 
-@command(
-    "embed.dedup.release",
-    arity=3,
-    flags="write",
-    keys=(1, 1, 1),
-    group="embed",
-    summary="Gives back one reference to a stored embedding (freed at zero); 1 if it was "
-    "held, else 0.",
-    syntax="ns hash",
-)
+@command("embed.dedup.release", arity=3, flags="write", key="RW update",
+         summary="Gives back one reference to a stored embedding (freed at zero); 1 if it was "
+                 "held, else 0.", syntax="ns hash")
 def dedup_release(ctx: Context, argv: list[bytes]) -> int:
     """ns hash"""
     args = Args(argv, 1)
     ns = args.ident("ns")
     ident = args.ident("hash")
-    space = _store(ctx).get(ns)
+    space = ctx.db.dedup.get(ns)
     if space is None or ident not in space.entries:
         return 0
     ctx.emit(DedupRelease(ns, ident))
     return 1
 
 
-@command(
-    "embed.dedup.stats",
-    arity=2,
-    flags="readonly fast",
-    keys=(1, 1, 1),
-    group="embed",
-    summary="Returns a dedup namespace's hits, misses, entries, references and bytes "
-    "(zeros for a namespace that does not exist).",
-    syntax="ns",
-)
+@command("embed.dedup.stats", arity=2, flags="readonly fast", key="RO access",
+         summary="Returns a dedup namespace's hits, misses, entries, references and bytes "
+                 "(zeros for a namespace that does not exist).", syntax="ns")
 def dedup_stats(ctx: Context, argv: list[bytes]) -> dict[str, int]:
     """ns"""
-    space = _store(ctx).get(Args(argv, 1).ident("ns"))
+    space = ctx.db.dedup.get(Args(argv, 1).ident("ns"))
     if space is None:
         return {"hits": 0, "misses": 0, "entries": 0, "references": 0, "bytes": 0}
     return space.stats()
 
 
-@command(
-    "embed.dedup.drop",
-    arity=2,
-    flags="write",
-    keys=(1, 1, 1),
-    group="embed",
-    summary="Drops a dedup namespace with its entries and counters; 1 if it existed, else 0.",
-    syntax="ns",
-    complexity="O(N) with N the entries held",
-)
+@command("embed.dedup.drop", arity=2, flags="write", key="RM delete",
+         summary="Drops a dedup namespace with its entries and counters; 1 if it existed, else 0.",
+         syntax="ns", complexity="O(N) with N the entries held")
 def dedup_drop(ctx: Context, argv: list[bytes]) -> int:
     """ns"""
     ns = Args(argv, 1).ident("ns")
-    if _store(ctx).get(ns) is None:
+    if ctx.db.dedup.get(ns) is None:
         return 0
     ctx.emit(DedupDrop(ns))
     return 1
 
 
-@command(
-    "embed.dedup.purge",
-    arity=2,
-    flags="write",
-    keys=(1, 1, 1),
-    group="embed",
-    summary="Frees the expired and unreferenced entries of a dedup namespace (hotkv frees an "
-    "entry at its last RELEASE and entries never expire, so none are left); 1 if the "
-    "namespace exists, else 0.",
-    syntax="ns",
-)
+@command("embed.dedup.purge", arity=2, flags="write", key="RW update",
+         summary="Frees the expired and unreferenced entries of a dedup namespace (hotkv frees an "
+                 "entry at its last RELEASE and entries never expire, so none are left); 1 if the "
+                 "namespace exists, else 0.", syntax="ns")
 def dedup_purge(ctx: Context, argv: list[bytes]) -> int:
     """ns"""
     ns = Args(argv, 1).ident("ns")
-    space = _store(ctx).get(ns)
+    space = ctx.db.dedup.get(ns)
     if space is None:
         return 0
     if any(entry.refs <= 0 for entry in space.entries.values()):  # none by construction
@@ -148,19 +103,9 @@ def dedup_purge(ctx: Context, argv: list[bytes]) -> int:
     return 1
 
 
-@command(
-    "embed.dedup.list",
-    arity=1,
-    flags="readonly",
-    group="embed",
-    summary="Lists the dedup namespaces, sorted.",
-    syntax="",
-    complexity="O(N log N) with N the namespaces",
-)
+@command("embed.dedup.list", arity=1, flags="readonly",
+         summary="Lists the dedup namespaces, sorted.", syntax="",
+         complexity="O(N log N) with N the namespaces")
 def dedup_list(ctx: Context, argv: list[bytes]) -> list[bytes]:
     """(no arguments)"""
-    names = sorted(_store(ctx).namespaces)
-    user = ctx.user
-    if user is not None and user.restricted and not user.allkeys:
-        names = [n for n in names if user.key_allowed(n, read=True, write=False)]
-    return names
+    return readable_ids(ctx, sorted(ctx.db.dedup.namespaces))

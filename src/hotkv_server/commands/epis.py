@@ -22,18 +22,19 @@ from hotkv_server.engine import errors
 from hotkv_server.engine.args import Args, parse_int
 from hotkv_server.engine.context import Context
 from hotkv_server.engine.errors import CommandError
-from hotkv_server.engine.registry import command
+from hotkv_server.engine.registry import family
 from hotkv_server.engine.replies import OK
 from hotkv_server.stores.epis import (
     MAX_KEY,
     MIN_KEY,
     SEQ_MASK,
-    EpisodicStore,
     Event,
     event_key,
     format_id,
 )
 from hotkv_server.stores.epis_effects import EpisDel, EpisLog, EpisTrim
+
+command = family(group="epis")
 
 LIMIT_DEFAULT = 100
 LIMIT_MAX = 10_000
@@ -90,20 +91,11 @@ def event_record(event: Event) -> dict[str, Any]:
     return record
 
 
-@command(
-    "amem.epis.log",
-    arity=-4,
-    flags="write denyoom",
-    keys=(1, 1, 1),
-    key_flags="RW insert",
-    tips="nondeterministic_output",
-    group="epis",
-    summary="Appends an event to an agent's episodic log: OK, or with WITHID its id.",
-    syntax="agent type text [METADATA text|META json-object] [SOURCE s] [WITHID]",
-    complexity="O(1)",
-    dialect=True,
-    extensions="META SOURCE WITHID",
-)
+@command("amem.epis.log", arity=-4, flags="write denyoom", key="RW insert",
+         tips="nondeterministic_output",
+         summary="Appends an event to an agent's episodic log: OK, or with WITHID its id.",
+         syntax="agent type text [METADATA text|META json-object] [SOURCE s] [WITHID]",
+         complexity="O(1)", dialect=True, extensions="META SOURCE WITHID")
 def epis_log(ctx: Context, argv: list[bytes]) -> Any:
     """agent type text [METADATA text|META json-object] [SOURCE s] [WITHID]"""
     agent = Args(argv, 1).ident("agent")
@@ -127,25 +119,17 @@ def epis_log(ctx: Context, argv: list[bytes]) -> Any:
         else:
             raise CommandError(
                 errors.bad_argument("option", "METADATA, META, SOURCE or WITHID", raw))
-    store: EpisodicStore = ctx.db.epis
+    store = ctx.db.epis
     ms, seq = store.next_id(agent, ctx.now_ms)
     ctx.emit(EpisLog(agent, ms, seq, type_, text, source, meta))
     return format_id(ms, seq) if withid else OK
 
 
-@command(
-    "amem.epis.query",
-    arity=-2,
-    flags="readonly",
-    keys=(1, 1, 1),
-    key_flags="RO access",
-    group="epis",
-    summary="Returns an agent's events by type and id/time range, oldest or newest first.",
-    syntax="agent [TYPE type] [FROM start] [TO end] [LIMIT n] [REV]",
-    complexity="O(log N + M) with M the events walked (all of the range with a TYPE filter).",
-    dialect=True,
-    extensions="REV",
-)
+@command("amem.epis.query", arity=-2, flags="readonly", key="RO access",
+         summary="Returns an agent's events by type and id/time range, oldest or newest first.",
+         syntax="agent [TYPE type] [FROM start] [TO end] [LIMIT n] [REV]",
+         complexity="O(log N + M) with M the events walked (all of the range with a TYPE filter).",
+         dialect=True, extensions="REV")
 def epis_query(ctx: Context, argv: list[bytes]) -> list[dict[str, Any]]:
     """agent [TYPE type] [FROM start] [TO end] [LIMIT n] [REV]"""
     args = Args(argv, 1)
@@ -170,45 +154,29 @@ def epis_query(ctx: Context, argv: list[bytes]) -> list[dict[str, Any]]:
             rev = True
         else:
             raise CommandError(errors.bad_argument("option", "TYPE, FROM, TO, LIMIT or REV", raw))
-    store: EpisodicStore = ctx.db.epis
+    store = ctx.db.epis
     events = store.query(agent, start, end, type_, limit, rev)
     return [event_record(event) for event in events]
 
 
-@command(
-    "amem.epis.len",
-    arity=2,
-    flags="readonly fast",
-    keys=(1, 1, 1),
-    key_flags="RO",
-    group="epis",
-    summary="Returns the number of events in an agent's episodic log.",
-    syntax="agent",
-)
+@command("amem.epis.len", arity=2, flags="readonly fast", key="RO",
+         summary="Returns the number of events in an agent's episodic log.", syntax="agent")
 def epis_len(ctx: Context, argv: list[bytes]) -> int:
     """agent"""
     agent = Args(argv, 1).ident("agent")
-    store: EpisodicStore = ctx.db.epis
+    store = ctx.db.epis
     return store.length(agent)
 
 
-@command(
-    "amem.epis.trim",
-    arity=4,
-    flags="write",
-    keys=(1, 1, 1),
-    key_flags="RW delete",
-    group="epis",
-    summary="Removes an agent's oldest events, to a maximum length or before an id/time.",
-    syntax="agent (MAXLEN n|BEFORE start)",
-    complexity="O(N) with N the events left",
-)
+@command("amem.epis.trim", arity=4, flags="write", key="RW delete",
+         summary="Removes an agent's oldest events, to a maximum length or before an id/time.",
+         syntax="agent (MAXLEN n|BEFORE start)", complexity="O(N) with N the events left")
 def epis_trim(ctx: Context, argv: list[bytes]) -> int:
     """agent (MAXLEN n|BEFORE start)"""
     args = Args(argv, 1)
     agent = args.ident("agent")
     mode = args.choice("trim mode", (b"MAXLEN", b"BEFORE"))
-    store: EpisodicStore = ctx.db.epis
+    store = ctx.db.epis
     if mode == b"MAXLEN":
         boundary = store.trim_boundary_maxlen(agent, args.int("MAXLEN", 0, None))
     else:
@@ -219,16 +187,8 @@ def epis_trim(ctx: Context, argv: list[bytes]) -> int:
     return int(ctx.emit(EpisTrim(agent, boundary[0], boundary[1])))
 
 
-@command(
-    "amem.epis.del",
-    arity=2,
-    flags="write",
-    keys=(1, 1, 1),
-    key_flags="RM delete",
-    group="epis",
-    summary="Deletes an agent's whole episodic log.",
-    syntax="agent",
-)
+@command("amem.epis.del", arity=2, flags="write", key="RM delete",
+         summary="Deletes an agent's whole episodic log.", syntax="agent")
 def epis_del(ctx: Context, argv: list[bytes]) -> int:
     """agent"""
     agent = Args(argv, 1).ident("agent")
@@ -237,22 +197,13 @@ def epis_del(ctx: Context, argv: list[bytes]) -> int:
     return int(ctx.emit(EpisDel(agent)))
 
 
-@command(
-    "amem.epis.clear",
-    arity=2,
-    flags="write",
-    keys=(1, 1, 1),
-    key_flags="RW delete",
-    group="epis",
-    summary="Removes every event of an agent's log, keeping the log; 1 if events went, else 0.",
-    syntax="agent",
-    complexity="O(N) with N the events held",
-    dialect=True,
-)
+@command("amem.epis.clear", arity=2, flags="write", key="RW delete",
+         summary="Removes every event of an agent's log, keeping the log; 1 if events went, else 0.",
+         syntax="agent", complexity="O(N) with N the events held", dialect=True)
 def epis_clear(ctx: Context, argv: list[bytes]) -> int:
     """agent"""
     agent = Args(argv, 1).ident("agent")
-    store: EpisodicStore = ctx.db.epis
+    store = ctx.db.epis
     boundary = store.trim_boundary_maxlen(agent, 0)
     if boundary is None:
         return 0
@@ -260,21 +211,13 @@ def epis_clear(ctx: Context, argv: list[bytes]) -> int:
     return 1
 
 
-@command(
-    "amem.epis.stats",
-    arity=2,
-    flags="readonly fast",
-    keys=(1, 1, 1),
-    key_flags="RO",
-    group="epis",
-    summary="Returns total_events, oldest_ts and newest_ts (ms; null without events) of a log.",
-    syntax="agent",
-    dialect=True,
-)
+@command("amem.epis.stats", arity=2, flags="readonly fast", key="RO",
+         summary="Returns total_events, oldest_ts and newest_ts (ms; null without events) of a log.",
+         syntax="agent", dialect=True)
 def epis_stats(ctx: Context, argv: list[bytes]) -> dict[str, Any]:
     """agent"""
     agent = Args(argv, 1).ident("agent")
-    store: EpisodicStore = ctx.db.epis
+    store = ctx.db.epis
     oldest = store.query(agent, limit=1)
     newest = store.query(agent, limit=1, rev=True)
     return {

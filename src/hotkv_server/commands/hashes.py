@@ -11,23 +11,28 @@ from __future__ import annotations
 
 import math
 import random
+from collections.abc import Callable, Container
 from itertools import islice
-from typing import Any
+from typing import Any, TypeVar
 
 from hotkv_server.commands.floats import add_long_doubles, format_long_double, parse_long_double
 from hotkv_server.commands.keys import parse_cursor
-from hotkv_server.commands.scanning import matching, scan_options
+from hotkv_server.commands.scanning import ELEMENT_SCAN, matching, scan_options
 from hotkv_server.commands.strings import NAN_OR_INF
 from hotkv_server.commands.typed import read, target
 from hotkv_server.engine import errors
 from hotkv_server.engine.args import parse_int
 from hotkv_server.engine.context import Context
 from hotkv_server.engine.errors import CommandError
-from hotkv_server.engine.registry import command
+from hotkv_server.engine.registry import SpecFields, family
 from hotkv_server.engine.replies import OK
+from hotkv_server.stores.effect import Effect
 from hotkv_server.stores.hashes import HashValue
 from hotkv_server.stores.hashes_effects import KvHdel, KvHset
 from hotkv_server.stores.keyspace_effects import KvPut
+from hotkv_server.stores.sets import SetValue
+
+command = family(group="hash")
 
 LLONG_MAX = 2**63 - 1
 LLONG_MIN = -(2**63)
@@ -47,10 +52,12 @@ def set_fields(ctx: Context, key: bytes, found: HashValue | None, pairs: list[by
     return added
 
 
-@command("hset", arity=-4, flags="write denyoom fast", keys=(1, 1, 1), group="hash",
-         key_flags="RW update",
-         summary="Creates or modifies the value of a field in a hash.",
-         syntax="key field value [field value ...]",
+#: what HSET and HMSET share
+_HSET = SpecFields(arity=-4, flags="write denyoom fast", key="RW update",
+                   syntax="key field value [field value ...]")
+
+
+@command("hset", _HSET, summary="Creates or modifies the value of a field in a hash.",
          complexity="O(1) for each field/value pair added, so O(N) to add N field/value pairs "
                     "when the command is called with multiple field/value pairs.")
 def hset(ctx: Context, argv: list[bytes]) -> Any:
@@ -67,9 +74,7 @@ def hset(ctx: Context, argv: list[bytes]) -> Any:
     return added
 
 
-@command("hmset", arity=-4, flags="write denyoom fast", keys=(1, 1, 1), group="hash",
-         key_flags="RW update",
-         summary="Sets the values of multiple fields.", syntax="key field value [field value ...]",
+@command("hmset", _HSET, summary="Sets the values of multiple fields.",
          complexity="O(N) where N is the number of fields being set.")
 def hmset(ctx: Context, argv: list[bytes]) -> Any:
     """HMSET key field value [field value ...]"""
@@ -80,8 +85,7 @@ def hmset(ctx: Context, argv: list[bytes]) -> Any:
     return OK
 
 
-@command("hsetnx", arity=4, flags="write denyoom fast", keys=(1, 1, 1), group="hash",
-         key_flags="RW insert",
+@command("hsetnx", arity=4, flags="write denyoom fast", key="RW insert",
          summary="Sets the value of a field in a hash only when the field doesn't exist.",
          syntax="key field value")
 def hsetnx(ctx: Context, argv: list[bytes]) -> Any:
@@ -94,8 +98,7 @@ def hsetnx(ctx: Context, argv: list[bytes]) -> Any:
     return 1
 
 
-@command("hget", arity=3, flags="readonly fast", keys=(1, 1, 1), group="hash",
-         key_flags="RO access",
+@command("hget", arity=3, flags="readonly fast", key="RO access",
          summary="Returns the value of a field in a hash.", syntax="key field")
 def hget(ctx: Context, argv: list[bytes]) -> Any:
     """HGET key field"""
@@ -108,8 +111,7 @@ def hget(ctx: Context, argv: list[bytes]) -> Any:
     return found.fields.get(argv[2])
 
 
-@command("hmget", arity=-3, flags="readonly fast", keys=(1, 1, 1), group="hash",
-         key_flags="RO access",
+@command("hmget", arity=-3, flags="readonly fast", key="RO access",
          summary="Returns the values of all fields in a hash.", syntax="key field [field ...]",
          complexity="O(N) where N is the number of fields being requested.")
 def hmget(ctx: Context, argv: list[bytes]) -> Any:
@@ -121,56 +123,55 @@ def hmget(ctx: Context, argv: list[bytes]) -> Any:
     return [get(field) for field in argv[2:]]
 
 
-@command("hgetall", arity=2, flags="readonly", keys=(1, 1, 1), group="hash",
-         key_flags="RO access", tips="nondeterministic_output_order",
-         summary="Returns all fields and values in a hash.", syntax="key",
-         complexity="O(N) where N is the size of the hash.")
+#: what HGETALL, HKEYS and HVALS share
+_WHOLE = SpecFields(arity=2, flags="readonly", key="RO access",
+                    tips="nondeterministic_output_order", syntax="key",
+                    complexity="O(N) where N is the size of the hash.")
+
+
+@command("hgetall", _WHOLE, summary="Returns all fields and values in a hash.")
 def hgetall(ctx: Context, argv: list[bytes]) -> Any:
     """HGETALL key"""
     found = read(ctx, argv[1], HashValue)
     return {} if found is None else dict(found.fields)
 
 
-@command("hkeys", arity=2, flags="readonly", keys=(1, 1, 1), group="hash",
-         key_flags="RO access", tips="nondeterministic_output_order",
-         summary="Returns all fields in a hash.", syntax="key",
-         complexity="O(N) where N is the size of the hash.")
+@command("hkeys", _WHOLE, summary="Returns all fields in a hash.")
 def hkeys(ctx: Context, argv: list[bytes]) -> Any:
     """HKEYS key"""
     found = read(ctx, argv[1], HashValue)
     return [] if found is None else list(found.fields)
 
 
-@command("hvals", arity=2, flags="readonly", keys=(1, 1, 1), group="hash",
-         key_flags="RO access", tips="nondeterministic_output_order",
-         summary="Returns all values in a hash.", syntax="key",
-         complexity="O(N) where N is the size of the hash.")
+@command("hvals", _WHOLE, summary="Returns all values in a hash.")
 def hvals(ctx: Context, argv: list[bytes]) -> Any:
     """HVALS key"""
     found = read(ctx, argv[1], HashValue)
     return [] if found is None else list(found.fields.values())
 
 
-@command("hdel", arity=-3, flags="write fast", keys=(1, 1, 1), group="hash",
-         key_flags="RW delete",
+@command("hdel", arity=-3, flags="write fast", key="RW delete",
          summary="Deletes one or more fields and their values from a hash. Deletes the hash if no fields remain.",
-         syntax="key field [field ...]", complexity="O(N) where N is the number of fields to be removed.")
+         syntax="key field [field ...]",
+         complexity="O(N) where N is the number of fields to be removed.")
 def hdel(ctx: Context, argv: list[bytes]) -> Any:
     """HDEL key field [field ...]"""
-    key = argv[1]
-    found = target(ctx, key, HashValue)
-    if found is None:
-        return 0
-    fields = found.fields
-    gone = [field for field in dict.fromkeys(argv[2:]) if field in fields]
+    found = target(ctx, argv[1], HashValue)
+    return 0 if found is None else remove_present(ctx, argv, found.fields, KvHdel)
+
+
+def remove_present(ctx: Context, argv: list[bytes], entries: Container[bytes],
+                   record: Callable[[bytes, list[bytes]], Effect]) -> int:
+    """HDEL and SREM: emit ``record(key, gone)`` for the named ``argv[2:]`` that are among
+    the ``entries`` of ``argv[1]`` (each once); how many went."""
+    gone = [entry for entry in dict.fromkeys(argv[2:]) if entry in entries]
     if not gone:
         return 0
-    removed: int = ctx.emit(KvHdel(key, gone))
+    removed: int = ctx.emit(record(argv[1], gone))
     return removed
 
 
-@command("hexists", arity=3, flags="readonly fast", keys=(1, 1, 1), group="hash",
-         key_flags="RO",
+@command("hexists", arity=3, flags="readonly fast", key="RO",
          summary="Determines whether a field exists in a hash.", syntax="key field")
 def hexists(ctx: Context, argv: list[bytes]) -> Any:
     """HEXISTS key field"""
@@ -178,8 +179,7 @@ def hexists(ctx: Context, argv: list[bytes]) -> Any:
     return int(found is not None and argv[2] in found.fields)
 
 
-@command("hlen", arity=2, flags="readonly fast", keys=(1, 1, 1), group="hash",
-         key_flags="RO",
+@command("hlen", arity=2, flags="readonly fast", key="RO",
          summary="Returns the number of fields in a hash.", syntax="key")
 def hlen(ctx: Context, argv: list[bytes]) -> Any:
     """HLEN key"""
@@ -187,8 +187,7 @@ def hlen(ctx: Context, argv: list[bytes]) -> Any:
     return 0 if found is None else len(found)
 
 
-@command("hstrlen", arity=3, flags="readonly fast", keys=(1, 1, 1), group="hash",
-         key_flags="RO",
+@command("hstrlen", arity=3, flags="readonly fast", key="RO",
          summary="Returns the length of the value of a field.", syntax="key field")
 def hstrlen(ctx: Context, argv: list[bytes]) -> Any:
     """HSTRLEN key field"""
@@ -199,11 +198,14 @@ def hstrlen(ctx: Context, argv: list[bytes]) -> Any:
     return 0 if value is None else len(value)
 
 
-@command("hincrby", arity=4, flags="write denyoom fast", keys=(1, 1, 1), group="hash",
-         key_flags="RW access update",
+#: what HINCRBY and HINCRBYFLOAT share
+_HINCR = SpecFields(arity=4, flags="write denyoom fast", key="RW access update",
+                    syntax="key field increment")
+
+
+@command("hincrby", _HINCR,
          summary="Increments the integer value of a field in a hash by a number. Uses 0 as "
-                 "initial value if the field doesn't exist.",
-         syntax="key field increment")
+                 "initial value if the field doesn't exist.")
 def hincrby(ctx: Context, argv: list[bytes]) -> Any:
     """HINCRBY key field increment"""
     delta = parse_int(argv[3])
@@ -225,11 +227,9 @@ def hincrby(ctx: Context, argv: list[bytes]) -> Any:
     return new
 
 
-@command("hincrbyfloat", arity=4, flags="write denyoom fast", keys=(1, 1, 1), group="hash",
-         key_flags="RW access update",
+@command("hincrbyfloat", _HINCR,
          summary="Increments the floating point value of a field by a number. Uses 0 as "
-                 "initial value if the field doesn't exist.",
-         syntax="key field increment")
+                 "initial value if the field doesn't exist.")
 def hincrbyfloat(ctx: Context, argv: list[bytes]) -> Any:
     """HINCRBYFLOAT key field increment"""
     delta = parse_long_double(argv[3])
@@ -254,8 +254,7 @@ def hincrbyfloat(ctx: Context, argv: list[bytes]) -> Any:
     return text
 
 
-@command("hrandfield", arity=-2, flags="readonly", keys=(1, 1, 1), group="hash",
-         key_flags="RO access", tips="nondeterministic_output",
+@command("hrandfield", arity=-2, flags="readonly", key="RO access", tips="nondeterministic_output",
          summary="Returns one or more random fields from a hash.",
          syntax="key [count [WITHVALUES]]",
          complexity="O(N) where N is the number of fields returned")
@@ -326,21 +325,28 @@ def _field_at(found: HashValue, index: int) -> bytes:
     return next(islice(found.fields, index, None))
 
 
-@command("hscan", arity=-3, flags="readonly", keys=(1, 1, 1), group="hash",
-         key_flags="RO access", tips="nondeterministic_output",
-         summary="Iterates over fields and values of a hash.",
-         syntax="key cursor [MATCH pattern] [COUNT count]",
-         complexity="O(1) for every call. O(N) for a complete iteration, including enough "
-                    "command calls for the cursor to return back to 0. N is the number of "
-                    "elements inside the collection.")
+@command("hscan", ELEMENT_SCAN, summary="Iterates over fields and values of a hash.")
 def hscan(ctx: Context, argv: list[bytes]) -> Any:
     """HSCAN key cursor [MATCH pattern] [COUNT count]"""
-    cursor = parse_cursor(argv[2])
-    found = read(ctx, argv[1], HashValue)
-    if found is None:
+    step = scan_step(ctx, argv, HashValue)
+    if step is None:
         return [b"0", []]
+    next_cursor, names, found = step
+    fields = found.fields
+    return [next_cursor, [item for name in names for item in (name, fields[name])]]
+
+
+Scanned = TypeVar("Scanned", HashValue, SetValue)
+
+
+def scan_step(ctx: Context, argv: list[bytes],
+              cls: type[Scanned]) -> tuple[bytes, list[bytes], Scanned] | None:
+    """HSCAN's and SSCAN's step: ``(next cursor, the names it found that match, the value)``,
+    None for a missing key (the cursor is read first, the options after the key, as Redis)."""
+    cursor = parse_cursor(argv[2])
+    found = read(ctx, argv[1], cls)
+    if found is None:
+        return None
     pattern, count = scan_options(argv, 3)
     next_cursor, names = found.scan(cursor, count)
-    fields = found.fields
-    return [b"%d" % next_cursor,
-            [item for name in matching(names, pattern) for item in (name, fields[name])]]
+    return b"%d" % next_cursor, matching(names, pattern), found

@@ -29,13 +29,16 @@ from hotkv_server.engine.errors import SYNTAX, CommandError
 from hotkv_server.engine.registry import (
     COMMANDS,
     CommandSpec,
+    SpecFields,
     all_specs,
-    command,
     container,
+    family,
     find,
     help_lines,
 )
 from hotkv_server.engine.replies import OrderedSet, Simple
+
+command = family(group="server")
 
 #: Redis's order of command flags in COMMAND output
 FLAG_ORDER = (
@@ -225,7 +228,7 @@ container(
 )
 
 
-@command("command|count", arity=2, flags="loading stale", group="server", acl="connection",
+@command("command|count", arity=2, flags="loading stale", acl="connection",
          summary="Returns a count of commands.",
          help="COUNT\n    Return the total number of commands in this hotkv server.")
 def command_count(ctx: Context, argv: list[bytes]) -> Any:
@@ -233,9 +236,8 @@ def command_count(ctx: Context, argv: list[bytes]) -> Any:
     return len(COMMANDS)
 
 
-@command("command|list", arity=-2, flags="loading stale", group="server", acl="connection",
-         tips="nondeterministic_output_order",
-         summary="Returns a list of command names.",
+@command("command|list", arity=-2, flags="loading stale", acl="connection",
+         tips="nondeterministic_output_order", summary="Returns a list of command names.",
          syntax="[FILTERBY (MODULE module-name|ACLCAT category|PATTERN pattern)]",
          complexity="O(N) where N is the total number of commands",
          help="LIST [FILTERBY (MODULE <module-name>|ACLCAT <category>|PATTERN <pattern>)]\n    Return a list of all commands in this hotkv server.")
@@ -265,10 +267,14 @@ def _spec(fullname: str) -> CommandSpec:
     return spec
 
 
-@command("command|info", arity=-2, flags="loading stale", group="server", acl="connection",
-         tips="nondeterministic_output_order",
+#: what COMMAND INFO and COMMAND DOCS share
+_BY_NAME = SpecFields(arity=-2, flags="loading stale", acl="connection",
+                      tips="nondeterministic_output_order", syntax="[command-name ...]",
+                      complexity="O(N) where N is the number of commands to look up")
+
+
+@command("command|info", _BY_NAME,
          summary="Returns information about one, multiple or all commands.",
-         syntax="[command-name ...]", complexity="O(N) where N is the number of commands to look up",
          help="INFO [<command-name> ...]\n    Return details about multiple hotkv commands.\n    If no command names are given, details for all commands are returned.")
 def command_info_cmd(ctx: Context, argv: list[bytes]) -> Any:
     """COMMAND INFO [command-name ...]"""
@@ -281,10 +287,8 @@ def command_info_cmd(ctx: Context, argv: list[bytes]) -> Any:
     return out
 
 
-@command("command|docs", arity=-2, flags="loading stale", group="server", acl="connection",
-         tips="nondeterministic_output_order",
+@command("command|docs", _BY_NAME,
          summary="Returns documentary information about one, multiple or all commands.",
-         syntax="[command-name ...]", complexity="O(N) where N is the number of commands to look up",
          help="DOCS [<command-name> ...]\n    Return documentation details about multiple hotkv commands.\n    If no command names are given, documentation details for all\n    commands are returned.")
 def command_docs_cmd(ctx: Context, argv: list[bytes]) -> Any:
     """COMMAND DOCS [command-name ...]"""
@@ -325,18 +329,21 @@ def _count_fits(ks: Any, call: list[bytes]) -> bool:
     return count is not None and count >= 1 and ks.index + ks.firstkey + count <= len(call)
 
 
-@command("command|getkeys", arity=-4, flags="loading stale", group="server", acl="connection",
-         summary="Extracts the key names from an arbitrary command.",
-         syntax="command arg [arg ...]", complexity="O(N) where N is the number of arguments to the command",
+#: what COMMAND GETKEYS and GETKEYSANDFLAGS share
+_GETKEYS = SpecFields(arity=-4, flags="loading stale", acl="connection",
+                      syntax="command arg [arg ...]",
+                      complexity="O(N) where N is the number of arguments to the command")
+
+
+@command("command|getkeys", _GETKEYS, summary="Extracts the key names from an arbitrary command.",
          help="GETKEYS <full-command>\n    Return the keys from a full hotkv command.")
 def command_getkeys(ctx: Context, argv: list[bytes]) -> Any:
     """COMMAND GETKEYS command arg [arg ...]"""
     return _keys_of_call(argv[2:])[1]
 
 
-@command("command|getkeysandflags", arity=-4, flags="loading stale", group="server",
-         acl="connection", summary="Extracts the key names and access flags for an arbitrary command.",
-         syntax="command arg [arg ...]", complexity="O(N) where N is the number of arguments to the command",
+@command("command|getkeysandflags", _GETKEYS,
+         summary="Extracts the key names and access flags for an arbitrary command.",
          help="GETKEYSANDFLAGS <full-command>\n    Return the keys and the access flags from a full hotkv command.")
 def command_getkeysandflags(ctx: Context, argv: list[bytes]) -> Any:
     """COMMAND GETKEYSANDFLAGS command arg [arg ...]"""
@@ -349,7 +356,7 @@ def command_getkeysandflags(ctx: Context, argv: list[bytes]) -> Any:
             for key, flags_of in spec.keys_with_flags(call)]
 
 
-@command("command|help", arity=2, flags="loading stale", group="server", acl="connection",
+@command("command|help", arity=2, flags="loading stale", acl="connection",
          summary="Returns helpful text about the different subcommands.")
 def command_help(ctx: Context, argv: list[bytes]) -> Any:
     """COMMAND HELP"""

@@ -13,15 +13,17 @@ from hotkv_server.engine import errors
 from hotkv_server.engine.args import parse_int
 from hotkv_server.engine.context import Context
 from hotkv_server.engine.errors import CommandError
-from hotkv_server.engine.registry import command, key_spec
+from hotkv_server.engine.registry import family, key_spec
 from hotkv_server.engine.replies import OK
 from hotkv_server.stores.keyspace_effects import KvCopy, KvRename
+
+command = family(group="generic")
 
 NO_SUCH_KEY = "ERR no such key"
 SAME_OBJECT = "ERR source and destination objects are the same"
 
 
-@command("rename", arity=3, flags="write", keys=(1, 2, 1), group="generic",
+@command("rename", arity=3, flags="write", keys=(1, 2, 1),
          key_specs=(key_spec(1, "RW access delete", arg="key"), key_spec(2, "OW update", arg="newkey")),
          summary="Renames a key and overwrites the destination.", syntax="key newkey")
 def rename(ctx: Context, argv: list[bytes]) -> Any:
@@ -35,7 +37,7 @@ def rename(ctx: Context, argv: list[bytes]) -> Any:
     return OK
 
 
-@command("renamenx", arity=3, flags="write fast", keys=(1, 2, 1), group="generic",
+@command("renamenx", arity=3, flags="write fast", keys=(1, 2, 1),
          key_specs=(key_spec(1, "RW access delete", arg="key"),
                     key_spec(2, "OW insert", arg="newkey")),
          summary="Renames a key only when the target key name doesn't exist.", syntax="key newkey")
@@ -52,7 +54,7 @@ def renamenx(ctx: Context, argv: list[bytes]) -> Any:
     return 1
 
 
-@command("copy", arity=-3, flags="write denyoom", keys=(1, 2, 1), group="generic",
+@command("copy", arity=-3, flags="write denyoom", keys=(1, 2, 1),
          key_specs=(key_spec(1, "RO access", arg="source"), key_spec(2, "OW update", arg="destination")),
          summary="Copies the value of a key to a new key.",
          syntax="source destination [DB destination-db] [REPLACE]",

@@ -16,14 +16,16 @@ from typing import Any
 
 from hotkv_server.commands.glob import glob_match
 from hotkv_server.commands.scanning import scan_options_with_type
-from hotkv_server.commands.tenancy import readable_filter
+from hotkv_server.commands.tenancy import readable_filter, readable_ids
 from hotkv_server.engine import errors
 from hotkv_server.engine.args import parse_int
 from hotkv_server.engine.context import Context
 from hotkv_server.engine.errors import CommandError
-from hotkv_server.engine.registry import alias, command
+from hotkv_server.engine.registry import SpecFields, alias, family
 from hotkv_server.engine.replies import Simple
 from hotkv_server.stores.keyspace_effects import KvDel, KvExpire, KvPersist
+
+command = family(group="generic")
 
 LLONG_MAX = 2**63 - 1
 ULONG_MAX = 2**64 - 1
@@ -55,18 +57,21 @@ def _delete(ctx: Context, argv: list[bytes]) -> int:
     return removed
 
 
-@command("del", arity=-2, flags="write", keys=(1, -1, 1), group="generic",
-         key_flags="RM delete", tips="request_policy:multi_shard response_policy:agg_sum",
-         summary="Deletes one or more keys.", syntax="key [key ...]",
+#: what DEL, UNLINK and EXISTS share
+_KEYS = SpecFields(arity=-2, keys=(1, -1, 1),
+                   tips="request_policy:multi_shard response_policy:agg_sum",
+                   syntax="key [key ...]")
+
+
+@command("del", _KEYS, flags="write", key_flags="RM delete", summary="Deletes one or more keys.",
          complexity="O(N) where N is the number of keys that will be removed.")
 def del_(ctx: Context, argv: list[bytes]) -> Any:
     """DEL key [key ...]"""
     return _delete(ctx, argv)
 
 
-@command("unlink", arity=-2, flags="write fast", keys=(1, -1, 1), group="generic",
-         key_flags="RM delete", tips="request_policy:multi_shard response_policy:agg_sum",
-         summary="Asynchronously deletes one or more keys.", syntax="key [key ...]",
+@command("unlink", _KEYS, flags="write fast", key_flags="RM delete",
+         summary="Asynchronously deletes one or more keys.",
          complexity="O(1) for each key removed.")
 def unlink(ctx: Context, argv: list[bytes]) -> Any:
     """UNLINK key [key ...]"""
@@ -74,9 +79,8 @@ def unlink(ctx: Context, argv: list[bytes]) -> Any:
     return _delete(ctx, argv)
 
 
-@command("exists", arity=-2, flags="readonly fast", keys=(1, -1, 1), group="generic",
-         key_flags="RO", tips="request_policy:multi_shard response_policy:agg_sum",
-         summary="Determines whether one or more keys exist.", syntax="key [key ...]",
+@command("exists", _KEYS, flags="readonly fast", key_flags="RO",
+         summary="Determines whether one or more keys exist.",
          complexity="O(N) where N is the number of keys to check.")
 def exists(ctx: Context, argv: list[bytes]) -> Any:
     """EXISTS key [key ...]"""
@@ -86,8 +90,7 @@ def exists(ctx: Context, argv: list[bytes]) -> Any:
     return sum(1 for key in argv[1:] if kv_peek(key, now) is not None)
 
 
-@command("type", arity=2, flags="readonly fast", keys=(1, 1, 1), group="generic",
-         key_flags="RO",
+@command("type", arity=2, flags="readonly fast", key="RO",
          summary="Determines the type of value stored at a key.", syntax="key")
 def type_(ctx: Context, argv: list[bytes]) -> Any:
     """TYPE key"""
@@ -106,7 +109,7 @@ def dbsize(ctx: Context, argv: list[bytes]) -> Any:
     return len(ctx.db.kv)
 
 
-@command("randomkey", arity=1, flags="readonly", group="generic",
+@command("randomkey", arity=1, flags="readonly",
          tips="request_policy:all_shards nondeterministic_output",
          summary="Returns a random key name from the string cache.", syntax="",
          complexity="O(N): the key is picked by position in the key table.")
@@ -131,17 +134,14 @@ def randomkey(ctx: Context, argv: list[bytes]) -> Any:
 
 
 # --- listing ----------------------------------------------------------------------------
-@command("keys", arity=2, flags="readonly", group="generic", acl="@dangerous",
+@command("keys", arity=2, flags="readonly", acl="@dangerous",
          tips="request_policy:all_shards nondeterministic_output_order",
          summary="Returns all key names that match a pattern.", syntax="pattern",
          complexity="O(N) with N being the number of keys in the string cache.")
 def keys(ctx: Context, argv: list[bytes]) -> Any:
     """KEYS pattern"""
     pattern = argv[1]
-    names = ctx.db.kv.ids(ctx.now_ms)
-    readable = readable_filter(ctx)
-    if readable is not None:  # a tenant lists only the keys it may read (tenancy.py)
-        names = [name for name in names if readable(name)]
+    names = readable_ids(ctx, ctx.db.kv.ids(ctx.now_ms))  # a tenant's keys only (tenancy.py)
     if pattern == b"*":
         return names
     return [name for name in names if glob_match(pattern, name)]
@@ -168,8 +168,7 @@ def parse_cursor(raw: bytes) -> int:
     return (-value) & ULONG_MAX if negative else value
 
 
-@command("scan", arity=-2, flags="readonly", group="generic",
-         tips="nondeterministic_output request_policy:special",
+@command("scan", arity=-2, flags="readonly", tips="nondeterministic_output request_policy:special",
          summary="Iterates over the key names in the string cache.",
          syntax="cursor [MATCH pattern] [COUNT count] [TYPE type]",
          complexity="O(1) for every call. O(N) for a complete iteration.")
@@ -200,8 +199,7 @@ _EXPIRE_UNITS = {b"expire": (True, True), b"pexpire": (True, False),
 _EXPIRE_SYNTAX = "key {} [NX|XX|GT|LT]"
 
 
-@command("expire", arity=-3, flags="write fast", keys=(1, 1, 1), group="generic",
-         key_flags="RW update",
+@command("expire", arity=-3, flags="write fast", key="RW update",
          summary="Sets the expiration time of a key in seconds.",
          syntax=_EXPIRE_SYNTAX.format("seconds"))
 def expire(ctx: Context, argv: list[bytes]) -> Any:
@@ -263,18 +261,20 @@ alias("pexpireat", of="expire", summary="Sets the expiration time of a key to a 
       syntax=_EXPIRE_SYNTAX.format("unix-time-milliseconds"))
 
 
-@command("ttl", arity=2, flags="readonly fast", keys=(1, 1, 1), group="generic",
-         key_flags="RO access", tips="nondeterministic_output",
-         summary="Returns the expiration time in seconds of a key.", syntax="key")
+#: what TTL, PTTL, EXPIRETIME and PEXPIRETIME share
+_TTL = SpecFields(arity=2, flags="readonly fast", key="RO access", syntax="key")
+
+
+@command("ttl", _TTL, tips="nondeterministic_output",
+         summary="Returns the expiration time in seconds of a key.")
 def ttl(ctx: Context, argv: list[bytes]) -> Any:
     """TTL key"""
     ms = ctx.db.kv.ttl_ms(argv[1], ctx.now_ms)
     return ms if ms < 0 else (ms + 500) // 1000
 
 
-@command("pttl", arity=2, flags="readonly fast", keys=(1, 1, 1), group="generic",
-         key_flags="RO access", tips="nondeterministic_output",
-         summary="Returns the expiration time in milliseconds of a key.", syntax="key")
+@command("pttl", _TTL, tips="nondeterministic_output",
+         summary="Returns the expiration time in milliseconds of a key.")
 def pttl(ctx: Context, argv: list[bytes]) -> Any:
     """PTTL key"""
     return ctx.db.kv.ttl_ms(argv[1], ctx.now_ms)
@@ -289,26 +289,21 @@ def _deadline(ctx: Context, key: bytes) -> int:
     return -1 if at is None else at
 
 
-@command("expiretime", arity=2, flags="readonly fast", keys=(1, 1, 1), group="generic",
-         key_flags="RO access",
-         summary="Returns the expiration time of a key as a Unix timestamp.", syntax="key")
+@command("expiretime", _TTL, summary="Returns the expiration time of a key as a Unix timestamp.")
 def expiretime(ctx: Context, argv: list[bytes]) -> Any:
     """EXPIRETIME key"""
     at = _deadline(ctx, argv[1])
     return at if at < 0 else at // 1000
 
 
-@command("pexpiretime", arity=2, flags="readonly fast", keys=(1, 1, 1), group="generic",
-         key_flags="RO access",
-         summary="Returns the expiration time of a key as a Unix milliseconds timestamp.",
-         syntax="key")
+@command("pexpiretime", _TTL,
+         summary="Returns the expiration time of a key as a Unix milliseconds timestamp.")
 def pexpiretime(ctx: Context, argv: list[bytes]) -> Any:
     """PEXPIRETIME key"""
     return _deadline(ctx, argv[1])
 
 
-@command("persist", arity=2, flags="write fast", keys=(1, 1, 1), group="generic",
-         key_flags="RW update",
+@command("persist", arity=2, flags="write fast", key="RW update",
          summary="Removes the expiration time of a key.", syntax="key")
 def persist(ctx: Context, argv: list[bytes]) -> Any:
     """PERSIST key"""

@@ -16,7 +16,7 @@ from hotkv_server.engine import errors
 from hotkv_server.engine.args import parse_int
 from hotkv_server.engine.context import Context
 from hotkv_server.engine.errors import CommandError
-from hotkv_server.engine.registry import command, key_spec
+from hotkv_server.engine.registry import SpecFields, family, key_spec
 from hotkv_server.engine.replies import NULL_ARRAY, OK
 from hotkv_server.stores.list_effects import (
     KvLinsert,
@@ -30,6 +30,8 @@ from hotkv_server.stores.list_effects import (
     KvRpush,
 )
 from hotkv_server.stores.listvalue import ListValue
+
+command = family(group="list")
 
 MUST_BE_POSITIVE = "ERR value is out of range, must be positive"
 NO_SUCH_KEY = "ERR no such key"
@@ -77,45 +79,36 @@ def _push(ctx: Context, argv: list[bytes], left: bool, only_existing: bool) -> i
     return len(values)
 
 
-@command("lpush", arity=-3, flags="write denyoom fast", keys=(1, 1, 1), group="list",
-         key_flags="RW insert", since="1.0.0",
-         summary="Prepends one or more elements to a list. Creates the key if it doesn't exist.",
-         syntax="key element [element ...]",
-         complexity="O(1) for each element added, so O(N) to add N elements when the command is "
-                    "called with multiple arguments.")
+#: what the four pushes share
+_PUSH = SpecFields(arity=-3, flags="write denyoom fast", key="RW insert",
+                   syntax="key element [element ...]",
+                   complexity="O(1) for each element added, so O(N) to add N elements when the command is "
+                              "called with multiple arguments.")
+
+
+@command("lpush", _PUSH, since="1.0.0",
+         summary="Prepends one or more elements to a list. Creates the key if it doesn't exist.")
 def lpush(ctx: Context, argv: list[bytes]) -> Any:
     """LPUSH key element [element ...]"""
     return _push(ctx, argv, True, False)
 
 
-@command("rpush", arity=-3, flags="write denyoom fast", keys=(1, 1, 1), group="list",
-         key_flags="RW insert", since="1.0.0",
-         summary="Appends one or more elements to a list. Creates the key if it doesn't exist.",
-         syntax="key element [element ...]",
-         complexity="O(1) for each element added, so O(N) to add N elements when the command is "
-                    "called with multiple arguments.")
+@command("rpush", _PUSH, since="1.0.0",
+         summary="Appends one or more elements to a list. Creates the key if it doesn't exist.")
 def rpush(ctx: Context, argv: list[bytes]) -> Any:
     """RPUSH key element [element ...]"""
     return _push(ctx, argv, False, False)
 
 
-@command("lpushx", arity=-3, flags="write denyoom fast", keys=(1, 1, 1), group="list",
-         key_flags="RW insert", since="2.2.0",
-         summary="Prepends one or more elements to a list only when the list exists.",
-         syntax="key element [element ...]",
-         complexity="O(1) for each element added, so O(N) to add N elements when the command is "
-                    "called with multiple arguments.")
+@command("lpushx", _PUSH, since="2.2.0",
+         summary="Prepends one or more elements to a list only when the list exists.")
 def lpushx(ctx: Context, argv: list[bytes]) -> Any:
     """LPUSHX key element [element ...]"""
     return _push(ctx, argv, True, True)
 
 
-@command("rpushx", arity=-3, flags="write denyoom fast", keys=(1, 1, 1), group="list",
-         key_flags="RW insert", since="2.2.0",
-         summary="Appends one or more elements to a list only when the list exists.",
-         syntax="key element [element ...]",
-         complexity="O(1) for each element added, so O(N) to add N elements when the command is "
-                    "called with multiple arguments.")
+@command("rpushx", _PUSH, since="2.2.0",
+         summary="Appends one or more elements to a list only when the list exists.")
 def rpushx(ctx: Context, argv: list[bytes]) -> Any:
     """RPUSHX key element [element ...]"""
     return _push(ctx, argv, False, True)
@@ -146,38 +139,39 @@ def _pop(ctx: Context, argv: list[bytes], left: bool) -> Any:
     return pop_from(ctx, key, left, count)
 
 
-@command("lpop", arity=-2, flags="write fast", keys=(1, 1, 1), group="list",
-         key_flags="RW access delete", since="1.0.0",
+#: what LPOP and RPOP share
+_POP = SpecFields(arity=-2, flags="write fast", key="RW access delete", since="1.0.0",
+                  syntax="key [count]",
+                  complexity="O(N) where N is the number of elements returned")
+
+
+@command("lpop", _POP,
          summary="Returns the first elements in a list after removing it. Deletes the list if the "
-                 "last element was popped.",
-         syntax="key [count]", complexity="O(N) where N is the number of elements returned")
+                 "last element was popped.")
 def lpop(ctx: Context, argv: list[bytes]) -> Any:
     """LPOP key [count]"""
     return _pop(ctx, argv, True)
 
 
-@command("rpop", arity=-2, flags="write fast", keys=(1, 1, 1), group="list",
-         key_flags="RW access delete", since="1.0.0",
+@command("rpop", _POP,
          summary="Returns and removes the last elements of a list. Deletes the list if the last "
-                 "element was popped.",
-         syntax="key [count]", complexity="O(N) where N is the number of elements returned")
+                 "element was popped.")
 def rpop(ctx: Context, argv: list[bytes]) -> Any:
     """RPOP key [count]"""
     return _pop(ctx, argv, False)
 
 
 # --- reads ----------------------------------------------------------------------------
-@command("llen", arity=2, flags="readonly fast", keys=(1, 1, 1), group="list", key_flags="RO",
-         since="1.0.0", summary="Returns the length of a list.", syntax="key")
+@command("llen", arity=2, flags="readonly fast", key="RO", since="1.0.0",
+         summary="Returns the length of a list.", syntax="key")
 def llen(ctx: Context, argv: list[bytes]) -> Any:
     """LLEN key"""
     lst = read_list(ctx, argv[1])
     return 0 if lst is None else len(lst)
 
 
-@command("lrange", arity=4, flags="readonly", keys=(1, 1, 1), group="list", key_flags="RO access",
-         since="1.0.0", summary="Returns a range of elements from a list.",
-         syntax="key start stop",
+@command("lrange", arity=4, flags="readonly", key="RO access", since="1.0.0",
+         summary="Returns a range of elements from a list.", syntax="key start stop",
          complexity="O(S+N) where S is the distance of start offset from HEAD for small lists, from "
                     "nearest end (HEAD or TAIL) for large lists; and N is the number of elements in "
                     "the specified range.")
@@ -188,9 +182,8 @@ def lrange(ctx: Context, argv: list[bytes]) -> Any:
     return [] if lst is None else lst.range(start, stop)
 
 
-@command("lindex", arity=3, flags="readonly", keys=(1, 1, 1), group="list", key_flags="RO access",
-         since="1.0.0", summary="Returns an element from a list by its index.",
-         syntax="key index",
+@command("lindex", arity=3, flags="readonly", key="RO access", since="1.0.0",
+         summary="Returns an element from a list by its index.", syntax="key index",
          complexity="O(N) where N is the number of elements to traverse to get to the element at "
                     "index. This makes asking for the first or the last element of the list O(1).")
 def lindex(ctx: Context, argv: list[bytes]) -> Any:
@@ -200,8 +193,8 @@ def lindex(ctx: Context, argv: list[bytes]) -> Any:
     return None if lst is None else lst.index(index)
 
 
-@command("lpos", arity=-3, flags="readonly", keys=(1, 1, 1), group="list", key_flags="RO access",
-         since="6.0.6", summary="Returns the index of matching elements in a list.",
+@command("lpos", arity=-3, flags="readonly", key="RO access", since="6.0.6",
+         summary="Returns the index of matching elements in a list.",
          syntax="key element [RANK rank] [COUNT num-matches] [MAXLEN len]",
          complexity="O(N) where N is the number of elements in the list, for the average case. When "
                     "searching for elements near the head or the tail of the list, or when the MAXLEN "
@@ -241,10 +234,8 @@ def lpos(ctx: Context, argv: list[bytes]) -> Any:
 
 
 # --- changes in place -----------------------------------------------------------------
-@command("lset", arity=4, flags="write denyoom", keys=(1, 1, 1), group="list",
-         key_flags="RW update", since="1.0.0",
-         summary="Sets the value of an element in a list by its index.",
-         syntax="key index element",
+@command("lset", arity=4, flags="write denyoom", key="RW update", since="1.0.0",
+         summary="Sets the value of an element in a list by its index.", syntax="key index element",
          complexity="O(N) where N is the length of the list. Setting either the first or the last "
                     "element of the list is O(1).")
 def lset(ctx: Context, argv: list[bytes]) -> Any:
@@ -261,8 +252,7 @@ def lset(ctx: Context, argv: list[bytes]) -> Any:
     return OK
 
 
-@command("linsert", arity=5, flags="write denyoom", keys=(1, 1, 1), group="list",
-         key_flags="RW insert", since="2.2.0",
+@command("linsert", arity=5, flags="write denyoom", key="RW insert", since="2.2.0",
          summary="Inserts an element before or after another element in a list.",
          syntax="key (BEFORE|AFTER) pivot element",
          complexity="O(N) where N is the number of elements to traverse before seeing the value "
@@ -282,10 +272,9 @@ def linsert(ctx: Context, argv: list[bytes]) -> Any:
     return int(ctx.emit(KvLinsert(key, where == b"BEFORE", argv[3], argv[4])))
 
 
-@command("lrem", arity=4, flags="write", keys=(1, 1, 1), group="list", key_flags="RW delete",
-         since="1.0.0", summary="Removes elements from a list. Deletes the list if the last element "
-                                "was removed.",
-         syntax="key count element",
+@command("lrem", arity=4, flags="write", key="RW delete", since="1.0.0",
+         summary="Removes elements from a list. Deletes the list if the last element "
+                 "was removed.", syntax="key count element",
          complexity="O(N+M) where N is the length of the list and M is the number of elements "
                     "removed.")
 def lrem(ctx: Context, argv: list[bytes]) -> Any:
@@ -298,10 +287,9 @@ def lrem(ctx: Context, argv: list[bytes]) -> Any:
     return int(ctx.emit(KvLrem(key, count, argv[3])))
 
 
-@command("ltrim", arity=4, flags="write", keys=(1, 1, 1), group="list", key_flags="RW delete",
-         since="1.0.0", summary="Removes elements from both ends a list. Deletes the list if all "
-                                "elements were trimmed.",
-         syntax="key start stop",
+@command("ltrim", arity=4, flags="write", key="RW delete", since="1.0.0",
+         summary="Removes elements from both ends a list. Deletes the list if all "
+                 "elements were trimmed.", syntax="key start stop",
          complexity="O(N) where N is the number of elements to be removed by the operation.")
 def ltrim(ctx: Context, argv: list[bytes]) -> Any:
     """LTRIM key start stop"""
@@ -334,22 +322,26 @@ def move(ctx: Context, src: bytes, dst: bytes, from_left: bool, to_left: bool) -
     return value
 
 
-@command("lmove", arity=5, flags="write denyoom", keys=(1, 2, 1), group="list",
-         key_specs=(key_spec(1, "RW access delete", arg="source"), key_spec(2, "RW insert", arg="destination")), since="6.2.0",
+#: what LMOVE and RPOPLPUSH share
+_MOVE = SpecFields(flags="write denyoom", keys=(1, 2, 1),
+                   key_specs=(key_spec(1, "RW access delete", arg="source"), key_spec(2, "RW insert", arg="destination")),
+                   complexity="O(1)")
+
+
+@command("lmove", _MOVE, arity=5, since="6.2.0",
          summary="Returns an element after popping it from one list and pushing it to another. "
                  "Deletes the list if the last element was moved.",
-         syntax="source destination (LEFT|RIGHT) (LEFT|RIGHT)", complexity="O(1)")
+         syntax="source destination (LEFT|RIGHT) (LEFT|RIGHT)")
 def lmove(ctx: Context, argv: list[bytes]) -> Any:
     """LMOVE source destination LEFT|RIGHT LEFT|RIGHT"""
     from_left, to_left = side_arg(argv[3]), side_arg(argv[4])
     return move(ctx, argv[1], argv[2], from_left, to_left)
 
 
-@command("rpoplpush", arity=3, flags="write denyoom", keys=(1, 2, 1), group="list",
-         key_specs=(key_spec(1, "RW access delete", arg="source"), key_spec(2, "RW insert", arg="destination")), since="1.2.0",
+@command("rpoplpush", _MOVE, arity=3, since="1.2.0",
          summary="Returns the last element of a list after removing and pushing it to another "
                  "list. Deletes the list if the last element was popped.",
-         syntax="source destination", complexity="O(1)")
+         syntax="source destination")
 def rpoplpush(ctx: Context, argv: list[bytes]) -> Any:
     """RPOPLPUSH source destination"""
     return move(ctx, argv[1], argv[2], False, True)
@@ -398,10 +390,10 @@ def mpop_keys(argv: list[bytes], at: int) -> list[bytes]:
     return argv[at + 1 : at + 1 + min(numkeys, len(argv) - at - 1)]
 
 
-@command("lmpop", arity=-4, flags="write", group="list",
-         key_specs=(key_spec(1, "RW access delete", keynum=True, arg="key"),),
-         since="7.0.0", summary="Returns multiple elements from a list after removing them. Deletes "
-                                "the list if the last element was popped.",
+@command("lmpop", arity=-4, flags="write",
+         key_specs=(key_spec(1, "RW access delete", keynum=True, arg="key"),), since="7.0.0",
+         summary="Returns multiple elements from a list after removing them. Deletes "
+                 "the list if the last element was popped.",
          syntax="numkeys key [key ...] (LEFT|RIGHT) [COUNT count]",
          complexity="O(N+M) where N is the number of provided keys and M is the number of elements "
                     "returned.")

@@ -8,14 +8,17 @@ LPOP, so the AOF and the replicas never see the blocking command.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from hotkv_server.commands.containers import list_if_any, target_list
 from hotkv_server.commands.lists import move, mpop_first, parse_mpop, pop_from, side_arg
 from hotkv_server.commands.numbers import parse_timeout_ms
 from hotkv_server.engine.context import Context
-from hotkv_server.engine.registry import command, key_spec
+from hotkv_server.engine.registry import SpecFields, family, key_spec
 from hotkv_server.engine.replies import NULL_ARRAY
+
+command = family(group="list")
 
 
 def cannot_block(ctx: Context) -> bool:
@@ -24,40 +27,53 @@ def cannot_block(ctx: Context) -> bool:
     return ctx.core.effects.grouped
 
 
-def _blocking_pop(ctx: Context, argv: list[bytes], left: bool) -> Any:
-    timeout_ms = parse_timeout_ms(argv[-1])
-    keys = argv[1:-1]
-    for key in keys:
-        if target_list(ctx, key) is not None:
-            return [key, pop_from(ctx, key, left, 1)[0]]
+def block_to_pop(ctx: Context, keys: list[bytes], timeout_ms: int,
+                 holds: Callable[[bytes], object], pop: Callable[[bytes], Any]) -> Any:
+    """The blocking pops once nothing was there to pop at once: wait until a write makes one
+    of ``keys`` hold a value of the type (``holds``: the value or None, and None for another
+    type) and answer ``pop(key)`` of it; inside EXEC a null array at once."""
     if cannot_block(ctx):
         return NULL_ARRAY
 
     def serve(key: bytes) -> tuple[Any, list[bytes]] | None:
-        if list_if_any(ctx, key) is None:
+        if holds(key) is None:
             return None
-        return [key, pop_from(ctx, key, left, 1)[0]], [key]
+        return pop(key), [key]
 
     return ctx.core.blocking.block(ctx, keys, timeout_ms, serve, NULL_ARRAY)
 
 
-@command("blpop", arity=-3, flags="write noscript blocking", keys=(1, -2, 1), group="list",
-         key_flags="RW access delete", since="2.0.0", acl="@blocking",
+def _blocking_pop(ctx: Context, argv: list[bytes], left: bool) -> Any:
+    timeout_ms = parse_timeout_ms(argv[-1])
+    keys = argv[1:-1]
+
+    def pop(key: bytes) -> list[bytes]:
+        return [key, pop_from(ctx, key, left, 1)[0]]
+
+    for key in keys:
+        if target_list(ctx, key) is not None:
+            return pop(key)
+    return block_to_pop(ctx, keys, timeout_ms, lambda key: list_if_any(ctx, key), pop)
+
+
+#: what BLPOP and BRPOP share
+_BPOP = SpecFields(arity=-3, flags="write noscript blocking", keys=(1, -2, 1),
+                   key_flags="RW access delete", acl="@blocking", since="2.0.0",
+                   syntax="key [key ...] timeout",
+                   complexity="O(N) where N is the number of provided keys.")
+
+
+@command("blpop", _BPOP,
          summary="Removes and returns the first element in a list. Blocks until an element is "
-                 "available otherwise. Deletes the list if the last element was popped.",
-         syntax="key [key ...] timeout",
-         complexity="O(N) where N is the number of provided keys.")
+                 "available otherwise. Deletes the list if the last element was popped.")
 def blpop(ctx: Context, argv: list[bytes]) -> Any:
     """BLPOP key [key ...] timeout"""
     return _blocking_pop(ctx, argv, True)
 
 
-@command("brpop", arity=-3, flags="write noscript blocking", keys=(1, -2, 1), group="list",
-         key_flags="RW access delete", since="2.0.0", acl="@blocking",
+@command("brpop", _BPOP,
          summary="Removes and returns the last element in a list. Blocks until an element is "
-                 "available otherwise. Deletes the list if the last element was popped.",
-         syntax="key [key ...] timeout",
-         complexity="O(N) where N is the number of provided keys.")
+                 "available otherwise. Deletes the list if the last element was popped.")
 def brpop(ctx: Context, argv: list[bytes]) -> Any:
     """BRPOP key [key ...] timeout"""
     return _blocking_pop(ctx, argv, False)
@@ -79,32 +95,33 @@ def _blocking_move(ctx: Context, src: bytes, dst: bytes, from_left: bool, to_lef
     return ctx.core.blocking.block(ctx, [src], timeout_ms, serve, NULL_ARRAY)  # (Redis: a null array)
 
 
-@command("blmove", arity=6, flags="write denyoom noscript blocking", keys=(1, 2, 1), group="list",
-         key_specs=(key_spec(1, "RW access delete", arg="source"), key_spec(2, "RW insert", arg="destination")), since="6.2.0", acl="@blocking",
+#: what BLMOVE and BRPOPLPUSH share
+_BMOVE = SpecFields(flags="write denyoom noscript blocking", keys=(1, 2, 1),
+                    key_specs=(key_spec(1, "RW access delete", arg="source"), key_spec(2, "RW insert", arg="destination")),
+                    acl="@blocking", complexity="O(1)")
+
+
+@command("blmove", _BMOVE, arity=6, since="6.2.0",
          summary="Pops an element from a list, pushes it to another list and returns it. Blocks "
                  "until an element is available otherwise. Deletes the list if the last element "
-                 "was moved.",
-         syntax="source destination (LEFT|RIGHT) (LEFT|RIGHT) timeout", complexity="O(1)")
+                 "was moved.", syntax="source destination (LEFT|RIGHT) (LEFT|RIGHT) timeout")
 def blmove(ctx: Context, argv: list[bytes]) -> Any:
     """BLMOVE source destination LEFT|RIGHT LEFT|RIGHT timeout"""
     from_left, to_left = side_arg(argv[3]), side_arg(argv[4])
     return _blocking_move(ctx, argv[1], argv[2], from_left, to_left, argv[5])
 
 
-@command("brpoplpush", arity=4, flags="write denyoom noscript blocking", keys=(1, 2, 1),
-         group="list", key_specs=(key_spec(1, "RW access delete", arg="source"), key_spec(2, "RW insert", arg="destination")), since="2.2.0", acl="@blocking",
+@command("brpoplpush", _BMOVE, arity=4, since="2.2.0",
          summary="Pops an element from a list, pushes it to another list and returns it. Block "
                  "until an element is available otherwise. Deletes the list if the last element "
-                 "was popped.",
-         syntax="source destination timeout", complexity="O(1)")
+                 "was popped.", syntax="source destination timeout")
 def brpoplpush(ctx: Context, argv: list[bytes]) -> Any:
     """BRPOPLPUSH source destination timeout"""
     return _blocking_move(ctx, argv[1], argv[2], False, True, argv[3])
 
 
-@command("blmpop", arity=-5, flags="write blocking", group="list", since="7.0.0",
-         key_specs=(key_spec(2, "RW access delete", keynum=True, arg="key"),),
-         acl="@blocking",
+@command("blmpop", arity=-5, flags="write blocking", since="7.0.0",
+         key_specs=(key_spec(2, "RW access delete", keynum=True, arg="key"),), acl="@blocking",
          summary="Pops the first element from one of multiple lists. Blocks until an element is "
                  "available otherwise. Deletes the list if the last element was popped.",
          syntax="timeout numkeys key [key ...] (LEFT|RIGHT) [COUNT count]",
@@ -118,12 +135,5 @@ def blmpop(ctx: Context, argv: list[bytes]) -> Any:
     found = mpop_first(ctx, keys, left, count)
     if found is not None:
         return found
-    if cannot_block(ctx):
-        return NULL_ARRAY
-
-    def serve(key: bytes) -> tuple[Any, list[bytes]] | None:
-        if list_if_any(ctx, key) is None:
-            return None
-        return [key, pop_from(ctx, key, left, count)], [key]
-
-    return ctx.core.blocking.block(ctx, keys, timeout_ms, serve, NULL_ARRAY)
+    return block_to_pop(ctx, keys, timeout_ms, lambda key: list_if_any(ctx, key),
+                        lambda key: [key, pop_from(ctx, key, left, count)])

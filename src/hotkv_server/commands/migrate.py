@@ -23,17 +23,19 @@ from hotkv_server.commands.migration import (
 from hotkv_server.engine import errors
 from hotkv_server.engine.context import Context
 from hotkv_server.engine.errors import CommandError
-from hotkv_server.engine.registry import command
+from hotkv_server.engine.registry import SpecFields, family
 from hotkv_server.engine.replies import OK, Simple
 from hotkv_server.engine.slots import migrate_keys
 from hotkv_server.stores.effect import ObjDrop, ObjLoad
+
+command = family(group="generic")
 
 BAD_PAYLOAD = "ERR DUMP payload version or checksum are wrong"
 BUSYKEY = "BUSYKEY Target key name already exists."
 
 
-@command("dump", arity=2, flags="readonly", keys=(1, 1, 1), group="generic", key_flags="RO access",
-         tips="nondeterministic_output", since="0.2.0",
+@command("dump", arity=2, flags="readonly", key="RO access", tips="nondeterministic_output",
+         since="0.2.0",
          summary="Returns a serialized representation of every object stored under a name.",
          syntax="key")
 def dump(ctx: Context, argv: list[bytes]) -> Any:
@@ -104,25 +106,26 @@ def _restore(ctx: Context, argv: list[bytes]) -> Any:
     return OK
 
 
-@command("restore", arity=-4, flags="write denyoom", keys=(1, 1, 1), group="generic",
-         acl="dangerous", key_flags="OW update", since="0.2.0",
-         summary="Creates the objects of a name from a DUMP payload.",
-         syntax="key ttl serialized-value [REPLACE] [ABSTTL] [IDLETIME seconds] [FREQ frequency]")
+#: what RESTORE and RESTORE-ASKING share
+_RESTORE = SpecFields(arity=-4, key="OW update", acl="dangerous", since="0.2.0",
+                      syntax="key ttl serialized-value [REPLACE] [ABSTTL] [IDLETIME seconds] [FREQ frequency]")
+
+
+@command("restore", _RESTORE, flags="write denyoom",
+         summary="Creates the objects of a name from a DUMP payload.")
 def restore(ctx: Context, argv: list[bytes]) -> Any:
     """RESTORE key ttl serialized-value [REPLACE] [ABSTTL] [IDLETIME seconds] [FREQ frequency]"""
     return _restore(ctx, argv)
 
 
-@command("restore-asking", arity=-4, flags="write denyoom asking", keys=(1, 1, 1), group="generic",
-         acl="dangerous", key_flags="OW update", since="0.2.0",
-         summary="An internal command for migrating keys in a cluster (RESTORE into an importing slot).",
-         syntax="key ttl serialized-value [REPLACE] [ABSTTL] [IDLETIME seconds] [FREQ frequency]")
+@command("restore-asking", _RESTORE, flags="write denyoom asking",
+         summary="An internal command for migrating keys in a cluster (RESTORE into an importing slot).")
 def restore_asking(ctx: Context, argv: list[bytes]) -> Any:
     """RESTORE-ASKING key ttl serialized-value [REPLACE] [ABSTTL] [IDLETIME seconds] [FREQ frequency]"""
     return _restore(ctx, argv)
 
 
-@command("migrate", arity=-6, flags="write", keys=(3, 3, 1), group="generic", acl="dangerous",
+@command("migrate", arity=-6, flags="write", keys=(3, 3, 1), acl="dangerous",
          key_flags="RW access delete", tips="nondeterministic_output", since="0.2.0",
          summary="Atomically moves the objects of names to another hotkv server.",
          syntax='host port key|"" destination-db timeout [COPY] [REPLACE] '

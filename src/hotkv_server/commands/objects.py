@@ -21,9 +21,11 @@ from hotkv_server.engine import errors
 from hotkv_server.engine.args import parse_int
 from hotkv_server.engine.context import Context
 from hotkv_server.engine.errors import CommandError
-from hotkv_server.engine.registry import command, container, help_lines
+from hotkv_server.engine.registry import SpecFields, container, family, help_lines
 from hotkv_server.engine.replies import OK, Simple
 from hotkv_server.stores.values import is_shared_integer
+
+command = family(group="generic")
 
 #: OBJECT REFCOUNT of a shared integer (Redis's OBJ_SHARED_REFCOUNT, INT_MAX)
 SHARED_REFCOUNT = 2**31 - 1
@@ -34,9 +36,12 @@ NO_LFU = ("ERR An LFU maxmemory policy is not selected, access frequency not tra
 container("object", group="generic", summary="A container for object introspection commands.")
 
 
-@command("object|encoding", arity=3, flags="readonly", keys=(2, 2, 1), group="generic",
-         key_flags="RO", tips="nondeterministic_output",
-         summary="Returns the internal encoding of a Redis object.", syntax="key",
+#: what OBJECT ENCODING, REFCOUNT, FREQ and IDLETIME share
+_OBJECT = SpecFields(arity=3, flags="readonly", keys=(2, 2, 1), key_flags="RO",
+                     tips="nondeterministic_output", syntax="key")
+
+
+@command("object|encoding", _OBJECT, summary="Returns the internal encoding of a Redis object.",
          complexity="O(1)",
          help="ENCODING <key>\n    Return the kind of internal representation used to store the value of <key>.")
 def object_encoding(ctx: Context, argv: list[bytes]) -> Any:
@@ -45,9 +50,7 @@ def object_encoding(ctx: Context, argv: list[bytes]) -> Any:
     return None if found is None else found.encode()
 
 
-@command("object|refcount", arity=3, flags="readonly", keys=(2, 2, 1), group="generic",
-         key_flags="RO", tips="nondeterministic_output",
-         summary="Returns the reference count of a value of a key.", syntax="key",
+@command("object|refcount", _OBJECT, summary="Returns the reference count of a value of a key.",
          help="REFCOUNT <key>\n    Return the number of references of the value of <key>.")
 def object_refcount(ctx: Context, argv: list[bytes]) -> Any:
     """OBJECT REFCOUNT key"""
@@ -61,9 +64,8 @@ def object_refcount(ctx: Context, argv: list[bytes]) -> Any:
     return 1
 
 
-@command("object|freq", arity=3, flags="readonly", keys=(2, 2, 1), group="generic",
-         key_flags="RO", tips="nondeterministic_output",
-         summary="Returns the logarithmic access frequency counter of a Redis object.", syntax="key",
+@command("object|freq", _OBJECT,
+         summary="Returns the logarithmic access frequency counter of a Redis object.",
          help="FREQ <key>\n    Return the access frequency index of <key> (needs an LFU policy, which hotkv has not).")
 def object_freq(ctx: Context, argv: list[bytes]) -> Any:
     """OBJECT FREQ key"""
@@ -77,9 +79,8 @@ NO_LRU = ("ERR no LRU maxmemory policy is selected, idle time not tracked: hotkv
           "access times only under allkeys-lru or volatile-lru")
 
 
-@command("object|idletime", arity=3, flags="readonly", keys=(2, 2, 1), group="generic",
-         key_flags="RO", tips="nondeterministic_output",
-         summary="Returns the time since the last access to a Redis object.", syntax="key",
+@command("object|idletime", _OBJECT,
+         summary="Returns the time since the last access to a Redis object.",
          help="IDLETIME <key>\n    Return the seconds since <key> was last read or written (needs an LRU policy).")
 def object_idletime(ctx: Context, argv: list[bytes]) -> Any:
     """OBJECT IDLETIME key"""
@@ -94,7 +95,7 @@ def object_idletime(ctx: Context, argv: list[bytes]) -> Any:
     return idle // 1000
 
 
-@command("object|help", arity=2, flags="loading stale", group="generic",
+@command("object|help", arity=2, flags="loading stale",
          summary="Returns helpful text about the different subcommands.")
 def object_help(ctx: Context, argv: list[bytes]) -> Any:
     """OBJECT HELP"""
@@ -104,8 +105,7 @@ def object_help(ctx: Context, argv: list[bytes]) -> Any:
 container("memory", group="server", summary="A container for memory diagnostics commands.")
 
 
-@command("memory|usage", arity=-3, flags="readonly", keys=(2, 2, 1), group="server",
-         key_flags="RO",
+@command("memory|usage", arity=-3, flags="readonly", keys=(2, 2, 1), group="server", key_flags="RO",
          summary="Estimates the memory usage of a key.", syntax="key [SAMPLES count]",
          complexity="O(1): the keyspace keeps each value's size as it changes.",
          help="USAGE <key> [SAMPLES <count>]\n    Return the estimated bytes of <key> and its value (SAMPLES is accepted; sizes are exact sums).")
@@ -196,11 +196,11 @@ def memory_help(ctx: Context, argv: list[bytes]) -> Any:
     return [Simple(line) for line in help_lines("memory", ("doctor", "malloc-stats", "purge", "stats", "usage"))]
 
 
-@command("touch", arity=-2, flags="readonly fast", keys=(1, -1, 1), group="generic",
-         key_flags="RO", tips="request_policy:multi_shard response_policy:agg_sum",
+@command("touch", arity=-2, flags="readonly fast", keys=(1, -1, 1), key_flags="RO",
+         tips="request_policy:multi_shard response_policy:agg_sum",
          summary="Returns the number of existing keys out of those specified after updating "
-                 "the time they were last accessed.",
-         syntax="key [key ...]", complexity="O(N) where N is the number of keys that will be touched.")
+                 "the time they were last accessed.", syntax="key [key ...]",
+         complexity="O(N) where N is the number of keys that will be touched.")
 def touch(ctx: Context, argv: list[bytes]) -> Any:
     """TOUCH key [key ...]"""
     lookup = ctx.db.kv.lookup

@@ -15,8 +15,10 @@ from hotkv_server.engine.context import Context
 from hotkv_server.engine.dispatch import NO_REPLY
 from hotkv_server.engine.glob import glob_match
 from hotkv_server.engine.pubsub import CHANNEL, PATTERN, SHARD
-from hotkv_server.engine.registry import command, container, help_lines
+from hotkv_server.engine.registry import SpecFields, container, family, help_lines
 from hotkv_server.engine.replies import Simple
+
+command = family(group="pubsub")
 
 #: command -> (kind of its channel arguments, whether they are all arguments from 1 on):
 #: what ACL channel permissions are checked against (as Redis's getChannelsFromCommand)
@@ -38,67 +40,48 @@ def channels_of(name: str, argv: list[bytes]) -> tuple[str, list[bytes]] | None:
     return kind, (argv[1:] if every else argv[1:2])
 
 
-@command("subscribe", arity=-2, flags="pubsub noscript loading stale", group="pubsub",
-         summary="Listens for messages published to channels.", syntax="channel [channel ...]",
-         complexity="O(N) where N is the number of channels to subscribe to.", since="2.0.0")
-def subscribe(ctx: Context, argv: list[bytes]) -> Any:
-    """SUBSCRIBE channel [channel ...]"""
-    ctx.core.pubsub.subscribe(ctx, CHANNEL, argv[1:])
-    return NO_REPLY
+#: the subscriptions each (UN)SUBSCRIBE command is about
+_KIND_OF = {b"subscribe": CHANNEL, b"unsubscribe": CHANNEL, b"psubscribe": PATTERN,
+            b"punsubscribe": PATTERN, b"ssubscribe": SHARD, b"sunsubscribe": SHARD}
+_SUBSCRIBE = SpecFields(arity=-2, flags="pubsub noscript loading stale", since="2.0.0")
+_SHARD = SpecFields(keys=(1, -1, 1), key_flags="not_key", since="7.0.0")
 
 
-@command("unsubscribe", arity=-1, flags="pubsub noscript loading stale", group="pubsub",
-         summary="Stops listening to messages posted to channels.", syntax="[channel [channel ...]]",
-         complexity="O(N) where N is the number of channels to unsubscribe.", since="2.0.0")
-def unsubscribe(ctx: Context, argv: list[bytes]) -> Any:
-    """UNSUBSCRIBE [channel [channel ...]]"""
-    ctx.core.pubsub.unsubscribe(ctx, CHANNEL, argv[1:])
-    return NO_REPLY
-
-
-@command("psubscribe", arity=-2, flags="pubsub noscript loading stale", group="pubsub",
+@command("subscribe", _SUBSCRIBE, summary="Listens for messages published to channels.",
+         syntax="channel [channel ...]",
+         complexity="O(N) where N is the number of channels to subscribe to.")
+@command("psubscribe", _SUBSCRIBE,
          summary="Listens for messages published to channels that match one or more patterns.",
-         syntax="pattern [pattern ...]", since="2.0.0",
+         syntax="pattern [pattern ...]",
          complexity="O(N) where N is the number of patterns to subscribe to.")
-def psubscribe(ctx: Context, argv: list[bytes]) -> Any:
-    """PSUBSCRIBE pattern [pattern ...]"""
-    ctx.core.pubsub.subscribe(ctx, PATTERN, argv[1:])
-    return NO_REPLY
-
-
-@command("punsubscribe", arity=-1, flags="pubsub noscript loading stale", group="pubsub",
-         summary="Stops listening to messages published to channels that match one or more patterns.",
-         syntax="[pattern [pattern ...]]", since="2.0.0",
-         complexity="O(N) where N is the number of patterns to unsubscribe.")
-def punsubscribe(ctx: Context, argv: list[bytes]) -> Any:
-    """PUNSUBSCRIBE [pattern [pattern ...]]"""
-    ctx.core.pubsub.unsubscribe(ctx, PATTERN, argv[1:])
-    return NO_REPLY
-
-
-@command("ssubscribe", arity=-2, flags="pubsub noscript loading stale", group="pubsub",
-         keys=(1, -1, 1), key_flags="not_key",
+@command("ssubscribe", _SUBSCRIBE, _SHARD,
          summary="Listens for messages published to shard channels.",
-         syntax="shardchannel [shardchannel ...]", since="7.0.0",
+         syntax="shardchannel [shardchannel ...]",
          complexity="O(N) where N is the number of shard channels to subscribe to.")
-def ssubscribe(ctx: Context, argv: list[bytes]) -> Any:
-    """SSUBSCRIBE shardchannel [shardchannel ...]"""
-    ctx.core.pubsub.subscribe(ctx, SHARD, argv[1:])
+def subscribe(ctx: Context, argv: list[bytes]) -> Any:
+    """SUBSCRIBE channel [channel ...], PSUBSCRIBE pattern [pattern ...], SSUBSCRIBE shardchannel [shardchannel ...]"""
+    ctx.core.pubsub.subscribe(ctx, _KIND_OF[argv[0].lower()], argv[1:])
     return NO_REPLY
 
 
-@command("sunsubscribe", arity=-1, flags="pubsub noscript loading stale", group="pubsub",
-         keys=(1, -1, 1), key_flags="not_key",
+@command("unsubscribe", _SUBSCRIBE, arity=-1, summary="Stops listening to messages posted to channels.",
+         syntax="[channel [channel ...]]",
+         complexity="O(N) where N is the number of channels to unsubscribe.")
+@command("punsubscribe", _SUBSCRIBE, arity=-1,
+         summary="Stops listening to messages published to channels that match one or more patterns.",
+         syntax="[pattern [pattern ...]]",
+         complexity="O(N) where N is the number of patterns to unsubscribe.")
+@command("sunsubscribe", _SUBSCRIBE, _SHARD, arity=-1,
          summary="Stops listening to messages posted to shard channels.",
-         syntax="[shardchannel [shardchannel ...]]", since="7.0.0",
+         syntax="[shardchannel [shardchannel ...]]",
          complexity="O(N) where N is the number of shard channels to unsubscribe.")
-def sunsubscribe(ctx: Context, argv: list[bytes]) -> Any:
-    """SUNSUBSCRIBE [shardchannel [shardchannel ...]]"""
-    ctx.core.pubsub.unsubscribe(ctx, SHARD, argv[1:])
+def unsubscribe(ctx: Context, argv: list[bytes]) -> Any:
+    """UNSUBSCRIBE [channel [channel ...]], PUNSUBSCRIBE [pattern [pattern ...]], SUNSUBSCRIBE [shardchannel [shardchannel ...]]"""
+    ctx.core.pubsub.unsubscribe(ctx, _KIND_OF[argv[0].lower()], argv[1:])
     return NO_REPLY
 
 
-@command("publish", arity=3, flags="pubsub loading stale fast", group="pubsub",
+@command("publish", arity=3, flags="pubsub loading stale fast",
          summary="Posts a message to a channel.", syntax="channel message", since="2.0.0",
          complexity="O(N+M) where N is the number of clients subscribed to the receiving "
                     "channel and M is the total number of subscribed patterns (by any client).")
@@ -107,8 +90,7 @@ def publish(ctx: Context, argv: list[bytes]) -> Any:
     return ctx.core.pubsub.publish(argv[1], argv[2])
 
 
-@command("spublish", arity=3, flags="pubsub loading stale fast", group="pubsub",
-         keys=(1, 1, 1), key_flags="not_key",
+@command("spublish", arity=3, flags="pubsub loading stale fast", key="not_key",
          summary="Post a message to a shard channel", syntax="shardchannel message", since="7.0.0",
          complexity="O(N) where N is the number of clients subscribed to the receiving shard channel.")
 def spublish(ctx: Context, argv: list[bytes]) -> Any:
@@ -147,7 +129,7 @@ def _numsub(ctx: Context, kind: str, argv: list[bytes]) -> list[Any]:
     return out
 
 
-@command("pubsub|channels", arity=-2, flags="pubsub loading stale", group="pubsub",
+@command("pubsub|channels", arity=-2, flags="pubsub loading stale",
          summary="Returns the active channels.", syntax="[pattern]", since="2.8.0",
          complexity="O(N) where N is the number of active channels, and assuming constant time "
                     "pattern matching (relatively short channels and patterns)",
@@ -157,7 +139,7 @@ def pubsub_channels(ctx: Context, argv: list[bytes]) -> Any:
     return _active(ctx, CHANNEL, argv)
 
 
-@command("pubsub|numsub", arity=-2, flags="pubsub loading stale", group="pubsub",
+@command("pubsub|numsub", arity=-2, flags="pubsub loading stale",
          summary="Returns a count of subscribers to channels.", syntax="[channel [channel ...]]",
          since="2.8.0", complexity="O(N) for the NUMSUB subcommand, where N is the number of "
                                    "requested channels",
@@ -167,7 +149,7 @@ def pubsub_numsub(ctx: Context, argv: list[bytes]) -> Any:
     return _numsub(ctx, CHANNEL, argv)
 
 
-@command("pubsub|numpat", arity=2, flags="pubsub loading stale", group="pubsub",
+@command("pubsub|numpat", arity=2, flags="pubsub loading stale",
          summary="Returns a count of unique pattern subscriptions.", since="2.8.0",
          help="NUMPAT\n    Return number of subscriptions to patterns.")
 def pubsub_numpat(ctx: Context, argv: list[bytes]) -> Any:
@@ -175,7 +157,7 @@ def pubsub_numpat(ctx: Context, argv: list[bytes]) -> Any:
     return len(ctx.core.pubsub.patterns)
 
 
-@command("pubsub|shardchannels", arity=-2, flags="pubsub loading stale", group="pubsub",
+@command("pubsub|shardchannels", arity=-2, flags="pubsub loading stale",
          summary="Returns the active shard channels.", syntax="[pattern]", since="7.0.0",
          complexity="O(N) where N is the number of active shard channels, and assuming constant "
                     "time pattern matching (relatively short shard channels).",
@@ -185,7 +167,7 @@ def pubsub_shardchannels(ctx: Context, argv: list[bytes]) -> Any:
     return _active(ctx, SHARD, argv)
 
 
-@command("pubsub|shardnumsub", arity=-2, flags="pubsub loading stale", group="pubsub",
+@command("pubsub|shardnumsub", arity=-2, flags="pubsub loading stale",
          summary="Returns the count of subscribers of shard channels.",
          syntax="[shardchannel [shardchannel ...]]", since="7.0.0",
          complexity="O(N) for the SHARDNUMSUB subcommand, where N is the number of requested "

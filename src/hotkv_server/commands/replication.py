@@ -14,8 +14,10 @@ from typing import TYPE_CHECKING, Any
 from hotkv_server.engine import errors
 from hotkv_server.engine.context import Context
 from hotkv_server.engine.errors import CommandError
-from hotkv_server.engine.registry import alias, command
+from hotkv_server.engine.registry import alias, family
 from hotkv_server.engine.replies import OK, Simple
+
+command = family(group="replication")
 
 if TYPE_CHECKING:
     from hotkv_server.engine.services import ReplicationService
@@ -60,7 +62,7 @@ def _replicaof(ctx: Context, argv: list[bytes]) -> Any:
     return OK
 
 
-@command("replicaof", arity=3, flags="admin noscript stale no_async_loading", group="replication",
+@command("replicaof", arity=3, flags="admin noscript stale no_async_loading",
          summary="Configures a server as replica of another, or promotes it to a primary.",
          syntax="host port | NO ONE", since="0.1.0")
 def replicaof(ctx: Context, argv: list[bytes]) -> Any:
@@ -72,14 +74,14 @@ alias("slaveof", of="replicaof",
       summary="Sets a server as a replica of another, or promotes it to being a primary (REPLICAOF).")
 
 
-@command("role", arity=1, flags="noscript loading stale fast", group="replication", acl="admin dangerous",
+@command("role", arity=1, flags="noscript loading stale fast", acl="admin dangerous",
          summary="Returns the replication role.")
 def role(ctx: Context, argv: list[bytes]) -> Any:
     """ROLE"""
     return _replication(ctx).role_reply()
 
 
-@command("wait", arity=3, flags="noscript", group="replication", acl="connection",
+@command("wait", arity=3, flags="noscript", acl="connection",
          tips="request_policy:all_shards response_policy:agg_min",
          summary="Blocks until the writes sent so far reach a number of replicas, or a timeout passes.",
          syntax="numreplicas timeout", complexity="O(1)")
@@ -101,14 +103,14 @@ def wait(ctx: Context, argv: list[bytes]) -> Any:
     return repl.wait(ctx, numreplicas, timeout)
 
 
-@command("replconf", arity=-1, flags="admin noscript loading stale allow_busy", group="replication",
+@command("replconf", arity=-1, flags="admin noscript loading stale allow_busy",
          summary="An internal command for configuring the replication stream.")
 def replconf(ctx: Context, argv: list[bytes]) -> Any:
     """REPLCONF [option value ...]"""
     return _replication(ctx).replconf(ctx, argv)
 
 
-@command("psync", arity=-3, flags="admin noscript no_multi no_async_loading", group="replication",
+@command("psync", arity=-3, flags="admin noscript no_multi no_async_loading",
          summary="An internal command used in replication: continue or start a replication stream.",
          syntax="replicationid offset")
 def psync(ctx: Context, argv: list[bytes]) -> Any:
@@ -121,7 +123,7 @@ def psync(ctx: Context, argv: list[bytes]) -> Any:
     return repl.psync(ctx, argv[1].decode("utf-8", "replace"), offset)
 
 
-@command("sync", arity=1, flags="admin noscript no_multi no_async_loading", group="replication",
+@command("sync", arity=1, flags="admin noscript no_multi no_async_loading",
          summary="An internal command used in replication: a full copy, then the stream.")
 def sync(ctx: Context, argv: list[bytes]) -> Any:
     """SYNC"""

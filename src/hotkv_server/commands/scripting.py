@@ -15,9 +15,11 @@ from hotkv_server.engine.args import parse_int
 from hotkv_server.engine.context import Context
 from hotkv_server.engine.dispatch import feed_monitors
 from hotkv_server.engine.errors import CommandError
-from hotkv_server.engine.registry import KeySpec, command, container, help_lines
+from hotkv_server.engine.registry import KeySpec, SpecFields, container, family, help_lines
 from hotkv_server.engine.replies import OK, Simple
 from hotkv_server.scripting.engine import Script, ScriptEngine, engine_of
+
+command = family(group="scripting")
 
 _EVAL_SYNTAX = "script numkeys [key [key ...]] [arg [arg ...]]"
 _EVALSHA_SYNTAX = "sha1 numkeys [key [key ...]] [arg [arg ...]]"
@@ -63,41 +65,45 @@ def _evalsha(ctx: Context, argv: list[bytes], readonly: bool) -> Any:
     return _run(ctx, argv, found, readonly, keys, args, engine)
 
 
-@command("eval", arity=-3, flags="noscript stale skip_monitor no_mandatory_keys",
-         key_specs=(KeySpec(2, ("RW", "access", "update"), keynum=True, arg="key",
-                            notes="We cannot tell how the keys will be used so we assume the "
-                                  "worst, RW and UPDATE"),),
-         group="scripting", summary="Executes a server-side Lua script.",
-         syntax=_EVAL_SYNTAX, since="2.6.0", complexity=_EVAL_COMPLEXITY)
+#: what EVAL and EVALSHA share
+_EVAL = SpecFields(arity=-3, flags="noscript stale skip_monitor no_mandatory_keys", since="2.6.0",
+                   complexity=_EVAL_COMPLEXITY)
+
+
+@command("eval", _EVAL, key_specs=(KeySpec(2, ("RW", "access", "update"), keynum=True, arg="key",
+                                           notes="We cannot tell how the keys will be used so we assume the "
+                                                 "worst, RW and UPDATE"),),
+         summary="Executes a server-side Lua script.", syntax=_EVAL_SYNTAX)
 def eval_(ctx: Context, argv: list[bytes]) -> Any:
     """EVAL script numkeys [key [key ...]] [arg [arg ...]]"""
     return _eval(ctx, argv, readonly=False)
 
 
-@command("evalsha", arity=-3, flags="noscript stale skip_monitor no_mandatory_keys",
+@command("evalsha", _EVAL,
          key_specs=(KeySpec(2, ("RW", "access", "update"), keynum=True, arg="key"),),
-         group="scripting", summary="Executes a server-side Lua script by SHA1 digest.",
-         syntax=_EVALSHA_SYNTAX, since="2.6.0", complexity=_EVAL_COMPLEXITY)
+         summary="Executes a server-side Lua script by SHA1 digest.", syntax=_EVALSHA_SYNTAX)
 def evalsha(ctx: Context, argv: list[bytes]) -> Any:
     """EVALSHA sha1 numkeys [key [key ...]] [arg [arg ...]]"""
     return _evalsha(ctx, argv, readonly=False)
 
 
-@command("eval_ro", arity=-3, flags="readonly noscript stale skip_monitor no_mandatory_keys",
-         key_specs=(KeySpec(2, ("RO", "access"), keynum=True, arg="key",
-                            notes="We cannot tell how the keys will be used so we assume the "
-                                  "worst, RO and ACCESS"),),
-         group="scripting", summary="Executes a read-only server-side Lua script.",
-         syntax=_EVAL_SYNTAX, since="7.0.0", complexity=_EVAL_COMPLEXITY)
+#: what EVAL_RO and EVALSHA_RO share
+_EVAL_RO = SpecFields(arity=-3, flags="readonly noscript stale skip_monitor no_mandatory_keys",
+                      since="7.0.0", complexity=_EVAL_COMPLEXITY)
+
+
+@command("eval_ro", _EVAL_RO, key_specs=(KeySpec(2, ("RO", "access"), keynum=True, arg="key",
+                                                 notes="We cannot tell how the keys will be used so we assume the "
+                                                       "worst, RO and ACCESS"),),
+         summary="Executes a read-only server-side Lua script.", syntax=_EVAL_SYNTAX)
 def eval_ro(ctx: Context, argv: list[bytes]) -> Any:
     """EVAL_RO script numkeys [key [key ...]] [arg [arg ...]]"""
     return _eval(ctx, argv, readonly=True)
 
 
-@command("evalsha_ro", arity=-3, flags="readonly noscript stale skip_monitor no_mandatory_keys",
-         key_specs=(KeySpec(2, ("RO", "access"), keynum=True, arg="key"),),
-         group="scripting", summary="Executes a read-only server-side Lua script by SHA1 digest.",
-         syntax=_EVALSHA_SYNTAX, since="7.0.0", complexity=_EVAL_COMPLEXITY)
+@command("evalsha_ro", _EVAL_RO, key_specs=(KeySpec(2, ("RO", "access"), keynum=True, arg="key"),),
+         summary="Executes a read-only server-side Lua script by SHA1 digest.",
+         syntax=_EVALSHA_SYNTAX)
 def evalsha_ro(ctx: Context, argv: list[bytes]) -> Any:
     """EVALSHA_RO sha1 numkeys [key [key ...]] [arg [arg ...]]"""
     return _evalsha(ctx, argv, readonly=True)
@@ -107,7 +113,7 @@ container("script", group="scripting", summary="A container for Lua scripts mana
           since="2.6.0")
 
 
-@command("script|load", arity=3, flags="noscript stale", group="scripting",
+@command("script|load", arity=3, flags="noscript stale",
          tips="request_policy:all_nodes response_policy:all_succeeded",
          summary="Loads a server-side Lua script to the script cache.", syntax="script",
          since="2.6.0", complexity="O(N) with N being the length in bytes of the script body.",
@@ -120,7 +126,7 @@ def script_load(ctx: Context, argv: list[bytes]) -> Any:
     return found.sha.encode()
 
 
-@command("script|exists", arity=-3, flags="noscript", group="scripting",
+@command("script|exists", arity=-3, flags="noscript",
          tips="request_policy:all_shards response_policy:agg_logical_and",
          summary="Determines whether server-side Lua scripts exist in the script cache.",
          syntax="sha1 [sha1 ...]", since="2.6.0",
@@ -133,7 +139,7 @@ def script_exists(ctx: Context, argv: list[bytes]) -> Any:
     return [1 if sha.decode("latin-1").lower() in cache else 0 for sha in argv[2:]]
 
 
-@command("script|flush", arity=-2, flags="noscript", group="scripting",
+@command("script|flush", arity=-2, flags="noscript",
          tips="request_policy:all_nodes response_policy:all_succeeded",
          summary="Removes all server-side Lua scripts from the script cache.",
          syntax="[ASYNC|SYNC]", since="2.6.0",
@@ -147,7 +153,7 @@ def script_flush(ctx: Context, argv: list[bytes]) -> Any:
     return OK
 
 
-@command("script|kill", arity=2, flags="noscript allow_busy", group="scripting",
+@command("script|kill", arity=2, flags="noscript allow_busy",
          tips="request_policy:all_shards response_policy:one_succeeded",
          summary="Terminates a server-side Lua script during execution.", since="2.6.0",
          help="KILL\n    Kill the currently executing Lua script.")
@@ -162,7 +168,7 @@ def script_kill(ctx: Context, argv: list[bytes]) -> Any:
     return OK
 
 
-@command("script|debug", arity=3, flags="noscript", group="scripting",
+@command("script|debug", arity=3, flags="noscript",
          summary="Sets the debug mode of server-side Lua scripts.", syntax="YES|SYNC|NO",
          since="3.2.0", complexity="O(1)",
          help="DEBUG (YES|SYNC|NO)\n    Set the debug mode for subsequent scripts executed (hotkv: only NO).")
@@ -176,7 +182,7 @@ def script_debug(ctx: Context, argv: list[bytes]) -> Any:
     raise CommandError("ERR Use SCRIPT DEBUG YES/SYNC/NO")
 
 
-@command("script|help", arity=2, flags="loading stale", group="scripting",
+@command("script|help", arity=2, flags="loading stale",
          summary="Returns helpful text about the different subcommands.", since="5.0.0",
          help="HELP\n    Prints this help.")
 def script_help(ctx: Context, argv: list[bytes]) -> Any:

@@ -39,10 +39,8 @@ from hotkv_server.engine.dispatch import Deferred
 from hotkv_server.engine.errors import CommandError
 from hotkv_server.engine.registry import command
 from hotkv_server.engine.replies import ErrorReply
-from hotkv_server.stores.epis import EpisodicStore
-from hotkv_server.stores.sem import Namespace, SemanticStore
+from hotkv_server.stores.sem import Namespace
 from hotkv_server.stores.text import doc_terms, query_terms
-from hotkv_server.stores.work import WorkingStore
 
 #: the newest events of a log AMEM.SEARCH reads (a log is trimmed on purpose, not bounded)
 SCAN_EVENTS = 10_000
@@ -81,8 +79,8 @@ def _cosines(query_vector: np.ndarray, rows: list[bytes]) -> list[float]:
 
 def _candidates(ctx: Context, agent: bytes, limit: int) -> list[tuple[dict[str, Any], bytes]]:
     """The agent's newest events (up to ``limit``) and its notes, each with its text."""
-    epis: EpisodicStore = ctx.db.epis
-    work: WorkingStore = ctx.db.work
+    epis = ctx.db.epis
+    work = ctx.db.work
     candidates: list[tuple[dict[str, Any], bytes]] = []
     for event in epis.query(agent, limit=limit, rev=True):
         record = event_record(event)
@@ -119,26 +117,18 @@ def _merge(semantic: list[dict[str, Any]], others: list[dict[str, Any]], k: int)
     return ranked[:k]
 
 
-@command(
-    "amem.search",
-    arity=-4,
-    flags="readonly",
-    keys=(1, 1, 1),
-    key_flags="RO access",
-    group="amem",
-    summary="Returns up to k hits across an agent's semantic (by vector), episodic and "
-    "working memory (by TEXT or an embedder), best first, each with source and similarity.",
-    syntax="agent k (FP32 blob | v1 ... vdim | TEXT query) [TEXT query]",
-    complexity="O(log N) for the semantic search plus O(E + W) over the E events and W notes",
-    dialect=True,
-    extensions="FP32 TEXT",
-)
+@command("amem.search", arity=-4, flags="readonly", key="RO access", group="amem",
+         summary="Returns up to k hits across an agent's semantic (by vector), episodic and "
+                 "working memory (by TEXT or an embedder), best first, each with source and similarity.",
+         syntax="agent k (FP32 blob | v1 ... vdim | TEXT query) [TEXT query]",
+         complexity="O(log N) for the semantic search plus O(E + W) over the E events and W notes",
+         dialect=True, extensions="FP32 TEXT")
 def amem_search(ctx: Context, argv: list[bytes]) -> Any:
     """agent k (FP32 blob | v1 ... vdim | TEXT query) [TEXT query]"""
     args = Args(argv, 1)
     agent = args.ident("agent")
     k = args.int("k", 1, MAX_K)
-    sem: SemanticStore = ctx.db.sem
+    sem = ctx.db.sem
     ns = sem.get(agent)
     vector_start = args.pos
     vector: bytes | None = None
@@ -151,13 +141,7 @@ def amem_search(ctx: Context, argv: list[bytes]) -> Any:
         if args.pos == vector_start:
             raise CommandError(errors.bad_argument("vector", "FP32 blob, v1 ... vdim or TEXT query", first))
     vector_args = argv[vector_start : args.pos]
-    text: bytes | None = None
-    while args:
-        raw = args.next("option")
-        if raw.upper() == b"TEXT":
-            text = args.text("TEXT")
-        else:
-            raise CommandError(errors.bad_argument("option", "TEXT", raw))
+    text = args.only_option(b"TEXT")
     if ns is not None and (ns.embedder is not None or vector is None):
         return _search_embedded(ctx, argv, agent, k, ns, vector, text)
     others = _term_hits(ctx, agent, text)

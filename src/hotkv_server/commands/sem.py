@@ -42,14 +42,20 @@ from hotkv_server.commands.embed import (
     embedder_of,
     embedding_text,
 )
-from hotkv_server.commands.sem_args import read_cursor, read_kind, read_vector, vector_follows
+from hotkv_server.commands.sem_args import (
+    FactFilter,
+    read_cursor,
+    read_kind,
+    read_vector,
+    vector_follows,
+)
 from hotkv_server.commands.vector_threads import search_elsewhere
 from hotkv_server.engine import errors
 from hotkv_server.engine.args import Args
 from hotkv_server.engine.context import Context
 from hotkv_server.engine.dispatch import Deferred
 from hotkv_server.engine.errors import CommandError
-from hotkv_server.engine.registry import command
+from hotkv_server.engine.registry import family
 from hotkv_server.engine.replies import OK
 from hotkv_server.engine.write_options import AMEM_TTL_TOKENS, NX, XX, WriteOptions
 from hotkv_server.stores.sem import (
@@ -69,9 +75,10 @@ from hotkv_server.stores.sem import (
     Namespace,
     PendingSearch,
     SearchHit,
-    SemanticStore,
 )
 from hotkv_server.stores.sem_effects import SemCreate, SemDel, SemDrop, SemStore, SemUpdate
+
+command = family(group="sem")
 
 MAX_K = 1000
 MAX_EF = 10_000
@@ -100,13 +107,8 @@ _LIST_OPTIONS = "PREFIX, KIND, CURSOR or COUNT"
 log = logging.getLogger("hotkv")
 
 
-def _store(ctx: Context) -> SemanticStore:
-    store: SemanticStore = ctx.db.sem
-    return store
-
-
 def _namespace(ctx: Context, name: bytes) -> Namespace:
-    ns = _store(ctx).get(name)
+    ns = ctx.db.sem.get(name)
     if ns is None:
         raise CommandError(errors.sem_not_found(name))
     return ns
@@ -122,20 +124,13 @@ def _fact_record(ns: Namespace, fact: Fact, similarity: float | None, vector: bo
 # --- commands ------------------------------------------------------------------------
 
 
-@command(
-    "amem.sem.create",
-    arity=-3,
-    flags="write denyoom",
-    keys=(1, 1, 1),
-    group="sem",
-    summary="Creates a semantic namespace, bound to an embedder with EMBEDDER (or with UPDATE "
-    "changes its EF, CAPACITY and EVICT).",
-    syntax="ns [dim] [METRIC COSINE|IP|L2] [M m] [EF_CONSTRUCTION n] [EF n] "
-    "[CAPACITY n [EVICT LOWCONF|OLDEST|NONE]] [EMBEDDER name] [UPDATE]",
-    complexity="O(1), O(N log N) when UPDATE lowers the capacity below the N facts held",
-    dialect=True,
-    extensions="METRIC M EF_CONSTRUCTION EF CAPACITY EVICT EMBEDDER UPDATE",
-)
+@command("amem.sem.create", arity=-3, flags="write denyoom", key="RW update",
+         summary="Creates a semantic namespace, bound to an embedder with EMBEDDER (or with UPDATE "
+                 "changes its EF, CAPACITY and EVICT).",
+         syntax="ns [dim] [METRIC COSINE|IP|L2] [M m] [EF_CONSTRUCTION n] [EF n] "
+                "[CAPACITY n [EVICT LOWCONF|OLDEST|NONE]] [EMBEDDER name] [UPDATE]",
+         complexity="O(1), O(N log N) when UPDATE lowers the capacity below the N facts held",
+         dialect=True, extensions="METRIC M EF_CONSTRUCTION EF CAPACITY EVICT EMBEDDER UPDATE")
 def sem_create(ctx: Context, argv: list[bytes]) -> Any:
     """ns [dim] [METRIC COSINE|IP|L2] [M m] [EF_CONSTRUCTION n] [EF n] [CAPACITY n [EVICT LOWCONF|OLDEST|NONE]] [EMBEDDER name] [UPDATE]"""
     args = Args(argv, 1)
@@ -180,7 +175,7 @@ def sem_create(ctx: Context, argv: list[bytes]) -> Any:
         else:
             raise CommandError(errors.bad_argument("option", _CREATE_OPTIONS, raw))
 
-    store = _store(ctx)
+    store = ctx.db.sem
     ns = store.get(name)
     if not update:
         if ns is not None:
@@ -234,20 +229,13 @@ def sem_create(ctx: Context, argv: list[bytes]) -> Any:
     return OK
 
 
-@command(
-    "amem.sem.store",
-    arity=-4,
-    flags="write denyoom",
-    keys=(1, 1, 1),
-    group="sem",
-    summary="Stores (or replaces) a fact with its vector (computed by the namespace's embedder "
-    "when left out): OK (WITHCREATED: 1 created, 0 replaced), null if NX/XX blocked it.",
-    syntax="ns id text [FP32 blob | v1 ... vdim] [NX|XX] [TTL s|PX ms|PXAT unix-time-ms] "
-    "[KIND kind] [CONFIDENCE c] [SOURCE s] [DESCRIPTION d] [META json-object] [WITHCREATED]",
-    complexity="O(log N) index insertion",
-    dialect=True,
-    extensions="FP32 NX XX PX KIND CONFIDENCE SOURCE DESCRIPTION META WITHCREATED",
-)
+@command("amem.sem.store", arity=-4, flags="write denyoom", key="RW update",
+         summary="Stores (or replaces) a fact with its vector (computed by the namespace's embedder "
+                 "when left out): OK (WITHCREATED: 1 created, 0 replaced), null if NX/XX blocked it.",
+         syntax="ns id text [FP32 blob | v1 ... vdim] [NX|XX] [TTL s|PX ms|PXAT unix-time-ms] "
+                "[KIND kind] [CONFIDENCE c] [SOURCE s] [DESCRIPTION d] [META json-object] [WITHCREATED]",
+         complexity="O(log N) index insertion", dialect=True,
+         extensions="FP32 NX XX PX KIND CONFIDENCE SOURCE DESCRIPTION META WITHCREATED")
 def sem_store(ctx: Context, argv: list[bytes]) -> Any:
     """ns id text [FP32 blob | v1 ... vdim] [NX|XX] [TTL s|PX ms|PXAT unix-time-ms] [KIND kind] [CONFIDENCE c] [SOURCE s] [DESCRIPTION d] [META json-object] [WITHCREATED]"""
     args = Args(argv, 1)
@@ -316,20 +304,13 @@ def _store_fact(ctx: Context, name: bytes, ident: bytes, text: bytes, vector: by
     return 1 if existing is None else 0
 
 
-@command(
-    "amem.sem.recall",
-    arity=-4,
-    flags="readonly",
-    keys=(1, 1, 1),
-    group="sem",
-    summary="Returns up to k facts nearest to a vector (or to a text, embedded by the "
-    "namespace's embedder), best first, filtered inside the search.",
-    syntax="ns k (FP32 blob | v1 ... vdim | TEXT query) [MINSIM x] [KIND kind] [MINCONF c] "
-    "[PREFIX p] [EF n] [EXACT] [WITHVECTORS]",
-    complexity="O(log N) for the HNSW search, O(N) with EXACT",
-    dialect=True,
-    extensions="FP32 TEXT MINSIM KIND MINCONF PREFIX EF EXACT WITHVECTORS",
-)
+@command("amem.sem.recall", arity=-4, flags="readonly", key="RO access",
+         summary="Returns up to k facts nearest to a vector (or to a text, embedded by the "
+                 "namespace's embedder), best first, filtered inside the search.",
+         syntax="ns k (FP32 blob | v1 ... vdim | TEXT query) [MINSIM x] [KIND kind] [MINCONF c] "
+                "[PREFIX p] [EF n] [EXACT] [WITHVECTORS]",
+         complexity="O(log N) for the HNSW search, O(N) with EXACT", dialect=True,
+         extensions="FP32 TEXT MINSIM KIND MINCONF PREFIX EF EXACT WITHVECTORS")
 def sem_recall(ctx: Context, argv: list[bytes]) -> Any:
     """ns k (FP32 blob | v1 ... vdim | TEXT query) [MINSIM x] [KIND kind] [MINCONF c] [PREFIX p] [EF n] [EXACT] [WITHVECTORS]"""
     args = Args(argv, 1)
@@ -345,23 +326,17 @@ def sem_recall(ctx: Context, argv: list[bytes]) -> Any:
     else:
         vector = read_vector(args, ns)
     minsim: float | None = None
-    kind: bytes | None = None
-    minconf: float | None = None
-    prefix: bytes | None = None
+    filters = FactFilter()
     ef: int | None = None
     exact = False
     withvectors = False
     while args:
         raw = args.next("option")
         opt = raw.upper()
+        if filters.take(opt, args):
+            continue
         if opt == b"MINSIM":
             minsim = args.float("MINSIM")
-        elif opt == b"KIND":
-            kind = read_kind(args)
-        elif opt == b"MINCONF":
-            minconf = args.float("MINCONF", 0.0, 1.0)
-        elif opt == b"PREFIX":
-            prefix = args.text("PREFIX")
         elif opt == b"EF":
             ef = args.int("EF", 1, MAX_EF)
         elif opt == b"EXACT":
@@ -372,7 +347,7 @@ def sem_recall(ctx: Context, argv: list[bytes]) -> Any:
             raise CommandError(errors.bad_argument("option", _RECALL_OPTIONS, raw))
 
     def recall(vector: bytes) -> Any:
-        return _recall(ctx, name, vector, k, minsim, kind, minconf, prefix, ef, exact, withvectors)
+        return _recall(ctx, name, vector, k, minsim, filters, ef, exact, withvectors)
 
     if query is not None:
         return embed_then(ctx, "amem.sem.recall", argv, embedder_of(ns, "RECALL ... TEXT"),
@@ -381,13 +356,13 @@ def sem_recall(ctx: Context, argv: list[bytes]) -> Any:
 
 
 def _recall(ctx: Context, name: bytes, vector: bytes, k: int, minsim: float | None,
-            kind: bytes | None, minconf: float | None, prefix: bytes | None, ef: int | None,
-            exact: bool, withvectors: bool) -> Any:
+            filters: FactFilter, ef: int | None, exact: bool, withvectors: bool) -> Any:
     ns = _namespace(ctx, name)
     if len(vector) != 4 * ns.dim:  # dropped and created again meanwhile with another dim
         raise CommandError(errors.dim_count(ns.dim, len(vector) // 4))
-    planned = ns.recall_deferred(vector, k, ctx.now_ms, minsim=minsim, kind=kind,
-                                 minconf=minconf, prefix=prefix, ef=ef, exact=exact)
+    planned = ns.recall_deferred(vector, k, ctx.now_ms, minsim=minsim, kind=filters.kind,
+                                 minconf=filters.minconf, prefix=filters.prefix, ef=ef,
+                                 exact=exact)
     if isinstance(planned, PendingSearch):
         deferred = _search_elsewhere(ctx, ns, planned, withvectors)
         if deferred is not None:
@@ -403,7 +378,7 @@ def _search_elsewhere(ctx: Context, ns: Namespace, pending: PendingSearch,
     """Run ``pending`` on a search thread (``commands/vector_threads.py``, shared with the
     vector sets); the Deferred resolves on the loop thread. None when the search must run
     in place (inside MULTI/EXEC, on a replica's link, without a loop or service)."""
-    store = _store(ctx)
+    store = ctx.db.sem
 
     def finish() -> list[Any]:
         hits = pending.finish(ctx.core.clock.now_ms())
@@ -414,20 +389,14 @@ def _search_elsewhere(ctx: Context, ns: Namespace, pending: PendingSearch,
                             name="amem.sem.recall")
 
 
-@command(
-    "amem.sem.search",
-    arity=-5,
-    flags="readonly",
-    keys=(1, 1, 1),
-    group="sem",
-    summary="Returns up to k facts by BM25 text search, or hybrid: BM25 fused with a vector "
-    "search (RRF or LINEAR; the namespace's embedder embeds the query when VECTOR is left "
-    "out), best first.",
-    syntax="ns k TEXT query [VECTOR (FP32 blob | v1 ... vdim)] [FUSION RRF|LINEAR] [ALPHA a] "
-    "[MINSCORE x] [KIND kind] [MINCONF c] [PREFIX p]",
-    complexity="O(P) with P the postings of the query's terms, plus O(log N) for the HNSW "
-    "search with VECTOR",
-)
+@command("amem.sem.search", arity=-5, flags="readonly", key="RO access",
+         summary="Returns up to k facts by BM25 text search, or hybrid: BM25 fused with a vector "
+                 "search (RRF or LINEAR; the namespace's embedder embeds the query when VECTOR is left "
+                 "out), best first.",
+         syntax="ns k TEXT query [VECTOR (FP32 blob | v1 ... vdim)] [FUSION RRF|LINEAR] [ALPHA a] "
+                "[MINSCORE x] [KIND kind] [MINCONF c] [PREFIX p]",
+         complexity="O(P) with P the postings of the query's terms, plus O(log N) for the HNSW "
+                    "search with VECTOR")
 def sem_search(ctx: Context, argv: list[bytes]) -> Any:
     """ns k TEXT query [VECTOR (FP32 blob | v1 ... vdim)] [FUSION RRF|LINEAR] [ALPHA a] [MINSCORE x] [KIND kind] [MINCONF c] [PREFIX p]"""
     args = Args(argv, 1)
@@ -438,12 +407,12 @@ def sem_search(ctx: Context, argv: list[bytes]) -> Any:
     fusion: str | None = None
     alpha: float | None = None
     minscore: float | None = None
-    kind: bytes | None = None
-    minconf: float | None = None
-    prefix: bytes | None = None
+    filters = FactFilter()
     while args:
         raw = args.next("option")
         opt = raw.upper()
+        if filters.take(opt, args):
+            continue
         if opt == b"TEXT":
             text = args.next("TEXT")
         elif opt == b"VECTOR":
@@ -454,12 +423,6 @@ def sem_search(ctx: Context, argv: list[bytes]) -> Any:
             alpha = args.float("ALPHA", 0.0, 1.0)
         elif opt == b"MINSCORE":
             minscore = args.float("MINSCORE")
-        elif opt == b"KIND":
-            kind = read_kind(args)
-        elif opt == b"MINCONF":
-            minconf = args.float("MINCONF", 0.0, 1.0)
-        elif opt == b"PREFIX":
-            prefix = args.text("PREFIX")
         else:
             raise CommandError(errors.bad_argument("option", _SEARCH_OPTIONS, raw))
     if text is None:
@@ -478,7 +441,7 @@ def sem_search(ctx: Context, argv: list[bytes]) -> Any:
             raise CommandError(errors.dim_count(ns.dim, len(vector) // 4))
         hits = ns.search(query, k, ctx.now_ms, vector=vector, fusion=fusion or DEFAULT_FUSION,
                          alpha=DEFAULT_ALPHA if alpha is None else alpha, minscore=minscore,
-                         kind=kind, minconf=minconf, prefix=prefix)
+                         kind=filters.kind, minconf=filters.minconf, prefix=filters.prefix)
         return [_search_record(hit) for hit in hits]
 
     if embeds:
@@ -491,43 +454,24 @@ def _search_record(hit: SearchHit) -> Any:
     return hit.fact.record(hit.similarity, score=hit.score, text_score=hit.text_score)
 
 
-@command(
-    "amem.sem.get",
-    arity=-3,
-    flags="readonly fast",
-    keys=(1, 1, 1),
-    group="sem",
-    summary="Returns one fact (without similarity), or null.",
-    syntax="ns id [WITHVECTOR]",
-)
+@command("amem.sem.get", arity=-3, flags="readonly fast", key="RO access",
+         summary="Returns one fact (without similarity), or null.", syntax="ns id [WITHVECTOR]")
 def sem_get(ctx: Context, argv: list[bytes]) -> Any:
     """ns id [WITHVECTOR]"""
     args = Args(argv, 1)
     name = args.ident("ns")
     ident = args.ident("id")
-    withvector = False
-    while args:
-        raw = args.next("option")
-        if raw.upper() != b"WITHVECTOR":
-            raise CommandError(errors.bad_argument("option", "WITHVECTOR", raw))
-        withvector = True
-    ns = _store(ctx).get(name)
+    withvector = args.only_flag(b"WITHVECTOR")
+    ns = ctx.db.sem.get(name)
     fact = None if ns is None else ns.get(ident, ctx.now_ms)
     if ns is None or fact is None:
         return None
     return _fact_record(ns, fact, None, withvector)
 
 
-@command(
-    "amem.sem.del",
-    arity=-3,
-    flags="write",
-    keys=(1, 1, 1),
-    group="sem",
-    summary="Deletes facts and returns how many existed.",
-    syntax="ns id [id ...]",
-    complexity="O(N) with N the ids named",
-)
+@command("amem.sem.del", arity=-3, flags="write", key="RW delete",
+         summary="Deletes facts and returns how many existed.", syntax="ns id [id ...]",
+         complexity="O(N) with N the ids named")
 def sem_del(ctx: Context, argv: list[bytes]) -> int:
     """ns id [id ...]"""
     args = Args(argv, 1)
@@ -535,7 +479,7 @@ def sem_del(ctx: Context, argv: list[bytes]) -> int:
     wanted = [args.ident("id")]
     while args:
         wanted.append(args.ident("id"))
-    ns = _store(ctx).get(name)
+    ns = ctx.db.sem.get(name)
     if ns is None:
         return 0
     now = ctx.now_ms
@@ -545,19 +489,12 @@ def sem_del(ctx: Context, argv: list[bytes]) -> int:
     return len(held)
 
 
-@command(
-    "amem.sem.list",
-    arity=-2,
-    flags="readonly",
-    keys=(1, 1, 1),
-    group="sem",
-    summary="Lists the ids of a namespace's facts in id order; with CURSOR or COUNT a page "
-    "of facts at a time: [next-cursor, [facts]].",
-    syntax="ns [PREFIX p] [KIND kind] [CURSOR c] [COUNT n]",
-    complexity="O(log N + M) with M the facts looked at",
-    dialect=True,
-    extensions="PREFIX KIND CURSOR COUNT",
-)
+@command("amem.sem.list", arity=-2, flags="readonly", key="RO access",
+         summary="Lists the ids of a namespace's facts in id order; with CURSOR or COUNT a page "
+                 "of facts at a time: [next-cursor, [facts]].",
+         syntax="ns [PREFIX p] [KIND kind] [CURSOR c] [COUNT n]",
+         complexity="O(log N + M) with M the facts looked at", dialect=True,
+         extensions="PREFIX KIND CURSOR COUNT")
 def sem_list(ctx: Context, argv: list[bytes]) -> list[Any]:
     """ns [PREFIX p] [KIND kind] [CURSOR c] [COUNT n]"""
     args = Args(argv, 1)
@@ -582,7 +519,7 @@ def sem_list(ctx: Context, argv: list[bytes]) -> list[Any]:
             paged = True
         else:
             raise CommandError(errors.bad_argument("option", _LIST_OPTIONS, raw))
-    ns = _store(ctx).get(name)
+    ns = ctx.db.sem.get(name)
     if not paged:  # the dialect's form: every id, no cursor
         if ns is None:
             return []
@@ -595,19 +532,12 @@ def sem_list(ctx: Context, argv: list[bytes]) -> list[Any]:
     return [cursor, [fact.record() for fact in facts]]
 
 
-@command(
-    "amem.sem.info",
-    arity=2,
-    flags="readonly fast",
-    keys=(1, 1, 1),
-    group="sem",
-    summary="Returns a namespace's dim, metric, count, capacity, evict, m, ef_construction, "
-    "ef and its last recall self-check.",
-    syntax="ns",
-)
+@command("amem.sem.info", arity=2, flags="readonly fast", key="RO access",
+         summary="Returns a namespace's dim, metric, count, capacity, evict, m, ef_construction, "
+                 "ef and its last recall self-check.", syntax="ns")
 def sem_info(ctx: Context, argv: list[bytes]) -> dict[str, Any] | None:
     """ns"""
-    ns = _store(ctx).get(Args(argv, 1).ident("ns"))
+    ns = ctx.db.sem.get(Args(argv, 1).ident("ns"))
     if ns is None:
         return None
     info: dict[str, Any] = {
@@ -629,20 +559,13 @@ def sem_info(ctx: Context, argv: list[bytes]) -> dict[str, Any] | None:
     return info
 
 
-@command(
-    "amem.sem.drop",
-    arity=2,
-    flags="write",
-    keys=(1, 1, 1),
-    group="sem",
-    summary="Drops a namespace and all its facts; 1 if it existed, else 0.",
-    syntax="ns",
-    complexity="O(N) with N the facts held",
-)
+@command("amem.sem.drop", arity=2, flags="write", key="RM delete",
+         summary="Drops a namespace and all its facts; 1 if it existed, else 0.", syntax="ns",
+         complexity="O(N) with N the facts held")
 def sem_drop(ctx: Context, argv: list[bytes]) -> int:
     """ns"""
     name = Args(argv, 1).ident("ns")
-    if _store(ctx).get(name) is None:
+    if ctx.db.sem.get(name) is None:
         return 0
     ctx.emit(SemDrop(name))
     return 1

@@ -9,6 +9,7 @@ the fourth number.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -90,6 +91,27 @@ def read_kind(args: Args) -> bytes:
     if _KIND_RE.fullmatch(raw) is None:
         raise CommandError(errors.bad_argument("KIND", "1..32 characters of a-z 0-9 _ -", raw))
     return raw
+
+
+@dataclass(slots=True)
+class FactFilter:
+    """The filters RECALL and SEARCH share: ``KIND kind``, ``MINCONF c``, ``PREFIX p``."""
+
+    kind: bytes | None = None
+    minconf: float | None = None
+    prefix: bytes | None = None
+
+    def take(self, opt: bytes, args: Args) -> bool:
+        """Read the filter the (upper-cased) option ``opt`` names; False when it names none."""
+        if opt == b"KIND":
+            self.kind = read_kind(args)
+        elif opt == b"MINCONF":
+            self.minconf = args.float("MINCONF", 0.0, 1.0)
+        elif opt == b"PREFIX":
+            self.prefix = args.text("PREFIX")
+        else:
+            return False
+        return True
 
 
 def read_cursor(args: Args) -> bytes | None:

@@ -8,27 +8,18 @@ from __future__ import annotations
 from hotkv_server.engine.args import Args
 from hotkv_server.engine.context import Context
 from hotkv_server.engine.registry import command
-from hotkv_server.stores.sem import SemanticStore
 from hotkv_server.stores.sem_effects import SemDel
 
 
-@command(
-    "amem.sem.forget",
-    arity=3,
-    flags="write",
-    keys=(1, 1, 1),
-    key_flags="RW delete",
-    group="sem",
-    summary="Deletes one fact; 1 if it existed, else 0 (also when the namespace is missing).",
-    syntax="ns id",
-    dialect=True,
-)
+@command("amem.sem.forget", arity=3, flags="write", key="RW delete", group="sem",
+         summary="Deletes one fact; 1 if it existed, else 0 (also when the namespace is missing).",
+         syntax="ns id", dialect=True)
 def sem_forget(ctx: Context, argv: list[bytes]) -> int:
     """ns id"""
     args = Args(argv, 1)
     name = args.ident("ns")
     ident = args.ident("id")
-    store: SemanticStore = ctx.db.sem
+    store = ctx.db.sem
     ns = store.get(name)
     if ns is None or ns.get(ident, ctx.now_ms) is None:
         return 0

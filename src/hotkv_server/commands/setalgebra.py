@@ -12,12 +12,15 @@ from __future__ import annotations
 from collections.abc import KeysView
 from typing import Any
 
+from hotkv_server.commands.containers import store
+from hotkv_server.engine import errors
 from hotkv_server.engine.args import parse_int
 from hotkv_server.engine.context import Context
 from hotkv_server.engine.errors import CommandError, WrongTypeError
-from hotkv_server.engine.registry import command, key_spec
-from hotkv_server.stores.keyspace_effects import KvDel, KvPut
+from hotkv_server.engine.registry import SpecFields, family, key_spec
 from hotkv_server.stores.sets import SetValue
+
+command = family(group="set")
 
 NUMKEYS_POSITIVE = "ERR numkeys should be greater than 0"
 TOO_MANY_KEYS = "ERR Number of keys can't be greater than number of args"
@@ -82,24 +85,59 @@ def _diff(sets: list[KeysView[bytes] | None]) -> set[bytes]:
     return result
 
 
-def _store(ctx: Context, dst: bytes, result: set[bytes]) -> int:
-    if result:
-        ctx.emit(KvPut(dst, "set", list(result), None))
-    elif ctx.db.kv.peek(dst, ctx.now_ms) is not None:
-        ctx.emit(KvDel([dst]))
+def read_limit(argv: list[bytes], start: int) -> int:
+    """SINTERCARD's and ZINTERCARD's ``[LIMIT limit]`` from ``argv[start:]`` (0: no limit)."""
+    limit = 0
+    i = start
+    while i < len(argv):
+        if argv[i].upper() == b"LIMIT" and i + 1 < len(argv):
+            value = parse_int(argv[i + 1])
+            if value is None or value < 0:
+                raise CommandError(LIMIT_NEGATIVE)
+            limit = value
+            i += 2
+        else:
+            raise CommandError(errors.SYNTAX)
+    return limit
+
+
+#: each command's operation on the sets of its keys
+_OPERATIONS = {b"sinter": _inter, b"sunion": _union, b"sdiff": _diff,
+               b"sinterstore": _inter, b"sunionstore": _union, b"sdiffstore": _diff}
+#: what SINTER, SUNION and SDIFF share, and the *STORE forms
+_READ = SpecFields(arity=-2, flags="readonly", keys=(1, -1, 1), key_flags="RO access",
+                   tips="nondeterministic_output_order", syntax="key [key ...]")
+_STORE = SpecFields(arity=-3, flags="write denyoom", keys=(1, -1, 1),
+                    key_specs=(key_spec(1, "OW update", arg="destination"),
+                               key_spec(2, "RO access", lastkey=-1, arg="key")),
+                    syntax="destination key [key ...]")
+
+
+@command("sinter", _READ, summary="Returns the intersect of multiple sets.",
+         complexity=_COMPLEXITY_INTER)
+@command("sunion", _READ, summary="Returns the union of multiple sets.", complexity=_COMPLEXITY_SUM)
+@command("sdiff", _READ, summary="Returns the difference of multiple sets.",
+         complexity=_COMPLEXITY_SUM)
+def set_operation(ctx: Context, argv: list[bytes]) -> Any:
+    """SINTER|SUNION|SDIFF key [key ...]"""
+    return _OPERATIONS[argv[0].lower()](_sets(ctx, argv[1:]))
+
+
+@command("sinterstore", _STORE, summary="Stores the intersect of multiple sets in a key.",
+         key_specs=(key_spec(1, "RW update", arg="destination"),
+                    key_spec(2, "RO access", lastkey=-1, arg="key")), complexity=_COMPLEXITY_INTER)
+@command("sunionstore", _STORE, summary="Stores the union of multiple sets in a key.",
+         complexity=_COMPLEXITY_SUM)
+@command("sdiffstore", _STORE, summary="Stores the difference of multiple sets in a key.",
+         complexity=_COMPLEXITY_SUM)
+def set_operation_store(ctx: Context, argv: list[bytes]) -> Any:
+    """SINTERSTORE|SUNIONSTORE|SDIFFSTORE destination key [key ...]"""
+    result = _OPERATIONS[argv[0].lower()](_sets(ctx, argv[2:]))
+    store(ctx, argv[1], "set", list(result))
     return len(result)
 
 
-@command("sinter", arity=-2, flags="readonly", keys=(1, -1, 1), group="set",
-         key_flags="RO access", tips="nondeterministic_output_order",
-         summary="Returns the intersect of multiple sets.", syntax="key [key ...]",
-         complexity=_COMPLEXITY_INTER)
-def sinter(ctx: Context, argv: list[bytes]) -> Any:
-    """SINTER key [key ...]"""
-    return _inter(_sets(ctx, argv[1:]))
-
-
-@command("sintercard", arity=-3, flags="readonly", group="set",
+@command("sintercard", arity=-3, flags="readonly",
          key_specs=(key_spec(1, "RO access", keynum=True, arg="key"),),
          summary="Returns the number of members of the intersect of multiple sets.",
          syntax="numkeys key [key ...] [LIMIT limit]", complexity=_COMPLEXITY_INTER)
@@ -110,63 +148,5 @@ def sintercard(ctx: Context, argv: list[bytes]) -> Any:
         raise CommandError(NUMKEYS_POSITIVE)
     if numkeys > len(argv) - 2:
         raise CommandError(TOO_MANY_KEYS)
-    limit = 0
-    i = 2 + numkeys
-    while i < len(argv):
-        if argv[i].lower() == b"limit" and i + 1 < len(argv):
-            value = parse_int(argv[i + 1])
-            if value is None or value < 0:
-                raise CommandError(LIMIT_NEGATIVE)
-            limit = value
-            i += 2
-        else:
-            raise CommandError("ERR syntax error")
+    limit = read_limit(argv, 2 + numkeys)
     return len(_inter(_sets(ctx, argv[2 : 2 + numkeys]), limit))
-
-
-@command("sinterstore", arity=-3, flags="write denyoom", keys=(1, -1, 1), group="set",
-         key_specs=(key_spec(1, "RW update", arg="destination"),
-                    key_spec(2, "RO access", lastkey=-1, arg="key")),
-         summary="Stores the intersect of multiple sets in a key.",
-         syntax="destination key [key ...]", complexity=_COMPLEXITY_INTER)
-def sinterstore(ctx: Context, argv: list[bytes]) -> Any:
-    """SINTERSTORE destination key [key ...]"""
-    return _store(ctx, argv[1], _inter(_sets(ctx, argv[2:])))
-
-
-@command("sunion", arity=-2, flags="readonly", keys=(1, -1, 1), group="set",
-         key_flags="RO access", tips="nondeterministic_output_order",
-         summary="Returns the union of multiple sets.", syntax="key [key ...]",
-         complexity=_COMPLEXITY_SUM)
-def sunion(ctx: Context, argv: list[bytes]) -> Any:
-    """SUNION key [key ...]"""
-    return _union(_sets(ctx, argv[1:]))
-
-
-@command("sunionstore", arity=-3, flags="write denyoom", keys=(1, -1, 1), group="set",
-         key_specs=(key_spec(1, "OW update", arg="destination"),
-                    key_spec(2, "RO access", lastkey=-1, arg="key")),
-         summary="Stores the union of multiple sets in a key.",
-         syntax="destination key [key ...]", complexity=_COMPLEXITY_SUM)
-def sunionstore(ctx: Context, argv: list[bytes]) -> Any:
-    """SUNIONSTORE destination key [key ...]"""
-    return _store(ctx, argv[1], _union(_sets(ctx, argv[2:])))
-
-
-@command("sdiff", arity=-2, flags="readonly", keys=(1, -1, 1), group="set",
-         key_flags="RO access", tips="nondeterministic_output_order",
-         summary="Returns the difference of multiple sets.", syntax="key [key ...]",
-         complexity=_COMPLEXITY_SUM)
-def sdiff(ctx: Context, argv: list[bytes]) -> Any:
-    """SDIFF key [key ...]"""
-    return _diff(_sets(ctx, argv[1:]))
-
-
-@command("sdiffstore", arity=-3, flags="write denyoom", keys=(1, -1, 1), group="set",
-         key_specs=(key_spec(1, "OW update", arg="destination"),
-                    key_spec(2, "RO access", lastkey=-1, arg="key")),
-         summary="Stores the difference of multiple sets in a key.",
-         syntax="destination key [key ...]", complexity=_COMPLEXITY_SUM)
-def sdiffstore(ctx: Context, argv: list[bytes]) -> Any:
-    """SDIFFSTORE destination key [key ...]"""
-    return _store(ctx, argv[1], _diff(_sets(ctx, argv[2:])))

@@ -12,18 +12,25 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from hotkv_server.commands.hashes import check_repeats, pick, random_count
-from hotkv_server.commands.keys import parse_cursor
-from hotkv_server.commands.scanning import matching, scan_options
+from hotkv_server.commands.hashes import (
+    check_repeats,
+    pick,
+    random_count,
+    remove_present,
+    scan_step,
+)
+from hotkv_server.commands.scanning import ELEMENT_SCAN
 from hotkv_server.commands.typed import read, target
 from hotkv_server.engine import errors
 from hotkv_server.engine.args import parse_int
 from hotkv_server.engine.context import Context
 from hotkv_server.engine.errors import CommandError, WrongTypeError
-from hotkv_server.engine.registry import command, key_spec
+from hotkv_server.engine.registry import family, key_spec
 from hotkv_server.stores.keyspace_effects import KvPut
 from hotkv_server.stores.sets import SetValue
 from hotkv_server.stores.sets_effects import KvSadd, KvSrem
+
+command = family(group="set")
 
 NOT_POSITIVE = "ERR value is out of range, must be positive"
 
@@ -43,8 +50,7 @@ def add_members(ctx: Context, key: bytes, found: SetValue | None, members: list[
     return added
 
 
-@command("sadd", arity=-3, flags="write denyoom fast", keys=(1, 1, 1), group="set",
-         key_flags="RW insert",
+@command("sadd", arity=-3, flags="write denyoom fast", key="RW insert",
          summary="Adds one or more members to a set. Creates the key if it doesn't exist.",
          syntax="key member [member ...]",
          complexity="O(1) for each element added, so O(N) to add N elements when the command "
@@ -61,37 +67,26 @@ def sadd(ctx: Context, argv: list[bytes]) -> Any:
     return add_members(ctx, key, found, argv[2:])
 
 
-@command("srem", arity=-3, flags="write fast", keys=(1, 1, 1), group="set",
-         key_flags="RW delete",
+@command("srem", arity=-3, flags="write fast", key="RW delete",
          summary="Removes one or more members from a set. Deletes the set if the last member was removed.",
          syntax="key member [member ...]",
          complexity="O(N) where N is the number of members to be removed.")
 def srem(ctx: Context, argv: list[bytes]) -> Any:
     """SREM key member [member ...]"""
-    key = argv[1]
-    found = target(ctx, key, SetValue)
-    if found is None:
-        return 0
-    index = found.index
-    gone = [member for member in dict.fromkeys(argv[2:]) if member in index]
-    if not gone:
-        return 0
-    removed: int = ctx.emit(KvSrem(key, gone))
-    return removed
+    found = target(ctx, argv[1], SetValue)
+    return 0 if found is None else remove_present(ctx, argv, found.index, KvSrem)
 
 
-@command("smembers", arity=2, flags="readonly", keys=(1, 1, 1), group="set",
-         key_flags="RO access", tips="nondeterministic_output_order",
-         summary="Returns all members of a set.", syntax="key",
-         complexity="O(N) where N is the set cardinality.")
+@command("smembers", arity=2, flags="readonly", key="RO access",
+         tips="nondeterministic_output_order", summary="Returns all members of a set.",
+         syntax="key", complexity="O(N) where N is the set cardinality.")
 def smembers(ctx: Context, argv: list[bytes]) -> Any:
     """SMEMBERS key"""
     found = read(ctx, argv[1], SetValue)
     return set() if found is None else set(found.members)
 
 
-@command("sismember", arity=3, flags="readonly fast", keys=(1, 1, 1), group="set",
-         key_flags="RO",
+@command("sismember", arity=3, flags="readonly fast", key="RO",
          summary="Determines whether a member belongs to a set.", syntax="key member")
 def sismember(ctx: Context, argv: list[bytes]) -> Any:
     """SISMEMBER key member"""
@@ -99,8 +94,7 @@ def sismember(ctx: Context, argv: list[bytes]) -> Any:
     return int(found is not None and argv[2] in found.index)
 
 
-@command("smismember", arity=-3, flags="readonly fast", keys=(1, 1, 1), group="set",
-         key_flags="RO access",
+@command("smismember", arity=-3, flags="readonly fast", key="RO access",
          summary="Determines whether multiple members belong to a set.",
          syntax="key member [member ...]",
          complexity="O(N) where N is the number of elements being checked for membership")
@@ -113,8 +107,7 @@ def smismember(ctx: Context, argv: list[bytes]) -> Any:
     return [int(member in index) for member in argv[2:]]
 
 
-@command("scard", arity=2, flags="readonly fast", keys=(1, 1, 1), group="set",
-         key_flags="RO",
+@command("scard", arity=2, flags="readonly fast", key="RO",
          summary="Returns the number of members in a set.", syntax="key")
 def scard(ctx: Context, argv: list[bytes]) -> Any:
     """SCARD key"""
@@ -122,11 +115,10 @@ def scard(ctx: Context, argv: list[bytes]) -> Any:
     return 0 if found is None else len(found)
 
 
-@command("spop", arity=-2, flags="write fast", keys=(1, 1, 1), group="set",
-         key_flags="RW access delete", tips="nondeterministic_output",
+@command("spop", arity=-2, flags="write fast", key="RW access delete",
+         tips="nondeterministic_output",
          summary="Returns one or more random members from a set after removing them. "
-                 "Deletes the set if the last member was popped.",
-         syntax="key [count]",
+                 "Deletes the set if the last member was popped.", syntax="key [count]",
          complexity="Without the count argument O(1), otherwise O(N) where N is the value "
                     "of the passed count.")
 def spop(ctx: Context, argv: list[bytes]) -> Any:
@@ -153,8 +145,7 @@ def spop(ctx: Context, argv: list[bytes]) -> Any:
     return set(chosen)
 
 
-@command("srandmember", arity=-2, flags="readonly", keys=(1, 1, 1), group="set",
-         key_flags="RO access", tips="nondeterministic_output",
+@command("srandmember", arity=-2, flags="readonly", key="RO access", tips="nondeterministic_output",
          summary="Get one or multiple random members from a set", syntax="key [count]",
          complexity="Without the count argument O(1), otherwise O(N) where N is the absolute "
                     "value of the passed count.")
@@ -178,7 +169,7 @@ def srandmember(ctx: Context, argv: list[bytes]) -> Any:
     return pick(list(members), count)
 
 
-@command("smove", arity=4, flags="write fast", keys=(1, 2, 1), group="set",
+@command("smove", arity=4, flags="write fast", keys=(1, 2, 1),
          key_specs=(key_spec(1, "RW access delete", arg="source"),
                     key_spec(2, "RW insert", arg="destination")),
          summary="Moves a member from one set to another.", syntax="source destination member")
@@ -206,19 +197,8 @@ def smove(ctx: Context, argv: list[bytes]) -> Any:
     return 1
 
 
-@command("sscan", arity=-3, flags="readonly", keys=(1, 1, 1), group="set",
-         key_flags="RO access", tips="nondeterministic_output",
-         summary="Iterates over members of a set.",
-         syntax="key cursor [MATCH pattern] [COUNT count]",
-         complexity="O(1) for every call. O(N) for a complete iteration, including enough "
-                    "command calls for the cursor to return back to 0. N is the number of "
-                    "elements inside the collection.")
+@command("sscan", ELEMENT_SCAN, summary="Iterates over members of a set.")
 def sscan(ctx: Context, argv: list[bytes]) -> Any:
     """SSCAN key cursor [MATCH pattern] [COUNT count]"""
-    cursor = parse_cursor(argv[2])
-    found = read(ctx, argv[1], SetValue)
-    if found is None:
-        return [b"0", []]
-    pattern, count = scan_options(argv, 3)
-    next_cursor, names = found.scan(cursor, count)
-    return [b"%d" % next_cursor, matching(names, pattern)]
+    step = scan_step(ctx, argv, SetValue)
+    return [b"0", []] if step is None else list(step[:2])

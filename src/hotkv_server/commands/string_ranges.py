@@ -18,8 +18,10 @@ from hotkv_server.engine import errors
 from hotkv_server.engine.args import parse_int
 from hotkv_server.engine.context import Context
 from hotkv_server.engine.errors import CommandError
-from hotkv_server.engine.registry import command, key_spec
+from hotkv_server.engine.registry import family, key_spec
 from hotkv_server.stores.keyspace_effects import KvSet
+
+command = family(group="string")
 
 TOO_BIG = "ERR string exceeds maximum allowed size (proto-max-bulk-len)"
 OFFSET_RANGE = "ERR offset is out of range"
@@ -33,8 +35,7 @@ def _max_len(ctx: Context) -> int:
     return limit
 
 
-@command("append", arity=3, flags="write denyoom fast", keys=(1, 1, 1), group="string",
-         key_flags="RW insert",
+@command("append", arity=3, flags="write denyoom fast", key="RW insert",
          summary="Appends a string to the value of a key. Creates the key if it doesn't exist.",
          syntax="key value")
 def append(ctx: Context, argv: list[bytes]) -> Any:
@@ -52,11 +53,9 @@ def append(ctx: Context, argv: list[bytes]) -> Any:
     return len(new)
 
 
-@command("setrange", arity=4, flags="write denyoom", keys=(1, 1, 1), group="string",
-         key_flags="RW update",
+@command("setrange", arity=4, flags="write denyoom", key="RW update",
          summary="Overwrites a part of a string value with another by an offset. Creates the "
-                 "key if it doesn't exist.",
-         syntax="key offset value",
+                 "key if it doesn't exist.", syntax="key offset value",
          complexity="O(1), not counting the time taken to copy the new string in place. "
                     "Usually, this string is very small so the amortized complexity is O(1). "
                     "Otherwise, complexity is O(M) with M being the length of the value argument.")
@@ -82,8 +81,7 @@ def setrange(ctx: Context, argv: list[bytes]) -> Any:
     return len(new)
 
 
-@command("getrange", arity=4, flags="readonly", keys=(1, 1, 1), group="string",
-         key_flags="RO access",
+@command("getrange", arity=4, flags="readonly", key="RO access",
          summary="Returns a substring of the string stored at a key.", syntax="key start end",
          complexity="O(N) where N is the length of the returned string. The complexity is "
                     "ultimately determined by the returned length, but because creating a "
@@ -111,7 +109,7 @@ def getrange(ctx: Context, argv: list[bytes]) -> Any:
     return value[start : end + 1]
 
 
-@command("lcs", arity=-3, flags="readonly", keys=(1, 2, 1), group="string",
+@command("lcs", arity=-3, flags="readonly", keys=(1, 2, 1),
          key_specs=(key_spec(1, "RO access", lastkey=1, arg="key1 key2"),),
          summary="Finds the longest common substring.",
          syntax="key1 key2 [LEN] [IDX] [MINMATCHLEN min-match-len] [WITHMATCHLEN]",

@@ -14,14 +14,15 @@ from hotkv_server.engine import errors
 from hotkv_server.engine.args import Args
 from hotkv_server.engine.context import Context
 from hotkv_server.engine.errors import CommandError
-from hotkv_server.engine.registry import command
+from hotkv_server.engine.registry import SpecFields, family
 from hotkv_server.engine.replies import OK
 from hotkv_server.engine.write_options import GETEX_TOKENS, PERSIST, WriteOptions, redis_deadline
 from hotkv_server.stores.keyspace_effects import KvDel, KvExpire, KvMset, KvPersist, KvSet
 
+command = family(group="string")
 
-@command("setnx", arity=3, flags="write denyoom fast", keys=(1, 1, 1), group="string",
-         key_flags="OW insert",
+
+@command("setnx", arity=3, flags="write denyoom fast", key="OW insert",
          summary="Set the string value of a key only when the key doesn't exist.",
          syntax="key value")
 def setnx(ctx: Context, argv: list[bytes]) -> Any:
@@ -38,8 +39,11 @@ def _setex(ctx: Context, argv: list[bytes], option: bytes) -> Any:
     return OK
 
 
-@command("setex", arity=4, flags="write denyoom", keys=(1, 1, 1), group="string",
-         key_flags="OW update",
+#: what SETEX and PSETEX share
+_SETEX = SpecFields(arity=4, flags="write denyoom", key="OW update")
+
+
+@command("setex", _SETEX,
          summary="Sets the string value and expiration time of a key. Creates the key if it doesn't exist.",
          syntax="key seconds value")
 def setex(ctx: Context, argv: list[bytes]) -> Any:
@@ -47,18 +51,16 @@ def setex(ctx: Context, argv: list[bytes]) -> Any:
     return _setex(ctx, argv, b"EX")
 
 
-@command("psetex", arity=4, flags="write denyoom", keys=(1, 1, 1), group="string",
-         key_flags="OW update",
+@command("psetex", _SETEX,
          summary="Sets both string value and expiration time in milliseconds of a key. The "
-                 "key is created if it doesn't exist.",
-         syntax="key milliseconds value")
+                 "key is created if it doesn't exist.", syntax="key milliseconds value")
 def psetex(ctx: Context, argv: list[bytes]) -> Any:
     """PSETEX key milliseconds value"""
     return _setex(ctx, argv, b"PX")
 
 
-@command("getex", arity=-2, flags="write fast", keys=(1, 1, 1), group="string",
-         key_flags="RW access update", key_notes="RW and UPDATE because it changes the TTL",
+@command("getex", arity=-2, flags="write fast", key="RW access update",
+         key_notes="RW and UPDATE because it changes the TTL",
          summary="Returns the string value of a key after setting its expiration time.",
          syntax="key [EX seconds|PX milliseconds|EXAT unix-time-seconds|"
                 "PXAT unix-time-milliseconds|PERSIST]")
@@ -83,8 +85,7 @@ def getex(ctx: Context, argv: list[bytes]) -> Any:
     return value
 
 
-@command("getdel", arity=2, flags="write fast", keys=(1, 1, 1), group="string",
-         key_flags="RW access delete",
+@command("getdel", arity=2, flags="write fast", key="RW access delete",
          summary="Returns the string value of a key after deleting the key.", syntax="key")
 def getdel(ctx: Context, argv: list[bytes]) -> Any:
     """GETDEL key"""
@@ -95,8 +96,7 @@ def getdel(ctx: Context, argv: list[bytes]) -> Any:
     return value
 
 
-@command("getset", arity=3, flags="write denyoom fast", keys=(1, 1, 1), group="string",
-         key_flags="RW access update",
+@command("getset", arity=3, flags="write denyoom fast", key="RW access update",
          summary="Returns the previous string value of a key after setting it to a new value.",
          syntax="key value")
 def getset(ctx: Context, argv: list[bytes]) -> Any:
@@ -106,11 +106,10 @@ def getset(ctx: Context, argv: list[bytes]) -> Any:
     return old
 
 
-@command("msetnx", arity=-3, flags="write denyoom", keys=(1, -1, 2), group="string",
-         key_flags="OW insert", tips="request_policy:multi_shard response_policy:agg_min",
+@command("msetnx", arity=-3, flags="write denyoom", keys=(1, -1, 2), key_flags="OW insert",
+         tips="request_policy:multi_shard response_policy:agg_min",
          summary="Atomically modifies the string values of one or more keys only when all "
-                 "keys don't exist.",
-         syntax="key value [key value ...]",
+                 "keys don't exist.", syntax="key value [key value ...]",
          complexity="O(N) where N is the number of keys to set.")
 def msetnx(ctx: Context, argv: list[bytes]) -> Any:
     """MSETNX key value [key value ...]"""

@@ -19,17 +19,18 @@ from hotkv_server.engine.args import Args, parse_int
 from hotkv_server.engine.context import Context
 from hotkv_server.engine.errors import CommandError
 from hotkv_server.engine.notify import KEY_MISS
-from hotkv_server.engine.registry import command
+from hotkv_server.engine.registry import SpecFields, family
 from hotkv_server.engine.replies import OK
 from hotkv_server.engine.write_options import KEEPTTL, NX, SET_TOKENS, XX, WriteOptions
 from hotkv_server.stores.keyspace_effects import KvMset, KvSet
+
+command = family(group="string")
 
 LLONG_MAX = 2**63 - 1
 LLONG_MIN = -(2**63)
 NAN_OR_INF = "ERR increment would produce NaN or Infinity"
 
-@command("get", arity=2, flags="readonly fast", keys=(1, 1, 1), group="string",
-         key_flags="RO access",
+@command("get", arity=2, flags="readonly fast", key="RO access",
          summary="Returns the string value of a key.", syntax="key")
 def get(ctx: Context, argv: list[bytes]) -> Any:
     """GET key"""
@@ -44,8 +45,7 @@ def get(ctx: Context, argv: list[bytes]) -> Any:
     return value
 
 
-@command("set", arity=-3, flags="write denyoom", keys=(1, 1, 1), group="string",
-         key_flags="RW access update variable_flags",
+@command("set", arity=-3, flags="write denyoom", key="RW access update variable_flags",
          key_notes="RW and ACCESS due to the optional `GET` argument",
          summary="Sets the string value of a key, ignoring its type. The key is created if it doesn't exist.",
          syntax="key value [NX|XX] [GET] [EX seconds|PX milliseconds|EXAT unix-time-seconds|"
@@ -81,8 +81,8 @@ def set_(ctx: Context, argv: list[bytes]) -> Any:
     return old if get else OK
 
 
-@command("mget", arity=-2, flags="readonly fast", keys=(1, -1, 1), group="string",
-         key_flags="RO access", tips="request_policy:multi_shard",
+@command("mget", arity=-2, flags="readonly fast", keys=(1, -1, 1), key_flags="RO access",
+         tips="request_policy:multi_shard",
          summary="Atomically returns the string values of one or more keys.",
          syntax="key [key ...]", complexity="O(N) where N is the number of keys to retrieve.")
 def mget(ctx: Context, argv: list[bytes]) -> Any:
@@ -102,8 +102,8 @@ def mget(ctx: Context, argv: list[bytes]) -> Any:
     return [value if value.__class__ is bytes else None for value in values]
 
 
-@command("mset", arity=-3, flags="write denyoom", keys=(1, -1, 2), group="string",
-         key_flags="OW update", tips="request_policy:multi_shard response_policy:all_succeeded",
+@command("mset", arity=-3, flags="write denyoom", keys=(1, -1, 2), key_flags="OW update",
+         tips="request_policy:multi_shard response_policy:all_succeeded",
          summary="Atomically creates or modifies the string values of one or more keys.",
          syntax="key value [key value ...]",
          complexity="O(N) where N is the number of keys to set.")
@@ -141,26 +141,29 @@ def _increment_arg(raw: bytes) -> int:
     return value
 
 
-@command("incr", arity=2, flags="write denyoom fast", keys=(1, 1, 1), group="string",
-         key_flags="RW access update",
-         summary="Increments the integer value of a key by one. Uses 0 as initial value if the key doesn't exist.",
-         syntax="key")
+#: what INCR and DECR share
+_STEP = SpecFields(arity=2, flags="write denyoom fast", key="RW access update", syntax="key")
+
+
+@command("incr", _STEP,
+         summary="Increments the integer value of a key by one. Uses 0 as initial value if the key doesn't exist.")
 def incr(ctx: Context, argv: list[bytes]) -> Any:
     """INCR key"""
     return _incr_by(ctx, argv[1], 1)
 
 
-@command("decr", arity=2, flags="write denyoom fast", keys=(1, 1, 1), group="string",
-         key_flags="RW access update",
-         summary="Decrements the integer value of a key by one. Uses 0 as initial value if the key doesn't exist.",
-         syntax="key")
+@command("decr", _STEP,
+         summary="Decrements the integer value of a key by one. Uses 0 as initial value if the key doesn't exist.")
 def decr(ctx: Context, argv: list[bytes]) -> Any:
     """DECR key"""
     return _incr_by(ctx, argv[1], -1)
 
 
-@command("incrby", arity=3, flags="write denyoom fast", keys=(1, 1, 1), group="string",
-         key_flags="RW access update",
+#: what INCRBY and DECRBY share
+_STEP_BY = SpecFields(arity=3, flags="write denyoom fast", key="RW access update")
+
+
+@command("incrby", _STEP_BY,
          summary="Increments the integer value of a key by a number. Uses 0 as initial value if the key doesn't exist.",
          syntax="key increment")
 def incrby(ctx: Context, argv: list[bytes]) -> Any:
@@ -168,8 +171,7 @@ def incrby(ctx: Context, argv: list[bytes]) -> Any:
     return _incr_by(ctx, argv[1], _increment_arg(argv[2]))
 
 
-@command("decrby", arity=3, flags="write denyoom fast", keys=(1, 1, 1), group="string",
-         key_flags="RW access update",
+@command("decrby", _STEP_BY,
          summary="Decrements a number from the integer value of a key. Uses 0 as initial value if the key doesn't exist.",
          syntax="key decrement")
 def decrby(ctx: Context, argv: list[bytes]) -> Any:
@@ -180,8 +182,7 @@ def decrby(ctx: Context, argv: list[bytes]) -> Any:
     return _incr_by(ctx, argv[1], -decrement)
 
 
-@command("strlen", arity=2, flags="readonly fast", keys=(1, 1, 1), group="string",
-         key_flags="RO",
+@command("strlen", arity=2, flags="readonly fast", key="RO",
          summary="Returns the length of a string value.", syntax="key")
 def strlen(ctx: Context, argv: list[bytes]) -> Any:
     """STRLEN key"""
@@ -189,11 +190,9 @@ def strlen(ctx: Context, argv: list[bytes]) -> Any:
     return 0 if value is None else len(value)
 
 
-@command("incrbyfloat", arity=3, flags="write denyoom fast", keys=(1, 1, 1), group="string",
-         key_flags="RW access update",
+@command("incrbyfloat", arity=3, flags="write denyoom fast", key="RW access update",
          summary="Increment the floating point value of a key by a number. Uses 0 as initial "
-                 "value if the key doesn't exist.",
-         syntax="key increment")
+                 "value if the key doesn't exist.", syntax="key increment")
 def incrbyfloat(ctx: Context, argv: list[bytes]) -> Any:
     """INCRBYFLOAT key increment"""
     key = argv[1]

@@ -15,13 +15,16 @@ from __future__ import annotations
 from typing import Any
 
 from hotkv_server.commands.epis import parse_event_id
+from hotkv_server.commands.tenancy import readable_ids
 from hotkv_server.engine import errors
 from hotkv_server.engine.args import Args
 from hotkv_server.engine.context import Context
 from hotkv_server.engine.errors import CommandError
-from hotkv_server.engine.registry import command
+from hotkv_server.engine.registry import SpecFields, family
 from hotkv_server.stores.summary import SummaryStore
 from hotkv_server.stores.summary_effects import SummaryAppend, SummaryDel, SummarySet
+
+command = family(group="summary")
 
 
 def _check_version(store: SummaryStore, agent: bytes, expected: int | None) -> int:
@@ -32,18 +35,10 @@ def _check_version(store: SummaryStore, agent: bytes, expected: int | None) -> i
     return current
 
 
-@command(
-    "amem.summary.set",
-    arity=-3,
-    flags="write denyoom",
-    keys=(1, 1, 1),
-    key_flags="RW update",
-    group="summary",
-    summary="Replaces an agent's summary and returns its new version.",
-    syntax="agent text [IFVERSION v] [UPTO event-id]",
-    dialect=True,
-    extensions="IFVERSION UPTO",
-)
+@command("amem.summary.set", arity=-3, flags="write denyoom", key="RW update",
+         summary="Replaces an agent's summary and returns its new version.",
+         syntax="agent text [IFVERSION v] [UPTO event-id]", dialect=True,
+         extensions="IFVERSION UPTO")
 def summary_set(ctx: Context, argv: list[bytes]) -> int:
     """agent text [IFVERSION v] [UPTO event-id]"""
     args = Args(argv, 1)
@@ -62,25 +57,16 @@ def summary_set(ctx: Context, argv: list[bytes]) -> int:
                 raise CommandError(errors.bad_argument("UPTO", "an event id <ms>-<seq>", upto))
         else:
             raise CommandError(errors.bad_argument("option", "IFVERSION or UPTO", raw))
-    store: SummaryStore = ctx.db.summary
+    store = ctx.db.summary
     version = _check_version(store, agent, expected) + 1
     ctx.emit(SummarySet(agent, text, version, ctx.now_ms, upto))
     return version
 
 
-@command(
-    "amem.summary.append",
-    arity=-3,
-    flags="write denyoom",
-    keys=(1, 1, 1),
-    key_flags="RW update",
-    group="summary",
-    summary="Adds a line to an agent's summary and returns its new version.",
-    syntax="agent line [IFVERSION v]",
-    complexity="O(N) with N the summary's length",
-    dialect=True,
-    extensions="IFVERSION",
-)
+@command("amem.summary.append", arity=-3, flags="write denyoom", key="RW update",
+         summary="Adds a line to an agent's summary and returns its new version.",
+         syntax="agent line [IFVERSION v]", complexity="O(N) with N the summary's length",
+         dialect=True, extensions="IFVERSION")
 def summary_append(ctx: Context, argv: list[bytes]) -> int:
     """agent line [IFVERSION v]"""
     args = Args(argv, 1)
@@ -93,36 +79,22 @@ def summary_append(ctx: Context, argv: list[bytes]) -> int:
             expected = args.int("IFVERSION", 0, None)
         else:
             raise CommandError(errors.bad_argument("option", "IFVERSION", raw))
-    store: SummaryStore = ctx.db.summary
+    store = ctx.db.summary
     version = _check_version(store, agent, expected) + 1
     ctx.emit(SummaryAppend(agent, line, version, ctx.now_ms))
     return version
 
 
-@command(
-    "amem.summary.get",
-    arity=-2,
-    flags="readonly fast",
-    keys=(1, 1, 1),
-    key_flags="RO access",
-    group="summary",
-    summary="Returns an agent's summary as [text, version, updated_unix], or with RECORD its "
-    "record: text, version, updated (ms) and upto; null without one.",
-    syntax="agent [RECORD]",
-    dialect=True,
-    extensions="RECORD",
-)
+@command("amem.summary.get", arity=-2, flags="readonly fast", key="RO access",
+         summary="Returns an agent's summary as [text, version, updated_unix], or with RECORD its "
+                 "record: text, version, updated (ms) and upto; null without one.",
+         syntax="agent [RECORD]", dialect=True, extensions="RECORD")
 def summary_get(ctx: Context, argv: list[bytes]) -> Any:
     """agent [RECORD]"""
     args = Args(argv, 1)
     agent = args.ident("agent")
-    as_record = False
-    while args:
-        raw = args.next("option")
-        if raw.upper() != b"RECORD":
-            raise CommandError(errors.bad_argument("option", "RECORD", raw))
-        as_record = True
-    store: SummaryStore = ctx.db.summary
+    as_record = args.only_flag(b"RECORD")
+    store = ctx.db.summary
     item = store.get(agent)
     if item is None:
         return None
@@ -134,16 +106,11 @@ def summary_get(ctx: Context, argv: list[bytes]) -> Any:
     return record
 
 
-@command(
-    "amem.summary.del",
-    arity=2,
-    flags="write",
-    keys=(1, 1, 1),
-    key_flags="RM delete",
-    group="summary",
-    summary="Deletes an agent's summary.",
-    syntax="agent",
-)
+#: what DEL and DROP share
+_SUMMARY_DEL = SpecFields(arity=2, flags="write", key="RM delete", syntax="agent")
+
+
+@command("amem.summary.del", _SUMMARY_DEL, summary="Deletes an agent's summary.")
 def summary_del(ctx: Context, argv: list[bytes]) -> int:
     """agent"""
     agent = Args(argv, 1).ident("agent")
@@ -152,38 +119,19 @@ def summary_del(ctx: Context, argv: list[bytes]) -> int:
     return int(ctx.emit(SummaryDel(agent)))
 
 
-@command(
-    "amem.summary.drop",
-    arity=2,
-    flags="write",
-    keys=(1, 1, 1),
-    key_flags="RM delete",
-    group="summary",
-    summary="Deletes an agent's summary; 1 if it existed, else 0.",
-    syntax="agent",
-    dialect=True,
-)
+@command("amem.summary.drop", _SUMMARY_DEL,
+         summary="Deletes an agent's summary; 1 if it existed, else 0.", dialect=True)
 def summary_drop(ctx: Context, argv: list[bytes]) -> int:
     """agent"""
     return summary_del(ctx, argv)
 
 
-@command(
-    "amem.summary.list",
-    arity=1,
-    flags="readonly",
-    group="summary",
-    summary="Returns the agents that have a summary, in byte order (only those a user "
-    "restricted by ACL key patterns may read).",
-    complexity="O(N log N) with N the agents with a summary",
-    dialect=True,
-)
+@command("amem.summary.list", arity=1, flags="readonly",
+         summary="Returns the agents that have a summary, in byte order (only those a user "
+                 "restricted by ACL key patterns may read).",
+         complexity="O(N log N) with N the agents with a summary", dialect=True)
 def summary_list(ctx: Context, argv: list[bytes]) -> list[bytes]:
     """(no arguments)"""
-    store: SummaryStore = ctx.db.summary
-    agents = sorted(store.ids(ctx.now_ms))
-    user = ctx.user
-    if user is not None and user.restricted and not user.allkeys:
-        # a tenant confined by key patterns learns no other tenant's agent ids
-        agents = [a for a in agents if user.key_allowed(a, read=True, write=False)]
-    return agents
+    store = ctx.db.summary
+    # a tenant confined by key patterns learns no other tenant's agent ids
+    return readable_ids(ctx, sorted(store.ids(ctx.now_ms)))

@@ -9,7 +9,7 @@ everything these commands and AMEM.SCAN see only the ids the user may read: ids 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from hotkv_server.engine.context import Context
 
@@ -26,3 +26,10 @@ def readable_filter(ctx: Context) -> Callable[[bytes], bool] | None:
         return bool(allowed(ident, read=True, write=False))
 
     return readable
+
+
+def readable_ids(ctx: Context, ids: Iterable[bytes]) -> list[bytes]:
+    """``ids`` (in their order) less those this client's user may not read: what a command
+    that lists an id space (KEYS, EMBED.DEDUP.LIST, AMEM.SUMMARY.LIST ...) shows a tenant."""
+    readable = readable_filter(ctx)
+    return list(ids) if readable is None else [ident for ident in ids if readable(ident)]

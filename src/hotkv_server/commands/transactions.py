@@ -12,11 +12,13 @@ from hotkv_server.engine import errors
 from hotkv_server.engine.context import Context
 from hotkv_server.engine.dispatch import NO_REPLY, Deferred, execute
 from hotkv_server.engine.errors import CommandError
-from hotkv_server.engine.registry import command
+from hotkv_server.engine.registry import family
 from hotkv_server.engine.replies import NULL_ARRAY, OK, ErrorReply, Spliced
 
+command = family(group="transactions")
 
-@command("multi", arity=1, flags="noscript loading stale fast allow_busy", group="transactions",
+
+@command("multi", arity=1, flags="noscript loading stale fast allow_busy",
          summary="Starts a transaction.")
 def multi(ctx: Context, argv: list[bytes]) -> Any:
     """MULTI"""
@@ -27,7 +29,7 @@ def multi(ctx: Context, argv: list[bytes]) -> Any:
     return OK
 
 
-@command("discard", arity=1, flags="noscript loading stale fast allow_busy", group="transactions",
+@command("discard", arity=1, flags="noscript loading stale fast allow_busy",
          summary="Discards a transaction.")
 def discard(ctx: Context, argv: list[bytes]) -> Any:
     """DISCARD"""
@@ -39,7 +41,7 @@ def discard(ctx: Context, argv: list[bytes]) -> Any:
     return OK
 
 
-@command("exec", arity=1, flags="noscript loading stale skip_slowlog", group="transactions",
+@command("exec", arity=1, flags="noscript loading stale skip_slowlog",
          summary="Executes all commands in a transaction.")
 def exec_(ctx: Context, argv: list[bytes]) -> Any:
     """EXEC"""
@@ -156,7 +158,7 @@ def _revoked(ctx: Context, denied: tuple[str, bytes]) -> ErrorReply:
 
 
 @command("watch", arity=-2, flags="noscript loading stale fast allow_busy", keys=(1, -1, 1),
-         group="transactions", summary="Watches keys: EXEC fails if any of them is written first.",
+         summary="Watches keys: EXEC fails if any of them is written first.",
          syntax="key [key ...]")
 def watch(ctx: Context, argv: list[bytes]) -> Any:
     """WATCH key [key ...]"""
@@ -172,7 +174,7 @@ def watch(ctx: Context, argv: list[bytes]) -> Any:
     return OK
 
 
-@command("unwatch", arity=1, flags="noscript loading stale fast allow_busy", group="transactions",
+@command("unwatch", arity=1, flags="noscript loading stale fast allow_busy",
          summary="Forgets all watched keys.")
 def unwatch(ctx: Context, argv: list[bytes]) -> Any:
     """UNWATCH"""

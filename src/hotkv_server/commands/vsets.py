@@ -24,7 +24,7 @@ from hotkv_server.engine import errors
 from hotkv_server.engine.args import parse_float, parse_int
 from hotkv_server.engine.context import Context
 from hotkv_server.engine.errors import CommandError
-from hotkv_server.engine.registry import command
+from hotkv_server.engine.registry import SpecFields, family
 from hotkv_server.engine.replies import NULL_ARRAY, Double, Simple
 from hotkv_server.stores.keyspace_effects import KvPut
 from hotkv_server.stores.vectorset import (
@@ -36,6 +36,8 @@ from hotkv_server.stores.vectorset import (
     quantize,
 )
 from hotkv_server.stores.vectorset_effects import KvVadd, KvVrem, KvVsetattr
+
+command = family(group="vector_set")
 
 INVALID_VECTOR = "ERR invalid vector specification"
 MAX_M = 4096
@@ -77,8 +79,8 @@ def _int_option(raw: bytes, lo: int, hi: int, error: str) -> int:
     return value
 
 
-@command("vadd", arity=-5, flags="write denyoom", keys=(1, 1, 1), group="vector_set",
-         key_flags="RW insert", since="8.0.0", complexity="O(log(N)) for each element added",
+@command("vadd", arity=-5, flags="write denyoom", key="RW insert", since="8.0.0",
+         complexity="O(log(N)) for each element added",
          summary="Adds one or more elements to a vector set, or updates its vector if it exists.",
          syntax="key [REDUCE dim] FP32|VALUES vector element [CAS] [NOQUANT|Q8|BIN] "
                 "[EF build-exploration-factor] [SETATTR attributes] [M numlinks]")
@@ -149,8 +151,8 @@ def vadd(ctx: Context, argv: list[bytes]) -> Any:
     return bool(added)
 
 
-@command("vrem", arity=3, flags="write", keys=(1, 1, 1), group="vector_set",
-         key_flags="RW delete", since="8.0.0", complexity="O(log(N)) for each element removed",
+@command("vrem", arity=3, flags="write", key="RW delete", since="8.0.0",
+         complexity="O(log(N)) for each element removed",
          summary="Removes an element from a vector set.", syntax="key element")
 def vrem(ctx: Context, argv: list[bytes]) -> Any:
     """VREM key element"""
@@ -161,17 +163,16 @@ def vrem(ctx: Context, argv: list[bytes]) -> Any:
     return True
 
 
-@command("vcard", arity=2, flags="readonly fast", keys=(1, 1, 1), group="vector_set",
-         since="8.0.0", summary="Returns the number of elements in a vector set.", syntax="key")
+@command("vcard", arity=2, flags="readonly fast", key="RO access", since="8.0.0",
+         summary="Returns the number of elements in a vector set.", syntax="key")
 def vcard(ctx: Context, argv: list[bytes]) -> Any:
     """VCARD key"""
     found = read(ctx, argv[1], VectorSetValue)
     return 0 if found is None else len(found.elements)
 
 
-@command("vdim", arity=2, flags="readonly fast", keys=(1, 1, 1), group="vector_set",
-         since="8.0.0", summary="Returns the dimension of vectors in the vector set.",
-         syntax="key")
+@command("vdim", arity=2, flags="readonly fast", key="RO access", since="8.0.0",
+         summary="Returns the dimension of vectors in the vector set.", syntax="key")
 def vdim(ctx: Context, argv: list[bytes]) -> Any:
     """VDIM key"""
     found = read(ctx, argv[1], VectorSetValue)
@@ -180,9 +181,8 @@ def vdim(ctx: Context, argv: list[bytes]) -> Any:
     return found.dim
 
 
-@command("vemb", arity=-3, flags="readonly fast", keys=(1, 1, 1), group="vector_set",
-         since="8.0.0", summary="Returns the vector associated with an element.",
-         syntax="key element [RAW]")
+@command("vemb", arity=-3, flags="readonly fast", key="RO access", since="8.0.0",
+         summary="Returns the vector associated with an element.", syntax="key element [RAW]")
 def vemb(ctx: Context, argv: list[bytes]) -> Any:
     """VEMB key element [RAW]"""
     raw = False
@@ -202,8 +202,7 @@ def vemb(ctx: Context, argv: list[bytes]) -> Any:
     return [Double(v) for v in found.embedding(element)]
 
 
-@command("vsetattr", arity=4, flags="write fast", keys=(1, 1, 1), group="vector_set",
-         key_flags="RW update", since="8.0.0",
+@command("vsetattr", arity=4, flags="write fast", key="RW update", since="8.0.0",
          summary="Associates or removes the JSON attributes of elements.",
          syntax="key element json")
 def vsetattr(ctx: Context, argv: list[bytes]) -> Any:
@@ -215,9 +214,12 @@ def vsetattr(ctx: Context, argv: list[bytes]) -> Any:
     return True
 
 
-@command("vgetattr", arity=3, flags="readonly fast", keys=(1, 1, 1), group="vector_set",
-         since="8.0.0", summary="Retrieves the JSON attributes of elements.",
-         syntax="key element")
+#: what VGETATTR and VISMEMBER share
+_VMEMBER = SpecFields(arity=3, flags="readonly fast", key="RO access", since="8.0.0",
+                      syntax="key element")
+
+
+@command("vgetattr", _VMEMBER, summary="Retrieves the JSON attributes of elements.")
 def vgetattr(ctx: Context, argv: list[bytes]) -> Any:
     """VGETATTR key element"""
     found = read(ctx, argv[1], VectorSetValue)
@@ -225,17 +227,15 @@ def vgetattr(ctx: Context, argv: list[bytes]) -> Any:
     return None if element is None else element.attr
 
 
-@command("vismember", arity=3, flags="readonly fast", keys=(1, 1, 1), group="vector_set",
-         since="8.0.0", summary="Checks if an element exists in a vector set.",
-         syntax="key element")
+@command("vismember", _VMEMBER, summary="Checks if an element exists in a vector set.")
 def vismember(ctx: Context, argv: list[bytes]) -> Any:
     """VISMEMBER key element"""
     found = read(ctx, argv[1], VectorSetValue)
     return found is not None and argv[2] in found.elements
 
 
-@command("vlinks", arity=-3, flags="readonly", keys=(1, 1, 1), group="vector_set",
-         since="8.0.0", summary="Returns the neighbors of an element at each layer of the HNSW graph.",
+@command("vlinks", arity=-3, flags="readonly", key="RO access", since="8.0.0",
+         summary="Returns the neighbors of an element at each layer of the HNSW graph.",
          syntax="key element [WITHSCORES]")
 def vlinks(ctx: Context, argv: list[bytes]) -> Any:
     """VLINKS key element [WITHSCORES]"""
@@ -260,8 +260,8 @@ def vlinks(ctx: Context, argv: list[bytes]) -> Any:
     return out
 
 
-@command("vinfo", arity=2, flags="readonly fast", keys=(1, 1, 1), group="vector_set",
-         since="8.0.0", summary="Returns information about a vector set.", syntax="key")
+@command("vinfo", arity=2, flags="readonly fast", key="RO access", since="8.0.0",
+         summary="Returns information about a vector set.", syntax="key")
 def vinfo(ctx: Context, argv: list[bytes]) -> Any:
     """VINFO key"""
     found = read(ctx, argv[1], VectorSetValue)
@@ -289,9 +289,8 @@ def _max_level(found: VectorSetValue) -> int:
     return int(levels.max()) if levels.size else 0
 
 
-@command("vrandmember", arity=-2, flags="readonly", keys=(1, 1, 1), group="vector_set",
-         since="8.0.0", summary="Returns one or multiple random members from a vector set.",
-         syntax="key [count]")
+@command("vrandmember", arity=-2, flags="readonly", key="RO access", since="8.0.0",
+         summary="Returns one or multiple random members from a vector set.", syntax="key [count]")
 def vrandmember(ctx: Context, argv: list[bytes]) -> Any:
     """VRANDMEMBER key [count]"""
     if len(argv) > 3:
@@ -322,9 +321,8 @@ def _range_bound(raw: bytes, which: str) -> tuple[bytes | None, bool]:
     return raw[1:], raw[:1] == b"["
 
 
-@command("vrange", arity=-4, flags="readonly", keys=(1, 1, 1), group="vector_set",
-         since="8.2.0", summary="Returns elements in a lexicographical range.",
-         syntax="key start end [count]")
+@command("vrange", arity=-4, flags="readonly", key="RO access", since="8.2.0",
+         summary="Returns elements in a lexicographical range.", syntax="key start end [count]")
 def vrange(ctx: Context, argv: list[bytes]) -> Any:
     """VRANGE key start end [count]"""
     if len(argv) > 5:

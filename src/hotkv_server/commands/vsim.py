@@ -80,8 +80,8 @@ def _option_number(raw: bytes, error: str, *, integer: bool = True) -> float:
     return value
 
 
-@command("vsim", arity=-4, flags="readonly", keys=(1, 1, 1), group="vector_set",
-         since="8.0.0", complexity="O(log(N)) where N is the number of elements in the vector set.",
+@command("vsim", arity=-4, flags="readonly", key="RO access", group="vector_set", since="8.0.0",
+         complexity="O(log(N)) where N is the number of elements in the vector set.",
          summary="Returns elements by vector similarity.",
          syntax="key ELE|FP32|VALUES vector-or-element [WITHSCORES] [WITHATTRIBS] [COUNT num] "
                 "[EPSILON delta] [EF search-exploration-factor] [FILTER expression] "

@@ -22,13 +22,13 @@ from typing import Any
 
 import numpy as np
 
-from hotkv_server.commands.tenancy import readable_filter
+from hotkv_server.commands.tenancy import readable_filter, readable_ids
 from hotkv_server.commands.typed import read, target
 from hotkv_server.commands.vsim import run_search
 from hotkv_server.engine.args import parse_float, parse_int
 from hotkv_server.engine.context import Context
 from hotkv_server.engine.errors import CommandError
-from hotkv_server.engine.registry import command
+from hotkv_server.engine.registry import family
 from hotkv_server.engine.replies import OK, Double
 from hotkv_server.stores.keyspace_effects import KvDel, KvPut
 from hotkv_server.stores.vectorset import (
@@ -44,6 +44,8 @@ from hotkv_server.stores.vectorset import (
 from hotkv_server.stores.vectorset_effects import KvVadd, KvVrem
 from hotkv_server.stores.vsearch import Check
 from hotkv_server.stores.vsnap_effects import VsnapDrop, VsnapSave
+
+command = family(group="vector_set", dialect=True)
 
 NO_INDEX = "ERR no such index"
 
@@ -77,8 +79,7 @@ def _vector(argv: list[bytes], at: int, dim: int) -> tuple[np.ndarray, int]:
     return np.asarray(values, dtype=np.float32), i
 
 
-@command("vsim.createindex", arity=-3, flags="write denyoom", keys=(1, 1, 1),
-         group="vector_set", key_flags="RW insert", dialect=True,
+@command("vsim.createindex", arity=-3, flags="write denyoom", key="RW insert",
          summary="Creates a vector index with the given dimension and metric.",
          syntax="index dims [METRIC cosine|l2|ip] [M n] [EF_CONSTRUCTION n] [EF_SEARCH n]")
 def vsim_createindex(ctx: Context, argv: list[bytes]) -> Any:
@@ -114,8 +115,8 @@ def vsim_createindex(ctx: Context, argv: list[bytes]) -> Any:
     return OK
 
 
-@command("vsim.dropindex", arity=2, flags="write", keys=(1, 1, 1), group="vector_set",
-         key_flags="RM delete", dialect=True, summary="Drops a vector index.", syntax="index")
+@command("vsim.dropindex", arity=2, flags="write", key="RM delete",
+         summary="Drops a vector index.", syntax="index")
 def vsim_dropindex(ctx: Context, argv: list[bytes]) -> Any:
     """VSIM.DROPINDEX index"""
     _index(ctx, argv[1], write=True)
@@ -123,8 +124,8 @@ def vsim_dropindex(ctx: Context, argv: list[bytes]) -> Any:
     return OK
 
 
-@command("vsim.set", arity=-4, flags="write denyoom", keys=(1, 1, 1), group="vector_set",
-         key_flags="RW insert", dialect=True, extensions="TAGS",
+@command("vsim.set", arity=-4, flags="write denyoom", key="RW insert",
+         extensions="TAGS",
          summary="Stores the vector of a key in an index; 1 when the key is new.",
          syntax="index key component [component ...] [TAGS tag [tag ...]]")
 def vsim_set(ctx: Context, argv: list[bytes]) -> Any:
@@ -144,9 +145,8 @@ def vsim_set(ctx: Context, argv: list[bytes]) -> Any:
     return added
 
 
-@command("vsim.get", arity=3, flags="readonly fast", keys=(1, 1, 1), group="vector_set",
-         dialect=True, summary="Returns the vector stored for a key, or nil.",
-         syntax="index key")
+@command("vsim.get", arity=3, flags="readonly fast", key="RO access",
+         summary="Returns the vector stored for a key, or nil.", syntax="index key")
 def vsim_get(ctx: Context, argv: list[bytes]) -> Any:
     """VSIM.GET index key"""
     element = _index(ctx, argv[1]).elements.get(argv[2])
@@ -155,9 +155,8 @@ def vsim_get(ctx: Context, argv: list[bytes]) -> Any:
     return [Double(v) for v in _index(ctx, argv[1]).embedding(element)]
 
 
-@command("vsim.del", arity=3, flags="write fast", keys=(1, 1, 1), group="vector_set",
-         key_flags="RW delete", dialect=True, summary="Removes a key from an index.",
-         syntax="index key")
+@command("vsim.del", arity=3, flags="write fast", key="RW delete",
+         summary="Removes a key from an index.", syntax="index key")
 def vsim_del(ctx: Context, argv: list[bytes]) -> Any:
     """VSIM.DEL index key"""
     if argv[2] not in _index(ctx, argv[1], write=True).elements:
@@ -177,8 +176,8 @@ def _tag_check(tags: list[str]) -> Check:
     return check
 
 
-@command("vsim.search", arity=-4, flags="readonly", keys=(1, 1, 1), group="vector_set",
-         dialect=True, summary="Returns the k nearest keys of a vector with their distance.",
+@command("vsim.search", arity=-4, flags="readonly", key="RO access",
+         summary="Returns the k nearest keys of a vector with their distance.",
          syntax="index k component [component ...] [FILTER tag [tag ...]] [EF n]")
 def vsim_search(ctx: Context, argv: list[bytes]) -> Any:
     """VSIM.SEARCH index k component [component ...] [FILTER tag [tag ...]] [EF n]"""
@@ -219,8 +218,8 @@ def vsim_search(ctx: Context, argv: list[bytes]) -> Any:
                       "vsim.search")
 
 
-@command("vsim.info", arity=-1, flags="readonly", keys=(1, 1, 1), group="vector_set",
-         dialect=True, summary="Lists the index names, or returns one index's settings and size.",
+@command("vsim.info", arity=-1, flags="readonly", key="RO access",
+         summary="Lists the index names, or returns one index's settings and size.",
          syntax="[index]")
 def vsim_info(ctx: Context, argv: list[bytes]) -> Any:
     """VSIM.INFO [index]"""
@@ -242,34 +241,30 @@ def vsim_info(ctx: Context, argv: list[bytes]) -> Any:
             "ef_search", found.ef, "memory", found.nbytes]
 
 
-@command("vsim.save", arity=3, flags="write denyoom", keys=(1, 1, 1), group="vector_set",
-         key_flags="OW update", dialect=True,
-         summary="Stores a snapshot blob under a name; returns its length.",
-         syntax="snapshot blob")
+@command("vsim.save", arity=3, flags="write denyoom", key="OW update",
+         summary="Stores a snapshot blob under a name; returns its length.", syntax="snapshot blob")
 def vsim_save(ctx: Context, argv: list[bytes]) -> Any:
     """VSIM.SAVE snapshot blob"""
     stored: int = ctx.emit(VsnapSave(argv[1], argv[2]))
     return stored
 
 
-@command("vsim.load", arity=2, flags="readonly", keys=(1, 1, 1), group="vector_set",
-         dialect=True, summary="Returns the snapshot blob of a name, or nil.", syntax="snapshot")
+@command("vsim.load", arity=2, flags="readonly", key="RO access",
+         summary="Returns the snapshot blob of a name, or nil.", syntax="snapshot")
 def vsim_load(ctx: Context, argv: list[bytes]) -> Any:
     """VSIM.LOAD snapshot"""
     return ctx.db.vsnap.blobs.get(argv[1])
 
 
-@command("vsim.list", arity=1, flags="readonly", group="vector_set", dialect=True,
-         summary="Lists the snapshot names.", syntax="")
+@command("vsim.list", arity=1, flags="readonly", summary="Lists the snapshot names.",
+         syntax="")
 def vsim_list(ctx: Context, argv: list[bytes]) -> Any:
     """VSIM.LIST"""
-    readable = readable_filter(ctx)
-    return sorted(name for name in ctx.db.vsnap.blobs if readable is None or readable(name))
+    return readable_ids(ctx, sorted(ctx.db.vsnap.blobs))
 
 
-@command("vsim.drop", arity=2, flags="write", keys=(1, 1, 1), group="vector_set",
-         key_flags="RM delete", dialect=True, summary="Deletes a stored snapshot.",
-         syntax="snapshot")
+@command("vsim.drop", arity=2, flags="write", key="RM delete",
+         summary="Deletes a stored snapshot.", syntax="snapshot")
 def vsim_drop(ctx: Context, argv: list[bytes]) -> Any:
     """VSIM.DROP snapshot"""
     if argv[1] not in ctx.db.vsnap.blobs:

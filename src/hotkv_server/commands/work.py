@@ -19,37 +19,26 @@ from hotkv_server.engine import errors
 from hotkv_server.engine.args import MAX_ID_LEN, Args
 from hotkv_server.engine.context import Context
 from hotkv_server.engine.errors import CommandError
-from hotkv_server.engine.registry import command
+from hotkv_server.engine.registry import family
 from hotkv_server.engine.replies import OK
 from hotkv_server.engine.write_options import AMEM_TTL_TOKENS, KEEPTTL, NX, XX, WriteOptions
-from hotkv_server.stores.work import MERGE_MODES, MergeError, WorkingStore, merge
+from hotkv_server.stores.work import MERGE_MODES, MergeError, merge
 from hotkv_server.stores.work_effects import WorkClear, WorkDel, WorkExpire, WorkSet
+
+command = family(group="work")
 
 _SET_OPTIONS = "TTL, PX, PXAT, KEEPTTL, NX, XX or MERGE"
 _SET_TOKENS = AMEM_TTL_TOKENS | {KEEPTTL, NX, XX}
 _MAX_MS = 2**63 - 1
 
 
-def _store(ctx: Context) -> WorkingStore:
-    store: WorkingStore = ctx.db.work
-    return store
-
-
-@command(
-    "amem.work.set",
-    arity=-4,
-    flags="write denyoom",
-    keys=(1, 1, 1),
-    key_flags="RW access update variable_flags",
-    key_notes="ACCESS due to the optional `MERGE` argument (not REPLACE), whose reply is the merged value",
-    group="work",
-    summary="Sets (or merges into) a key of a session's scratchpad.",
-    syntax="session key value [TTL s|PX ms|PXAT unix-time-ms|KEEPTTL] [NX|XX] "
-    "[MERGE REPLACE|APPEND|INCR|MAX|MIN]",
-    complexity="O(1), O(N) for MERGE APPEND with N the array's size",
-    dialect=True,
-    extensions="PX KEEPTTL NX XX MERGE",
-)
+@command("amem.work.set", arity=-4, flags="write denyoom", key="RW access update variable_flags",
+         key_notes="ACCESS due to the optional `MERGE` argument (not REPLACE), whose reply is the merged value",
+         summary="Sets (or merges into) a key of a session's scratchpad.",
+         syntax="session key value [TTL s|PX ms|PXAT unix-time-ms|KEEPTTL] [NX|XX] "
+                "[MERGE REPLACE|APPEND|INCR|MAX|MIN]",
+         complexity="O(1), O(N) for MERGE APPEND with N the array's size", dialect=True,
+         extensions="PX KEEPTTL NX XX MERGE")
 def work_set(ctx: Context, argv: list[bytes]) -> Any:
     """session key value [TTL s|PX ms|PXAT unix-time-ms|KEEPTTL] [NX|XX] [MERGE REPLACE|APPEND|INCR|MAX|MIN]"""
     mode = b"REPLACE"
@@ -70,7 +59,7 @@ def work_set(ctx: Context, argv: list[bytes]) -> Any:
             elif not opts.take(opt, args, ctx.now_ms):
                 raise CommandError(errors.bad_argument("option", _SET_OPTIONS, raw))
 
-    store: WorkingStore = ctx.db.work
+    store = ctx.db.work
     now = ctx.now_ms
     condition = opts.condition if opts is not None else None
     if condition is not None or mode != b"REPLACE":  # only these read the current value
@@ -95,18 +84,9 @@ def work_set(ctx: Context, argv: list[bytes]) -> Any:
     return OK if mode == b"REPLACE" else value
 
 
-@command(
-    "amem.work.get",
-    arity=-3,
-    flags="readonly fast",
-    keys=(1, 1, 1),
-    key_flags="RO access",
-    group="work",
-    summary="Returns a key's value, else the DEFAULT value, else null.",
-    syntax="session key [DEFAULT value]",
-    dialect=True,
-    extensions="DEFAULT",
-)
+@command("amem.work.get", arity=-3, flags="readonly fast", key="RO access",
+         summary="Returns a key's value, else the DEFAULT value, else null.",
+         syntax="session key [DEFAULT value]", dialect=True, extensions="DEFAULT")
 def work_get(ctx: Context, argv: list[bytes]) -> bytes | None:
     """session key [DEFAULT value]"""
     if len(argv) == 3:
@@ -116,56 +96,33 @@ def work_get(ctx: Context, argv: list[bytes]) -> bytes | None:
     args = Args(argv, 1)
     session = args.ident("session")
     key = args.ident("key")
-    default: bytes | None = None
-    while args:
-        raw = args.next("option")
-        if raw.upper() == b"DEFAULT":
-            default = args.next("DEFAULT")
-        else:
-            raise CommandError(errors.bad_argument("option", "DEFAULT", raw))
-    value = _store(ctx).get(session, key, ctx.now_ms)
+    default = args.only_option(b"DEFAULT")
+    value = ctx.db.work.get(session, key, ctx.now_ms)
     return default if value is None else value
 
 
-@command(
-    "amem.work.mget",
-    arity=-3,
-    flags="readonly fast",
-    keys=(1, 1, 1),
-    key_flags="RO access",
-    group="work",
-    summary="Returns the values of several keys of a session (null for missing ones).",
-    syntax="session key [key ...]",
-    complexity="O(N) with N the keys named",
-)
+@command("amem.work.mget", arity=-3, flags="readonly fast", key="RO access",
+         summary="Returns the values of several keys of a session (null for missing ones).",
+         syntax="session key [key ...]", complexity="O(N) with N the keys named")
 def work_mget(ctx: Context, argv: list[bytes]) -> list[bytes | None]:
     """session key [key ...]"""
     args = Args(argv, 1)
     session = args.ident("session")
     keys = [args.ident("key") for _ in range(args.remaining())]
-    store = _store(ctx)
+    store = ctx.db.work
     now = ctx.now_ms
     return [store.get(session, key, now) for key in keys]
 
 
-@command(
-    "amem.work.del",
-    arity=-3,
-    flags="write",
-    keys=(1, 1, 1),
-    key_flags="RW delete",
-    group="work",
-    summary="Deletes keys of a session's scratchpad and returns how many existed.",
-    syntax="session key [key ...]",
-    complexity="O(N) with N the keys named",
-    dialect=True,
-)
+@command("amem.work.del", arity=-3, flags="write", key="RW delete",
+         summary="Deletes keys of a session's scratchpad and returns how many existed.",
+         syntax="session key [key ...]", complexity="O(N) with N the keys named", dialect=True)
 def work_del(ctx: Context, argv: list[bytes]) -> int:
     """session key [key ...]"""
     args = Args(argv, 1)
     session = args.ident("session")
     keys = [args.ident("key") for _ in range(args.remaining())]
-    store = _store(ctx)
+    store = ctx.db.work
     now = ctx.now_ms
     live = [k for k in dict.fromkeys(keys) if store.get(session, k, now) is not None]
     if not live:
@@ -173,74 +130,42 @@ def work_del(ctx: Context, argv: list[bytes]) -> int:
     return int(ctx.emit(WorkDel(session, live)))
 
 
-@command(
-    "amem.work.getall",
-    arity=2,
-    flags="readonly",
-    keys=(1, 1, 1),
-    key_flags="RO access",
-    group="work",
-    summary="Returns every key and value of a session's scratchpad.",
-    syntax="session",
-    complexity="O(N) with N the keys held",
-)
+@command("amem.work.getall", arity=2, flags="readonly", key="RO access",
+         summary="Returns every key and value of a session's scratchpad.", syntax="session",
+         complexity="O(N) with N the keys held")
 def work_getall(ctx: Context, argv: list[bytes]) -> dict[bytes, bytes]:
     """session"""
     session = Args(argv, 1).ident("session")
-    return _store(ctx).items(session, ctx.now_ms)
+    return ctx.db.work.items(session, ctx.now_ms)
 
 
-@command(
-    "amem.work.len",
-    arity=2,
-    flags="readonly fast",
-    keys=(1, 1, 1),
-    key_flags="RO",
-    group="work",
-    summary="Returns the number of keys in a session's scratchpad.",
-    syntax="session",
-)
+@command("amem.work.len", arity=2, flags="readonly fast", key="RO",
+         summary="Returns the number of keys in a session's scratchpad.", syntax="session")
 def work_len(ctx: Context, argv: list[bytes]) -> int:
     """session"""
     session = Args(argv, 1).ident("session")
-    return _store(ctx).length(session, ctx.now_ms)
+    return ctx.db.work.length(session, ctx.now_ms)
 
 
-@command(
-    "amem.work.ttl",
-    arity=3,
-    flags="readonly fast",
-    keys=(1, 1, 1),
-    key_flags="RO access",
-    tips="nondeterministic_output",
-    group="work",
-    summary="Returns a key's time to live in ms (-1 none, -2 missing).",
-    syntax="session key",
-)
+@command("amem.work.ttl", arity=3, flags="readonly fast", key="RO access",
+         tips="nondeterministic_output",
+         summary="Returns a key's time to live in ms (-1 none, -2 missing).", syntax="session key")
 def work_ttl(ctx: Context, argv: list[bytes]) -> int:
     """session key"""
     args = Args(argv, 1)
     session = args.ident("session")
     key = args.ident("key")
-    return _store(ctx).ttl(session, key, ctx.now_ms)
+    return ctx.db.work.ttl(session, key, ctx.now_ms)
 
 
-@command(
-    "amem.work.expire",
-    arity=3,
-    flags="write fast",
-    keys=(1, 1, 1),
-    key_flags="RW update",
-    group="work",
-    summary="Makes a session's whole scratchpad expire in s seconds.",
-    syntax="session s",
-)
+@command("amem.work.expire", arity=3, flags="write fast", key="RW update",
+         summary="Makes a session's whole scratchpad expire in s seconds.", syntax="session s")
 def work_expire(ctx: Context, argv: list[bytes]) -> int:
     """session s"""
     args = Args(argv, 1)
     session = args.ident("session")
     seconds = args.int("s")
-    store = _store(ctx)
+    store = ctx.db.work
     now = ctx.now_ms
     if seconds > (_MAX_MS - now) // 1000:
         raise CommandError(errors.invalid_expire("amem.work.expire"))
@@ -253,41 +178,23 @@ def work_expire(ctx: Context, argv: list[bytes]) -> int:
     return 1
 
 
-@command(
-    "amem.work.clear",
-    arity=2,
-    flags="write",
-    keys=(1, 1, 1),
-    key_flags="RM delete",
-    group="work",
-    summary="Removes every key of a session's scratchpad and returns how many there were.",
-    syntax="session",
-    complexity="O(N) with N the keys held",
-    dialect=True,
-)
+@command("amem.work.clear", arity=2, flags="write", key="RM delete",
+         summary="Removes every key of a session's scratchpad and returns how many there were.",
+         syntax="session", complexity="O(N) with N the keys held", dialect=True)
 def work_clear(ctx: Context, argv: list[bytes]) -> int:
     """session"""
     session = Args(argv, 1).ident("session")
-    store = _store(ctx)
+    store = ctx.db.work
     removed = store.length(session, ctx.now_ms)
     if removed:
         ctx.emit(WorkClear(session))
     return removed
 
 
-@command(
-    "amem.work.list",
-    arity=2,
-    flags="readonly",
-    keys=(1, 1, 1),
-    key_flags="RO access",
-    group="work",
-    summary="Returns the keys of a session's scratchpad (empty when it has none).",
-    syntax="session",
-    complexity="O(N) with N the keys held",
-    dialect=True,
-)
+@command("amem.work.list", arity=2, flags="readonly", key="RO access",
+         summary="Returns the keys of a session's scratchpad (empty when it has none).",
+         syntax="session", complexity="O(N) with N the keys held", dialect=True)
 def work_list(ctx: Context, argv: list[bytes]) -> list[bytes]:
     """session"""
     session = Args(argv, 1).ident("session")
-    return list(_store(ctx).items(session, ctx.now_ms))
+    return list(ctx.db.work.items(session, ctx.now_ms))

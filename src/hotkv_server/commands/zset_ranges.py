@@ -17,7 +17,9 @@ from hotkv_server.engine import errors
 from hotkv_server.engine.args import parse_int
 from hotkv_server.engine.context import Context
 from hotkv_server.engine.errors import CommandError
-from hotkv_server.engine.registry import command, key_spec
+from hotkv_server.engine.registry import SpecFields, family, key_spec
+
+command = family(group="sorted-set")
 
 RANK, SCORE, LEX = "rank", "score", "lex"
 LIMIT_NEEDS_RANGE = ("ERR syntax error, LIMIT is only supported in combination with either "
@@ -92,8 +94,7 @@ def zrange_generic(ctx: Context, argv: list[bytes], first: int, kind: str | None
     return pairs_reply(ctx, pairs, withscores)
 
 
-@command("zrange", arity=-4, flags="readonly", keys=(1, 1, 1), group="sorted-set",
-         key_flags="RO access", since="1.2.0",
+@command("zrange", arity=-4, flags="readonly", key="RO access", since="1.2.0",
          summary="Returns members in a sorted set within a range of indexes.",
          syntax="key start stop [BYSCORE|BYLEX] [REV] [LIMIT offset count] [WITHSCORES]",
          complexity=_COMPLEXITY)
@@ -102,10 +103,9 @@ def zrange(ctx: Context, argv: list[bytes]) -> Any:
     return zrange_generic(ctx, argv, 1, None, None)
 
 
-@command("zrangestore", arity=-5, flags="write denyoom", keys=(1, 2, 1), group="sorted-set",
+@command("zrangestore", arity=-5, flags="write denyoom", keys=(1, 2, 1),
          key_specs=(key_spec(1, "OW update", arg="dst"), key_spec(2, "RO access", arg="src")),
-         since="6.2.0",
-         summary="Stores a range of members from sorted set in a key.",
+         since="6.2.0", summary="Stores a range of members from sorted set in a key.",
          syntax="dst src min max [BYSCORE|BYLEX] [REV] [LIMIT offset count]",
          complexity="O(log(N)+M) with N being the number of elements in the sorted set and M the "
                     "number of elements stored into the destination key.")
@@ -114,52 +114,33 @@ def zrangestore(ctx: Context, argv: list[bytes]) -> Any:
     return zrange_generic(ctx, argv, 2, None, None, store=argv[1])
 
 
-@command("zrevrange", arity=-4, flags="readonly", keys=(1, 1, 1), group="sorted-set",
-         key_flags="RO access", since="1.2.0",
-         summary="Returns members in a sorted set within a range of indexes in reverse order.",
-         syntax="key start stop [WITHSCORES]", complexity=_COMPLEXITY)
-def zrevrange(ctx: Context, argv: list[bytes]) -> Any:
-    """ZREVRANGE key start stop [WITHSCORES]"""
-    return zrange_generic(ctx, argv, 1, RANK, True)
-
-
 _BY_SCORE_COMPLEXITY = ("O(log(N)+M) with N being the number of elements in the sorted set and M "
                         "the number of elements being returned. If M is constant (e.g. always "
                         "asking for the first 10 elements with LIMIT), you can consider it "
                         "O(log(N)).")
+#: the forms ZRANGE's options replaced: what each is (by, reversed), and what they share
+_LEGACY_FORMS = {b"zrevrange": (RANK, True), b"zrangebyscore": (SCORE, False),
+                 b"zrevrangebyscore": (SCORE, True), b"zrangebylex": (LEX, False),
+                 b"zrevrangebylex": (LEX, True)}
+_LEGACY = SpecFields(arity=-4, flags="readonly", key="RO access")
 
 
-@command("zrangebyscore", arity=-4, flags="readonly", keys=(1, 1, 1), group="sorted-set",
-         key_flags="RO access", since="1.0.5",
+@command("zrevrange", _LEGACY, since="1.2.0",
+         summary="Returns members in a sorted set within a range of indexes in reverse order.",
+         syntax="key start stop [WITHSCORES]", complexity=_COMPLEXITY)
+@command("zrangebyscore", _LEGACY, since="1.0.5",
          summary="Returns members in a sorted set within a range of scores.",
          syntax="key min max [WITHSCORES] [LIMIT offset count]", complexity=_BY_SCORE_COMPLEXITY)
-def zrangebyscore(ctx: Context, argv: list[bytes]) -> Any:
-    """ZRANGEBYSCORE key min max [WITHSCORES] [LIMIT offset count]"""
-    return zrange_generic(ctx, argv, 1, SCORE, False)
-
-
-@command("zrevrangebyscore", arity=-4, flags="readonly", keys=(1, 1, 1), group="sorted-set",
-         key_flags="RO access", since="2.2.0",
+@command("zrevrangebyscore", _LEGACY, since="2.2.0",
          summary="Returns members in a sorted set within a range of scores in reverse order.",
          syntax="key max min [WITHSCORES] [LIMIT offset count]", complexity=_BY_SCORE_COMPLEXITY)
-def zrevrangebyscore(ctx: Context, argv: list[bytes]) -> Any:
-    """ZREVRANGEBYSCORE key max min [WITHSCORES] [LIMIT offset count]"""
-    return zrange_generic(ctx, argv, 1, SCORE, True)
-
-
-@command("zrangebylex", arity=-4, flags="readonly", keys=(1, 1, 1), group="sorted-set",
-         key_flags="RO access", since="2.8.9",
+@command("zrangebylex", _LEGACY, since="2.8.9",
          summary="Returns members in a sorted set within a lexicographical range.",
          syntax="key min max [LIMIT offset count]", complexity=_BY_SCORE_COMPLEXITY)
-def zrangebylex(ctx: Context, argv: list[bytes]) -> Any:
-    """ZRANGEBYLEX key min max [LIMIT offset count]"""
-    return zrange_generic(ctx, argv, 1, LEX, False)
-
-
-@command("zrevrangebylex", arity=-4, flags="readonly", keys=(1, 1, 1), group="sorted-set",
-         key_flags="RO access", since="2.8.9",
+@command("zrevrangebylex", _LEGACY, since="2.8.9",
          summary="Returns members in a sorted set within a lexicographical range in reverse order.",
          syntax="key max min [LIMIT offset count]", complexity=_BY_SCORE_COMPLEXITY)
-def zrevrangebylex(ctx: Context, argv: list[bytes]) -> Any:
-    """ZREVRANGEBYLEX key max min [LIMIT offset count]"""
-    return zrange_generic(ctx, argv, 1, LEX, True)
+def zrange_legacy(ctx: Context, argv: list[bytes]) -> Any:
+    """ZREVRANGE key start stop [WITHSCORES], Z[REV]RANGEBYSCORE key min max [WITHSCORES] [LIMIT offset count], Z[REV]RANGEBYLEX key min max [LIMIT offset count]"""
+    by, reverse = _LEGACY_FORMS[argv[0].lower()]
+    return zrange_generic(ctx, argv, 1, by, reverse)

@@ -14,14 +14,17 @@ from typing import Any
 
 from hotkv_server.commands.containers import store_zset
 from hotkv_server.commands.numbers import score_or_none
+from hotkv_server.commands.setalgebra import read_limit
 from hotkv_server.commands.zsets import pairs_reply
 from hotkv_server.engine import errors
 from hotkv_server.engine.args import parse_int
 from hotkv_server.engine.context import Context
 from hotkv_server.engine.errors import CommandError, WrongTypeError
-from hotkv_server.engine.registry import command, key_spec
+from hotkv_server.engine.registry import SpecFields, family, key_spec
 from hotkv_server.stores.sets import SetValue
 from hotkv_server.stores.zsetvalue import SortedSetValue
+
+command = family(group="sorted-set")
 
 WEIGHT_NOT_FLOAT = "ERR weight value is not a float"
 UNION, INTER, DIFF = "union", "inter", "diff"
@@ -132,22 +135,6 @@ def _aggregate(a: float, b: float, how: str) -> float:
     return min(a, b) if how == "min" else max(a, b)
 
 
-def _read(ctx: Context, argv: list[bytes], name: str, op: str) -> Any:
-    keys, weights, aggregate, withscores = parse_inputs(argv, 1, name, op, True)
-    return pairs_reply(ctx, combine(ctx, op, keys, weights, aggregate), withscores)
-
-
-def _store(ctx: Context, argv: list[bytes], name: str, op: str) -> Any:
-    keys, weights, aggregate, _ = parse_inputs(argv, 2, name, op, False)
-    pairs = combine(ctx, op, keys, weights, aggregate)
-    flat: list[Any] = []
-    for member, score in pairs:
-        flat.append(member)
-        flat.append(score)
-    store_zset(ctx, argv[1], flat)
-    return len(pairs)
-
-
 _UNION_COMPLEXITY = ("O(N)+O(M*log(M)) with N being the sum of the sizes of the input sorted "
                      "sets, and M being the number of elements in the resulting sorted set.")
 _INTER_COMPLEXITY = ("O(N*K)+O(M*log(M)) worst case with N being the smallest input sorted set, "
@@ -158,68 +145,60 @@ _DIFF_COMPLEXITY = ("O(L + (N-K)log(N)) worst case where L is the total number o
                     "set.")
 
 
-@command("zunion", arity=-3, flags="readonly", group="sorted-set",
-         key_specs=(key_spec(1, "RO access", keynum=True, arg="key"),), since="6.2.0",
-         summary="Returns the union of multiple sorted sets.",
+#: what ZUNION, ZINTER and ZDIFF share
+_READ_OP = SpecFields(arity=-3, flags="readonly",
+                      key_specs=(key_spec(1, "RO access", keynum=True, arg="key"),), since="6.2.0")
+
+
+#: each command's operation
+_OPERATIONS = {"zunion": UNION, "zinter": INTER, "zdiff": DIFF,
+               "zunionstore": UNION, "zinterstore": INTER, "zdiffstore": DIFF}
+
+
+@command("zunion", _READ_OP, summary="Returns the union of multiple sorted sets.",
          syntax="numkeys key [key ...] [WEIGHTS weight [weight ...]] [AGGREGATE SUM|MIN|MAX] "
                 "[WITHSCORES]", complexity=_UNION_COMPLEXITY)
-def zunion(ctx: Context, argv: list[bytes]) -> Any:
-    """ZUNION numkeys key [key ...] [WEIGHTS weight [weight ...]] [AGGREGATE SUM|MIN|MAX] [WITHSCORES]"""
-    return _read(ctx, argv, "zunion", UNION)
-
-
-@command("zinter", arity=-3, flags="readonly", group="sorted-set",
-         key_specs=(key_spec(1, "RO access", keynum=True, arg="key"),), since="6.2.0",
-         summary="Returns the intersect of multiple sorted sets.",
+@command("zinter", _READ_OP, summary="Returns the intersect of multiple sorted sets.",
          syntax="numkeys key [key ...] [WEIGHTS weight [weight ...]] [AGGREGATE SUM|MIN|MAX] "
                 "[WITHSCORES]", complexity=_INTER_COMPLEXITY)
-def zinter(ctx: Context, argv: list[bytes]) -> Any:
-    """ZINTER numkeys key [key ...] [WEIGHTS weight [weight ...]] [AGGREGATE SUM|MIN|MAX] [WITHSCORES]"""
-    return _read(ctx, argv, "zinter", INTER)
-
-
-@command("zdiff", arity=-3, flags="readonly", group="sorted-set",
-         key_specs=(key_spec(1, "RO access", keynum=True, arg="key"),), since="6.2.0",
-         summary="Returns the difference between multiple sorted sets.",
+@command("zdiff", _READ_OP, summary="Returns the difference between multiple sorted sets.",
          syntax="numkeys key [key ...] [WITHSCORES]", complexity=_DIFF_COMPLEXITY)
-def zdiff(ctx: Context, argv: list[bytes]) -> Any:
-    """ZDIFF numkeys key [key ...] [WITHSCORES]"""
-    return _read(ctx, argv, "zdiff", DIFF)
+def zset_operation(ctx: Context, argv: list[bytes]) -> Any:
+    """ZUNION|ZINTER numkeys key [key ...] [WEIGHTS weight [weight ...]] [AGGREGATE SUM|MIN|MAX] [WITHSCORES], ZDIFF numkeys key [key ...] [WITHSCORES]"""
+    name = argv[0].decode().lower()
+    op = _OPERATIONS[name]
+    keys, weights, aggregate, withscores = parse_inputs(argv, 1, name, op, True)
+    return pairs_reply(ctx, combine(ctx, op, keys, weights, aggregate), withscores)
 
 
-@command("zunionstore", arity=-4, flags="write denyoom", keys=(1, 1, 1), group="sorted-set",
-         key_specs=(key_spec(1, "OW update", arg="destination"),
-                    key_spec(2, "RO access", keynum=True, arg="key")), since="2.0.0",
+#: what ZUNIONSTORE, ZINTERSTORE and ZDIFFSTORE share
+_STORE_OP = SpecFields(arity=-4, flags="write denyoom", keys=(1, 1, 1),
+                       key_specs=(key_spec(1, "OW update", arg="destination"),
+                                  key_spec(2, "RO access", keynum=True, arg="key")))
+
+
+@command("zunionstore", _STORE_OP, since="2.0.0",
          summary="Stores the union of multiple sorted sets in a key.",
          syntax="destination numkeys key [key ...] [WEIGHTS weight [weight ...]] "
                 "[AGGREGATE SUM|MIN|MAX]", complexity=_UNION_COMPLEXITY)
-def zunionstore(ctx: Context, argv: list[bytes]) -> Any:
-    """ZUNIONSTORE destination numkeys key [key ...] [WEIGHTS weight [weight ...]] [AGGREGATE SUM|MIN|MAX]"""
-    return _store(ctx, argv, "zunionstore", UNION)
-
-
-@command("zinterstore", arity=-4, flags="write denyoom", keys=(1, 1, 1), group="sorted-set",
-         key_specs=(key_spec(1, "OW update", arg="destination"),
-                    key_spec(2, "RO access", keynum=True, arg="key")), since="2.0.0",
+@command("zinterstore", _STORE_OP, since="2.0.0",
          summary="Stores the intersect of multiple sorted sets in a key.",
          syntax="destination numkeys key [key ...] [WEIGHTS weight [weight ...]] "
                 "[AGGREGATE SUM|MIN|MAX]", complexity=_INTER_COMPLEXITY)
-def zinterstore(ctx: Context, argv: list[bytes]) -> Any:
-    """ZINTERSTORE destination numkeys key [key ...] [WEIGHTS weight [weight ...]] [AGGREGATE SUM|MIN|MAX]"""
-    return _store(ctx, argv, "zinterstore", INTER)
-
-
-@command("zdiffstore", arity=-4, flags="write denyoom", keys=(1, 1, 1), group="sorted-set",
-         key_specs=(key_spec(1, "OW update", arg="destination"),
-                    key_spec(2, "RO access", keynum=True, arg="key")), since="6.2.0",
+@command("zdiffstore", _STORE_OP, since="6.2.0",
          summary="Stores the difference of multiple sorted sets in a key.",
          syntax="destination numkeys key [key ...]", complexity=_DIFF_COMPLEXITY)
-def zdiffstore(ctx: Context, argv: list[bytes]) -> Any:
-    """ZDIFFSTORE destination numkeys key [key ...]"""
-    return _store(ctx, argv, "zdiffstore", DIFF)
+def zset_operation_store(ctx: Context, argv: list[bytes]) -> Any:
+    """ZUNIONSTORE|ZINTERSTORE destination numkeys key [key ...] [WEIGHTS weight [weight ...]] [AGGREGATE SUM|MIN|MAX], ZDIFFSTORE destination numkeys key [key ...]"""
+    name = argv[0].decode().lower()
+    op = _OPERATIONS[name]
+    keys, weights, aggregate, _ = parse_inputs(argv, 2, name, op, False)
+    pairs = combine(ctx, op, keys, weights, aggregate)
+    store_zset(ctx, argv[1], [item for pair in pairs for item in pair])
+    return len(pairs)
 
 
-@command("zintercard", arity=-3, flags="readonly", group="sorted-set",
+@command("zintercard", arity=-3, flags="readonly",
          key_specs=(key_spec(1, "RO access", keynum=True, arg="key"),), since="7.0.0",
          summary="Returns the number of members of the intersect of multiple sorted sets.",
          syntax="numkeys key [key ...] [LIMIT limit]",
@@ -235,17 +214,7 @@ def zintercard(ctx: Context, argv: list[bytes]) -> Any:
     if numkeys > len(argv) - 2:
         raise CommandError(errors.SYNTAX)
     keys = argv[2 : 2 + numkeys]
-    limit = 0
-    i = 2 + numkeys
-    while i < len(argv):
-        if argv[i].upper() == b"LIMIT" and i + 1 < len(argv):
-            value = parse_int(argv[i + 1])
-            if value is None or value < 0:
-                raise CommandError("ERR LIMIT can't be negative")
-            limit = value
-            i += 2
-        else:
-            raise CommandError(errors.SYNTAX)
+    limit = read_limit(argv, 2 + numkeys)
     inputs = [input_scores(ctx, key) for key in keys]
     if not all(inputs):
         return 0

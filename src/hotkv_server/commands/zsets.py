@@ -19,12 +19,12 @@ from hotkv_server.commands.glob import glob_match
 from hotkv_server.commands.hashes import check_repeats
 from hotkv_server.commands.lists import MUST_BE_POSITIVE, int_arg, parse_mpop
 from hotkv_server.commands.numbers import parse_lex_range, parse_score, parse_score_range
-from hotkv_server.commands.scanning import scan_options
+from hotkv_server.commands.scanning import ELEMENT_SCAN, scan_options
 from hotkv_server.engine import errors
 from hotkv_server.engine.args import parse_int
 from hotkv_server.engine.context import Context
 from hotkv_server.engine.errors import CommandError
-from hotkv_server.engine.registry import command, key_spec
+from hotkv_server.engine.registry import SpecFields, family, key_spec
 from hotkv_server.engine.replies import NULL_ARRAY, Double, format_double
 from hotkv_server.stores.effect import Effect
 from hotkv_server.stores.zset_effects import (
@@ -36,6 +36,8 @@ from hotkv_server.stores.zset_effects import (
     KvZremrangebyscore,
 )
 from hotkv_server.stores.zsetvalue import SortedSetValue
+
+command = family(group="sorted-set")
 
 NAN_RESULT = "ERR resulting score is not a number (NaN)"
 LONG_MAX = 2**63 - 1
@@ -102,8 +104,7 @@ def zadd_apply(ctx: Context, key: bytes, flags: int, pairs: list[tuple[float, by
     return added + updated if flags & _CH else added
 
 
-@command("zadd", arity=-4, flags="write denyoom fast", keys=(1, 1, 1), group="sorted-set",
-         key_flags="RW update", since="1.2.0",
+@command("zadd", arity=-4, flags="write denyoom fast", key="RW update", since="1.2.0",
          summary="Adds one or more members to a sorted set, or updates their scores. Creates the "
                  "key if it doesn't exist.",
          syntax="key [NX|XX] [GT|LT] [CH] [INCR] score member [score member ...]",
@@ -148,21 +149,17 @@ def _zadd_one(ctx: Context, key: bytes, score: float, member: bytes) -> int:
     return 1 if old is None else 0
 
 
-@command("zincrby", arity=4, flags="write denyoom fast", keys=(1, 1, 1), group="sorted-set",
-         key_flags="RW access update", since="1.2.0",
-         summary="Increments the score of a member in a sorted set.",
-         syntax="key increment member",
+@command("zincrby", arity=4, flags="write denyoom fast", key="RW access update", since="1.2.0",
+         summary="Increments the score of a member in a sorted set.", syntax="key increment member",
          complexity="O(log(N)) where N is the number of elements in the sorted set.")
 def zincrby(ctx: Context, argv: list[bytes]) -> Any:
     """ZINCRBY key increment member"""
     return zadd_apply(ctx, argv[1], _INCR, [(parse_score(argv[2]), argv[3])])
 
 
-@command("zrem", arity=-3, flags="write fast", keys=(1, 1, 1), group="sorted-set",
-         key_flags="RW delete", since="1.2.0",
+@command("zrem", arity=-3, flags="write fast", key="RW delete", since="1.2.0",
          summary="Removes one or more members from a sorted set. Deletes the sorted set if all "
-                 "members were removed.",
-         syntax="key member [member ...]",
+                 "members were removed.", syntax="key member [member ...]",
          complexity="O(M*log(N)) with N being the number of elements in the sorted set and M the "
                     "number of elements to be removed.")
 def zrem(ctx: Context, argv: list[bytes]) -> Any:
@@ -178,17 +175,15 @@ def zrem(ctx: Context, argv: list[bytes]) -> Any:
 
 
 # --- reads ----------------------------------------------------------------------------
-@command("zcard", arity=2, flags="readonly fast", keys=(1, 1, 1), group="sorted-set",
-         key_flags="RO", since="1.2.0", summary="Returns the number of members in a sorted set.",
-         syntax="key")
+@command("zcard", arity=2, flags="readonly fast", key="RO", since="1.2.0",
+         summary="Returns the number of members in a sorted set.", syntax="key")
 def zcard(ctx: Context, argv: list[bytes]) -> Any:
     """ZCARD key"""
     zset = read_zset(ctx, argv[1])
     return 0 if zset is None else len(zset)
 
 
-@command("zscore", arity=3, flags="readonly fast", keys=(1, 1, 1), group="sorted-set",
-         key_flags="RO access", since="1.2.0",
+@command("zscore", arity=3, flags="readonly fast", key="RO access", since="1.2.0",
          summary="Returns the score of a member in a sorted set.", syntax="key member")
 def zscore(ctx: Context, argv: list[bytes]) -> Any:
     """ZSCORE key member"""
@@ -197,8 +192,7 @@ def zscore(ctx: Context, argv: list[bytes]) -> Any:
     return None if score is None else Double(score)
 
 
-@command("zmscore", arity=-3, flags="readonly fast", keys=(1, 1, 1), group="sorted-set",
-         key_flags="RO access", since="6.2.0",
+@command("zmscore", arity=-3, flags="readonly fast", key="RO access", since="6.2.0",
          summary="Returns the score of one or more members in a sorted set.",
          syntax="key member [member ...]",
          complexity="O(N) where N is the number of members being requested.")
@@ -231,8 +225,11 @@ def _rank(ctx: Context, argv: list[bytes], reverse: bool) -> Any:
     return rank
 
 
-@command("zrank", arity=-3, flags="readonly fast", keys=(1, 1, 1), group="sorted-set",
-         key_flags="RO access", since="2.0.0",
+#: what ZRANK and ZREVRANK share
+_ZRANK = SpecFields(arity=-3, flags="readonly fast", key="RO access")
+
+
+@command("zrank", _ZRANK, since="2.0.0",
          summary="Returns the index of a member in a sorted set ordered by ascending scores.",
          syntax="key member [WITHSCORE]", complexity="O(log(N))")
 def zrank(ctx: Context, argv: list[bytes]) -> Any:
@@ -240,8 +237,7 @@ def zrank(ctx: Context, argv: list[bytes]) -> Any:
     return _rank(ctx, argv, False)
 
 
-@command("zrevrank", arity=-3, flags="readonly fast", keys=(1, 1, 1), group="sorted-set",
-         key_flags="RO access", since="2.0.0",
+@command("zrevrank", _ZRANK, since="2.0.0",
          summary="Returns the index of a member in a sorted set ordered by descending scores.",
          syntax="key member [WITHSCORE]", complexity="O(log(N))")
 def zrevrank(ctx: Context, argv: list[bytes]) -> Any:
@@ -249,11 +245,13 @@ def zrevrank(ctx: Context, argv: list[bytes]) -> Any:
     return _rank(ctx, argv, True)
 
 
-@command("zcount", arity=4, flags="readonly fast", keys=(1, 1, 1), group="sorted-set",
-         key_flags="RO access", since="2.0.0",
-         summary="Returns the count of members in a sorted set that have scores within a range.",
-         syntax="key min max",
-         complexity="O(log(N)) with N being the number of elements in the sorted set.")
+#: what ZCOUNT and ZLEXCOUNT share
+_ZCOUNT = SpecFields(arity=4, flags="readonly fast", key="RO access", syntax="key min max",
+                     complexity="O(log(N)) with N being the number of elements in the sorted set.")
+
+
+@command("zcount", _ZCOUNT, since="2.0.0",
+         summary="Returns the count of members in a sorted set that have scores within a range.")
 def zcount(ctx: Context, argv: list[bytes]) -> Any:
     """ZCOUNT key min max"""
     rng = parse_score_range(argv[2], argv[3])
@@ -261,11 +259,8 @@ def zcount(ctx: Context, argv: list[bytes]) -> Any:
     return 0 if zset is None else zset.count_by_score(rng)
 
 
-@command("zlexcount", arity=4, flags="readonly fast", keys=(1, 1, 1), group="sorted-set",
-         key_flags="RO access", since="2.8.9",
-         summary="Returns the number of members in a sorted set within a lexicographical range.",
-         syntax="key min max",
-         complexity="O(log(N)) with N being the number of elements in the sorted set.")
+@command("zlexcount", _ZCOUNT, since="2.8.9",
+         summary="Returns the number of members in a sorted set within a lexicographical range.")
 def zlexcount(ctx: Context, argv: list[bytes]) -> Any:
     """ZLEXCOUNT key min max"""
     lo, hi = parse_lex_range(argv[2], argv[3])
@@ -299,25 +294,24 @@ def _zpop(ctx: Context, argv: list[bytes], highest: bool) -> Any:
     return pairs_reply(ctx, popped)
 
 
-@command("zpopmin", arity=-2, flags="write fast", keys=(1, 1, 1), group="sorted-set",
-         key_flags="RW access delete", since="5.0.0",
+#: what ZPOPMIN and ZPOPMAX share
+_ZPOP = SpecFields(arity=-2, flags="write fast", key="RW access delete", since="5.0.0",
+                   syntax="key [count]",
+                   complexity="O(log(N)*M) with N being the number of elements in the sorted set, and M "
+                              "being the number of elements popped.")
+
+
+@command("zpopmin", _ZPOP,
          summary="Returns the lowest-scoring members from a sorted set after removing them. "
-                 "Deletes the sorted set if the last member was popped.",
-         syntax="key [count]",
-         complexity="O(log(N)*M) with N being the number of elements in the sorted set, and M "
-                    "being the number of elements popped.")
+                 "Deletes the sorted set if the last member was popped.")
 def zpopmin(ctx: Context, argv: list[bytes]) -> Any:
     """ZPOPMIN key [count]"""
     return _zpop(ctx, argv, False)
 
 
-@command("zpopmax", arity=-2, flags="write fast", keys=(1, 1, 1), group="sorted-set",
-         key_flags="RW access delete", since="5.0.0",
+@command("zpopmax", _ZPOP,
          summary="Returns the highest-scoring members from a sorted set after removing them. "
-                 "Deletes the sorted set if the last member was popped.",
-         syntax="key [count]",
-         complexity="O(log(N)*M) with N being the number of elements in the sorted set, and M "
-                    "being the number of elements popped.")
+                 "Deletes the sorted set if the last member was popped.")
 def zpopmax(ctx: Context, argv: list[bytes]) -> Any:
     """ZPOPMAX key [count]"""
     return _zpop(ctx, argv, True)
@@ -332,7 +326,7 @@ def zmpop_first(ctx: Context, keys: list[bytes], highest: bool, count: int) -> A
     return None
 
 
-@command("zmpop", arity=-4, flags="write", group="sorted-set", since="7.0.0",
+@command("zmpop", arity=-4, flags="write", since="7.0.0",
          key_specs=(key_spec(1, "RW access delete", keynum=True, arg="key"),),
          summary="Returns the highest- or lowest-scoring members from one or more sorted sets "
                  "after removing them. Deletes the sorted set if the last member was popped.",
@@ -353,13 +347,15 @@ def _remove_range(ctx: Context, key: bytes, effect: Effect, count: int) -> int:
     return int(ctx.emit(effect))
 
 
-@command("zremrangebyrank", arity=4, flags="write", keys=(1, 1, 1), group="sorted-set",
-         key_flags="RW delete", since="2.0.0",
+#: what the ZREMRANGEBY* commands share
+_ZREMRANGE = SpecFields(arity=4, flags="write", key="RW delete",
+                        complexity="O(log(N)+M) with N being the number of elements in the sorted set and M the "
+                                   "number of elements removed by the operation.")
+
+
+@command("zremrangebyrank", _ZREMRANGE, since="2.0.0",
          summary="Removes members in a sorted set within a range of indexes. Deletes the sorted "
-                 "set if all members were removed.",
-         syntax="key start stop",
-         complexity="O(log(N)+M) with N being the number of elements in the sorted set and M the "
-                    "number of elements removed by the operation.")
+                 "set if all members were removed.", syntax="key start stop")
 def zremrangebyrank(ctx: Context, argv: list[bytes]) -> Any:
     """ZREMRANGEBYRANK key start stop"""
     start, stop = int_arg(argv[2]), int_arg(argv[3])
@@ -381,13 +377,9 @@ def _rank_span(zset: SortedSetValue, start: int, stop: int) -> int:
     return min(stop, n - 1) + 1 - start
 
 
-@command("zremrangebyscore", arity=4, flags="write", keys=(1, 1, 1), group="sorted-set",
-         key_flags="RW delete", since="1.2.0",
+@command("zremrangebyscore", _ZREMRANGE, since="1.2.0",
          summary="Removes members in a sorted set within a range of scores. Deletes the sorted set "
-                 "if all members were removed.",
-         syntax="key min max",
-         complexity="O(log(N)+M) with N being the number of elements in the sorted set and M the "
-                    "number of elements removed by the operation.")
+                 "if all members were removed.", syntax="key min max")
 def zremrangebyscore(ctx: Context, argv: list[bytes]) -> Any:
     """ZREMRANGEBYSCORE key min max"""
     rng = parse_score_range(argv[2], argv[3])
@@ -398,13 +390,9 @@ def zremrangebyscore(ctx: Context, argv: list[bytes]) -> Any:
     return _remove_range(ctx, argv[1], effect, zset.count_by_score(rng))
 
 
-@command("zremrangebylex", arity=4, flags="write", keys=(1, 1, 1), group="sorted-set",
-         key_flags="RW delete", since="2.8.9",
+@command("zremrangebylex", _ZREMRANGE, since="2.8.9",
          summary="Removes members in a sorted set within a lexicographical range. Deletes the "
-                 "sorted set if all members were removed.",
-         syntax="key min max",
-         complexity="O(log(N)+M) with N being the number of elements in the sorted set and M the "
-                    "number of elements removed by the operation.")
+                 "sorted set if all members were removed.", syntax="key min max")
 def zremrangebylex(ctx: Context, argv: list[bytes]) -> Any:
     """ZREMRANGEBYLEX key min max"""
     lo, hi = parse_lex_range(argv[2], argv[3])
@@ -416,8 +404,8 @@ def zremrangebylex(ctx: Context, argv: list[bytes]) -> Any:
 
 
 # --- random members and scans ---------------------------------------------------------
-@command("zrandmember", arity=-2, flags="readonly", keys=(1, 1, 1), group="sorted-set",
-         key_flags="RO access", since="6.2.0", tips="nondeterministic_output",
+@command("zrandmember", arity=-2, flags="readonly", key="RO access", since="6.2.0",
+         tips="nondeterministic_output",
          summary="Returns one or more random members from a sorted set.",
          syntax="key [count [WITHSCORES]]",
          complexity="O(N) where N is the number of members returned")
@@ -451,13 +439,8 @@ def zrandmember(ctx: Context, argv: list[bytes]) -> Any:
     return pairs_reply(ctx, picks, withscores)
 
 
-@command("zscan", arity=-3, flags="readonly", keys=(1, 1, 1), group="sorted-set",
-         key_flags="RO access", since="2.8.0", tips="nondeterministic_output",
-         summary="Iterates over members and scores of a sorted set.",
-         syntax="key cursor [MATCH pattern] [COUNT count]",
-         complexity="O(1) for every call. O(N) for a complete iteration, including enough command "
-                    "calls for the cursor to return back to 0. N is the number of elements inside "
-                    "the collection.")
+@command("zscan", ELEMENT_SCAN, since="2.8.0",
+         summary="Iterates over members and scores of a sorted set.")
 def zscan(ctx: Context, argv: list[bytes]) -> Any:
     """ZSCAN key cursor [MATCH pattern] [COUNT count]"""
     cursor = _cursor(argv[2])

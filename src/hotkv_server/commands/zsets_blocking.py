@@ -11,12 +11,14 @@ from typing import Any
 
 from hotkv_server.commands.containers import target_zset, zset_if_any
 from hotkv_server.commands.lists import parse_mpop
-from hotkv_server.commands.lists_blocking import cannot_block
+from hotkv_server.commands.lists_blocking import block_to_pop
 from hotkv_server.commands.numbers import parse_timeout_ms
 from hotkv_server.commands.zsets import pop_members, zmpop_first
 from hotkv_server.engine.context import Context
-from hotkv_server.engine.registry import command, key_spec
-from hotkv_server.engine.replies import NULL_ARRAY, Double
+from hotkv_server.engine.registry import SpecFields, family, key_spec
+from hotkv_server.engine.replies import Double
+
+command = family(group="sorted-set")
 
 
 def _pop_one(ctx: Context, key: bytes, highest: bool) -> list[Any]:
@@ -30,48 +32,40 @@ def _bzpop(ctx: Context, argv: list[bytes], highest: bool) -> Any:
     for key in keys:
         if target_zset(ctx, key) is not None:
             return _pop_one(ctx, key, highest)
-    if cannot_block(ctx):
-        return NULL_ARRAY
-
-    def serve(key: bytes) -> tuple[Any, list[bytes]] | None:
-        if zset_if_any(ctx, key) is None:
-            return None
-        return _pop_one(ctx, key, highest), [key]
-
-    return ctx.core.blocking.block(ctx, keys, timeout_ms, serve, NULL_ARRAY)
+    return block_to_pop(ctx, keys, timeout_ms, lambda key: zset_if_any(ctx, key),
+                        lambda key: _pop_one(ctx, key, highest))
 
 
-@command("bzpopmin", arity=-3, flags="write noscript blocking fast", keys=(1, -2, 1),
-         group="sorted-set", key_flags="RW access delete", since="5.0.0", acl="@blocking",
+#: what BZPOPMIN and BZPOPMAX share
+_BZPOP = SpecFields(arity=-3, flags="write noscript blocking fast", keys=(1, -2, 1),
+                    key_flags="RW access delete", acl="@blocking", since="5.0.0",
+                    syntax="key [key ...] timeout",
+                    complexity="O(log(N)) with N being the number of elements in the sorted set.")
+
+
+@command("bzpopmin", _BZPOP,
          summary="Removes and returns the member with the lowest score from one or more sorted "
                  "sets. Blocks until a member is available otherwise. Deletes the sorted set if "
-                 "the last element was popped.",
-         syntax="key [key ...] timeout",
-         complexity="O(log(N)) with N being the number of elements in the sorted set.")
+                 "the last element was popped.")
 def bzpopmin(ctx: Context, argv: list[bytes]) -> Any:
     """BZPOPMIN key [key ...] timeout"""
     return _bzpop(ctx, argv, False)
 
 
-@command("bzpopmax", arity=-3, flags="write noscript blocking fast", keys=(1, -2, 1),
-         group="sorted-set", key_flags="RW access delete", since="5.0.0", acl="@blocking",
+@command("bzpopmax", _BZPOP,
          summary="Removes and returns the member with the highest score from one or more sorted "
                  "sets. Blocks until a member available otherwise. Deletes the sorted set if the "
-                 "last element was popped.",
-         syntax="key [key ...] timeout",
-         complexity="O(log(N)) with N being the number of elements in the sorted set.")
+                 "last element was popped.")
 def bzpopmax(ctx: Context, argv: list[bytes]) -> Any:
     """BZPOPMAX key [key ...] timeout"""
     return _bzpop(ctx, argv, True)
 
 
-@command("bzmpop", arity=-5, flags="write blocking", group="sorted-set", since="7.0.0",
-         key_specs=(key_spec(2, "RW access delete", keynum=True, arg="key"),),
-         acl="@blocking",
+@command("bzmpop", arity=-5, flags="write blocking", since="7.0.0",
+         key_specs=(key_spec(2, "RW access delete", keynum=True, arg="key"),), acl="@blocking",
          summary="Removes and returns a member by score from one or more sorted sets. Blocks until "
                  "a member is available otherwise. Deletes the sorted set if the last element was "
-                 "popped.",
-         syntax="timeout numkeys key [key ...] (MIN|MAX) [COUNT count]",
+                 "popped.", syntax="timeout numkeys key [key ...] (MIN|MAX) [COUNT count]",
          complexity="O(K) + O(M*log(N)) where K is the number of provided keys, N being the number "
                     "of elements in the sorted set, and M being the number of elements popped.")
 def bzmpop(ctx: Context, argv: list[bytes]) -> Any:
@@ -82,13 +76,8 @@ def bzmpop(ctx: Context, argv: list[bytes]) -> Any:
     found = zmpop_first(ctx, keys, highest, count)
     if found is not None:
         return found
-    if cannot_block(ctx):
-        return NULL_ARRAY
 
-    def serve(key: bytes) -> tuple[Any, list[bytes]] | None:
-        if zset_if_any(ctx, key) is None:
-            return None
-        popped = pop_members(ctx, key, count, highest)
-        return [key, [[m, Double(s)] for m, s in popped]], [key]
+    def pop(key: bytes) -> list[Any]:
+        return [key, [[m, Double(s)] for m, s in pop_members(ctx, key, count, highest)]]
 
-    return ctx.core.blocking.block(ctx, keys, timeout_ms, serve, NULL_ARRAY)
+    return block_to_pop(ctx, keys, timeout_ms, lambda key: zset_if_any(ctx, key), pop)

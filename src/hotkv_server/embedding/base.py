@@ -8,7 +8,9 @@ which the command answers as one error line.
 
 from __future__ import annotations
 
+import threading
 from abc import ABC, abstractmethod
+from typing import Any
 
 import numpy as np
 
@@ -53,6 +55,34 @@ class Embedder(ABC):
     def describe(self) -> dict[str, str | int]:
         """INFO and the docs: what this embedder is configured as."""
         return {"model": self.model, "dim": self.dim}
+
+
+class InProcessEmbedder(Embedder):
+    """An embedder whose model runs in this process (wordllama, fastembed): a fixed
+    dimension, and the model opened once, by whichever worker thread needs it first."""
+
+    def __init__(self, dim: int) -> None:
+        self._dim = dim
+        self._model: Any = None
+        self._lock = threading.Lock()
+
+    @property
+    def dim(self) -> int:
+        return self._dim
+
+    @abstractmethod
+    def open_model(self) -> Any:
+        """Open the model (its files only: nothing downloads); raise naming what is missing."""
+
+    def load(self) -> None:
+        with self._lock:
+            if self._model is None:
+                self._model = self.open_model()
+
+    def loaded_model(self) -> Any:
+        if self._model is None:
+            self.load()
+        return self._model
 
 
 def as_vectors(raw: object, count: int, dim: int) -> np.ndarray:

@@ -15,13 +15,12 @@ the model loads; the first batch checks it.
 from __future__ import annotations
 
 import hashlib
-import threading
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from hotkv_server.embedding.base import Embedder, as_vectors
+from hotkv_server.embedding.base import InProcessEmbedder, as_vectors
 
 REQUIRED_FILES = ("tokenizer.json", "tokenizer_config.json")
 POOLINGS = ("mean", "cls")
@@ -33,7 +32,7 @@ def available() -> bool:
     return importlib.util.find_spec("fastembed") is not None
 
 
-class FastEmbedEmbedder(Embedder):
+class FastEmbedEmbedder(InProcessEmbedder):
     name = "fastembed"
     batch_size = 64
 
@@ -41,17 +40,11 @@ class FastEmbedEmbedder(Embedder):
                  pooling: str = "mean", threads: int = 1) -> None:
         if pooling not in POOLINGS:
             raise ValueError(f"pooling must be one of {', '.join(POOLINGS)}")
+        super().__init__(dim)
         self.path = Path(path)
-        self._dim = dim
         self.model_file = model_file
         self.pooling = pooling
         self.threads = threads
-        self._model: Any = None
-        self._lock = threading.Lock()
-
-    @property
-    def dim(self) -> int:
-        return self._dim
 
     @property
     def model(self) -> str:
@@ -60,44 +53,39 @@ class FastEmbedEmbedder(Embedder):
     def describe(self) -> dict[str, str | int]:
         return {"model": self.model, "dim": self.dim, "path": str(self.path)}
 
-    def load(self) -> None:
-        with self._lock:
-            if self._model is not None:
-                return
-            if not available():
-                raise RuntimeError("the fastembed package is not installed (pip install 'hotkv[fastembed]')")
-            missing = [name for name in (self.model_file, *REQUIRED_FILES)
-                       if not (self.path / name).is_file()]
-            if missing:
-                raise RuntimeError(f"{self.path} has no {', '.join(missing)}")
-            from fastembed import TextEmbedding
-            from fastembed.common.model_description import ModelSource, PoolingType
+    def open_model(self) -> Any:
+        if not available():
+            raise RuntimeError("the fastembed package is not installed (pip install 'hotkv[fastembed]')")
+        missing = [name for name in (self.model_file, *REQUIRED_FILES)
+                   if not (self.path / name).is_file()]
+        if missing:
+            raise RuntimeError(f"{self.path} has no {', '.join(missing)}")
+        from fastembed import TextEmbedding
+        from fastembed.common.model_description import ModelSource, PoolingType
 
-            digest = hashlib.sha1(str(self.path.resolve()).encode()).hexdigest()[:8]
-            model_name = f"hotkv-local/{self.path.name}-{digest}"
-            try:
-                TextEmbedding.add_custom_model(
-                    model=model_name,
-                    pooling=PoolingType.MEAN if self.pooling == "mean" else PoolingType.CLS,
-                    normalization=True,
-                    sources=ModelSource(hf=model_name),
-                    dim=self._dim,
-                    model_file=self.model_file,
-                )
-            except ValueError:
-                pass  # registered by an earlier load in this process
-            self._model = TextEmbedding(
-                model_name=model_name,
-                specific_model_path=str(self.path),
-                local_files_only=True,
-                threads=self.threads,
-                cuda=False,
+        digest = hashlib.sha1(str(self.path.resolve()).encode()).hexdigest()[:8]
+        model_name = f"hotkv-local/{self.path.name}-{digest}"
+        try:
+            TextEmbedding.add_custom_model(
+                model=model_name,
+                pooling=PoolingType.MEAN if self.pooling == "mean" else PoolingType.CLS,
+                normalization=True,
+                sources=ModelSource(hf=model_name),
+                dim=self._dim,
+                model_file=self.model_file,
             )
+        except ValueError:
+            pass  # registered by an earlier load in this process
+        return TextEmbedding(
+            model_name=model_name,
+            specific_model_path=str(self.path),
+            local_files_only=True,
+            threads=self.threads,
+            cuda=False,
+        )
 
     def embed(self, texts: list[str]) -> np.ndarray:
-        if self._model is None:
-            self.load()
-        rows = list(self._model.embed(texts, batch_size=self.batch_size))
+        rows = list(self.loaded_model().embed(texts, batch_size=self.batch_size))
         vectors = as_vectors(np.stack(rows) if rows else np.zeros((0, self._dim)),
                              len(texts), self._dim)
         norms = np.linalg.norm(vectors, axis=1)

@@ -14,13 +14,12 @@ training keeps a prefix meaningful) and normalised to length 1.
 from __future__ import annotations
 
 import importlib.util
-import threading
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from hotkv_server.embedding.base import Embedder
+from hotkv_server.embedding.base import InProcessEmbedder
 
 CONFIG_NAME = "l2_supercat"
 STORED_DIM = 256
@@ -39,20 +38,14 @@ def available() -> bool:
     return package_folder() is not None
 
 
-class WordLlamaEmbedder(Embedder):
+class WordLlamaEmbedder(InProcessEmbedder):
     name = "wordllama"
     batch_size = 256
 
     def __init__(self, dim: int = STORED_DIM) -> None:
         if dim not in DIMS:
             raise ValueError(f"wordllama dimension must be one of {', '.join(map(str, DIMS))}")
-        self._dim = dim
-        self._model: Any = None
-        self._lock = threading.Lock()
-
-    @property
-    def dim(self) -> int:
-        return self._dim
+        super().__init__(dim)
 
     @property
     def model(self) -> str:
@@ -70,25 +63,21 @@ class WordLlamaEmbedder(Embedder):
                 raise RuntimeError(f"the wordllama package has no {path.name} in {path.parent}")
         return weights, tokenizer
 
-    def load(self) -> None:
-        with self._lock:
-            if self._model is not None:
-                return
-            weights, tokenizer_file = self.files()
-            from safetensors import safe_open
-            from tokenizers import Tokenizer
-            from wordllama.inference import WordLlamaInference
+    def open_model(self) -> Any:
+        weights, tokenizer_file = self.files()
+        from safetensors import safe_open
+        from tokenizers import Tokenizer
+        from wordllama.inference import WordLlamaInference
 
-            with safe_open(str(weights), framework="np", device="cpu") as fh:
-                table = fh.get_tensor("embedding.weight")[:, : self._dim]
-            tokenizer = Tokenizer.from_file(str(tokenizer_file))
-            self._model = WordLlamaInference(table, tokenizer)
+        with safe_open(str(weights), framework="np", device="cpu") as fh:
+            table = fh.get_tensor("embedding.weight")[:, : self._dim]
+        tokenizer = Tokenizer.from_file(str(tokenizer_file))
+        return WordLlamaInference(table, tokenizer)
 
     def embed(self, texts: list[str]) -> np.ndarray:
-        if self._model is None:
-            self.load()
-        vectors = np.asarray(
-            self._model.embed(texts, norm=False, batch_size=self.batch_size), dtype=np.float32)
+        model = self.loaded_model()
+        vectors = np.asarray(model.embed(texts, norm=False, batch_size=self.batch_size),
+                             dtype=np.float32)
         norms = np.linalg.norm(vectors, axis=1, keepdims=True)
         empty = np.flatnonzero(norms[:, 0] == 0)
         if len(empty):

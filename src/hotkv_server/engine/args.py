@@ -121,6 +121,29 @@ class Args:
             raise CommandError(errors.bad_argument(name, f"one of {allowed}", raw))
         return upper
 
+    def only_flag(self, token: bytes) -> bool:
+        """The rest of the arguments may be the one flag ``token`` (upper case; named any
+        number of times): whether it is there. Anything else is a bad option."""
+        given = False
+        while self:
+            self._only(token)
+            given = True
+        return given
+
+    def only_option(self, token: bytes) -> bytes | None:
+        """The rest of the arguments may be the one option ``token value`` (the last one
+        given wins): its value, or None. Anything else is a bad option."""
+        value = None
+        while self:
+            self._only(token)
+            value = self.next(token.decode())
+        return value
+
+    def _only(self, token: bytes) -> None:
+        raw = self.next("option")
+        if raw.upper() != token:
+            raise CommandError(errors.bad_argument("option", token.decode(), raw))
+
     def duration_ms(self, option: bytes) -> builtins.int:
         """After a ``TTL`` or ``PX`` token: the duration in ms (positive)."""
         if option == b"TTL" or option == b"EX":

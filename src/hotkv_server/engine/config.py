@@ -402,11 +402,12 @@ class Config:
             if fnmatch.fnmatchcase(alias, lowered):
                 yield alias, DIRECTIVES[name].format(self.values[name])
 
-    def render(self) -> str:
-        """The whole configuration as hotkv.conf lines (CONFIG REWRITE)."""
+    def render(self, current: dict[str, Any] | None = None) -> str:
+        """The whole configuration as hotkv.conf lines (CONFIG REWRITE); ``current``: values
+        to write instead of the configured ones (the live ACL users for ``user``)."""
         lines: list[str] = []
         for name, directive in DIRECTIVES.items():
-            value = self.values[name]
+            value = current[name] if current is not None and name in current else self.values[name]
             if directive.repeatable:
                 lines.extend(f"{name} {directive.format(v)}" for v in value)
                 continue

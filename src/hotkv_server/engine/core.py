@@ -460,10 +460,13 @@ class ReplicationService(Protocol):
     """``hotkv_server.replication.manager.Replication`` as REPLICAOF, ROLE, WAIT, REPLCONF,
     PSYNC and SYNC use it."""
 
-    #: the primary followed, or None on a primary
-    primary: tuple[str, int] | None
-    #: master_repl_offset
-    offset: int
+    @property
+    def primary(self) -> tuple[str, int] | None:
+        """The primary followed, or None on a primary."""
+
+    @property
+    def offset(self) -> int:
+        """master_repl_offset."""
 
     def link_up(self) -> bool:
         """A replica: whether the link to its primary is up."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 from hotkv_server.engine.syntax import Arg, parse_syntax, syntax_tokens
 
@@ -201,27 +201,41 @@ COMMANDS: dict[str, CommandSpec] = {}
 LOOKUP: dict[bytes, CommandSpec] = {}
 
 
+class SpecFields(TypedDict, total=False):
+    """The declarative fields of a command spec, as ``@command`` takes them.
+
+    ``arity``, ``group`` and ``summary`` are required of every command (from its presets
+    or its own fields). ``key`` is the common case of one key at argument 1: ``key="RO
+    access"`` is ``keys=(1, 1, 1), key_flags="RO access"``.
+    """
+
+    arity: int
+    flags: str
+    keys: tuple[int, int, int]
+    key: str
+    group: str
+    summary: str
+    syntax: str
+    since: str
+    complexity: str
+    acl: str
+    key_flags: str
+    key_notes: str
+    tips: str
+    dialect: bool
+    extensions: str
+    key_specs: tuple[KeySpec, ...]
+    help: str
+
+
 def command(
-    name: str,
-    *,
-    arity: int,
-    flags: str = "",
-    keys: tuple[int, int, int] = (0, 0, 0),
-    group: str,
-    summary: str,
-    syntax: str = "",
-    since: str = "0.1.0",
-    complexity: str = "O(1)",
-    acl: str = "",
-    key_flags: str = "",
-    key_notes: str = "",
-    tips: str = "",
-    dialect: bool = False,
-    extensions: str = "",
-    key_specs: tuple[KeySpec, ...] = (),
-    help: str = "",
+    name: str, *presets: SpecFields, **fields: Unpack[SpecFields]
 ) -> Callable[[Handler], Handler]:
     """Register ``handler`` under ``name`` (``"container|sub"`` for a subcommand).
+
+    The spec is the ``presets`` (fields shared by several commands: a module's
+    :func:`family`, ``SpecFields(...)`` of a group of variants), later ones overriding
+    earlier ones, then the command's own ``fields``.
 
     ``key_flags`` are the Redis 7 key spec flags of the keys (``"RO access"``, ``"RW update"``,
     ``"OW update"``, ``"RM delete"`` ...); without them they are derived from ``flags`` (see
@@ -233,31 +247,38 @@ def command(
     adds the ``movablekeys`` flag. ``help`` is a subcommand's entry in its container's
     HELP (``help_lines``), when the one derived from syntax and summary will not do.
     """
+    spec: dict[str, Any] = {}
+    for source in (*presets, fields):
+        given: dict[str, Any] = dict(source)
+        if "key" in given:
+            if "keys" in given or "key_flags" in given:
+                raise ValueError(f"{name}: give key= or keys=/key_flags=, not both")
+            given["keys"], given["key_flags"] = (1, 1, 1), given.pop("key")
+        spec.update(given)
+    missing = {"arity", "group", "summary"} - spec.keys()
+    if missing:
+        raise ValueError(f"{name}: no {', '.join(sorted(missing))}")
 
     def register(handler: Handler) -> Handler:
-        add_spec(
-            name,
-            handler=handler,
-            arity=arity,
-            flags=flags,
-            keys=keys,
-            group=group,
-            summary=summary,
-            syntax=syntax,
-            since=since,
-            complexity=complexity,
-            acl=acl,
-            key_flags=key_flags,
-            key_notes=key_notes,
-            tips=tips,
-            dialect=dialect,
-            extensions=extensions,
-            key_specs=key_specs,
-            help=help,
-        )
+        add_spec(name, handler=handler, **spec)
         return handler
 
     return register
+
+
+def family(**defaults: Unpack[SpecFields]) -> Callable[..., Callable[[Handler], Handler]]:
+    """A module's ``command``: ``@command`` with ``defaults`` (its group, ...) preset.
+
+    ``command = family(group="hash")`` at the top of a command module, then
+    ``@command("hget", arity=3, ...)`` as anywhere else.
+    """
+
+    def family_command(
+        name: str, *presets: SpecFields, **fields: Unpack[SpecFields]
+    ) -> Callable[[Handler], Handler]:
+        return command(name, defaults, *presets, **fields)
+
+    return family_command
 
 
 def container(
@@ -303,14 +324,14 @@ def add_spec(
     *,
     handler: Handler | None,
     arity: int,
-    flags: str,
-    keys: tuple[int, int, int],
+    flags: str = "",
+    keys: tuple[int, int, int] = (0, 0, 0),
     group: str,
     summary: str,
-    syntax: str,
-    since: str,
-    complexity: str,
-    acl: str,
+    syntax: str = "",
+    since: str = "0.1.0",
+    complexity: str = "O(1)",
+    acl: str = "",
     key_flags: str = "",
     key_notes: str = "",
     tips: str = "",

@@ -46,16 +46,20 @@ class Peer(Protocol):
     bulk_end: int
 
 
-class Replication(Protocol):
-    """What this module uses of the replication subsystem (``replication.manager``)."""
+class Replicas(Protocol):
+    """What this module uses of the primary side (``replication.primary.Replicas``)."""
 
     core: Core
     loop: asyncio.AbstractEventLoop | None
     peers: dict[int, Any]
-    replid: str
-    offset: int
     net_out: int
     pending: list[bytes]  # stream bytes fed but not yet flushed to the peers
+
+    @property
+    def replid(self) -> str: ...
+
+    @property
+    def offset(self) -> int: ...
 
     def drop_peer(self, peer: Any, why: str) -> None: ...
 
@@ -208,9 +212,9 @@ class SnapshotJob:
 
 
 class FullSync:
-    """The full syncs of one server's replicas (``Replication.fullsync``)."""
+    """The full syncs of one server's replicas (``Replicas.fullsync``)."""
 
-    def __init__(self, repl: Replication) -> None:
+    def __init__(self, repl: Replicas) -> None:
         self.repl = repl
         self.job: SnapshotJob | None = None
         #: replicas that asked while a job was already forwarding: (peer, send the head)
@@ -253,7 +257,7 @@ class FullSync:
             self._start(waiting)
 
     def hold(self, data: bytes) -> None:
-        """From ``Replication.flush``: stream bytes the waiting replicas get later."""
+        """From ``Replicas.flush``: stream bytes the waiting replicas get later."""
         job = self.job
         if job is None:
             return

@@ -4,7 +4,7 @@ The handshake is Redis's: ``PING``, ``AUTH [masteruser] masterauth`` (if set),
 ``REPLCONF listening-port <port>``, ``REPLCONF capa eof capa psync2``, then
 ``PSYNC <replid> <offset+1>``. The answer is ``+FULLRESYNC <replid> <offset>`` followed
 by the snapshot, or ``+CONTINUE [<replid>]`` followed by the missed part of the stream.
-From then on every command read is applied (see ``Replication.apply_from_primary``),
+From then on every command read is applied (see ``Follower.apply_from_primary`` in ``replication.replica``),
 ``REPLCONF ACK <offset>`` goes back every second and whenever the primary sends
 ``REPLCONF GETACK *``.
 
@@ -36,14 +36,16 @@ READ_SIZE = 256 * 1024
 
 
 class LinkOwner(Protocol):
-    """What the link needs of the replica side it serves (``Replication``): the link
+    """What the link needs of the replica side it serves (``replication.replica.Follower``): the link
     depends on this, not on the replication manager."""
 
     core: Core
-    #: stream bytes processed (our replication offset)
-    offset: int
     #: bytes read from the primary (INFO's total_net_repl_input_bytes)
     net_in: int
+
+    @property
+    def offset(self) -> int:
+        """Stream bytes processed (our replication offset)."""
 
     def psync_request(self) -> tuple[str, int]: ...
 

@@ -12,9 +12,19 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hotkv_server.stores.base import Store
+
+if TYPE_CHECKING:
+    from hotkv_server.stores.conv import ConversationStore
+    from hotkv_server.stores.dedup import DedupStore
+    from hotkv_server.stores.epis import EpisodicStore
+    from hotkv_server.stores.keyspace import KeyValueStore
+    from hotkv_server.stores.sem import SemanticStore
+    from hotkv_server.stores.summary import SummaryStore
+    from hotkv_server.stores.vsnap import VsimSnapshotStore
+    from hotkv_server.stores.work import WorkingStore
 from hotkv_server.stores.effect import Effect, EffectError, FlushAll, ObjDrop, ObjLoad, decode
 
 #: module, class of every store, in the order INFO and AMEM.SCAN list them
@@ -33,6 +43,16 @@ STORE_CLASSES: tuple[tuple[str, str], ...] = (
 class Database:
     """All stores of one server; ``db.kv``, ``db.conv``, ``db.sem`` ... by store name."""
 
+    # set in __init__ by store name (STORE_CLASSES); declared for type checkers
+    kv: KeyValueStore
+    conv: ConversationStore
+    sem: SemanticStore
+    work: WorkingStore
+    epis: EpisodicStore
+    summary: SummaryStore
+    vsnap: VsimSnapshotStore
+    dedup: DedupStore
+
     def __init__(self, stores: Iterable[Store]) -> None:
         self.stores: dict[str, Store] = {}
         #: record class -> the function applying it
@@ -45,9 +65,6 @@ class Database:
                 if record in self._routes:
                     raise TypeError(f"{record.__name__} is applied by two stores")
                 self._routes[record] = applier
-
-    def __getattr__(self, name: str) -> Any:  # for mypy: db.conv etc. are set in __init__
-        raise AttributeError(name)
 
     def apply(self, effect: Effect | list[Any]) -> Any:
         """Apply one record (or a wire list); returns what the store's applier returns."""

@@ -27,13 +27,8 @@ class ScanOrder:
 
     def step(self, names: Collection[bytes], added: int, cursor: int, count: int) -> tuple[int, list[bytes]]:
         """``(next cursor, names of this step)``; the caller drops names gone since."""
-        if self._cursors is None or (cursor == 0 and self._built_at != added):
-            self._build(names, added)
-        cursors = self._cursors
-        in_order = self._names
-        assert cursors is not None and in_order is not None
+        cursors, in_order, start = self._resume(names, added, cursor)
         n = len(in_order)
-        start = int(np.searchsorted(cursors, np.uint64(cursor))) if cursor else 0
         end = min(start + max(count, 1), n)
         while 0 < end < n and cursors[end] == cursors[end - 1]:
             end += 1
@@ -49,13 +44,8 @@ class ScanOrder:
         """``step`` over only the names ``keep`` accepts (a tenant's key patterns): COUNT
         counts those and the cursor is the hash of the next one kept, so nothing in the
         reply depends on the other names."""
-        if self._cursors is None or (cursor == 0 and self._built_at != added):
-            self._build(names, added)
-        cursors = self._cursors
-        in_order = self._names
-        assert cursors is not None and in_order is not None
+        cursors, in_order, i = self._resume(names, added, cursor)
         n = len(in_order)
-        i = int(np.searchsorted(cursors, np.uint64(cursor))) if cursor else 0
         seen = 0
         found: list[bytes] = []
         count = max(count, 1)
@@ -71,6 +61,17 @@ class ScanOrder:
             return int(cursors[i]), found
         self.reset()
         return 0, found
+
+    def _resume(self, names: Collection[bytes], added: int, cursor: int) -> tuple[
+            np.ndarray[Any, np.dtype[np.uint64]], np.ndarray[Any, np.dtype[np.object_]], int]:
+        """The order (built at cursor 0 if names were created since, or when missing) and
+        the position ``cursor`` resumes at."""
+        if self._cursors is None or (cursor == 0 and self._built_at != added):
+            self._build(names, added)
+        cursors = self._cursors
+        in_order = self._names
+        assert cursors is not None and in_order is not None
+        return cursors, in_order, int(np.searchsorted(cursors, np.uint64(cursor))) if cursor else 0
 
     def reset(self) -> None:
         self._cursors = None
