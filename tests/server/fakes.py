@@ -13,12 +13,17 @@ class FakeTransport:
         self.calls: list[str] = []
         self.buffered = 0
         self.closed = False
+        #: the get_extra_info names asked for
+        self.asked: list[str] = []
 
     def write(self, data: bytes) -> None:
         self.writes.append(data)
 
     def get_extra_info(self, name: str) -> Any:
-        return ("127.0.0.1", 40000) if name in ("peername", "sockname") else None
+        self.asked.append(name)
+        if name == "peername":
+            return ("127.0.0.1", 40000)
+        return ("127.0.0.1", 6379) if name == "sockname" else None
 
     def set_write_buffer_limits(self, high: int) -> None:
         pass

@@ -222,3 +222,30 @@ def test_replies_follow_the_protocol_the_client_switched_to(core: Core) -> None:
                            + request(b"HGETALL", b"h"))
     joined = b"".join(transport.writes)
     assert joined.startswith(b":1\r\n%") and joined.endswith(b"%1\r\n$1\r\nf\r\n$1\r\nv\r\n")
+
+
+def test_the_peer_and_local_addresses_come_from_the_transport(core: Core) -> None:
+    protocol, transport = connect(core)
+    assert {"peername", "sockname"} <= set(transport.asked)
+    protocol.data_received(request(b"CLIENT", b"INFO"))
+    info = transport.writes[-1]
+    assert b"addr=127.0.0.1:40000 " in info and b"laddr=127.0.0.1:6379 " in info
+
+
+def test_a_client_that_stops_reading_pauses_the_reading_of_its_requests(core: Core) -> None:
+    """asyncio says the output backed up (pause_writing): reading stops whatever else holds,
+    and a deferred reply resolving meanwhile does not resume it."""
+    async def run() -> None:
+        waiter, wt = connect(core)
+        pusher, _ = connect(core)
+        waiter.data_received(request(b"BLPOP", b"q", b"0"))
+        waiter.pause_writing()
+        assert waiter.flow.reasons == {OUTPUT} and wt.calls == ["pause"]
+        pusher.data_received(request(b"RPUSH", b"q", b"x"))
+        for _ in range(3):
+            await asyncio.sleep(0)
+        assert wt.writes and waiter.flow.reasons == {OUTPUT} and wt.calls == ["pause"]
+        waiter.resume_writing()
+        assert wt.calls == ["pause", "resume"]
+
+    asyncio.run(run())
