@@ -10,6 +10,9 @@ between runs on the shared 2-core machine; this design moves by a few percent.
     grep -rl hotkv_server /tmp/ab/hotkv_old | xargs sed -i 's/hotkv_server/hotkv_old/g'
     grep -rl hotkv_server /tmp/ab/hotkv_new | xargs sed -i 's/hotkv_server/hotkv_new/g'
     AB_PATH=/tmp/ab .venv/bin/python benchmarks/ab_inprocess.py ping,set,get,wset,wget,capp 30 [--aof]
+
+Every row of benchmarks/inprocess.py is known (``hset,lpush,zadd,zrangebyscore,evalsha``
+...), with the same set-up data and the same random requests (its ``reads_for``).
 """
 import importlib
 import os
@@ -32,12 +35,11 @@ class FakeTransport:
 
 def request(*words):
     return b"".join([b"*%d\r\n" % len(words)] + [b"$%d\r\n%b\r\n" % (len(w), w) for w in words])
-KEY = b"key:000000000001"
-ROWS = {
-    "ping": request(b"PING"), "ping_inline": b"PING\r\n", "set": request(b"SET", KEY, b"xxx"), "get": request(b"GET", KEY),
-    "wset": request(b"AMEM.WORK.SET", b"bench", KEY, b"xxx"), "wget": request(b"AMEM.WORK.GET", b"bench", KEY),
-    "capp": request(b"AMEM.CONV.APPEND", b"bench", b"user", b"xxx"),
-}
+# the rows, their set-up and their requests are inprocess.py's (one definition of each)
+sys.path.insert(1, os.path.dirname(os.path.abspath(__file__)))
+import inprocess  # noqa: E402
+
+ROWS = inprocess.ROWS
 
 async def build(pkg, aof):
     app = importlib.import_module(pkg + ".server.app")
@@ -59,6 +61,9 @@ async def build(pkg, aof):
     p.data_received(request(b"AMEM.CONV.CREATE", b"bench"))
     for r in ("set", "wset"):
         p.data_received(ROWS[r])
+    for setup in inprocess.SETUP.values():
+        for req in setup:
+            p.data_received(req)
     conn.end_turn(server.core)
     core = server.core
     t = getattr(getattr(core, "turn", None), "end", None)
@@ -78,15 +83,15 @@ async def main():
     print("| row | before | after | change |\n|---|---:|---:|---:|")
     for row in rows:
         for pipeline in (16, 1):
-            read = ROWS[row] * pipeline
             n = max(1, 4000 // pipeline)
+            reads = inprocess.reads_for(row, pipeline, 1, n)
             best = {"old": 1e9, "new": 1e9}
             for b in range(blocks):
                 for name in (("old", "new") if b % 2 else ("new", "old")):
                     turn, p = sides[name]
                     t = pt()
-                    for _ in range(n):
-                        turn(read)
+                    for i in range(n):
+                        turn(reads[i % len(reads)])
                     best[name] = min(best[name], (pt() - t) / (n * pipeline))
                     assert not p.transport.last.startswith(b"-"), p.transport.last
             o, w = best["old"] * 1e6, best["new"] * 1e6

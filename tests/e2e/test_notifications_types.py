@@ -80,6 +80,11 @@ LISTS: list[Command] = [
     ("RPOP", "p"),
     ("BLPOP", "l3", "0.1"),  # has an element: served at once
     ("BRPOP", "nol", "l", "0.1"),
+    ("SORT", "l", "ALPHA", "STORE", "sorted"),  # sortstore
+    ("SORT", "l", "ALPHA", "STORE", "sorted"),  # replaced: sortstore again
+    ("SORT", "l", "ALPHA"),  # no store: nothing
+    ("SORT", "nol", "STORE", "sorted"),  # empty: the destination goes, del
+    ("SORT", "nol", "STORE", "sorted"),  # nothing to delete: nothing
     ("EXPIRE", "l", "100"),
     ("RENAME", "l", "l4"),
     ("DEL", "l4"),

@@ -158,6 +158,9 @@ def _list_zset_writes(p: Any, i: int) -> None:
         p.ltrim(f"list:{(i + 4) % 5}", 1, -1)
         p.linsert(f"list:{(i + 1) % 5}", "BEFORE", f"h{i}", "before")
         p.zunionstore(f"zunion:{i % 3}", [f"zset:{i % 4}", f"zset:{(i + 1) % 4}"])
+        p.sort(f"zset:{i % 4}", alpha=True, store=f"sorted:{i % 2}")  # a kv.put of a list
+        p.sort(f"list:{(i + 3) % 5}", by="nosort", desc=True, store=f"sorted:{(i + 1) % 2}")
+        p.sort("no-such-list", store=f"sorted:{i % 3}")  # empty: kv.del when it exists
         p.zremrangebyscore(f"zset:{(i + 1) % 4}", "(0", 3)
         p.zadd(f"zset:{i % 4}", {f"m{i % 7}": 100}, gt=True, ch=True)
         p.pexpire(f"list:{(i + 2) % 5}", 7_200_000)

@@ -71,6 +71,29 @@ def test_ranges_match_the_model(seed: int) -> None:
         assert z.range_by_score(r, reverse=True, offset=off, count=cnt) == want
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_limited_score_ranges_across_many_sublists_match_the_model(seed: int) -> None:
+    # sublists of 4 (sortedcontainers' load factor): a LIMITed walk crosses many of them
+    rnd = random.Random(seed)
+    scores = {b"m%03d" % i: float(rnd.randint(-20, 20)) for i in range(rnd.randint(1, 300))}
+    z = SortedSetValue(scores.items())
+    z.ordered._reset(4)
+    model = model_order(scores)
+    for _ in range(300):
+        lo_s = rnd.choice([-math.inf, math.inf, float(rnd.randint(-22, 22))])
+        hi_s = rnd.choice([-math.inf, math.inf, float(rnd.randint(-22, 22))])
+        r = ScoreRange(lo_s, hi_s, rnd.random() < 0.3, rnd.random() < 0.3)
+        inside = [p for p in model if in_score_range(p[1], r)]
+        off, cnt = rnd.randint(0, 40), rnd.choice([0, 1, 3, 10, 50, 400])
+        for reverse in (False, True):
+            ordered = list(reversed(inside)) if reverse else inside
+            want = ordered[off : off + cnt]
+            assert z.range_by_score(r, reverse, off, cnt) == want, (r, reverse, off, cnt)
+            assert z.range_by_score(r, reverse, off, cnt, members=True) == [m for m, _ in want]
+            everything = z.range_by_score(r, reverse, off, -1, members=True)
+            assert everything == [m for m, _ in ordered[off:]]
+
+
 def _bound(rnd: random.Random) -> LexBound:
     kind = rnd.choice("-+[(")
     return LexBound(kind, b"m%03d" % rnd.randint(0, 60) if kind in "[(" else b"")

@@ -17,6 +17,7 @@ MODULES = (
     "hashes",
     "sets",
     "setalgebra",
+    "sort",
     "info",
     "config",
     "admin",

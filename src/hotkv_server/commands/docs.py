@@ -128,6 +128,11 @@ def origin_text(spec: CommandSpec) -> str:
 
 
 def _key_spec_text(ks: KeySpec) -> str:
+    if ks.unknown:  # only the command knows where (SORT's patterns and STORE)
+        return f"the {ks.arg} keys the command finds" if ks.arg else "keys the command finds"
+    if ks.keyword is not None:
+        where = f"after {ks.keyword}"
+        return f"{where} to the last argument" if ks.lastkey == -1 else where
     if ks.keynum:
         return (f"as many as argument {ks.index + ks.keynumidx} says, "
                 f"from argument {ks.index + ks.firstkey}")

@@ -119,18 +119,23 @@ def key_specs(spec: CommandSpec) -> list[dict[str, Any]]:
         keyspec: dict[str, Any] = {}
         if ks.notes:
             keyspec["notes"] = ks.notes  # Redis sends it first
-        if ks.keynum:
+        begin: dict[str, Any]
+        if ks.unknown:  # only the command's own key finder knows (SORT's STORE)
+            begin = {"type": "unknown", "spec": {}}
+        elif ks.keyword is not None:
+            begin = {"type": "keyword", "spec": {"keyword": ks.keyword, "startfrom": ks.index}}
+        else:
+            begin = {"type": "index", "spec": {"index": ks.index}}
+        if ks.unknown:
+            find_keys: dict[str, Any] = {"type": "unknown", "spec": {}}
+        elif ks.keynum:
             find_keys = {"type": "keynum",
                          "spec": {"keynumidx": ks.keynumidx, "firstkey": ks.firstkey,
                                   "keystep": ks.keystep}}
         else:
             find_keys = {"type": "range",
                          "spec": {"lastkey": ks.lastkey, "keystep": ks.keystep, "limit": ks.limit}}
-        keyspec.update({
-            "flags": list(ks.flags),
-            "begin_search": {"type": "index", "spec": {"index": ks.index}},
-            "find_keys": find_keys,
-        })
+        keyspec.update({"flags": list(ks.flags), "begin_search": begin, "find_keys": find_keys})
         out.append(keyspec)
     return out
 

@@ -71,7 +71,8 @@ def _push(ctx: Context, argv: list[bytes], left: bool, only_existing: bool) -> i
     key = argv[1]
     if ctx.db.kv.typed(key, ctx.now_ms, ListValue) is not None:
         values = argv[2:]
-        return int(ctx.emit(KvLpush(key, values) if left else KvRpush(key, values)))
+        length: int = ctx.emit(KvLpush(key, values) if left else KvRpush(key, values))
+        return length
     if only_existing:
         return 0
     values = argv[2:]

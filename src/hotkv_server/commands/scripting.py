@@ -56,10 +56,9 @@ def _eval(ctx: Context, argv: list[bytes], readonly: bool) -> Any:
 def _evalsha(ctx: Context, argv: list[bytes], readonly: bool) -> Any:
     keys, args = _keys_and_args(argv)
     engine = engine_of(ctx.core)
-    cache = engine.cache
-    found = cache.get(argv[1].decode("latin-1")) if len(argv[1]) == 40 else None
+    found = engine.by_sha.get(argv[1])
     if found is None:
-        found = cache.get(argv[1].decode("latin-1").lower()) if len(argv[1]) == 40 else None
+        found = engine.by_sha.get(argv[1].lower())
         if found is None:
             raise CommandError(errors.NOSCRIPT)
     return _run(ctx, argv, found, readonly, keys, args, engine)

@@ -81,6 +81,8 @@ def zrange_generic(ctx: Context, argv: list[bytes], first: int, kind: str | None
     elif kind == RANK:
         pairs = zset.range_by_rank(start, stop, reverse)
     elif kind == SCORE:
+        if not withscores and store is None:  # the members alone: no pairs to build
+            return zset.range_by_score(score_range, reverse, offset, limit, members=True)
         pairs = zset.range_by_score(score_range, reverse, offset, limit)
     else:
         pairs = zset.range_by_lex(lex_lo, lex_hi, reverse, offset, limit)

@@ -98,13 +98,43 @@ class KeySpec:
     #: the syntax's name(s) of the argument(s) holding these keys, space-separated (COMMAND
     #: DOCS types them ``key`` with this spec's index)
     arg: str | None = None
+    #: a *keyword* spec: the keys begin after this token, searched from ``index`` (Redis's
+    #: ``startfrom``: forwards when positive, backwards from ``argc + index`` when negative)
+    keyword: str | None = None
+    #: an *unknown* spec (Redis's ``begin_search`` and ``find_keys`` ``unknown``): where the
+    #: keys are only the command's ``getkeys`` knows (SORT's STORE, which may stand anywhere)
+    unknown: bool = False
+
+    @property
+    def begin_search(self) -> str:
+        """``index``, ``keyword`` or ``unknown``, as COMMAND INFO types it."""
+        if self.unknown:
+            return "unknown"
+        return "index" if self.keyword is None else "keyword"
+
+    def _start(self, argv: list[bytes]) -> int:
+        """Where this spec's keys begin in one call (0: nowhere)."""
+        if self.keyword is None:
+            return self.index
+        argc = len(argv)
+        word = self.keyword.encode()
+        if self.index > 0:
+            candidates = range(self.index, argc - 1)
+        else:
+            candidates = range(argc + self.index, 0, -1)
+        for i in candidates:
+            if argv[i].lower() == word.lower():
+                return i + 1
+        return 0
 
     def keys(self, argv: list[bytes]) -> list[bytes]:
         """The keys of one call this spec finds (a bad count finds none: the handler
         answers that call with its own error)."""
+        if self.unknown:
+            return []
         argc = len(argv)
-        start = self.index
-        if start >= argc:
+        start = self._start(argv)
+        if start >= argc or start <= 0:
             return []
         if self.keynum:
             try:
@@ -120,8 +150,15 @@ class KeySpec:
 
 
 def key_spec(index: int, flags: str, **options: Any) -> KeySpec:
-    """``key_spec(1, "RW access delete")``: a KeySpec with checked flags."""
+    """``key_spec(1, "RW access delete")``: a KeySpec with checked flags
+    (``key_spec(-2, "RW ...", keyword="KEYS", lastkey=-1)`` a keyword spec,
+    ``key_spec(0, "OW update", unknown=True)`` one only the command's ``getkeys`` resolves)."""
     return KeySpec(index, _ordered_key_flags(f"key spec at {index}", flags.split()), **options)
+
+
+#: a command's own key finder, as Redis's ``getkeys_proc``: each key of one call with the
+#: flags of the spec it belongs to (SORT's destination is wherever its last STORE is)
+GetKeys = Callable[[list[bytes]], list[tuple[bytes, tuple[str, ...]]]]
 
 
 @dataclass(slots=True)
@@ -151,6 +188,9 @@ class CommandSpec:
     #: the Redis 7 key specs: one range spec from first/last/step and ``key_flags``, or the
     #: command's own (several groups of keys with their own flags, or a keynum spec)
     key_specs: tuple[KeySpec, ...] = ()
+    #: the command's own key finder when its key specs cannot say where every key is
+    #: (an ``unknown`` spec); COMMAND GETKEYS, ACL and cluster routing then ask it
+    getkeys: GetKeys | None = None
     subcommands: dict[str, CommandSpec] = field(default_factory=dict)
     container: str | None = None  # "config" for "config|get"
     #: the command is part of the HotKV product's dialect (what hotkv-client 1.0.0 sends)
@@ -187,12 +227,16 @@ class CommandSpec:
         specs = self.key_specs
         if not specs:
             return []
+        if self.getkeys is not None:
+            return [key for key, _flags in self.getkeys(argv)]
         if len(specs) == 1:
             return specs[0].keys(argv)
         return [key for ks in specs for key in ks.keys(argv)]
 
     def keys_with_flags(self, argv: list[bytes]) -> list[tuple[bytes, tuple[str, ...]]]:
         """Each key of one call with the flags of the key spec that found it."""
+        if self.getkeys is not None:
+            return self.getkeys(argv)
         return [(key, ks.flags) for ks in self.key_specs for key in ks.keys(argv)]
 
 
@@ -225,6 +269,8 @@ class SpecFields(TypedDict, total=False):
     dialect: bool
     extensions: str
     key_specs: tuple[KeySpec, ...]
+    getkeys: GetKeys
+    group_categories: bool
     help: str
 
 
@@ -244,8 +290,11 @@ def command(
     tokens of such a command that only hotkv has (docs/commands.md shows both).
     ``key_specs`` replaces that one derived spec by the command's own (``key_spec(...)``);
     ``keys`` then stays the legacy first/last/step COMMAND INFO reports, and a keynum spec
-    adds the ``movablekeys`` flag. ``help`` is a subcommand's entry in its container's
-    HELP (``help_lines``), when the one derived from syntax and summary will not do.
+    adds the ``movablekeys`` flag, as do a keyword or unknown spec and ``getkeys`` (the
+    command's own key finder, Redis's ``getkeys_proc``). ``group_categories=False`` leaves
+    out the group's ACL categories (SORT is ``generic`` yet not ``@keyspace`` in Redis).
+    ``help`` is a subcommand's entry in its container's HELP (``help_lines``), when the one
+    derived from syntax and summary will not do.
     """
     spec: dict[str, Any] = {}
     for source in (*presets, fields):
@@ -339,6 +388,7 @@ def add_spec(
     dialect: bool = False,
     extensions: str = "",
     key_specs: tuple[KeySpec, ...] = (),
+    getkeys: GetKeys | None = None,
     help: str = "",
 ) -> CommandSpec:
     name = name.lower()
@@ -348,7 +398,8 @@ def add_spec(
         if token not in syntax_tokens(syntax):
             raise ValueError(f"{name}: extension option {token!r} is not in its syntax")
     flag_words = flags.split()
-    if any(ks.keynum for ks in key_specs) and "movablekeys" not in flag_words:
+    movable = getkeys is not None or any(ks.keynum or ks.begin_search != "index" for ks in key_specs)
+    if movable and "movablekeys" not in flag_words:
         flag_words.append("movablekeys")
     flag_set = frozenset(flag_words)
     unknown = flag_set - KNOWN_FLAGS
@@ -410,6 +461,7 @@ def add_spec(
         key_notes=key_notes or None,
         tips=tip_list,
         key_specs=key_specs,
+        getkeys=getkeys,
         container=parent_name if sub else None,
         dialect=dialect,
         extensions=tuple(extensions.split()),

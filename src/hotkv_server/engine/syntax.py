@@ -113,7 +113,9 @@ def parse_syntax(syntax: str, first_key: int, key_args: dict[str, int] | None = 
                              and tok.upper() == tok):
             return Arg(name=tok.lower(), type="pure-token", token=tok)
         if key_args is not None and tok in key_args:
-            return Arg(name=tok, type="key", key_spec_index=key_args[tok])
+            # a pattern that forms key names (SORT's BY and GET) keeps its type, as Redis's
+            kind = "pattern" if tok in ("pattern", "glob") else "key"
+            return Arg(name=tok, type=kind, key_spec_index=key_args[tok])
         if not key_done:
             key_done = True
             return Arg(name=tok, type="key", key_spec_index=0)

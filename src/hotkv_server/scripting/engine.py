@@ -175,6 +175,8 @@ class ScriptEngine:
     def __init__(self, core: Core) -> None:
         self.core = core
         self.cache: dict[str, Script] = {}
+        #: the same scripts by their sha as EVALSHA sends it (lower-case ASCII bytes)
+        self.by_sha: dict[bytes, Script] = {}
         self.running: Run | None = None
         self.thread = ScriptThread()
         self.sandbox = Sandbox(self._call, self._pcall, self._killed, self._setresp, self._acl_check)
@@ -200,10 +202,12 @@ class ScriptEngine:
             return f"ERR Error compiling script (new function): {message}"
         script = Script(sha, body, fn, flags)
         self.cache[sha] = script
+        self.by_sha[sha.encode()] = script
         return script
 
     def flush(self) -> None:
         self.cache.clear()
+        self.by_sha.clear()
 
     # --- running -----------------------------------------------------------------------------
     def run(self, caller: Context, script: Script, keys: list[bytes], args: list[bytes],
@@ -287,6 +291,8 @@ class ScriptEngine:
         """On the script thread: call the script and turn its result into a reply."""
         ok, result = self.sandbox.run(run.script.fn, keys, args)
         if ok:
+            if type(result) is bytes:  # a string is a bulk string whatever the protocols
+                return result
             return FromLua(run.resp, run.caller.proto).reply(result)
         return ErrorReply(self._failure_text(run, result))
 
@@ -373,15 +379,17 @@ class ScriptEngine:
             return run, ErrorReply("ERR the script is started again on the script thread")
         if not args:
             return run, ErrorReply("ERR Please specify at least one argument for this redis lib call")
-        argv = list(args)
-        for i, arg in enumerate(argv):
-            t = type(arg)
-            if t is not bytes:
-                if t is int or t is float:
-                    argv[i] = b"%.17g" % arg
-                else:
-                    return run, ErrorReply(
-                        "ERR Lua redis lib command arguments must be strings or integers")
+        argv = [*args]
+        for arg in argv:
+            if type(arg) is not bytes:  # numbers are sent as Lua prints them, %.17g
+                for i, item in enumerate(argv):
+                    t = type(item)
+                    if t is int or t is float:
+                        argv[i] = b"%.17g" % item
+                    elif t is not bytes:
+                        return run, ErrorReply(
+                            "ERR Lua redis lib command arguments must be strings or integers")
+                break
         return run, dispatch_script(run.ctx, argv, run)
 
     def _call(self, *args: Any) -> Any:
@@ -447,3 +455,10 @@ def engine_of(core: Core) -> ScriptEngine:
     if engine is None:
         engine = core.extras["scripts"] = ScriptEngine(core)
     return engine
+
+
+def in_script(ctx: Context) -> bool:
+    """Whether ``ctx`` is the context of a running script's ``redis.call`` (Redis's
+    CLIENT_SCRIPT: SORT then sorts a set it would leave unsorted)."""
+    engine = ctx.core.extras.get("scripts")
+    return engine is not None and engine.running is not None and engine.running.ctx is ctx

@@ -88,14 +88,16 @@ class ListValue(TypedValue):
     # --- ends -----------------------------------------------------------------------
     def push_left(self, values: list[bytes]) -> int:
         """LPUSH: each value becomes the new head in turn (so they end up reversed)."""
-        self.items.extendleft(values)
-        self.nbytes += _cost(values)
-        return len(self.items)
+        items = self.items
+        items.extendleft(values)
+        self.nbytes += sum(map(len, values)) + len(values) * ELEMENT_OVERHEAD
+        return len(items)
 
     def push_right(self, values: list[bytes]) -> int:
-        self.items.extend(values)
-        self.nbytes += _cost(values)
-        return len(self.items)
+        items = self.items
+        items.extend(values)
+        self.nbytes += sum(map(len, values)) + len(values) * ELEMENT_OVERHEAD
+        return len(items)
 
     def pop_left(self, count: int = 1) -> list[bytes]:
         """Up to ``count`` elements from the head, in the order they were taken."""
@@ -237,8 +239,11 @@ class ListValue(TypedValue):
         return out
 
 
+_SEQUENCES = (list, deque)
+
+
 def _cost(values: Iterable[bytes]) -> int:
-    if not isinstance(values, list | deque):
+    if not isinstance(values, _SEQUENCES):
         values = list(values)
     return sum(map(len, values)) + len(values) * ELEMENT_OVERHEAD
 

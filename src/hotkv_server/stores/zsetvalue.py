@@ -273,17 +273,19 @@ class SortedSetValue(TypedValue):
         return hi - lo
 
     def range_by_score(self, rng: ScoreRange, reverse: bool = False, offset: int = 0,
-                       count: int = -1) -> list[tuple[bytes, float]]:
-        """ZRANGEBYSCORE (REV walks from max to min); LIMIT offset count, count < 0 = all."""
+                       count: int = -1, members: bool = False) -> list[Any]:
+        """ZRANGEBYSCORE (REV walks from max to min); LIMIT offset count, count < 0 = all.
+        ``(member, score)`` pairs, or the members alone with ``members`` (no WITHSCORES)."""
         if 0 <= offset <= _WALK_OFFSET and count >= 0 and not rng.empty():
-            return self._walk(rng, reverse, offset, count)
+            return self._walk(rng, reverse, offset, count, members)
         lo, hi = self._score_span(rng)
-        return self._slice(lo, hi, reverse, offset, count)
+        return self._slice(lo, hi, reverse, offset, count, members)
 
-    def _walk(self, rng: ScoreRange, reverse: bool, offset: int, count: int) -> list[tuple[bytes, float]]:
-        """A LIMITed score range read straight off the sublists: two bisections and the
-        members wanted, without the positional index (which inserts keep invalidating)."""
-        if rng.min_exclusive and rng.min == _INF:
+    def _walk(self, rng: ScoreRange, reverse: bool, offset: int, count: int,
+              members: bool = False) -> list[Any]:
+        """A LIMITed score range read straight off the sublists: two bisections and slices
+        of the items wanted, without the positional index (which inserts keep invalidating)."""
+        if count == 0 or (rng.min_exclusive and rng.min == _INF):
             return []
         low: tuple[float, bytes] = (
             math.nextafter(rng.min, _INF) if rng.min_exclusive else rng.min, b"")
@@ -295,62 +297,50 @@ class SortedSetValue(TypedValue):
         else:
             high = (math.nextafter(rng.max, _INF), b"")
         lists = self.ordered._lists  # sortedcontainers' sublists, read-only here
+        if not lists:
+            return []
         maxes = self.ordered._maxes
-        out: list[tuple[bytes, float]] = []
-        if not lists or count == 0:
-            return out
-        skip = offset
-        left = count
-        append = out.append
+        need = offset + count  # items to read from the range's first one on
         if not reverse:
             pos = bisect_left(maxes, low)
             if pos == len(maxes):
-                return out
+                return []
             idx = bisect_left(lists[pos], low)
+            chunk = lists[pos][idx : idx + need]
             last = len(lists)
-            while pos < last:
-                sub = lists[pos]
-                # a slice, not islice: islice would step over the first idx items one by one
-                for item in sub[idx : idx + skip + left] if idx else sub:
-                    if high is not None and item >= high:
-                        return out
-                    if skip:
-                        skip -= 1
-                        continue
-                    append((item[1], item[0]))
-                    left -= 1
-                    if not left:
-                        return out
+            pos += 1
+            while len(chunk) < need and pos < last and (high is None or chunk[-1] < high):
+                chunk += lists[pos][: need - len(chunk)]
                 pos += 1
-                idx = 0
-            return out
-        if high is None:
-            pos, idx = len(lists) - 1, len(lists[-1])
+            if high is not None and chunk and chunk[-1] >= high:
+                chunk = chunk[: bisect_left(chunk, high)]
+            if offset:
+                chunk = chunk[offset:]
         else:
-            pos = bisect_left(maxes, high)
-            if pos == len(maxes):
+            if high is None:
                 pos, idx = len(lists) - 1, len(lists[-1])
             else:
-                idx = bisect_left(lists[pos], high)
-        while pos >= 0:
-            sub = lists[pos]
-            for j in range(idx - 1, -1, -1):
-                item = sub[j]
-                if item < low:
-                    return out
-                if skip:
-                    skip -= 1
-                    continue
-                append((item[1], item[0]))
-                left -= 1
-                if not left:
-                    return out
+                pos = bisect_left(maxes, high)
+                if pos == len(maxes):
+                    pos, idx = len(lists) - 1, len(lists[-1])
+                else:
+                    idx = bisect_left(lists[pos], high)
+            chunk = lists[pos][max(idx - need, 0) : idx]  # ascending, the range's top end
             pos -= 1
-            if pos >= 0:
-                idx = len(lists[pos])
-        return out
+            while len(chunk) < need and pos >= 0 and (not chunk or chunk[0] >= low):
+                chunk = lists[pos][-(need - len(chunk)) :] + chunk
+                pos -= 1
+            if chunk and chunk[0] < low:
+                chunk = chunk[bisect_left(chunk, low) :]
+            chunk.reverse()
+            if offset:
+                chunk = chunk[offset:]
+        if members:
+            return [item[1] for item in chunk]
+        return [(item[1], item[0]) for item in chunk]
 
-    def _slice(self, lo: int, hi: int, reverse: bool, offset: int, count: int) -> list[tuple[bytes, float]]:
+    def _slice(self, lo: int, hi: int, reverse: bool, offset: int, count: int,
+               members: bool = False) -> list[Any]:
         if offset < 0:
             return []
         if reverse:
@@ -364,7 +354,10 @@ class SortedSetValue(TypedValue):
                 hi = min(hi, lo + count)
         if lo >= hi:
             return []
-        return [(m, s) for s, m in self.ordered.islice(lo, hi, reverse=reverse)]
+        items = self.ordered.islice(lo, hi, reverse=reverse)
+        if members:
+            return [m for _s, m in items]
+        return [(m, s) for s, m in items]
 
     def _lex_span(self, lo: LexBound, hi: LexBound) -> tuple[int, int]:
         if lex_range_empty(lo, hi) or not self.scores:
