@@ -38,6 +38,7 @@ from __future__ import annotations
 import argparse
 import functools
 import json
+import re
 import shutil
 import statistics
 import sys
@@ -345,6 +346,17 @@ def ping_stall(r: redis.Redis, action: Callable[[], Any] | None, seconds: float,
     return (worst[0][1] * 1000 if worst else 0.0), len(times), top
 
 
+def rewrite_steps(log_text: str) -> dict[str, float | None]:
+    """The last rewrite's fork time on the loop and its install time (off the loop), from
+    the server's log lines (None when the server does not log them)."""
+    fork = re.findall(r"rewriting started by pid \d+ \(fork ([\d.]+) ms, after ([\d.]+) ms",
+                      log_text)
+    install = re.findall(r"installed off the loop in ([\d.]+) ms", log_text)
+    return {"hotkv_fork_ms": float(fork[-1][0]) if fork else None,
+            "hotkv_start_files_ms": float(fork[-1][1]) if fork else None,
+            "hotkv_install_ms": float(install[-1]) if install else None}
+
+
 def restart_and_rewrite(objects: int, python: str, redis_bin: str,
                         kinds: Sequence[str] = ("hotkv", "redis")) -> dict[str, Any]:
     out: dict[str, Any] = {"objects": objects, "load_before": loadavg()}
@@ -375,10 +387,16 @@ def restart_and_rewrite(objects: int, python: str, redis_bin: str,
                 out[f"{kind}_rewrite_worst_pings"] = worst
                 out[f"{kind}_ping_floor_ms"] = floor
                 out[f"{kind}_rewrite_load"] = loadavg()
+                if kind == "hotkv":  # the server's own account of the steps on its loop
+                    out.update(rewrite_steps((d / "hotkv.log").read_text(errors="replace")))
                 log(f"{kind}: filled {objects:,} in {out[f'{kind}_fill_s']:.1f} s; rewrite "
                     f"{out[f'{kind}_rewrite_s']:.2f} s, longest PING {stall:.1f} ms "
                     f"({pings:,} pings; without a rewrite {floor:.1f} ms) load {loadavg()}; "
-                    f"worst (ms after BGREWRITEAOF, ms): {worst}")
+                    f"worst (ms after BGREWRITEAOF, ms): {worst}"
+                    + (f"; on the loop: new increment and manifest "
+                       f"{out['hotkv_start_files_ms']} ms, fork {out['hotkv_fork_ms']} ms; "
+                       f"install (off the loop) {out['hotkv_install_ms']} ms"
+                       if kind == "hotkv" else ""))
                 extra = int(objects * 0.1)
                 send(r, (mixed if kind == "hotkv" else mixed_redis)(extra, offset=objects))
                 time.sleep(1.2)  # everysec: the tail on disk

@@ -196,7 +196,8 @@ TIMEOUTS: list[Step] = [
     ("D", ["LLEN", "k"]),
     # a pipelined command behind a blocked one waits for it
     ("block", "B", ["BLPOP", "w", "0"]),
-    ("B", ["PING"]),
+    ("block", "B", ["PING"]),
+    ("idle", "B"),  # no PONG while the BLPOP before it waits
     ("D", ["PING"]),
     ("D", ["RPUSH", "w", "v"]),
     ("read", "B"),

@@ -2,7 +2,7 @@
 
 Deadlines are absolute in every record and in the base, so a restart (replay or base),
 and a rewrite after it, agree with the clock: 1-second entries written before a stop and
-loaded 2 seconds later are gone from every command, and an entry that has not expired yet
+loaded after their deadline are gone from every command, and an entry that has not expired yet
 keeps its original deadline.
 """
 
@@ -26,7 +26,8 @@ def ex(r: redis.Redis, *args: Any) -> Any:
 
 
 def write(r: redis.Redis) -> dict[str, Any]:
-    """1-second entries in every store that has TTLs, beside lasting ones; their deadlines."""
+    """1-second entries in every store that has TTLs, beside lasting ones; their deadlines
+    (and ``"short-gone"``: a monotonic time by which every 1-second entry has expired)."""
     r.set("kv:ex", "x", ex=1)
     r.set("kv:px", "x", px=1000)
     r.set("kv:expire", "x")
@@ -55,7 +56,18 @@ def write(r: redis.Redis) -> dict[str, Any]:
         "sem-long": record(ex(r, "AMEM.SEM.GET", "kb", "long"))[b"expires"],
         "kv-long": int(time.time() * 1000) + r.pttl("kv:long"),
         "work-long": int(time.time() * 1000) + ex(r, "AMEM.WORK.TTL", "work:mixed", "long"),
+        "short-gone": time.monotonic() + 1.0 + DOWN_MARGIN_S,
     }
+
+
+#: how long past the last 1-second deadline the server stays down
+DOWN_MARGIN_S = 0.3
+
+
+def stay_down_until_expired(deadlines: dict[str, Any]) -> None:
+    """The server is stopped: wait until every 1-second entry's deadline has passed (what
+    expired while down), however long the stop took."""
+    time.sleep(max(0.0, deadlines["short-gone"] - time.monotonic()))
 
 
 def assert_expired_gone(r: redis.Redis) -> None:
@@ -113,7 +125,7 @@ def test_expired_while_down_stays_gone(proc: HotkvProcess, protocol: int) -> Non
     r = proc.client(protocol=protocol)
     deadlines = write(r)
     proc.stop()
-    time.sleep(2.0)
+    stay_down_until_expired(deadlines)
     proc.start()
     r = proc.client(protocol=protocol)
     assert_expired_gone(r)
@@ -137,7 +149,7 @@ def test_expired_after_a_rewrite_stays_gone(proc: HotkvProcess) -> None:
     info = wait_rewrite_done(r)
     assert info["aof_last_bgrewrite_status"] == "ok"
     proc.stop()
-    time.sleep(2.0)
+    stay_down_until_expired(deadlines)
     proc.start()
     r = proc.client()
     assert_expired_gone(r)

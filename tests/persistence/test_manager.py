@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import threading
 import time
 from collections.abc import Iterator
 from types import SimpleNamespace
@@ -18,6 +19,8 @@ import pytest
 
 from hotkv_server.engine.config import load_config
 from hotkv_server.engine.core import Core
+from hotkv_server.engine.errors import RequestRefused
+from hotkv_server.persistence import jobs as jobs_module
 from hotkv_server.persistence.loader import Loader, read_checked_manifest
 from hotkv_server.persistence.manager import AofUnavailable, Persistence
 from hotkv_server.stores.database import default_database
@@ -223,3 +226,123 @@ def test_replies_of_a_turn_leave_after_its_records_are_in_the_file(make: Any, po
     assert len(grown) == 1 and grown.pop() > before  # written once, before every reply
     loaded = reload(p)
     assert loaded == [b"x", b"y"]
+
+
+def _hold_the_install(monkeypatch: pytest.MonkeyPatch) -> tuple[threading.Event, threading.Event]:
+    """Make the install thread wait in its directory fsync (after the manifest and the
+    renames) until ``release`` is set; ``entered`` tells it got there."""
+    entered, release = threading.Event(), threading.Event()
+    real = jobs_module.fsync_dir
+
+    def held(path: str) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            entered.set()
+            assert release.wait(30)
+        real(path)
+
+    monkeypatch.setattr(jobs_module, "fsync_dir", held)
+    return entered, release
+
+
+def test_a_finished_rewrite_is_installed_off_the_loop(make: Any,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """The install's fsyncs run on a thread: the loop serves meanwhile, the rewrite counts
+    as running until the loop adopts it, and the writes made meanwhile are kept."""
+    p = make()
+    write(p, kv(b"a", b"1"))
+    entered, release = _hold_the_install(monkeypatch)
+    assert p.bgrewrite() == "Background append only file rewriting started"
+    write(p, kv(b"b", b"2"))  # after the fork: into the new increment
+    tick_until(p, entered.is_set)  # the child is done; its install waits in the thread
+    p.tick()
+    assert p.jobs.job is not None and p.jobs.job.install is not None
+    assert dict(p.info())["aof_rewrite_in_progress"] == 1
+    with pytest.raises(RequestRefused, match="already in progress"):
+        p.bgrewrite()
+    with pytest.raises(RequestRefused, match="already in progress"):
+        p.save()
+    write(p, kv(b"c", b"3"))  # the loop goes on while the install waits
+    # the manifest on disk already names the new base and the increment being written
+    manifest = p.layout.read_manifest()
+    assert manifest is not None and manifest.base is not None
+    assert [e.name for e in manifest.entries()] == ["appendonly.aof.1.base.hkv",
+                                                    "appendonly.aof.2.incr.aof"]
+    assert reload(p) == [b"a", b"b", b"c"]
+    release.set()
+    tick_until(p, lambda: p.jobs.job is None)
+    info = dict(p.info())
+    assert info["aof_rewrites"] == 1 and info["aof_last_bgrewrite_status"] == "ok"
+    assert info["aof_base_size"] == os.path.getsize(p.layout.path("appendonly.aof.1.base.hkv"))
+    assert sorted(os.listdir(p.layout.aof_dir)) == [
+        "appendonly.aof.1.base.hkv", "appendonly.aof.2.incr.aof", "appendonly.aof.manifest"]
+    write(p, kv(b"d", b"4"))
+    assert reload(p) == [b"a", b"b", b"c", b"d"]
+
+
+def test_the_install_thread_wakes_the_loop(make: Any) -> None:
+    """On a running loop, the rewrite is adopted as soon as the thread is done, without
+    waiting for another cron tick."""
+    p = make()
+    write(p, kv(b"a", b"1"))
+
+    async def scenario() -> None:
+        p.bgrewrite()
+        job = p.jobs.job
+        assert job is not None
+        while job.install is None:  # the cron's part: collect the child, start the install
+            p.jobs.reap()
+            await asyncio.sleep(0.01)
+        while p.jobs.job is not None:  # no reap from here: only the thread's wake-up
+            await asyncio.sleep(0.01)
+
+    asyncio.run(asyncio.wait_for(scenario(), 20))
+    assert p.jobs.rewrites == 1 and reload(p) == [b"a"]
+
+
+def test_shutdown_waits_for_an_install_under_way(make: Any,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    p = make()
+    write(p, kv(b"a", b"1"))
+    entered, release = _hold_the_install(monkeypatch)
+    p.bgrewrite()
+    write(p, kv(b"b", b"2"))
+    tick_until(p, entered.is_set)
+    threading.Timer(0.2, release.set).start()
+    p.close(False)  # kill(): the base is complete, so it is installed, not dropped
+    assert p.jobs.rewrites == 1
+    manifest = p.layout.read_manifest()
+    assert manifest is not None and manifest.base is not None and not manifest.history
+    assert reload(p) == [b"a", b"b"]
+    assert not [n for n in os.listdir(p.layout.aof_dir) if n.startswith("temp-")]
+
+
+def test_a_failed_install_keeps_the_directory_loadable(make: Any,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """The manifest can't be written: the rewrite fails, the old files stay the data, the
+    temp base is removed and a later rewrite succeeds."""
+    p = make()
+    write(p, kv(b"a", b"1"))
+    real = p.layout.write_manifest
+    calls = {"n": 0}
+
+    def refuse_in_thread(manifest: Any) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            calls["n"] += 1
+            raise OSError(28, "No space left on device")
+        real(manifest)
+
+    monkeypatch.setattr(p.layout, "write_manifest", refuse_in_thread)
+    p.bgrewrite()
+    write(p, kv(b"b", b"2"))
+    tick_until(p, lambda: p.jobs.job is None)
+    assert calls["n"] == 1
+    info = dict(p.info())
+    assert info["aof_last_bgrewrite_status"] == "err" and info["aof_rewrites"] == 0
+    assert not [n for n in os.listdir(p.layout.aof_dir) if n.startswith("temp-")]
+    assert reload(p) == [b"a", b"b"]
+    monkeypatch.setattr(p.layout, "write_manifest", real)
+    p.bgrewrite()
+    tick_until(p, lambda: p.jobs.job is None)
+    assert dict(p.info())["aof_last_bgrewrite_status"] == "ok"
+    write(p, kv(b"c", b"3"))
+    assert reload(p) == [b"a", b"b", b"c"]

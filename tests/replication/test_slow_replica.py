@@ -40,14 +40,20 @@ def test_a_stopped_replica_is_dropped_at_the_buffer_limit() -> None:
                     t0 = time.monotonic()
                     probe.ping()  # another client of the primary is answered at once
                     worst = max(worst, time.monotonic() - t0)
+                    if i % 8 == 7:
+                        # the healthy replica keeps up (on a loaded machine it could fall
+                        # 1 MB behind too, and be dropped as rightly): at most 512 KB ahead
+                        assert pc.execute_command("WAIT", 1, 10_000) >= 1
                 elapsed = time.monotonic() - started
                 fields = wait_until(lambda: (f := info(pc, "replication"))["connected_slaves"] == 1 and f,
                                     what="the slow replica dropped")
                 assert fields["slave0"]["port"] == healthy.port
             finally:
                 resume(slow)
-            assert worst < 1.0, worst
-            assert elapsed < 20, elapsed
+            # liveness, not speed: the primary answered all along (a primary held up by its
+            # stopped replica would not answer at all until the replica resumed)
+            assert worst < 5.0, worst
+            assert elapsed < 90, elapsed
             # it was dropped as soon as its waiting stream passed the limit, not later
             pattern = rf"Dropping replica 127\.0\.0\.1:{slow.port}: output buffer of (\d+) bytes"
             dropped = re.search(pattern, primary.log())

@@ -158,7 +158,10 @@ def test_role(clean: Trio, protocol: int) -> None:
     assert sorted(replicas) == sorted([[b"127.0.0.1", str(p.port).encode(), str(master_offset).encode()]
                                        for p in (a, b)])
     reply = a.client(protocol=protocol).execute_command("ROLE")
-    assert reply == [b"slave", b"127.0.0.1", primary.port, b"connected", master_offset]
+    assert reply[:4] == [b"slave", b"127.0.0.1", primary.port, b"connected"]
+    # the replica has processed at least what it acknowledged; a PING of the primary (every
+    # 10 s) may have moved both on since, never the replica past the primary
+    assert master_offset <= reply[4] <= offset(pc)
 
 
 def test_info_replication_fields(clean: Trio) -> None:

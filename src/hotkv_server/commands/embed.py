@@ -90,7 +90,8 @@ def embed_then(ctx: Context, command: str, argv: list[bytes], embedder_name: str
 
     def done(made: dict[bytes, bytes] | None, error: str | None) -> None:
         if made is None:
-            deferred.resolve(_failure(ctx, error or "ERR embedding failed"))
+            # (counted in errorstats, and the call failed, by the dispatch point)
+            deferred.resolve(ErrorReply(error or "ERR embedding failed"))
             return
         blobs = _fill(texts, vectors, made)
         reply = run_later(ctx, command, argv, lambda: then(blobs))
@@ -154,10 +155,3 @@ def _chain(inner: Deferred, outer: Deferred) -> None:
     else:
         inner.callback = lambda d: outer.resolve(d.value)
 
-
-def _failure(ctx: Context, message: str) -> ErrorReply:
-    stats = ctx.core.stats
-    stats.total_error_replies += 1
-    code = message.split(" ", 1)[0]
-    stats.errorstats[code] = stats.errorstats.get(code, 0) + 1
-    return ErrorReply(message)

@@ -21,10 +21,10 @@ _NONZERO_MANTISSA = re.compile(rb"^[+-]?(0[xX][0-9a-fA-F.]*[1-9a-fA-F]|[0-9.]*[1
 
 def parse_long_double(raw: bytes) -> Any | None:
     """A ``np.longdouble`` as Redis's ``string2ld`` takes the text, else None: no blanks
-    around it, not NaN, no overflow of a finite text to infinity and no underflow of a
+    around it, no NUL byte in it, not NaN, no overflow of a finite text to infinity and no underflow of a
     non-zero text to 0 (``1e5000``, ``1e-5000`` are refused; ``inf`` itself is a number)."""
-    if not raw or len(raw) >= MAX_CHARS or raw[0] in _BLANKS or b"_" in raw:
-        return None
+    if not raw or len(raw) >= MAX_CHARS or raw[0] in _BLANKS or b"_" in raw or b"\0" in raw:
+        return None  # a NUL would end the C string numpy parses: "1\0x" is not a number
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
@@ -40,9 +40,16 @@ def parse_long_double(raw: bytes) -> Any | None:
     return value
 
 
+def is_finite(value: Any) -> bool:
+    """Whether a long double is finite (``math.isfinite`` would see ``1e400`` as a double: inf)."""
+    return bool(np.isfinite(value))
+
+
 def format_long_double(value: Any) -> bytes:
-    """``%.17Lf`` with trailing zeros (and a bare dot) dropped, as Redis's LD_STR_HUMAN."""
-    return np.format_float_positional(value, precision=17, unique=False, trim="-").encode()
+    """``%.17Lf`` with trailing zeros (and a bare dot) dropped, as Redis's LD_STR_HUMAN,
+    which also writes a negative zero as ``0``."""
+    text = np.format_float_positional(value, precision=17, unique=False, trim="-").encode()
+    return b"0" if text == b"-0" else text
 
 
 def add_long_doubles(current: Any, increment: Any) -> Any | None:

@@ -9,13 +9,17 @@ re-decides anything.
 
 from __future__ import annotations
 
-import math
 import random
 from collections.abc import Callable, Container
 from itertools import islice
 from typing import Any, TypeVar
 
-from hotkv_server.commands.floats import add_long_doubles, format_long_double, parse_long_double
+from hotkv_server.commands.floats import (
+    add_long_doubles,
+    format_long_double,
+    is_finite,
+    parse_long_double,
+)
 from hotkv_server.commands.keys import parse_cursor
 from hotkv_server.commands.scanning import ELEMENT_SCAN, matching, scan_options
 from hotkv_server.commands.strings import NAN_OR_INF
@@ -235,7 +239,7 @@ def hincrbyfloat(ctx: Context, argv: list[bytes]) -> Any:
     delta = parse_long_double(argv[3])
     if delta is None:
         raise CommandError(errors.NOT_FLOAT)
-    if not math.isfinite(delta):  # HINCRBYFLOAT refuses an infinite increment up front
+    if not is_finite(delta):  # HINCRBYFLOAT refuses an infinite increment up front
         raise CommandError(NAN_OR_INF_VALUE)
     key, field = argv[1], argv[2]
     found = target(ctx, key, HashValue)

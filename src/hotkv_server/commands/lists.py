@@ -189,9 +189,8 @@ def lrange(ctx: Context, argv: list[bytes]) -> Any:
                     "index. This makes asking for the first or the last element of the list O(1).")
 def lindex(ctx: Context, argv: list[bytes]) -> Any:
     """LINDEX key index"""
-    index = int_arg(argv[2])
-    lst = read_list(ctx, argv[1])
-    return None if lst is None else lst.index(index)
+    lst = read_list(ctx, argv[1])  # the key before the index, as in Redis
+    return None if lst is None else lst.index(int_arg(argv[2]))
 
 
 @command("lpos", arity=-3, flags="readonly", key="RO access", since="6.0.6",
@@ -208,22 +207,24 @@ def lpos(ctx: Context, argv: list[bytes]) -> Any:
         opt = argv[i].upper()
         if i + 1 >= len(argv) or opt not in (b"RANK", b"COUNT", b"MAXLEN"):
             raise CommandError(errors.SYNTAX)
-        value = int_arg(argv[i + 1])
         if opt == b"RANK":
+            value = int_arg(argv[i + 1])
             if value == 0:
                 raise CommandError(
                     "ERR RANK can't be zero: use 1 to start from the first match, 2 from the "
                     "second ... or use negative to start from the end of the list")
             # Redis 7.0's negation of LLONG_MIN overflows: it then ranks as the first from the tail
             rank = -1 if value < -LONG_MAX else value
-        elif opt == b"COUNT":
-            if value < 0:
-                raise CommandError("ERR COUNT can't be negative")
-            count = value
         else:
-            if value < 0:
-                raise CommandError("ERR MAXLEN can't be negative")
-            maxlen = value
+            # Redis gives a non-integer COUNT or MAXLEN the "can't be negative" message too
+            name = "COUNT" if opt == b"COUNT" else "MAXLEN"
+            parsed = parse_int(argv[i + 1])
+            if parsed is None or parsed < 0:
+                raise CommandError(f"ERR {name} can't be negative")
+            if opt == b"COUNT":
+                count = parsed
+            else:
+                maxlen = parsed
         i += 2
     lst = read_list(ctx, argv[1])
     if lst is None:
@@ -242,10 +243,10 @@ def lpos(ctx: Context, argv: list[bytes]) -> Any:
 def lset(ctx: Context, argv: list[bytes]) -> Any:
     """LSET key index element"""
     key = argv[1]
-    index = int_arg(argv[2])
-    lst = target_list(ctx, key)
+    lst = target_list(ctx, key)  # the key before the index, as in Redis
     if lst is None:
         raise CommandError(NO_SUCH_KEY)
+    index = int_arg(argv[2])
     n = len(lst)
     if not -n <= index < n:
         raise CommandError(INDEX_RANGE)

@@ -116,6 +116,13 @@ def getrange(ctx: Context, argv: list[bytes]) -> Any:
          complexity="O(N*M) where N and M are the lengths of s1 and s2, respectively")
 def lcs(ctx: Context, argv: list[bytes]) -> Any:
     """LCS key1 key2 [LEN] [IDX] [MINMATCHLEN min-match-len] [WITHMATCHLEN]"""
+    kv = ctx.db.kv
+    now = ctx.now_ms
+    a = kv.lookup(argv[1], now)
+    b = kv.lookup(argv[2], now)
+    # the keys' types are checked before the options, as in Redis
+    if (a is not None and not isinstance(a, bytes)) or (b is not None and not isinstance(b, bytes)):
+        raise CommandError(LCS_NOT_STRINGS)
     want_len = want_idx = with_match_len = False
     min_match = 0
     i = 3
@@ -136,12 +143,6 @@ def lcs(ctx: Context, argv: list[bytes]) -> Any:
         else:
             raise CommandError(errors.SYNTAX)
         i += 1
-    kv = ctx.db.kv
-    now = ctx.now_ms
-    a = kv.lookup(argv[1], now)
-    b = kv.lookup(argv[2], now)
-    if (a is not None and not isinstance(a, bytes)) or (b is not None and not isinstance(b, bytes)):
-        raise CommandError(LCS_NOT_STRINGS)
     if want_idx and want_len:
         raise CommandError(LCS_LEN_AND_IDX)
     a = a or b""

@@ -50,9 +50,10 @@ def _no_nan(value: float) -> float:
     return 0.0 if math.isnan(value) else value
 
 
-def parse_inputs(argv: list[bytes], at: int, name: str, op: str, allow_withscores: bool
-                 ) -> tuple[list[bytes], list[float], str, bool]:
-    """``numkeys key [key ...] [WEIGHTS w ...] [AGGREGATE SUM|MIN|MAX] [WITHSCORES]``."""
+def read_inputs(ctx: Context, argv: list[bytes], at: int, name: str
+                ) -> list[dict[bytes, float] | None]:
+    """``numkeys key [key ...]`` at ``argv[at]``: each key's scores, every key type-checked
+    before any option is parsed (so WRONGTYPE comes before a syntax error, as in Redis)."""
     numkeys = parse_int(argv[at])
     if numkeys is None:
         raise CommandError(errors.NOT_INTEGER)
@@ -60,7 +61,15 @@ def parse_inputs(argv: list[bytes], at: int, name: str, op: str, allow_withscore
         raise CommandError(f"ERR at least 1 input key is needed for '{name}' command")
     if numkeys > len(argv) - at - 1:
         raise CommandError(errors.SYNTAX)
-    keys = argv[at + 1 : at + 1 + numkeys]
+    return [input_scores(ctx, key) for key in argv[at + 1 : at + 1 + numkeys]]
+
+
+def parse_inputs(ctx: Context, argv: list[bytes], at: int, name: str, op: str,
+                 allow_withscores: bool
+                 ) -> tuple[list[dict[bytes, float] | None], list[float], str, bool]:
+    """``numkeys key [key ...] [WEIGHTS w ...] [AGGREGATE SUM|MIN|MAX] [WITHSCORES]``."""
+    inputs = read_inputs(ctx, argv, at, name)
+    numkeys = len(inputs)
     weights = [1.0] * numkeys
     aggregate = "sum"
     withscores = False
@@ -86,53 +95,56 @@ def parse_inputs(argv: list[bytes], at: int, name: str, op: str, allow_withscore
         else:
             raise CommandError(errors.SYNTAX)
         i += 1
-    return keys, weights, aggregate, withscores
+    return inputs, weights, aggregate, withscores
 
 
-def combine(ctx: Context, op: str, keys: list[bytes], weights: list[float], aggregate: str
-            ) -> list[tuple[bytes, float]]:
-    """The result of the operation, ordered by (score, member)."""
-    inputs = [input_scores(ctx, key) for key in keys]  # every key is type-checked first
+def combine(op: str, inputs: list[dict[bytes, float] | None], weights: list[float],
+            aggregate: str) -> list[tuple[bytes, float]]:
+    """The result of the operation, ordered by (score, member).
+
+    As in Redis, ZUNION and ZINTER take their inputs smallest first (the order matters to a
+    SUM that meets ``inf`` and ``-inf``); a weighted score that is NaN counts as 0, except
+    a later input's in ZINTER, which only its aggregate (a NaN sum is 0, MIN and MAX keep
+    the score so far) decides. A ``-0`` score stays ``-0``."""
     result: dict[bytes, float] = {}
     if op == DIFF:
         first = inputs[0]
         if first:
             others = [s for s in inputs[1:] if s]
             result = {m: sc for m, sc in first.items() if not any(m in o for o in others)}
-    elif op == UNION:
-        for scores, weight in zip(inputs, weights, strict=True):
-            if not scores:
-                continue
-            for member, score in scores.items():
-                value = _no_nan(score * weight)
+        return _ordered(result)
+    order = sorted(range(len(inputs)), key=lambda j: len(inputs[j] or ()))
+    if op == UNION:
+        for j in order:
+            for member, score in (inputs[j] or {}).items():
+                value = _no_nan(score * weights[j])
                 old = result.get(member)
                 result[member] = value if old is None else _aggregate(old, value, aggregate)
-    else:
-        if all(inputs):
-            order = sorted(range(len(inputs)), key=lambda j: len(inputs[j] or ()))
-            smallest = order[0]
-            base = inputs[smallest]
-            assert base is not None
-            for member in base:
-                total: float | None = None
-                for j in range(len(inputs)):
-                    scores = inputs[j]
-                    assert scores is not None
-                    found = scores.get(member)
-                    if found is None:
-                        total = None
-                        break
-                    value = _no_nan(found * weights[j])
-                    total = value if total is None else _aggregate(total, value, aggregate)
-                if total is not None:
-                    result[member] = total
-    return [(m, s + 0.0) for s, m in sorted((s, m) for m, s in result.items())]
+        return _ordered(result)
+    base, rest = order[0], order[1:]
+    for member, score in (inputs[base] or {}).items():
+        total = _no_nan(score * weights[base])
+        for j in rest:
+            found = (inputs[j] or {}).get(member)
+            if found is None:
+                break
+            total = _aggregate(total, found * weights[j], aggregate)
+        else:
+            result[member] = total
+    return _ordered(result)
+
+
+def _ordered(result: dict[bytes, float]) -> list[tuple[bytes, float]]:
+    return [(m, s) for s, m in sorted((s, m) for m, s in result.items())]
 
 
 def _aggregate(a: float, b: float, how: str) -> float:
     if how == "sum":
         return _no_nan(a + b)
-    return min(a, b) if how == "min" else max(a, b)
+    # Redis's comparisons: a NaN ``b`` keeps ``a``
+    if how == "min":
+        return b if b < a else a
+    return b if b > a else a
 
 
 _UNION_COMPLEXITY = ("O(N)+O(M*log(M)) with N being the sum of the sizes of the input sorted "
@@ -167,8 +179,8 @@ def zset_operation(ctx: Context, argv: list[bytes]) -> Any:
     """ZUNION|ZINTER numkeys key [key ...] [WEIGHTS weight [weight ...]] [AGGREGATE SUM|MIN|MAX] [WITHSCORES], ZDIFF numkeys key [key ...] [WITHSCORES]"""
     name = argv[0].decode().lower()
     op = _OPERATIONS[name]
-    keys, weights, aggregate, withscores = parse_inputs(argv, 1, name, op, True)
-    return pairs_reply(ctx, combine(ctx, op, keys, weights, aggregate), withscores)
+    inputs, weights, aggregate, withscores = parse_inputs(ctx, argv, 1, name, op, True)
+    return pairs_reply(ctx, combine(op, inputs, weights, aggregate), withscores)
 
 
 #: what ZUNIONSTORE, ZINTERSTORE and ZDIFFSTORE share
@@ -192,8 +204,9 @@ def zset_operation_store(ctx: Context, argv: list[bytes]) -> Any:
     """ZUNIONSTORE|ZINTERSTORE destination numkeys key [key ...] [WEIGHTS weight [weight ...]] [AGGREGATE SUM|MIN|MAX], ZDIFFSTORE destination numkeys key [key ...]"""
     name = argv[0].decode().lower()
     op = _OPERATIONS[name]
-    keys, weights, aggregate, _ = parse_inputs(argv, 2, name, op, False)
-    pairs = combine(ctx, op, keys, weights, aggregate)
+    inputs, weights, aggregate, _ = parse_inputs(ctx, argv, 2, name, op, False)
+    # a stored -0 reads back as 0, as from Redis's listpack
+    pairs = [(m, score + 0.0) for m, score in combine(op, inputs, weights, aggregate)]
     store_zset(ctx, argv[1], [item for pair in pairs for item in pair])
     return len(pairs)
 
@@ -206,16 +219,8 @@ def zset_operation_store(ctx: Context, argv: list[bytes]) -> Any:
                     "number of input sorted sets.")
 def zintercard(ctx: Context, argv: list[bytes]) -> Any:
     """ZINTERCARD numkeys key [key ...] [LIMIT limit]"""
-    numkeys = parse_int(argv[1])
-    if numkeys is None:
-        raise CommandError(errors.NOT_INTEGER)
-    if numkeys < 1:
-        raise CommandError("ERR at least 1 input key is needed for 'zintercard' command")
-    if numkeys > len(argv) - 2:
-        raise CommandError(errors.SYNTAX)
-    keys = argv[2 : 2 + numkeys]
-    limit = read_limit(argv, 2 + numkeys)
-    inputs = [input_scores(ctx, key) for key in keys]
+    inputs = read_inputs(ctx, argv, 1, "zintercard")
+    limit = read_limit(argv, 2 + len(inputs))
     if not all(inputs):
         return 0
     ordered = sorted((s for s in inputs if s is not None), key=len)

@@ -154,6 +154,9 @@ def _zadd_one(ctx: Context, key: bytes, score: float, member: bytes) -> int:
          complexity="O(log(N)) where N is the number of elements in the sorted set.")
 def zincrby(ctx: Context, argv: list[bytes]) -> Any:
     """ZINCRBY key increment member"""
+    if argv[2].upper() in _ZADD_FLAGS:
+        # Redis's ZINCRBY is ZADD's parser: a flag there leaves no score/member pair
+        raise CommandError(errors.SYNTAX)
     return zadd_apply(ctx, argv[1], _INCR, [(parse_score(argv[2]), argv[3])])
 
 

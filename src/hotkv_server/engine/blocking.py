@@ -87,7 +87,7 @@ class Blocking:
               timeout_reply: Any) -> Deferred:
         """Park ``ctx`` until one of ``keys`` can serve it, or ``timeout_ms`` (0 = never)."""
         waiter = Waiter(ctx, list(dict.fromkeys(keys)), serve, timeout_reply,
-                        Deferred(keep_reading=True))
+                        Deferred(keep_reading=True, idle=True))
         for key in waiter.keys:
             queue = self.by_key.get(key)
             if queue is None:

@@ -18,18 +18,30 @@ class Deferred:
     the client's later (pipelined) commands before it, so replies keep their order. A
     Deferred resolved before the handler returns is answered at once. Resolving twice is
     ignored (a timeout racing an acknowledgement).
+
+    Resolving runs two steps, in this order: ``completion``, the dispatch point's end of
+    the call (its duration, command statistics, error counters and slowlog, as for a
+    command answered at once; set by ``engine.dispatch.execute``), then ``callback``, what
+    waits for the value (the connection's answer path, a suspended EXEC).
     """
 
-    __slots__ = ("callback", "done", "keep_reading", "value")
+    __slots__ = ("callback", "completion", "done", "idle", "keep_reading", "value")
 
-    def __init__(self, keep_reading: bool = False) -> None:
+    def __init__(self, keep_reading: bool = False, idle: bool = False) -> None:
         self.done = False
         self.value: Any = None
         #: the connection goes on reading while it waits (requests are held, up to a
         #: limit), so a client that closes is noticed: a client blocked on keys (BLPOP)
         #: may wait for ever and must leave the queue when it goes, as in Redis
         self.keep_reading = keep_reading
-        #: set by the connection that waits for the reply
+        #: the time until it resolves is spent waiting for an event (WAIT's replicas, a
+        #: push to a blocking pop's key), not running the command: the call's duration
+        #: leaves it out, as Redis times a blocked command by its execution only. Work
+        #: done elsewhere (a search on the threads, an embedding) counts in full.
+        self.idle = idle
+        #: set by the dispatch point: the end of the call, run first when it resolves
+        self.completion: Callable[[Deferred], None] | None = None
+        #: set by the connection (or EXEC) that waits for the reply
         self.callback: Callable[[Deferred], None] | None = None
 
     def resolve(self, value: Any) -> None:
@@ -37,6 +49,9 @@ class Deferred:
             return
         self.done = True
         self.value = value
+        completion, self.completion = self.completion, None
+        if completion is not None:
+            completion(self)
         callback, self.callback = self.callback, None
         if callback is not None:
             callback(self)

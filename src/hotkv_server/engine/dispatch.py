@@ -4,9 +4,13 @@
 and unknown subcommand errors), arity, authentication, ACL, the OOM / MISCONF / NOREPLICAS
 / READONLY / MASTERDOWN / LOADING gates (Redis's order), RESP2 subscribed mode, MULTI
 queueing, the clock snapshot, the handler call, handing the command's effects on
-(``core.effects.flush``), MONITOR feed, slowlog timing and command statistics (rejected and
-failed calls counted as Redis counts them), and waking clients blocked on written keys
-(engine/blocking.py).
+(``core.effects.flush``), MONITOR feed, and waking clients blocked on written keys
+(engine/blocking.py). Every call ends in ``complete``: its duration, command statistics
+(rejected and failed calls counted as Redis counts them) and the slowlog. A handler that
+returns a ``Deferred`` (WAIT, a search on the threads, an embedding, a blocking pop) ends
+its call when the Deferred resolves, through the same ``complete``, as Redis counts a
+blocked command when it is unblocked: an error it resolves to counts in errorstats and
+failed_calls as an error raised at once would.
 Handlers never repeat these checks. Errors come back as ``ErrorReply`` values, never raised.
 """
 
@@ -206,7 +210,8 @@ def execute(ctx: Context, spec: CommandSpec, argv: list[bytes], started: int = 0
     """Call the handler with timing and bookkeeping (dispatch, and EXEC for each command).
 
     ``started`` is the ``time.time_ns()`` the command's duration counts from (dispatch
-    passes the read it took the snapshot from; 0 reads the clock here).
+    passes the read it took the snapshot from; 0 reads the clock here). The call ends in
+    :func:`complete`, now, or when a deferred reply resolves (:func:`_complete_later`).
     """
     core = ctx.core
     ctx.last_cmd = spec.name
@@ -221,30 +226,78 @@ def execute(ctx: Context, spec: CommandSpec, argv: list[bytes], started: int = 0
         reply = ErrorReply(exc.message)
         _count_error(core, reply)
     except Exception as exc:  # a bug must cost one reply, never the connection or the server
-        log.exception("internal error in %s", spec.name)
-        stats.unexpected_error_replies += 1
-        reply = ErrorReply(f"ERR internal error in '{spec.name}': {type(exc).__name__}")
-        _count_error(core, reply)
+        reply = _internal_error(core, spec, exc)
     # as Redis: a call failed when an error reply was made since the last command ended
     # (so EXEC fails for its own errors, not for those of the commands it ran)
-    failed = stats.total_error_replies > core.error_mark
-    core.error_mark = stats.total_error_replies
+    errors_made = stats.total_error_replies
+    failed = errors_made > core.error_mark
+    core.error_mark = errors_made
     elapsed_us = (_time_ns() - started) // 1000
-    if elapsed_us < 0:  # the wall clock stepped back during the command
-        elapsed_us = 0
-    spec.calls += 1
-    spec.usec += elapsed_us
-    if failed:
-        spec.failed_calls += 1
+    if type(reply) is not Deferred:
+        complete(ctx, spec, argv, elapsed_us, failed)
+    elif reply.done:
+        reply = reply.value
+        complete(ctx, spec, argv, elapsed_us, _count_late_error(core, reply) or failed)
+    else:  # counted when the reply is known, as Redis 7.2 counts a blocked command
+        _complete_later(ctx, spec, argv, reply, started, elapsed_us, failed)
     effects = core.effects
     if effects.pending:  # a handler that failed may still have written
         effects.flush()  # (inside EXEC it waits for the commit)
         if spec.is_write and core.blocking.by_key:
             core.blocking.signal(spec.keys_of(argv))
-    if elapsed_us >= core.slowlog_threshold >= 0 and not spec.skip_slowlog:
-        _slowlog_add(ctx, argv, elapsed_us)
     if core.monitors and not spec.skip_monitor:
         feed_monitors(ctx, argv)
+    return reply
+
+
+def complete(ctx: Context, spec: CommandSpec, argv: list[bytes], elapsed_us: int,
+             failed: bool) -> None:
+    """The end of a call, whether answered at once or later: its duration (a wall clock
+    stepping back counts 0), INFO commandstats (calls, usec, failed_calls) and the
+    slowlog. Its error replies were counted in errorstats as they were made."""
+    if elapsed_us < 0:
+        elapsed_us = 0
+    spec.calls += 1
+    spec.usec += elapsed_us
+    if failed:
+        spec.failed_calls += 1
+    core = ctx.core
+    if elapsed_us >= core.slowlog_threshold >= 0 and not spec.skip_slowlog:
+        _slowlog_add(ctx, argv, elapsed_us)
+
+
+def _complete_later(ctx: Context, spec: CommandSpec, argv: list[bytes], deferred: Deferred,
+                    started: int, elapsed_us: int, failed: bool) -> None:
+    """End the call of ``deferred`` when it resolves: an error reply it resolves to counts
+    in errorstats and makes the call failed, as an error raised by a handler; its duration
+    runs until then, except the time of an ``idle`` wait (WAIT, a blocking pop), which
+    only its handler's run counts (``elapsed_us``), as Redis times blocked commands."""
+
+    def finish(done: Deferred) -> None:
+        took = elapsed_us if done.idle else (_time_ns() - started) // 1000
+        late_failure = _count_late_error(ctx.core, done.value)
+        complete(ctx, spec, argv, took, failed or late_failure)
+
+    deferred.completion = finish
+
+
+def _count_late_error(core: Core, value: Any) -> bool:
+    """Count ``value`` in errorstats when it is an error reply that no handler raised (a
+    deferred reply's); True then. The error mark moves along: this error belongs to a
+    call that has ended, not to the one running now (if any)."""
+    if not isinstance(value, ErrorReply):
+        return False
+    _count_error(core, value)
+    core.error_mark += 1
+    return True
+
+
+def _internal_error(core: Core, spec: CommandSpec, exc: Exception) -> ErrorReply:
+    """A bug in a handler: logged, and one error reply (counted) instead of the reply."""
+    log.exception("internal error in %s", spec.name, exc_info=exc)
+    core.stats.unexpected_error_replies += 1
+    reply = ErrorReply(f"ERR internal error in '{spec.name}': {type(exc).__name__}")
+    _count_error(core, reply)
     return reply
 
 
@@ -302,28 +355,26 @@ def run_later(ctx: Context, name: str, argv: list[bytes], step: Callable[[], Any
     """The second half of a command whose handler returned a Deferred and finishes on a
     later turn (AMEM.SEM.STORE by text once the embedding is computed): ``step`` runs with
     what :func:`execute` gives a handler: a fresh clock snapshot, the write gates checked
-    again (the server may have become a replica meanwhile), a CommandError or a bug turned
-    into one error reply, and the effects it emits handed out through the effect log (to
-    the AOF and the replicas). The call was counted when its first half ran."""
+    again (the server may have become a replica meanwhile: its refusal is the reply), a
+    CommandError or a bug turned into one error reply, and the effects it emits handed
+    out through the effect log (to the AOF and the replicas). The reply is the value the
+    Deferred resolves to: the call is counted then, error replies included
+    (:func:`_complete_later`), once."""
     core = ctx.core
     spec = LOOKUP[name.encode()]
     ctx.now_ms = core.clock.now_ms()
     if core.gated:
         denial = _gate(ctx, core, spec, argv)
         if denial is not None:
-            return _reject_call(ctx, spec, denial)
+            return ErrorReply(denial)
     try:
         reply = step()
     except CommandError as exc:
         reply = ErrorReply(exc.message)
-        spec.failed_calls += 1
-        _count_error(core, reply)
     except Exception as exc:
         log.exception("internal error in %s", spec.name)
         core.stats.unexpected_error_replies += 1
         reply = ErrorReply(f"ERR internal error in '{spec.name}': {type(exc).__name__}")
-        spec.failed_calls += 1
-        _count_error(core, reply)
     effects = core.effects
     if effects.pending:  # WATCH was touched as they were emitted
         effects.flush()

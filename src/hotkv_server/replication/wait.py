@@ -39,7 +39,7 @@ class Waits:
         return bool(self.waiters)
 
     def add(self, client_id: int, target: int, numreplicas: int, timeout_ms: int) -> Deferred:
-        waiter = Waiter(client_id, Deferred(), target, numreplicas)
+        waiter = Waiter(client_id, Deferred(idle=True), target, numreplicas)
         loop = self.loop or asyncio.get_running_loop()
         if timeout_ms > 0:
             waiter.timer = loop.call_later(timeout_ms / 1000, self._timed_out, waiter)

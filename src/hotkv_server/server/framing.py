@@ -26,7 +26,14 @@ UNAUTH_MAX_BULK = 16384
 
 
 class ProtocolViolation(Exception):
-    """Malformed request: answered ``-ERR Protocol error: ...`` and the connection closes."""
+    """Malformed request: answered ``-ERR Protocol error: ...`` and the connection closes.
+
+    ``complete``: how many bytes of the data being scanned hold whole requests before the
+    malformed one (they are still answered first, as Redis answers them)."""
+
+    def __init__(self, message: str, complete: int = 0) -> None:
+        super().__init__(message)
+        self.complete = complete
 
 
 class Position(Enum):
@@ -44,21 +51,36 @@ class Framer:
     """Where the stream stands: elements left in the current request, payload bytes left
     (with their CRLF), and the start of a header line whose end has not arrived yet."""
 
-    __slots__ = ("elements", "line", "payload")
+    __slots__ = ("boundary", "elements", "line", "payload")
 
     def __init__(self) -> None:
         self.elements = 0
         self.payload = 0
         self.line = b""
+        #: where the request being read started in the data scanned (after a scan that
+        #: ended UNTRACKED: where the inline request starts)
+        self.boundary = 0
 
     def at_boundary(self) -> bool:
         return not self.elements and not self.payload and not self.line
 
     def scan(self, data: bytes, *, authenticated: bool, max_bulk: int) -> Position:
-        """Walk ``data`` from the current state; raise ProtocolViolation at a bad header."""
-        if self.line:
+        """Walk ``data`` from the current state; raise ProtocolViolation at a bad header
+        (its ``complete``: where the last whole request before it ended in ``data``)."""
+        prefix = len(self.line)
+        if prefix:
             data = self.line + data
             self.line = b""
+        self.boundary = prefix
+        try:
+            position = self._walk(data, authenticated, max_bulk)
+        except ProtocolViolation as exc:
+            exc.complete = max(self.boundary - prefix, 0)
+            raise
+        self.boundary -= prefix  # UNTRACKED: where in ``data`` the inline request starts
+        return position
+
+    def _walk(self, data: bytes, authenticated: bool, max_bulk: int) -> Position:
         pos = 0
         n = len(data)
         while True:
@@ -72,6 +94,7 @@ class Framer:
                 return Position.INSIDE if self.elements else Position.BOUNDARY
             end = data.find(b"\r\n", pos, pos + MAX_LINE)
             if self.elements == 0:
+                self.boundary = pos  # a request starts here: the ones before are whole
                 if data[pos] != 42:  # '*': an inline request
                     return Position.UNTRACKED
                 if end < 0:
