@@ -262,13 +262,18 @@ def test_client_over_the_output_hard_limit_is_disconnected(limited: HotkvProcess
     # 100 GETs of 100 kB = 10 MB of replies to a client that reads none of them
     sock = _non_reader(limited.port, b"*2\r\n$3\r\nGET\r\n$4\r\nblob\r\n" * 100)
     try:
+        # wait for the drop itself (its log line), not for the client count: on a loaded
+        # machine the non-reader may not even be connected yet at the first look
+        deadline = time.monotonic() + 15
+        while "output buffer of" not in limited.log()[log_before:] and time.monotonic() < deadline:
+            assert admin.ping() is True  # others are served meanwhile
+            time.sleep(0.05)
+        assert "output buffer of" in limited.log()[log_before:]
         deadline = time.monotonic() + 5
         while admin.info("clients")["connected_clients"] > 1 and time.monotonic() < deadline:
-            assert admin.ping() is True  # others are served meanwhile
             time.sleep(0.05)
         assert admin.info("clients")["connected_clients"] == 1  # the non-reader is gone
         assert admin.get("blob") == b"b" * 100_000
-        assert "output buffer of" in limited.log()[log_before:]
     finally:
         sock.close()
         admin.close()
