@@ -674,7 +674,10 @@ def test_info_reports_the_recall_self_check(r: redis.Redis) -> None:
                             b"ef_construction", b"ef", b"recall_estimate", b"recall_sample",
                             b"recall_checked"]
     assert as_float(fields[b"recall_estimate"]) == pytest.approx(1.0)  # 60 facts: exact
-    assert fields[b"recall_sample"] == 32
+    # 32 queries, or as many facts as the namespace held when the cron's first check began
+    # (a namespace never checked is due at once: on a loaded machine that can be mid-load;
+    # the exact sample size is held in tests/stores/test_sem.py and below, in process)
+    assert 2 <= fields[b"recall_sample"] <= 32
     assert abs(fields[b"recall_checked"] - time.time() * 1000) < 60_000
 
 

@@ -132,7 +132,7 @@ def test_inline_wait_and_a_protocol_error_after_it(pair: Pair) -> None:
     primary, _ = pair
     with Paused(pair), socket.create_connection(("127.0.0.1", primary.port), timeout=5) as sock:
         sock.sendall(b"SET k v\r\nWAIT 1 300\r\nGET k\r\n*1\r\n$x\r\n")
-        data = read_for(sock, 0.8)
+        data = read_for(sock, 15)  # until the server closes after the protocol error
     assert data == b"+OK\r\n:0\r\n$1\r\nv\r\n-ERR Protocol error: invalid bulk length\r\n"
 
 
@@ -146,7 +146,7 @@ def test_wait_inside_multi_answers_at_once(pair: Pair) -> None:
             tx.set("k", "in-multi")
             tx.execute_command("WAIT", 1, 2000)
             assert tx.execute() == [True, 0]  # a transaction never blocks
-        assert time.monotonic() - started < 1.0
+        assert time.monotonic() - started < 1.9  # not the WAIT's 2 s
 
 
 def test_wait_arguments() -> None:
