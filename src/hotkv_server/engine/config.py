@@ -226,16 +226,6 @@ def _str(text: str) -> str:
 _B = (_single(_parse_bool), _format_bool)
 
 
-def _memory_or_percent(text: str) -> str:
-    """``maxmemory-clients``: a size (``64mb``) or a share of maxmemory (``10%``)."""
-    if text.endswith("%"):
-        digits = text[:-1]
-        if not digits.isdigit() or not 0 <= int(digits) <= 100:
-            raise ValueError(f"expected a size like 64mb or a percentage like 10%, got '{text}'")
-        return f"{int(digits)}%"
-    return str(parse_memory(text))
-
-
 def _notify_flags(values: list[str]) -> int:
     """notify-keyspace-events: the class bits (kept as bits: Redis shows ``AKEn`` as ``AKE``
     yet still publishes ``new``)."""
