@@ -123,8 +123,9 @@ def config_rewrite(ctx: Context, argv: list[bytes]) -> Any:
     if not config.path:
         raise CommandError("ERR The server is running without a config file")
     current: dict[str, Any] = {}
-    users = getattr(ctx.core.users, "users", None)
-    if users is not None and not config.aclfile:
+    table = ctx.core.users
+    if table is not None and not config.aclfile:
+        users = table.users
         # as Redis: the users as they are now (ACL SETUSER included), passwords as their
         # SHA-256 (#...), never in clear; with an aclfile the users live there instead
         current["user"] = [users[name].describe().split()[1:] for name in sorted(users)]

@@ -129,7 +129,7 @@ class Core:
         self.tcp_port = 0
         #: the port TLS clients connect to while one is served (server/app.py, rebind.py), else 0
         self.tls_port = 0
-        self.users: Any = None  # hotkv_server.commands.acl.UserTable, set by the ACL module
+        self.users: UserDirectory | None = None  # the ACL module's UserTable (commands/acl.py's attach)
         # The subsystems' parts that others reach, each set by its subsystem when the app
         # attaches it (server/app.py, ``Server._open_subsystems``, in that order); None
         # while it is not attached. Each is typed against a protocol of the engine.
@@ -508,6 +508,26 @@ class PersistenceService(Protocol):
     def bgrewrite(self) -> str | None: ...
 
     def dataset_replaced(self) -> None: ...
+
+
+class UserDirectory(Protocol):
+    """``hotkv_server.commands.acl_table.UserTable`` (``core.users``) as dispatch, AUTH,
+    HELLO, RESET, EXEC and CLIENT use it: the users by name, logging in, the ACL log."""
+
+    #: every user by name (``commands.acl_user.User``, opaque to the engine)
+    users: dict[str, Any]
+
+    def initial_user(self) -> Any:
+        """The user a new connection starts as (default)."""
+
+    def default_needs_auth(self) -> bool: ...
+
+    def authenticate(self, ctx: Context, username: bytes | None, password: bytes) -> str | None:
+        """Log ``ctx`` in; None on success, else the error reply's text."""
+
+    def log_denial(self, ctx: Context, reason: str, obj: str, *, context: str | None = None) -> None:
+        """An ACL LOG entry: ``reason`` command/key/channel/auth, ``context`` toplevel,
+        multi or lua (None: toplevel or multi, from the client's state)."""
 
 
 class ReplicationService(Protocol):

@@ -329,7 +329,7 @@ def dispatch_script(ctx: Context, argv: list[bytes], run: Any) -> Any:
             reason, obj = denied
             users = ctx.core.users
             if users is not None:  # ACL LOG names the context "lua", as Redis does
-                users._log(ctx, reason, obj.decode("utf-8", "replace"), ctx.username)
+                users.log_denial(ctx, reason, obj.decode("utf-8", "replace"), context="lua")
             spec.rejected_calls += 1
             return ErrorReply(errors.SCRIPT_NOPERM_COMMAND if reason == "command"
                               else errors.SCRIPT_NOPERM_KEY)
