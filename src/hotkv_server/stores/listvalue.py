@@ -33,7 +33,7 @@ from hotkv_server.stores.list_effects import (
     KvRpop,
     KvRpush,
 )
-from hotkv_server.stores.values import Applier, TypedValue, value_type
+from hotkv_server.stores.values import Applier, TypedValue, index_range, value_type
 
 #: bytes one element costs beyond its payload: the bytes object header and its block slot
 ELEMENT_OVERHEAD = 41
@@ -116,16 +116,7 @@ class ListValue(TypedValue):
 
     # --- positions ------------------------------------------------------------------
     def _clamp(self, start: int, stop: int) -> tuple[int, int] | None:
-        """Redis's inclusive ``start..stop`` with negative indexes, as a half-open range of
-        real positions; None when it selects nothing."""
-        n = len(self.items)
-        if start < 0:
-            start = max(n + start, 0)
-        if stop < 0:
-            stop = n + stop
-        if start > stop or start >= n:
-            return None
-        return start, min(stop, n - 1) + 1
+        return index_range(start, stop, len(self.items))
 
     def range(self, start: int, stop: int) -> list[bytes]:
         """LRANGE: the elements from ``start`` to ``stop`` inclusive."""

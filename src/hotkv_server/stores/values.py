@@ -133,3 +133,16 @@ def is_shared_integer(value: bytes) -> bool:
     """Whether Redis would hold this string as one of its shared integers 0..9999
     (OBJECT REFCOUNT answers INT_MAX for those)."""
     return len(value) <= 4 and value.isdigit() and (value == b"0" or value[:1] != b"0")
+
+
+def index_range(start: int, stop: int, n: int) -> tuple[int, int] | None:
+    """Redis's inclusive ``start..stop`` over ``n`` elements, negative indexes counting from
+    the end, as a half-open range of real positions; None when it selects nothing
+    (LRANGE, LTRIM, ZRANGE by rank, ZREMRANGEBYRANK)."""
+    if start < 0:
+        start = max(n + start, 0)
+    if stop < 0:
+        stop = n + stop
+    if start > stop or start >= n:
+        return None
+    return start, min(stop, n - 1) + 1

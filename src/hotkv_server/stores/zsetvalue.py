@@ -37,7 +37,7 @@ from typing import Any, ClassVar
 from sortedcontainers import SortedList
 
 from hotkv_server.stores.effect import Effect
-from hotkv_server.stores.values import Applier, TypedValue, value_type
+from hotkv_server.stores.values import Applier, TypedValue, index_range, value_type
 from hotkv_server.stores.zset_effects import (
     KvZadd,
     KvZpop,
@@ -227,14 +227,7 @@ class SortedSetValue(TypedValue):
 
     # --- positions ------------------------------------------------------------------
     def _clamp(self, start: int, stop: int) -> tuple[int, int] | None:
-        n = len(self.scores)
-        if start < 0:
-            start = max(n + start, 0)
-        if stop < 0:
-            stop = n + stop
-        if start > stop or start >= n:
-            return None
-        return start, min(stop, n - 1) + 1
+        return index_range(start, stop, len(self.scores))
 
     def range_by_rank(self, start: int, stop: int, reverse: bool = False) -> list[tuple[bytes, float]]:
         """ZRANGE start stop [REV]: ranks counted from the lowest (or, REV, highest) score."""
