@@ -150,14 +150,8 @@ def _encode_into(value: Any, proto: int, out: list[bytes]) -> None:
                 append(_INT_CACHE[item] if 0 <= item < 1024 else b":%d\r\n" % item)
             else:
                 _encode_into(item, proto, out)
-    elif t is float:
-        text = encode_double(value)
-        if proto == 3:
-            out.append(b",%b\r\n" % text)
-        else:
-            out.append(b"$%d\r\n%b\r\n" % (len(text), text))
-    elif t is Double:
-        text = format_double(value)
+    elif t is float or t is Double:
+        text = encode_double(value) if t is float else format_double(value)
         if proto == 3:
             out.append(b",%b\r\n" % text)
         else:
