@@ -341,11 +341,7 @@ class RequestReader:
         if buf.find(b"\n") == len(buf) - 1 and len(buf) <= MAX_INLINE:
             # one whole line, the common case (telnet, redis-cli's inline mode): its CR LF are
             # blanks to split_args, so the line is split as it is
-            try:
-                argv = (buf.split() if b'"' not in buf and b"'" not in buf
-                        else split_args(buf))
-            except UnbalancedQuotes:
-                raise ProtocolViolation("unbalanced quotes in request") from None
+            argv = _words(buf)
             if argv:
                 found.append(argv)
             self.fresh = True
@@ -353,15 +349,10 @@ class RequestReader:
         if buf[-1] == 10 and len(buf) <= MAX_INLINE and b"\n*" not in buf:
             # whole lines, none too long, no multibulk request after them: the common case
             # (buf never starts with '*' here), one split
-            try:
-                for line in buf.split(b"\n"):  # (the last one is empty: no words)
-                    # (split_args's own fast path, without the call: no quotes, one split)
-                    argv = (line.split() if b'"' not in line and b"'" not in line
-                            else split_args(line))
-                    if argv:
-                        found.append(argv)
-            except UnbalancedQuotes:
-                raise ProtocolViolation("unbalanced quotes in request") from None
+            for line in buf.split(b"\n"):  # (the last one is empty: no words)
+                argv = _words(line)
+                if argv:
+                    found.append(argv)
             self.fresh = True
             return b""
         pos = 0
@@ -386,14 +377,22 @@ class RequestReader:
                 return buf[pos:]
             line = buf[pos:nl]
             pos = nl + 1
-            try:
-                argv = split_args(line)
-            except UnbalancedQuotes:
-                raise ProtocolViolation("unbalanced quotes in request") from None
+            argv = _words(line)
             if argv:
                 found.append(argv)
         self.fresh = True
         return b""
+
+
+def _words(line: bytes) -> list[bytes]:
+    """An inline request's words (its CR LF are blanks); split_args's own fast path
+    without the call when there are no quotes."""
+    if b'"' not in line and b"'" not in line:
+        return line.split()
+    try:
+        return split_args(line)
+    except UnbalancedQuotes:
+        raise ProtocolViolation("unbalanced quotes in request") from None
 
 
 def _type_error(value: Any) -> str:
