@@ -57,6 +57,12 @@ SCRIPTS: list[tuple[str, list[str], list[str]]] = [
     ("return redis.call('get', 'missing')", [], []),
     ("return type(redis.call('ping'))", [], []),
     ("return redis.call('ping').ok", [], []),
+    # every redis.call gets a table of its own (hotkv makes {ok = 'OK'} tables in batches)
+    ("local a = redis.call('set', 'o', 'v') a.ok = 'changed' local b = redis.call('set', 'o', 'v') "
+     "return {a.ok, b.ok, tostring(rawequal(a, b)), tostring(next(b, 'ok'))}", [], []),
+    ("local t = {} for i = 1, 150 do t[i] = redis.call('set', 'o', i) end t[7].ok = 'x' "
+     "local seen, n = {}, 0 for _, r in ipairs(t) do if not seen[r] then seen[r] = true n = n + 1 end end "
+     "return {n, t[7].ok, t[8].ok, t[150].ok}", [], []),
     ("return redis.call('incr', 'n')", [], []),
     ("redis.call('set', 'n', 1); return redis.call('incrby', 'n', 2.0)", [], []),
     ("return redis.call('echo', 0.1)", [], []),
