@@ -209,6 +209,11 @@ CALLS: list[list[str]] = [
     ["EVAL", "return 1", "+1", "a"],
     ["EVAL", "return {KEYS[1], ARGV[1], #KEYS, #ARGV}", "1", "a", "b"],
     ["EVAL", "return {#KEYS, #ARGV}", "0", "a", "b"],
+    # many keys and arguments reach Lua another way (two tables instead of varargs)
+    ["EVAL", "return {#KEYS, #ARGV, KEYS[1], KEYS[150], ARGV[1], ARGV[150], KEYS[151]}", "150",
+     *[f"k{i}" for i in range(1, 151)], *[f"a{i}" for i in range(1, 151)]],
+    ["EVAL", "return {#KEYS, #ARGV, KEYS[1], KEYS[199], ARGV[1], tostring(ARGV[2])}", "199",
+     *[f"k{i}" for i in range(1, 200)], "a1"],
     ["EVAL", "return {KEYS[10], ARGV[1]}", "10", "a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k"],
     ["EVAL", "return 1"],
     ["EVALSHA", "abc", "0"],
