@@ -146,16 +146,9 @@ class Sandbox:
             return fn, None
         return result, None
 
-    def run(self, fn: Any, keys: list[bytes], args: list[bytes]) -> tuple[bool, Any]:
-        """Call a compiled script with KEYS and ARGV: (True, result) or (False, error table)."""
-        if len(keys) + len(args) <= 200:
-            ok, result = self.run_varargs(fn, len(keys), *keys, *args)
-        else:
-            ok, result = self.run_tables(fn, keys, args)
-        return bool(ok), result
-
     def run_tables(self, fn: Any, keys: list[bytes], args: list[bytes]) -> tuple[bool, Any]:
-        """``run`` with KEYS and ARGV sent as two tables (for many: Lua's C stack holds a few
-        thousand values)."""
+        """Call a compiled script with KEYS and ARGV sent as two tables (for many: Lua's C
+        stack holds a few thousand values; ``run_varargs`` takes the rest): (True, result)
+        or (False, error table)."""
         outcome: tuple[bool, Any] = self.run_varargs(fn, -1, self.table(keys), self.table(args))
         return outcome
