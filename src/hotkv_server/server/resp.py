@@ -70,15 +70,23 @@ def _bulk_str(text: str) -> bytes:
 
 #: ``$<n>`` of the common lengths (bytes formatting is the slow part of a long array)
 _BULK_HEADERS = [b"$%d" % i for i in range(1024)]
+_bulk_header = _BULK_HEADERS.__getitem__
 
 
 def _bulk_array(items: list[bytes] | tuple[bytes, ...]) -> bytes:
-    """The bulk strings of a non-empty array, encoded with one join of header, item ..."""
-    headers = _BULK_HEADERS
-    parts = [b""] * (2 * len(items))
-    parts[::2] = [headers[n] if n < 1024 else b"$%d" % n for n in map(len, items)]
+    """A whole non-empty array of ``bytes`` (each exactly ``bytes``: the caller checked),
+    ``*<n>`` included, made with one join of header, item, header, item ... by ``\r\n``
+    (the headers looked up in C by ``map``; a length past the table makes them one by one)."""
+    n = len(items)
+    parts = [b""] * (2 * n + 1)  # (the last empty part gives the final \r\n)
+    try:
+        parts[:-1:2] = map(_bulk_header, map(len, items))
+    except IndexError:  # an item of 1024 bytes or more
+        headers = _BULK_HEADERS
+        parts[:-1:2] = [headers[size] if size < 1024 else b"$%d" % size for size in map(len, items)]
     parts[1::2] = items
-    return b"\r\n".join(parts) + b"\r\n"
+    parts[0] = b"*%d\r\n%b" % (n, parts[0])
+    return b"\r\n".join(parts)
 
 
 def encode(value: Any, proto: int) -> bytes:
@@ -113,14 +121,12 @@ def _encode_into(value: Any, proto: int, out: list[bytes]) -> None:
         data = value.encode()
         out.append(b"$%d\r\n%b\r\n" % (len(data), data))
     elif t is list or t is tuple:
-        out.append(b"*%d\r\n" % len(value))
-        for item in value:  # an array of bulk strings (LRANGE, MGET ...): one join
-            if type(item) is not bytes:
-                break
-        else:
-            if value:
-                out.append(_bulk_array(value))
+        # an array of bulk strings (LRANGE, HVALS ...): one join. The check is in C: count
+        # compares by identity first, and bytes (the type) equals only itself
+        if value and list(map(type, value)).count(bytes) == len(value):
+            out.append(_bulk_array(value))
             return
+        out.append(b"*%d\r\n" % len(value))
         append = out.append
         for item in value:
             if type(item) is bytes:  # the common element, without the recursive call
