@@ -120,12 +120,12 @@ class ListValue(TypedValue):
 
     def range(self, start: int, stop: int) -> list[bytes]:
         """LRANGE: the elements from ``start`` to ``stop`` inclusive."""
-        span = self._clamp(start, stop)
+        items = self.items
+        n = len(items)
+        span = index_range(start, stop, n)
         if span is None:
             return []
         lo, hi = span
-        items = self.items
-        n = len(items)
         if lo > n - hi:  # nearer the tail: walk from there
             part = list(islice(reversed(items), n - hi, n - lo))
             part.reverse()
