@@ -49,7 +49,7 @@ from hotkv_server.engine.replies import (
 )
 
 __all__ = [
-    "NULL_ARRAY", "OK", "OK_BYTES", "PONG", "QUEUED", "ErrorReply", "OrderedSet", "Push", "Raw",
+    "INT_REPLIES", "NULL_ARRAY", "OK", "OK_BYTES", "PONG", "QUEUED", "ErrorReply", "OrderedSet", "Push", "Raw",
     "Simple",
     "Verbatim", "encode", "encode_double", "encode_error",
 ]
@@ -57,7 +57,8 @@ __all__ = [
 OK_BYTES = b"+OK\r\n"  # the encoded OK (the connection writes it without a call)
 _NULL2 = b"$-1\r\n"
 _NULL3 = b"_\r\n"
-_INT_CACHE = [b":%d\r\n" % i for i in range(0, 1024)]
+#: the encoded integers 0..1023 (LPUSH, HSET, INCR, EXISTS ... answer small counts)
+INT_REPLIES = _INT_CACHE = [b":%d\r\n" % i for i in range(0, 1024)]
 #: encoded str map keys (record field names); bounded, since a map's keys may be data
 _FIELD_NAMES: dict[str, bytes] = {}
 _FIELD_NAMES_MAX = 4096
