@@ -75,7 +75,7 @@ _bulk_header = _BULK_HEADERS.__getitem__
 
 
 def _bulk_array(items: list[bytes] | tuple[bytes, ...]) -> bytes:
-    """A whole non-empty array of ``bytes`` (each exactly ``bytes``: the caller checked),
+    """A whole non-empty array of bytes-like elements (TypeError for any other),
     ``*<n>`` included, made with one join of header, item, header, item ... by ``\r\n``
     (the headers looked up in C by ``map``; a length past the table makes them one by one)."""
     n = len(items)
@@ -122,11 +122,17 @@ def _encode_into(value: Any, proto: int, out: list[bytes]) -> None:
         data = value.encode()
         out.append(b"$%d\r\n%b\r\n" % (len(data), data))
     elif t is list or t is tuple:
-        # an array of bulk strings (LRANGE, HVALS ...): one join. The check is in C: count
-        # compares by identity first, and bytes (the type) equals only itself
-        if value and list(map(type, value)).count(bytes) == len(value):
-            out.append(_bulk_array(value))
-            return
+        # an array of bulk strings (LRANGE, HVALS ...): one join, tried when it starts with
+        # bytes. An element that is not bytes-like (None, an int, a str, a nested array, a
+        # Raw) makes len() or the join raise TypeError: then element by element. Every
+        # bytes-like element a reply holds (bytes, bytearray, a bytes subclass) is a bulk
+        # string of its bytes either way
+        if value and type(value[0]) is bytes:
+            try:
+                out.append(_bulk_array(value))
+                return
+            except TypeError:
+                pass
         out.append(b"*%d\r\n" % len(value))
         append = out.append
         for item in value:
@@ -173,7 +179,7 @@ def _encode_into(value: Any, proto: int, out: list[bytes]) -> None:
         for item in value:
             _encode_into(item, proto, out)
     elif t is Raw:
-        out.append(value)
+        out.append(value.data)
     elif t is ErrorReply:
         out.append(b"-%b\r\n" % value.encode())
     elif t is set or t is frozenset:
