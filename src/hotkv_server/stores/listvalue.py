@@ -90,13 +90,15 @@ class ListValue(TypedValue):
         """LPUSH: each value becomes the new head in turn (so they end up reversed)."""
         items = self.items
         items.extendleft(values)
-        self.nbytes += sum(map(len, values)) + len(values) * ELEMENT_OVERHEAD
+        n = len(values)  # (one element, the usual push, without the sum)
+        self.nbytes += (len(values[0]) if n == 1 else sum(map(len, values))) + n * ELEMENT_OVERHEAD
         return len(items)
 
     def push_right(self, values: list[bytes]) -> int:
         items = self.items
         items.extend(values)
-        self.nbytes += sum(map(len, values)) + len(values) * ELEMENT_OVERHEAD
+        n = len(values)  # (one element, the usual push, without the sum)
+        self.nbytes += (len(values[0]) if n == 1 else sum(map(len, values))) + n * ELEMENT_OVERHEAD
         return len(items)
 
     def pop_left(self, count: int = 1) -> list[bytes]:
