@@ -17,6 +17,7 @@ a third of the real server's time with ``-P 16``, most of it unpipelined); see
     .venv/bin/python benchmarks/inprocess.py                  # every row, -P 16 and -P 1
     .venv/bin/python benchmarks/inprocess.py --rows set,wset --aof --clients 8
     .venv/bin/python benchmarks/inprocess.py --profile wset   # cProfile of one row
+    .venv/bin/python benchmarks/inprocess.py --profile get --profile-pipeline 1   # unpipelined
     PYTHONPATH=/tmp/old/src .venv/bin/python benchmarks/inprocess.py   # another tree (A/B)
 """
 
