@@ -131,7 +131,7 @@ class ToLua:
             return self.table({b"verbatim_string": self.table(
                 {b"format": value.fmt.encode(), b"string": value.text})})
         if t is Raw:
-            return self.reply(_parse_raw(value), resp)
+            return self.reply(_parse_raw(value.data), resp)
         if t is Big:
             return value.encode() if resp == 2 else self.table({b"big_number": value.encode()})
         if isinstance(value, bytes | bytearray | memoryview):
