@@ -1,10 +1,28 @@
 """The hash value type: field -> value, both binary, as Redis 7.0 hashes.
 
-A ``HashValue`` is a dict. OBJECT ENCODING answers ``listpack`` while the hash has at most
-512 fields and no field or value longer than 64 bytes (Redis's ``hash-max-listpack-*``
-defaults), then ``hashtable`` for good, as Redis never converts back (a restore decides
-again from the contents, as Redis's RDB load does). A listpack-sized hash answers HSCAN
-in one step with cursor 0, as Redis does; a larger one is walked by ``ScanOrder``.
+Two encodings, as Redis's (OBJECT ENCODING answers their names):
+
+* ``listpack``: while the hash has at most 512 fields and no field or value longer than 64
+  bytes (Redis 7.0's ``hash-max-listpack-*`` defaults), the whole hash is ONE bytes object,
+  its entries in insertion order (see "The packed form" below). A field costs its bytes
+  plus 2, where a dict costs about 118 more (two bytes objects and a slot). HSCAN answers
+  in one step with cursor 0, as Redis does.
+* ``hashtable``: a dict, for good once a write passes a limit, as Redis never converts back
+  (a restore or a COPY's ... restore decides again from the contents, as Redis's RDB load
+  does; COPY keeps the encoding, as Redis's ``hashTypeDup``). HSCAN walks it by
+  ``ScanOrder``. The conversion keeps the order, so HGETALL answers alike before and after.
+
+The packed form. ``0x00`` ends an entry and also starts the buffer, ``0x01`` separates a
+field from its value, and ``0x02`` escapes those three bytes inside fields and values
+(``0x02 0x03`` is 0x00, ``0x02 0x04`` is 0x01, ``0x02 0x05`` is 0x02), so::
+
+    00 field 01 value 00 field 01 value 00
+
+Since a 0x00 and a 0x01 are never data, ``00 <field> 01`` occurs in the buffer exactly at
+that field's entry: a lookup is one ``bytes.find`` plus one more for the end of the value,
+both in C, with no walk over the entries and no index to keep. A write builds the new
+buffer from slices (as Redis's listpack moves its tail with ``memmove``). Text never needs
+escaping; binary data costs a byte more per escaped byte.
 
 Effect records (``hashes_effects``; the keyspace applies them to a key holding a hash, see
 ``stores/values.py``):
@@ -13,11 +31,14 @@ Effect records (``hashes_effects``; the keyspace applies them to a key holding a
 * ``KvHdel`` ``["kv.hdel", key, [field, ...]]`` - remove fields; returns how many existed.
 
 A hash is created by ``KvPut(key, "hash", [field, value, ...], deadline)``.
-HINCRBY, HINCRBYFLOAT and HSETNX become ``KvHset`` (or ``KvPut``) of the result.
+HINCRBY, HINCRBYFLOAT and HSETNX become ``KvHset`` (or ``KvPut``) of the result. The
+records and the snapshot (``[field, value, ...]``) are the same for both encodings.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from itertools import islice
 from typing import Any, ClassVar
 
 from hotkv_server.stores.effect import Effect, EffectError
@@ -28,57 +49,206 @@ from hotkv_server.stores.values import Applier, TypedValue, value_type
 #: Redis 7.0's defaults of hash-max-listpack-entries and hash-max-listpack-value
 LISTPACK_ENTRIES = 512
 LISTPACK_VALUE = 64
-#: bytes a field costs beyond its field and value bytes (dict slot, two bytes objects),
-#: and a hash beyond its fields (object, empty dict): measured on CPython 3.11
+#: hashtable: bytes a field costs beyond its field and value bytes (dict slot, two bytes
+#: objects), and a hash beyond its fields (object, empty dict): measured on CPython 3.11
 FIELD_OVERHEAD = 118
 HASH_OVERHEAD = 200
+#: listpack: bytes a hash costs beyond its buffer's length (the object, the buffer's header)
+PACKED_OVERHEAD = 105
+
+_END = b"\x00"  # ends an entry; the buffer starts with one
+_SEP = b"\x01"  # between a field and its value
+_EMPTY = _END
+#: the packed form with every separator made an end, for one split into [field, value ...]
+_SEP_TO_END = bytes.maketrans(_SEP, _END)
+
+
+def escape(data: bytes) -> bytes:
+    """``data`` as it is written in the packed form (unchanged unless it holds 0x00-0x02)."""
+    if 0 in data or 1 in data or 2 in data:
+        return data.replace(b"\x02", b"\x02\x05").replace(b"\x00", b"\x02\x03").replace(
+            b"\x01", b"\x02\x04")
+    return data
+
+
+def unescape(data: bytes) -> bytes:
+    """The bytes ``escape`` wrote as ``data``."""
+    if 2 in data:
+        # no pair overlaps another: a 0x02 always starts one and never ends one
+        return data.replace(b"\x02\x03", b"\x00").replace(b"\x02\x04", b"\x01").replace(
+            b"\x02\x05", b"\x02")
+    return data
+
+
+def pack(pairs: list[bytes]) -> bytes:
+    """The packed form of ``field, value, ...`` (fields distinct)."""
+    if not pairs:
+        return _EMPTY
+    joined = b"".join(pairs)
+    if 0 in joined or 1 in joined or 2 in joined:
+        pairs = [escape(item) for item in pairs]
+    parts = [b""]
+    for i in range(0, len(pairs), 2):
+        parts.append(pairs[i] + _SEP + pairs[i + 1])
+    parts.append(b"")
+    return _END.join(parts)
+
+
+def unpack(packed: bytes) -> list[bytes]:
+    """``[field, value, ...]`` in the order of the packed form."""
+    flat = packed.translate(_SEP_TO_END).split(_END)
+    del flat[-1], flat[0]
+    if 2 in packed:
+        return [unescape(item) for item in flat]
+    return flat
 
 
 @value_type
 class HashValue(TypedValue):
-    """One hash: ``fields`` is the dict (read it; change it only through effects)."""
+    """One hash, packed (``listpack``) or a dict (``hashtable``). Read it through its
+    methods; change it only through effects."""
 
-    __slots__ = ("_added", "_big", "_scan", "fields")
+    __slots__ = ("_added", "_map", "_packed", "_scan")
 
     type_name: ClassVar[str] = "hash"
     effects: ClassVar[dict[type[Effect], Applier]] = {}
 
     def __init__(self) -> None:
         super().__init__()
-        self.fields: dict[bytes, bytes] = {}
-        self.nbytes = HASH_OVERHEAD
-        #: converted to hashtable (sticky, as in Redis)
-        self._big = False
+        #: the packed form; ``_EMPTY`` once ``_map`` holds the hash
+        self._packed = _EMPTY
+        #: the hashtable form, None while packed (the conversion is sticky, as in Redis)
+        self._map: dict[bytes, bytes] | None = None
+        self.nbytes = PACKED_OVERHEAD + 1
         self._added = 0
         self._scan: ScanOrder | None = None
 
     def __len__(self) -> int:
-        return len(self.fields)
+        if self._map is not None:
+            return len(self._map)
+        return self._packed.count(0) - 1
 
     def encoding(self) -> str:
-        return "hashtable" if self._big else "listpack"
+        return "listpack" if self._map is None else "hashtable"
+
+    # --- reads ---------------------------------------------------------------------
+
+    def get(self, field: bytes) -> bytes | None:
+        """The value of ``field``, None when absent."""
+        fields = self._map
+        if fields is not None:
+            return fields.get(field)
+        packed = self._packed
+        if 0 in field or 1 in field or 2 in field:
+            field = escape(field)
+        probe = _END + field + _SEP
+        at = packed.find(probe)
+        if at < 0:
+            return None
+        at += len(probe)
+        value = packed[at:packed.find(0, at)]
+        return unescape(value) if 2 in value else value
+
+    def __contains__(self, field: object) -> bool:
+        fields = self._map
+        if fields is not None:
+            return field in fields
+        if not isinstance(field, bytes):
+            return False
+        return self._packed.find(_END + escape(field) + _SEP) >= 0
+
+    def flat(self) -> list[bytes]:
+        """``[field, value, ...]`` in the hash's order."""
+        fields = self._map
+        if fields is None:
+            return unpack(self._packed)
+        out: list[bytes] = []
+        for item in fields.items():
+            out.extend(item)
+        return out
+
+    def to_dict(self) -> dict[bytes, bytes]:
+        """A new dict of the fields, in the hash's order."""
+        fields = self._map
+        if fields is not None:
+            return dict(fields)
+        flat = unpack(self._packed)
+        return dict(zip(flat[::2], flat[1::2], strict=True))
+
+    def mapping(self) -> Mapping[bytes, bytes]:
+        """The fields as a mapping to read at once: the dict itself (hashtable) or a new
+        one (listpack)."""
+        fields = self._map
+        return self.to_dict() if fields is None else fields
+
+    def field_at(self, index: int) -> bytes:
+        """The field at position ``index`` of the hash's order (O(index) for a dict: it has
+        no random access; walked in C)."""
+        fields = self._map
+        if fields is None:
+            return unpack(self._packed)[2 * index]
+        return next(islice(fields, index, None))
+
+    def names(self) -> list[bytes]:
+        """The fields, in order."""
+        fields = self._map
+        return unpack(self._packed)[::2] if fields is None else list(fields)
+
+    def values(self) -> list[bytes]:
+        """The values, in the fields' order."""
+        fields = self._map
+        return unpack(self._packed)[1::2] if fields is None else list(fields.values())
+
+    # --- writes (the appliers') ------------------------------------------------------
 
     def set_fields(self, pairs: list[bytes]) -> int:
         """Set ``field, value, ...``; returns how many fields were new."""
-        fields = self.fields
-        if len(pairs) == 2:  # one field: the common case, without the loop
-            field, value = pairs
-            old = fields.get(field)
-            fields[field] = value
-            if not self._big and (len(field) > LISTPACK_VALUE or len(value) > LISTPACK_VALUE
-                                  or len(fields) > LISTPACK_ENTRIES):
-                self._big = True
-            if old is None:
-                self._added += 1
-                self.nbytes += len(field) + len(value) + FIELD_OVERHEAD
-                return 1
-            self.nbytes += len(value) - len(old)
-            return 0
+        if self._map is None:
+            if len(pairs) == 2:  # one field: the common case, without the loop
+                field, value = pairs
+                if len(field) <= LISTPACK_VALUE and len(value) <= LISTPACK_VALUE:
+                    return self._set_packed(field, value)
+            elif len(pairs) % 2:
+                raise EffectError("kv.hset needs field, value pairs")
+            elif all(len(item) <= LISTPACK_VALUE for item in pairs):
+                new = 0
+                for i in range(0, len(pairs), 2):
+                    new += self._set_packed(pairs[i], pairs[i + 1])
+                    if self._map is not None:  # past the entries: the rest into the dict
+                        return new + self._set_map(pairs[i + 2:])
+                return new
+            self._convert()
+        return self._set_map(pairs)
+
+    def _set_packed(self, field: bytes, value: bytes) -> int:
+        packed = self._packed
+        field = escape(field)
+        value = escape(value)
+        probe = _END + field + _SEP
+        at = packed.find(probe)
+        if at < 0:
+            # the new entry goes at the end, after the buffer's last 0x00
+            packed = b"".join((packed, field, _SEP, value, _END))
+            self._packed = packed
+            self.nbytes = PACKED_OVERHEAD + len(packed)
+            if packed.count(0) > LISTPACK_ENTRIES + 1:
+                self._convert()
+            return 1
+        at += len(probe)
+        end = packed.find(0, at)
+        if end - at != len(value) or packed[at:end] != value:
+            packed = b"".join((packed[:at], value, packed[end:]))
+            self._packed = packed
+            self.nbytes = PACKED_OVERHEAD + len(packed)
+        return 0
+
+    def _set_map(self, pairs: list[bytes]) -> int:
+        fields = self._map
+        assert fields is not None
         if len(pairs) % 2:
             raise EffectError("kv.hset needs field, value pairs")
         new = 0
         grown = 0
-        big = self._big
         for i in range(0, len(pairs), 2):
             field = pairs[i]
             value = pairs[i + 1]
@@ -89,19 +259,32 @@ class HashValue(TypedValue):
             else:
                 grown += len(value) - len(old)
             fields[field] = value
-            if not big and (len(field) > LISTPACK_VALUE or len(value) > LISTPACK_VALUE):
-                big = True
-        if len(fields) > LISTPACK_ENTRIES:
-            big = True
-        self._big = big
         self._added += new
         self.nbytes += grown
         return new
 
+    def _convert(self) -> None:
+        """From packed to a dict (the order kept), for good."""
+        flat = unpack(self._packed)
+        self._map = dict(zip(flat[::2], flat[1::2], strict=True))
+        self._packed = _EMPTY
+        self._added = len(self._map)
+        self.nbytes = HASH_OVERHEAD + sum(map(len, flat)) + FIELD_OVERHEAD * len(self._map)
+
     def delete_fields(self, names: list[bytes]) -> int:
         """Remove fields; returns how many existed."""
-        fields = self.fields
+        fields = self._map
         removed = 0
+        if fields is None:
+            packed = self._packed
+            for field in names:
+                at = packed.find(_END + escape(field) + _SEP)
+                if at >= 0:
+                    removed += 1
+                    packed = packed[:at] + packed[packed.find(0, at + 1):]
+            self._packed = packed
+            self.nbytes = PACKED_OVERHEAD + len(packed)
+            return removed
         for field in names:
             old = fields.pop(field, None)
             if old is not None:
@@ -109,34 +292,42 @@ class HashValue(TypedValue):
                 self.nbytes -= len(field) + len(old) + FIELD_OVERHEAD
         return removed
 
+    # --- the rest of the protocol ------------------------------------------------------
+
     def scan(self, cursor: int, count: int) -> tuple[int, list[bytes]]:
         """One HSCAN step over the field names: ``(next cursor, fields)``."""
-        if not self._big:
-            return 0, list(self.fields)
+        fields = self._map
+        if fields is None:
+            return 0, self.names()
         if self._scan is None:
             self._scan = ScanOrder()
-        next_cursor, names = self._scan.step(self.fields, self._added, cursor, count)
-        fields = self.fields
+        next_cursor, names = self._scan.step(fields, self._added, cursor, count)
         return next_cursor, [name for name in names if name in fields]
 
     def copy(self) -> HashValue:
         twin = HashValue()
-        twin.fields = dict(self.fields)
+        twin._packed = self._packed  # immutable: shared until either side writes
+        if self._map is not None:
+            twin._map = dict(self._map)
+            twin._added = len(twin._map)
         twin.nbytes = self.nbytes
-        twin._big = self._big
         return twin
 
     def snapshot(self) -> list[bytes]:
         """``[field, value, ...]``"""
-        out: list[bytes] = []
-        for item in self.fields.items():
-            out.extend(item)
-        return out
+        return self.flat()
 
     @classmethod
     def restore(cls, state: Any) -> HashValue:
         value = cls()
-        value.set_fields(state)
+        n = len(state)
+        if (n % 2 == 0 and n <= 2 * LISTPACK_ENTRIES and len(set(state[::2])) * 2 == n
+                and all(len(item) <= LISTPACK_VALUE for item in state)):
+            # distinct small fields (a snapshot's, a new hash's): packed in one go
+            value._packed = pack(state)
+            value.nbytes = PACKED_OVERHEAD + len(value._packed)
+        else:
+            value.set_fields(state)
         return value
 
 
