@@ -35,8 +35,8 @@ set_ops = st.lists(st.tuples(st.sampled_from(["add", "rem"]), st.lists(names, mi
                    max_size=40)
 
 
-def hash_bytes(model: dict[bytes, bytes], encoding: str = "hashtable") -> int:
-    if encoding == "listpack":
+def hash_bytes(model: dict[bytes, bytes], packed: bool = False) -> int:
+    if packed:
         return PACKED_OVERHEAD + len(pack([x for item in model.items() for x in item]))
     return HASH_OVERHEAD + sum(len(f) + len(v) + FIELD_OVERHEAD for f, v in model.items())
 
@@ -88,7 +88,7 @@ def assert_same(value: HashValue, model: dict[bytes, bytes]) -> None:
     assert len(value) == len(model)
     for field, val in model.items():
         assert value.get(field) == val and field in value
-    assert value.nbytes == hash_bytes(model, value.encoding())
+    assert value.nbytes == hash_bytes(model, value.packed)
     if model:
         assert value.field_at(len(model) - 1) == list(model)[-1]
 
@@ -99,7 +99,8 @@ def test_hash_follows_a_dict_across_the_conversion(ops: list[tuple[str, list[byt
                                                    entries: int, size: int) -> None:
     """With limits small enough to be passed, the hash converts at the first write past
     one, keeps its order and contents, and stays a dict; a restore decides again."""
-    with patch.object(hashes, "LISTPACK_ENTRIES", entries), patch.object(hashes, "LISTPACK_VALUE", size):
+    with patch.object(hashes, "LISTPACK_ENTRIES", entries), patch.object(hashes, "LISTPACK_VALUE", size), \
+            patch.object(hashes, "PACKED_BYTES", 8 * entries):
         value = HashValue()
         model: dict[bytes, bytes] = {}
         big = False
@@ -114,6 +115,7 @@ def test_hash_follows_a_dict_across_the_conversion(ops: list[tuple[str, list[byt
                 for f in fields:
                     model.pop(f, None)
             assert value.encoding() == ("hashtable" if big else "listpack")
+            assert not (big and value.packed)
             assert_same(value, model)
         fits = len(model) <= entries and all(len(x) <= size for item in model.items() for x in item)
         assert HashValue.restore(value.snapshot()).encoding() == ("listpack" if fits else "hashtable")
@@ -139,7 +141,7 @@ def test_a_lookup_matches_one_entry_never_a_span_or_an_escape() -> None:
     assert h.get(b"a\x01b\x00c") is None and b"a\x01b\x00c" not in h
     # is how x\x00 is written inside the buffer
     assert h.get(b"x\x02\x03") is None
-    assert h.get(b"x\x00") == b"1" and h.get(b"\x02") == b"2" and h.get(b"") == b"3"
+    assert h.packed and h.get(b"x\x00") == b"1" and h.get(b"\x02") == b"2" and h.get(b"") == b"3"
     assert h.get(b"b") is None  # a value is not a field
     assert h.delete_fields([b"a\x01b\x00c", b"b", b"x\x00"]) == 1
     assert h.flat() == [b"a", b"b", b"c", b"d", b"\x02", b"2", b"", b"3"]
@@ -148,7 +150,7 @@ def test_a_lookup_matches_one_entry_never_a_span_or_an_escape() -> None:
 def test_the_limits_are_redis_7s_and_the_order_survives_the_conversion() -> None:
     pairs = [x for i in range(LISTPACK_ENTRIES) for x in (b"f%03d" % i, b"v")]
     h = HashValue.restore(pairs)
-    assert h.encoding() == "listpack" and len(h) == 512
+    assert h.encoding() == "listpack" and len(h) == 512 and not h.packed
     h.set_fields([b"f000", b"w"])  # an existing field: still 512, and keeps its place
     assert h.encoding() == "listpack" and h.field_at(0) == b"f000"
     h.set_fields([b"new", b"v"])
@@ -166,6 +168,32 @@ def test_the_limits_are_redis_7s_and_the_order_survives_the_conversion() -> None
     assert several.encoding() == "hashtable"
     assert several.flat() == [b"a", b"3", b"b", b"2", b"c", b"v" * 65]
     assert LISTPACK_VALUE == 64
+
+
+def test_past_packed_bytes_a_hash_is_a_dict_but_still_a_listpack_until_redis_limits() -> None:
+    value = b"v" * 64
+    h = HashValue()
+    i = 0
+    while h.packed:
+        assert h.set_fields([b"f%02d" % i, value]) == 1
+        i += 1
+    assert 1 + 69 * (i - 1) <= hashes.PACKED_BYTES < 1 + 69 * i  # the field that passed 1 KB
+    assert h.encoding() == "listpack" and h.scan(0, 1) == (0, h.names())
+    assert h.nbytes == hash_bytes(h.to_dict())
+    assert h.names() == [b"f%02d" % j for j in range(i)]
+    # a dict form within Redis's limits packs again on a restore only if it fits
+    assert not HashValue.restore(h.snapshot()).packed
+    h.delete_fields([b"f%02d" % j for j in range(1, i)])
+    assert not h.packed and HashValue.restore(h.snapshot()).packed
+    h.set_fields([b"long", b"x" * 65])  # now past Redis's limits: hashtable for good
+    assert h.encoding() == "hashtable" and h.copy().encoding() == "hashtable"
+    h.delete_fields([b"long"])
+    assert h.encoding() == "hashtable"
+    # a value grown in place past 1 KB converts too
+    g = HashValue.restore([x for j in range(40) for x in (b"f%02d" % j, b"v" * 20)])
+    assert g.packed
+    g.set_fields([b"f00", b"w" * 64])  # 1,001 B + 44
+    assert not g.packed and g.encoding() == "listpack" and g.field_at(0) == b"f00"
 
 
 def test_a_packed_hash_costs_its_bytes_plus_two_per_field() -> None:

@@ -1,16 +1,20 @@
 """The hash value type: field -> value, both binary, as Redis 7.0 hashes.
 
-Two encodings, as Redis's (OBJECT ENCODING answers their names):
+OBJECT ENCODING answers ``listpack`` while the hash has at most 512 fields and no field or
+value longer than 64 bytes (Redis 7.0's ``hash-max-listpack-*`` defaults), then
+``hashtable`` for good, as Redis never converts back (a restore decides again from the
+contents, as Redis's RDB load does; COPY keeps it, as Redis's ``hashTypeDup``). A
+``listpack`` hash answers HSCAN in one step with cursor 0, as Redis does; a ``hashtable``
+one is walked by ``ScanOrder``.
 
-* ``listpack``: while the hash has at most 512 fields and no field or value longer than 64
-  bytes (Redis 7.0's ``hash-max-listpack-*`` defaults), the whole hash is ONE bytes object,
-  its entries in insertion order (see "The packed form" below). A field costs its bytes
-  plus 2, where a dict costs about 118 more (two bytes objects and a slot). HSCAN answers
-  in one step with cursor 0, as Redis does.
-* ``hashtable``: a dict, for good once a write passes a limit, as Redis never converts back
-  (a restore or a COPY's ... restore decides again from the contents, as Redis's RDB load
-  does; COPY keeps the encoding, as Redis's ``hashTypeDup``). HSCAN walks it by
-  ``ScanOrder``. The conversion keeps the order, so HGETALL answers alike before and after.
+Inside, a hash is one of two forms:
+
+* *packed*: the whole hash is ONE bytes object, its entries in insertion order (below). A
+  field costs its bytes plus 2, where a dict costs about 118 more (two bytes objects and a
+  slot). A lookup scans the buffer in C, so the form holds at most ``PACKED_BYTES``
+  (1 KB: a lookup stays under a microsecond) and Redis's listpack limits.
+* *dict*: for a hash past either; never packed again until a restore. The conversion
+  keeps the order, so HGETALL answers alike before and after.
 
 The packed form. ``0x00`` ends an entry and also starts the buffer, ``0x01`` separates a
 field from its value, and ``0x02`` escapes those three bytes inside fields and values
@@ -53,8 +57,11 @@ LISTPACK_VALUE = 64
 #: objects), and a hash beyond its fields (object, empty dict): measured on CPython 3.11
 FIELD_OVERHEAD = 118
 HASH_OVERHEAD = 200
-#: listpack: bytes a hash costs beyond its buffer's length (the object, the buffer's header)
-PACKED_OVERHEAD = 105
+#: packed: bytes a hash costs beyond its buffer's length (the object, the buffer's header)
+PACKED_OVERHEAD = 113
+#: the longest packed form: a lookup scans the buffer (bytes.find, ~0.5 ns a byte here), so
+#: a longer hash goes to a dict, still ``listpack`` to OBJECT ENCODING within Redis's limits
+PACKED_BYTES = 1024
 
 _END = b"\x00"  # ends an entry; the buffer starts with one
 _SEP = b"\x01"  # between a field and its value
@@ -105,10 +112,10 @@ def unpack(packed: bytes) -> list[bytes]:
 
 @value_type
 class HashValue(TypedValue):
-    """One hash, packed (``listpack``) or a dict (``hashtable``). Read it through its
-    methods; change it only through effects."""
+    """One hash, packed or a dict. Read it through its methods; change it only through
+    effects."""
 
-    __slots__ = ("_added", "_map", "_packed", "_scan")
+    __slots__ = ("_added", "_big", "_map", "_packed", "_scan")
 
     type_name: ClassVar[str] = "hash"
     effects: ClassVar[dict[type[Effect], Applier]] = {}
@@ -117,8 +124,10 @@ class HashValue(TypedValue):
         super().__init__()
         #: the packed form; ``_EMPTY`` once ``_map`` holds the hash
         self._packed = _EMPTY
-        #: the hashtable form, None while packed (the conversion is sticky, as in Redis)
+        #: the dict form, None while packed (a conversion is for good)
         self._map: dict[bytes, bytes] | None = None
+        #: past Redis's limits once: ``hashtable`` for good, as in Redis
+        self._big = False
         self.nbytes = PACKED_OVERHEAD + 1
         self._added = 0
         self._scan: ScanOrder | None = None
@@ -128,8 +137,13 @@ class HashValue(TypedValue):
             return len(self._map)
         return self._packed.count(0) - 1
 
+    @property
+    def packed(self) -> bool:
+        """Whether the hash is in the packed form (else a dict)."""
+        return self._map is None
+
     def encoding(self) -> str:
-        return "listpack" if self._map is None else "hashtable"
+        return "hashtable" if self._big else "listpack"
 
     # --- reads ---------------------------------------------------------------------
 
@@ -139,15 +153,26 @@ class HashValue(TypedValue):
         if fields is not None:
             return fields.get(field)
         packed = self._packed
-        if 0 in field or 1 in field or 2 in field:
-            field = escape(field)
-        probe = _END + field + _SEP
+        # HGET's path, so the escapes are skipped when they cannot matter: a buffer without
+        # 0x02 escapes nothing, and there a probe of a field without 0x01 can only match
+        # that field's entry (a 0x00 or 0x02 in it matches nothing: a stored field holds
+        # neither, and from a 0x00 to the next 0x01 is one field)
+        if 2 in packed or 1 in field:
+            return self._get_escaped(field)
+        at = packed.find(_END + field + _SEP)
+        if at < 0:
+            return None
+        at += len(field) + 2
+        return packed[at:packed.find(_END, at)]
+
+    def _get_escaped(self, field: bytes) -> bytes | None:
+        packed = self._packed
+        probe = _END + escape(field) + _SEP
         at = packed.find(probe)
         if at < 0:
             return None
         at += len(probe)
-        value = packed[at:packed.find(0, at)]
-        return unescape(value) if 2 in value else value
+        return unescape(packed[at:packed.find(_END, at)])
 
     def __contains__(self, field: object) -> bool:
         fields = self._map
@@ -221,34 +246,52 @@ class HashValue(TypedValue):
         return self._set_map(pairs)
 
     def _set_packed(self, field: bytes, value: bytes) -> int:
+        """Set one field of at most LISTPACK_VALUE bytes, its value likewise."""
         packed = self._packed
-        field = escape(field)
-        value = escape(value)
-        probe = _END + field + _SEP
-        at = packed.find(probe)
+        if 0 in field or 1 in field or 2 in field:  # escape() written out: HSET's path
+            field = escape(field)
+        if 0 in value or 1 in value or 2 in value:
+            value = escape(value)
+        at = packed.find(_END + field + _SEP)
         if at < 0:
             # the new entry goes at the end, after the buffer's last 0x00
             packed = b"".join((packed, field, _SEP, value, _END))
             self._packed = packed
             self.nbytes = PACKED_OVERHEAD + len(packed)
-            if packed.count(0) > LISTPACK_ENTRIES + 1:
+            if len(packed) > PACKED_BYTES or packed.count(0) > LISTPACK_ENTRIES + 1:
                 self._convert()
             return 1
-        at += len(probe)
-        end = packed.find(0, at)
+        at += len(field) + 2
+        end = packed.find(_END, at)
         if end - at != len(value) or packed[at:end] != value:
             packed = b"".join((packed[:at], value, packed[end:]))
             self._packed = packed
             self.nbytes = PACKED_OVERHEAD + len(packed)
+            if len(packed) > PACKED_BYTES:
+                self._convert()
         return 0
 
     def _set_map(self, pairs: list[bytes]) -> int:
         fields = self._map
         assert fields is not None
+        if len(pairs) == 2:  # one field: the common case, without the loop
+            field, value = pairs
+            old = fields.get(field)
+            fields[field] = value
+            if not self._big and (len(field) > LISTPACK_VALUE or len(value) > LISTPACK_VALUE
+                                  or len(fields) > LISTPACK_ENTRIES):
+                self._big = True
+            if old is None:
+                self._added += 1
+                self.nbytes += len(field) + len(value) + FIELD_OVERHEAD
+                return 1
+            self.nbytes += len(value) - len(old)
+            return 0
         if len(pairs) % 2:
             raise EffectError("kv.hset needs field, value pairs")
         new = 0
         grown = 0
+        big = self._big
         for i in range(0, len(pairs), 2):
             field = pairs[i]
             value = pairs[i + 1]
@@ -259,17 +302,22 @@ class HashValue(TypedValue):
             else:
                 grown += len(value) - len(old)
             fields[field] = value
+            if not big and (len(field) > LISTPACK_VALUE or len(value) > LISTPACK_VALUE):
+                big = True
+        self._big = big or len(fields) > LISTPACK_ENTRIES
         self._added += new
         self.nbytes += grown
         return new
 
     def _convert(self) -> None:
-        """From packed to a dict (the order kept), for good."""
+        """From packed to a dict (the order kept), for good. Still ``listpack`` unless the
+        contents pass Redis's limits (the buffer may only have grown past PACKED_BYTES)."""
         flat = unpack(self._packed)
-        self._map = dict(zip(flat[::2], flat[1::2], strict=True))
+        fields = self._map = dict(zip(flat[::2], flat[1::2], strict=True))
         self._packed = _EMPTY
-        self._added = len(self._map)
-        self.nbytes = HASH_OVERHEAD + sum(map(len, flat)) + FIELD_OVERHEAD * len(self._map)
+        self._added = len(fields)
+        self._big = len(fields) > LISTPACK_ENTRIES or any(len(x) > LISTPACK_VALUE for x in flat)
+        self.nbytes = HASH_OVERHEAD + sum(map(len, flat)) + FIELD_OVERHEAD * len(fields)
 
     def delete_fields(self, names: list[bytes]) -> int:
         """Remove fields; returns how many existed."""
@@ -281,7 +329,7 @@ class HashValue(TypedValue):
                 at = packed.find(_END + escape(field) + _SEP)
                 if at >= 0:
                     removed += 1
-                    packed = packed[:at] + packed[packed.find(0, at + 1):]
+                    packed = packed[:at] + packed[packed.find(_END, at + 1):]
             self._packed = packed
             self.nbytes = PACKED_OVERHEAD + len(packed)
             return removed
@@ -297,8 +345,9 @@ class HashValue(TypedValue):
     def scan(self, cursor: int, count: int) -> tuple[int, list[bytes]]:
         """One HSCAN step over the field names: ``(next cursor, fields)``."""
         fields = self._map
-        if fields is None:
+        if not self._big:
             return 0, self.names()
+        assert fields is not None
         if self._scan is None:
             self._scan = ScanOrder()
         next_cursor, names = self._scan.step(fields, self._added, cursor, count)
@@ -310,6 +359,7 @@ class HashValue(TypedValue):
         if self._map is not None:
             twin._map = dict(self._map)
             twin._added = len(twin._map)
+        twin._big = self._big
         twin.nbytes = self.nbytes
         return twin
 
@@ -324,10 +374,13 @@ class HashValue(TypedValue):
         if (n % 2 == 0 and n <= 2 * LISTPACK_ENTRIES and len(set(state[::2])) * 2 == n
                 and all(len(item) <= LISTPACK_VALUE for item in state)):
             # distinct small fields (a snapshot's, a new hash's): packed in one go
-            value._packed = pack(state)
-            value.nbytes = PACKED_OVERHEAD + len(value._packed)
-        else:
-            value.set_fields(state)
+            packed = pack(state)
+            if len(packed) <= PACKED_BYTES:
+                value._packed = packed
+                value.nbytes = PACKED_OVERHEAD + len(packed)
+                return value
+        value._convert()  # an empty dict, then the fields
+        value.set_fields(state)
         return value
 
 
