@@ -280,7 +280,9 @@ def hrandfield(ctx: Context, argv: list[bytes]) -> Any:
     if found is None or count == 0:
         return []
     check_repeats(count)
-    names = pick(found.names(), count)
+    names = found.names()
+    if count < 0 or count < len(names):  # else the whole hash in its order, as Redis answers
+        names = pick(names, count)
     if not withvalues:
         return names
     fields = found.mapping()
