@@ -103,10 +103,11 @@ KEYS: list[Step] = [
     ["HSET", "wide", *WIDE],
     ["COPY", "wide", "wide2"],
     *reads("wide2"),
-    ["HSET", "big", "f", "x" * 100],
+    ["HSET", "big", "f", "x" * 100, "g", "1"],
     ["COPY", "big", "big2"],
     ["HDEL", "big2", "f"],
-    ["OBJECT", "ENCODING", "big"],
+    ["OBJECT", "ENCODING", "big2"],  # a copy of a hashtable stays one
+    ["HGETALL", "big2"],
     ["RENAME", "src", "moved"],
     *reads("moved"),
     ["HGET", "src", "z"],
