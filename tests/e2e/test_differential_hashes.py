@@ -3,7 +3,8 @@ HGETALL, HKEYS, HVALS, HSCAN and HRANDFIELD is insertion order in both servers, 
 compared exactly here (test_differential_types.py compares hash reads as unordered); binary
 fields and values that hold the packed form's markers (0x00, 0x01, 0x02); the conversions
 at 64 bytes and 512 fields, and a hash past the packed form's 1 KB (a dict inside, still
-``listpack``); COPY, RENAME, SORT BY/GET of hash fields and scripts on such hashes. The
+``listpack``); COPY, RENAME, SORT BY/GET of hash fields and scripts on such hashes;
+CONFIG SET of hash-max-listpack-* (acting at the next write, never undoing a hashtable). The
 same steps go to a real redis-server and to hotkv, in RESP2 and RESP3.
 """
 
@@ -125,7 +126,49 @@ KEYS: list[Step] = [
 ]
 KEYS[-1] = ("size", KEYS[-1])
 
-SCENARIOS: dict[str, list[Step]] = {"order": ORDER, "binary": BINARY, "limits": LIMITS, "keys": KEYS}
+DEFAULTS: list[Step] = [["CONFIG", "SET", "hash-max-listpack-entries", "512"],
+                        ["CONFIG", "SET", "hash-max-listpack-value", "64"]]
+CONFIG: list[Step] = [
+    *DEFAULTS,
+    ("pairs", ["CONFIG", "GET", "hash-max-listpack-*"]),
+    ("pairs", ["CONFIG", "GET", "hash-max-ziplist-*"]),
+    ["HSET", "a", "f1", "1", "f2", "2", "f3", "3"],
+    ["HSET", "b", "f", "x" * 20],
+    ["HSET", "c", "f", "x" * 20],
+    ["CONFIG", "SET", "hash-max-listpack-entries", "2"],
+    ["CONFIG", "SET", "hash-max-ziplist-value", "10"],  # the old name, as an alias
+    ("pairs", ["CONFIG", "GET", "hash-max-listpack-*"]),
+    ["OBJECT", "ENCODING", "a"],  # nothing converts until the hash's next write
+    ["OBJECT", "ENCODING", "b"],
+    ["HGET", "a", "f1"],
+    ["OBJECT", "ENCODING", "a"],
+    ["HSET", "a", "f1", "one"],  # an update of a 3-field hash: now past 2 entries
+    ["OBJECT", "ENCODING", "a"],
+    ("pairs", ["HGETALL", "a"]),  # a hashtable: in Redis's hash order
+    ["HSET", "b", "g", "short"],  # the long value already there is not checked again
+    ["OBJECT", "ENCODING", "b"],
+    ["HSET", "c", "g", "y" * 11],
+    ["OBJECT", "ENCODING", "c"],
+    ["HSET", "d", "f", "1"],
+    ["HSET", "d", "g", "2"],
+    ["OBJECT", "ENCODING", "d"],
+    ["HSET", "d", "h", "3"],
+    ["OBJECT", "ENCODING", "d"],
+    ["HINCRBY", "e", "n", "1"],
+    ["HINCRBYFLOAT", "e", "n", "0.123456789"],  # a result past 10 bytes
+    ["OBJECT", "ENCODING", "e"],
+    ["HSET", "f", "a", "1", "b", "2"],
+    ["HSETNX", "f", "c", "3"],
+    ["OBJECT", "ENCODING", "f"],
+    *DEFAULTS,
+    ["OBJECT", "ENCODING", "a"],  # a hashtable never converts back
+    ["HDEL", "a", "f2", "f3"],
+    ["OBJECT", "ENCODING", "a"],
+    ("pairs", ["CONFIG", "GET", "hash-max-listpack-*"]),
+]
+
+SCENARIOS: dict[str, list[Step]] = {"order": ORDER, "binary": BINARY, "limits": LIMITS, "keys": KEYS,
+                                    "config": CONFIG}
 
 
 @pytest.mark.parametrize("protocol", [2, 3], ids=["resp2", "resp3"])

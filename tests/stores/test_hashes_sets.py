@@ -5,6 +5,8 @@ entries, and the conversion to a dict at the limits."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from unittest.mock import patch
 
 import pytest
@@ -33,6 +35,18 @@ hash_ops = st.lists(st.tuples(st.sampled_from(["set", "del"]), st.lists(names, m
                               st.one_of(st.binary(max_size=8), marked)), max_size=40)
 set_ops = st.lists(st.tuples(st.sampled_from(["add", "rem"]), st.lists(names, min_size=1, max_size=4)),
                    max_size=40)
+
+
+@contextmanager
+def limits(entries: int, value: int, packed_bytes: int = hashes.PACKED_BYTES) -> Iterator[None]:
+    """hash-max-listpack-entries/-value (and the packed form's bytes) for the block."""
+    saved = hashes.LISTPACK_ENTRIES, hashes.LISTPACK_VALUE
+    try:
+        with patch.object(hashes, "PACKED_BYTES", packed_bytes):
+            hashes.set_listpack_limits(entries, value)
+            yield
+    finally:
+        hashes.set_listpack_limits(*saved)
 
 
 def hash_bytes(model: dict[bytes, bytes], packed: bool = False) -> int:
@@ -99,8 +113,7 @@ def test_hash_follows_a_dict_across_the_conversion(ops: list[tuple[str, list[byt
                                                    entries: int, size: int) -> None:
     """With limits small enough to be passed, the hash converts at the first write past
     one, keeps its order and contents, and stays a dict; a restore decides again."""
-    with patch.object(hashes, "LISTPACK_ENTRIES", entries), patch.object(hashes, "LISTPACK_VALUE", size), \
-            patch.object(hashes, "PACKED_BYTES", 8 * entries):
+    with limits(entries, size, 8 * entries):
         value = HashValue()
         model: dict[bytes, bytes] = {}
         big = False
@@ -194,6 +207,31 @@ def test_past_packed_bytes_a_hash_is_a_dict_but_still_a_listpack_until_redis_lim
     assert g.packed
     g.set_fields([b"f00", b"w" * 64])  # 1,001 B + 44
     assert not g.packed and g.encoding() == "listpack" and g.field_at(0) == b"f00"
+
+
+def test_lowered_limits_act_at_the_next_write_and_never_undo_a_hashtable() -> None:
+    h = HashValue.restore([b"a", b"1", b"b", b"x" * 20, b"c", b"3"])
+    with limits(2, 10):
+        assert h.encoding() == "listpack"  # nothing converts until a write
+        h.set_fields([b"a", b"one"])  # an update: 3 fields > 2, as Redis checks after a write
+        assert h.encoding() == "hashtable" and h.flat() == [b"a", b"one", b"b", b"x" * 20, b"c", b"3"]
+    assert h.encoding() == "hashtable"  # raised again: stays
+    g = HashValue.restore([b"a", b"x" * 20])
+    with limits(512, 10):
+        g.set_fields([b"b", b"short"])  # the old long value is not checked again, as in Redis
+        assert g.encoding() == "listpack" and g.packed
+        g.set_fields([b"c", b"y" * 11])
+        assert g.encoding() == "hashtable"
+        assert HashValue.restore([b"a", b"x" * 20]).encoding() == "hashtable"  # a restore decides
+    with limits(0, 64):
+        assert HashValue.restore([b"a", b"1"]).encoding() == "hashtable"
+        empty = HashValue()
+        empty.set_fields([b"a", b"1"])
+        assert empty.encoding() == "hashtable"
+    with limits(512, 64, 30):  # past the packed bytes only: a dict, still a listpack
+        k = HashValue.restore([b"a", b"x" * 20])
+        k.set_fields([b"b", b"y" * 20])
+        assert not k.packed and k.encoding() == "listpack"
 
 
 def test_a_packed_hash_costs_its_bytes_plus_two_per_field() -> None:

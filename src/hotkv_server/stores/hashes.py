@@ -1,8 +1,8 @@
 """The hash value type: field -> value, both binary, as Redis 7.0 hashes.
 
-OBJECT ENCODING answers ``listpack`` while the hash has at most 512 fields and no field or
-value longer than 64 bytes (Redis 7.0's ``hash-max-listpack-*`` defaults), then
-``hashtable`` for good, as Redis never converts back (a restore decides again from the
+OBJECT ENCODING answers ``listpack`` while the hash has at most ``hash-max-listpack-entries``
+fields (512) and no field or value longer than ``hash-max-listpack-value`` bytes (64), checked
+at each write (``set_listpack_limits``), then ``hashtable`` for good, as Redis never converts back (a restore decides again from the
 contents, as Redis's RDB load does; COPY keeps it, as Redis's ``hashTypeDup``). A
 ``listpack`` hash answers HSCAN in one step with cursor 0, as Redis does; a ``hashtable``
 one is walked by ``ScanOrder``.
@@ -50,7 +50,8 @@ from hotkv_server.stores.hashes_effects import KvHdel, KvHset
 from hotkv_server.stores.scanorder import ScanOrder
 from hotkv_server.stores.values import Applier, TypedValue, value_type
 
-#: Redis 7.0's defaults of hash-max-listpack-entries and hash-max-listpack-value
+#: hash-max-listpack-entries and hash-max-listpack-value (Redis 7.0's defaults; the
+#: engine sets the configured ones with ``set_listpack_limits``)
 LISTPACK_ENTRIES = 512
 LISTPACK_VALUE = 64
 #: hashtable: bytes a field costs beyond its field and value bytes (dict slot, two bytes
@@ -62,12 +63,25 @@ PACKED_OVERHEAD = 113
 #: the longest packed form: a lookup scans the buffer (bytes.find, ~0.5 ns a byte here), so
 #: a longer hash goes to a dict, still ``listpack`` to OBJECT ENCODING within Redis's limits
 PACKED_BYTES = 1024
+#: the packed length past which a write checks PACKED_BYTES and LISTPACK_ENTRIES
+_CHECK_FROM = PACKED_BYTES
 
 _END = b"\x00"  # ends an entry; the buffer starts with one
 _SEP = b"\x01"  # between a field and its value
 _EMPTY = _END
 #: the packed form with every separator made an end, for one split into [field, value ...]
 _SEP_TO_END = bytes.maketrans(_SEP, _END)
+
+
+def set_listpack_limits(entries: int, value: int) -> None:
+    """Redis's hash-max-listpack-entries and -value, for every hash of the process. As in
+    Redis a hash applies them at its next write (converting if it is then past them) and a
+    hashtable never converts back; a restore decides with the limits of its time."""
+    global LISTPACK_ENTRIES, LISTPACK_VALUE, _CHECK_FROM
+    LISTPACK_ENTRIES = entries
+    LISTPACK_VALUE = value
+    # an entry is 2 bytes at least (01 and 00): a shorter buffer cannot hold too many
+    _CHECK_FROM = min(PACKED_BYTES, 2 * entries + 2)
 
 
 def escape(data: bytes) -> bytes:
@@ -251,17 +265,24 @@ class HashValue(TypedValue):
             packed = b"".join((packed, field, _SEP, value, _END))
             self._packed = packed
             self.nbytes = PACKED_OVERHEAD + len(packed)
-            if len(packed) > PACKED_BYTES or packed.count(0) > LISTPACK_ENTRIES + 1:
-                self._convert()
+            if len(packed) > _CHECK_FROM:
+                self._check_size()
             return 1
         old, end, tail = rest.partition(_END)
         if old != value:
             packed = b"".join((head, probe, value, end, tail))
             self._packed = packed
             self.nbytes = PACKED_OVERHEAD + len(packed)
-            if len(packed) > PACKED_BYTES:
-                self._convert()
+        if len(packed) > _CHECK_FROM:  # after every write, as Redis checks the length
+            self._check_size()
         return 0
+
+    def _check_size(self) -> None:
+        """To a dict if the packed form is past PACKED_BYTES or LISTPACK_ENTRIES."""
+        packed = self._packed
+        too_many = packed.count(0) > LISTPACK_ENTRIES + 1
+        if too_many or len(packed) > PACKED_BYTES:
+            self._convert(big=too_many)
 
     def _set_map(self, pairs: list[bytes]) -> int:
         fields = self._map
@@ -301,14 +322,15 @@ class HashValue(TypedValue):
         self.nbytes += grown
         return new
 
-    def _convert(self) -> None:
-        """From packed to a dict (the order kept), for good. Still ``listpack`` unless the
-        contents pass Redis's limits (the buffer may only have grown past PACKED_BYTES)."""
+    def _convert(self, big: bool = False) -> None:
+        """From packed to a dict (the order kept), for good; ``big``: ``hashtable`` too (the
+        write passed Redis's limits, not only PACKED_BYTES; a write of a long field or value
+        says so itself, in ``_set_map``)."""
         flat = unpack(self._packed)
         fields = self._map = dict(zip(flat[::2], flat[1::2], strict=True))
         self._packed = _EMPTY
         self._added = len(fields)
-        self._big = len(fields) > LISTPACK_ENTRIES or any(len(x) > LISTPACK_VALUE for x in flat)
+        self._big = big
         self.nbytes = HASH_OVERHEAD + sum(map(len, flat)) + FIELD_OVERHEAD * len(fields)
 
     def delete_fields(self, names: list[bytes]) -> int:
