@@ -1,8 +1,9 @@
 """The hash value type: field -> value, both binary, as Redis 7.0 hashes.
 
-OBJECT ENCODING answers ``listpack`` while the hash has at most ``hash-max-listpack-entries``
-fields (512) and no field or value longer than ``hash-max-listpack-value`` bytes (64), checked
-at each write (``set_listpack_limits``), then ``hashtable`` for good, as Redis never converts back (a restore decides again from the
+OBJECT ENCODING answers ``listpack`` while the hash has at most
+``hash-max-listpack-entries`` fields (512) and no field or value longer than
+``hash-max-listpack-value`` bytes (64), checked at each write (``set_listpack_limits``),
+then ``hashtable`` for good, as Redis never converts back (a restore decides again from the
 contents, as Redis's RDB load does; COPY keeps it, as Redis's ``hashTypeDup``). A
 ``listpack`` hash answers HSCAN in one step with cursor 0, as Redis does; a ``hashtable``
 one is walked by ``ScanOrder``.
