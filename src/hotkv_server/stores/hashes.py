@@ -236,26 +236,28 @@ class HashValue(TypedValue):
 
     def set_fields(self, pairs: list[bytes]) -> int:
         """Set ``field, value, ...``; returns how many fields were new."""
+        if len(pairs) == 2:
+            return self.set_field(pairs[0], pairs[1])
+        if len(pairs) % 2:
+            raise EffectError("kv.hset needs field, value pairs")
         if self._map is None:
-            if len(pairs) == 2:  # one field: the common case, without the loop
-                field, value = pairs
-                if len(field) <= LISTPACK_VALUE and len(value) <= LISTPACK_VALUE:
-                    return self._set_packed(field, value)
-            elif len(pairs) % 2:
-                raise EffectError("kv.hset needs field, value pairs")
-            elif all(len(item) <= LISTPACK_VALUE for item in pairs):
+            if all(len(item) <= LISTPACK_VALUE for item in pairs):
                 new = 0
                 for i in range(0, len(pairs), 2):
-                    new += self._set_packed(pairs[i], pairs[i + 1])
-                    if self._map is not None:  # past the entries: the rest into the dict
+                    new += self.set_field(pairs[i], pairs[i + 1])
+                    if self._map is not None:  # past a limit: the rest into the dict
                         return new + self._set_map(pairs[i + 2:])
                 return new
-            self._convert()
+            self._convert()  # a long field or value: as Redis, before any is set
         return self._set_map(pairs)
 
-    def _set_packed(self, field: bytes, value: bytes) -> int:
-        """Set one field of at most LISTPACK_VALUE bytes, its value likewise."""
+    def set_field(self, field: bytes, value: bytes) -> int:
+        """Set one field (HSET's path: KvHset of one pair comes here); 1 if it was new."""
         packed = self._packed
+        if self._map is not None or len(field) > LISTPACK_VALUE or len(value) > LISTPACK_VALUE:
+            if self._map is None:
+                self._convert()
+            return self._set_map([field, value])
         if 0 in field or 1 in field or 2 in field:  # escape() written out: HSET's path
             field = escape(field)
         if 0 in value or 1 in value or 2 in value:
@@ -400,7 +402,10 @@ class HashValue(TypedValue):
 
 
 def _apply_hset(value: HashValue, effect: KvHset) -> int:
-    return value.set_fields(effect.pairs)
+    pairs = effect.pairs
+    if len(pairs) == 2:  # HSET of one field: one call less
+        return value.set_field(pairs[0], pairs[1])
+    return value.set_fields(pairs)
 
 
 def _apply_hdel(value: HashValue, effect: KvHdel) -> int:
