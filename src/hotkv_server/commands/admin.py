@@ -52,9 +52,10 @@ alias("flushdb", of="flushall",
          summary="Returns the server time.")
 def time_(ctx: Context, argv: list[bytes]) -> Any:
     """TIME"""
-    # the server's one clock has ms resolution; the microseconds are its ms * 1000
-    now_ms = ctx.now_ms
-    return [b"%d" % (now_ms // 1000), b"%d" % ((now_ms % 1000) * 1000)]
+    # the clock read now, not the call's snapshot (ctx.now_ms, which a whole script or
+    # EXEC shares for expiry): a script that polls TIME sees it move, as in Redis
+    now_us = ctx.core.clock.now_us()
+    return [b"%d" % (now_us // 1_000_000), b"%d" % (now_us % 1_000_000)]
 
 
 @command("lastsave", arity=1, flags="loading stale fast", acl="admin dangerous",

@@ -11,6 +11,10 @@ class Clock:
     def now_ms(self) -> int:
         return time.time_ns() // 1_000_000
 
+    def now_us(self) -> int:
+        """Microseconds (TIME's resolution)."""
+        return time.time_ns() // 1_000
+
 
 class ManualClock(Clock):
     """A clock that only moves when told to (tests)."""
@@ -20,6 +24,9 @@ class ManualClock(Clock):
 
     def now_ms(self) -> int:
         return self.value
+
+    def now_us(self) -> int:
+        return self.value * 1000
 
     def advance(self, ms: int) -> None:
         self.value += ms
