@@ -317,3 +317,57 @@ def _sha(body: str) -> str:
     import hashlib
 
     return hashlib.sha1(body.encode()).hexdigest()
+
+
+#: scripts that end in an error reply, each its own way (see test_script_errors_count_as_redis)
+FAILING = [
+    "return redis.error_reply('MY bad')",  # an error table of the script's: counted
+    "return {err = 'OTHER thing'}",
+    "return redis.call('INCR', KEYS[1])",  # INCR's error, counted by INCR: not again
+    "return redis.pcall('INCR', KEYS[1])",  # the same, returned as a table by pcall
+    "redis.call('INCR', KEYS[1])",
+    "error('boom')",  # a Lua error: counted (as ERR)
+    "return {1, redis.pcall('INCR', KEYS[1])}",  # inside an array: still a failed call
+    "return {1, {err = 'INNER one'}}",  # a nested error table of the script's: counted
+]
+
+#: past busy-reply-threshold (50 ms below), then INCR's error: hotkv answers through a
+#: Deferred from its script thread, and its error was counted twice before
+SLOW_FAILING = ("local t0 = redis.call('TIME') local s0 = t0[1] * 1000000 + t0[2] "
+                "repeat local t = redis.call('TIME') until t[1] * 1000000 + t[2] - s0 > 200000 "
+                "return redis.call('INCR', KEYS[1])")
+
+
+def _error_counters(conn: RespConnection) -> dict[str, object]:
+    def section(name: str) -> dict[str, str]:
+        reply = conn.call(["INFO", name])  # a tagged tree: (type, text); RESP3: verbatim
+        text = reply[-1] if isinstance(reply, tuple) else reply
+        raw = text.decode() if isinstance(text, bytes) else str(text)
+        raw = raw[4:] if raw.startswith("txt:") else raw
+        return dict(line.split(":", 1) for line in raw.splitlines() if ":" in line)
+
+    stats, commands = section("stats"), section("commandstats")
+    evals = dict(part.split("=") for part in commands["cmdstat_eval"].split(","))
+    return {"errorstats": section("errorstats"), "total": stats["total_error_replies"],
+            "eval calls": evals["calls"], "eval failed": evals["failed_calls"]}
+
+
+def test_script_errors_count_as_redis(both: tuple[RespConnection, RespConnection]) -> None:
+    """INFO errorstats, total_error_replies and EVAL's failed_calls after scripts that
+    fail: a script's own error replies count, an error a redis.call made counted once, and
+    EVAL failed either way (Redis 7's ERR_REPLY_FLAG_NO_STATS_UPDATE)."""
+    hot, ref = both
+    seen = []
+    for conn in (hot, ref):
+        conn.call(["CONFIG", "RESETSTAT"])
+        for script in FAILING:
+            conn.call(["SET", "s", "abc"])
+            conn.call(["EVAL", script, "1", "s"])
+        conn.call(["CONFIG", "SET", "busy-reply-threshold", "50"])
+        try:
+            conn.call(["EVAL", SLOW_FAILING, "1", "s"])
+        finally:
+            conn.call(["CONFIG", "SET", "busy-reply-threshold", "5000"])
+        seen.append(_error_counters(conn))
+    assert seen[0] == seen[1]
+    assert seen[1]["eval failed"] == str(len(FAILING) + 1)  # every one, the slow one too

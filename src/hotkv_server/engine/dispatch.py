@@ -243,8 +243,9 @@ def execute(ctx: Context, spec: CommandSpec, argv: list[bytes], started: int = 0
         if elapsed_us >= core.slowlog_threshold >= 0 and not spec.skip_slowlog:
             _slowlog_add(ctx, argv, elapsed_us)
     elif reply.done:
+        counted, failed = reply.error_counted, failed or reply.failed
         reply = reply.value
-        complete(ctx, spec, argv, elapsed_us, _count_late_error(core, reply) or failed)
+        complete(ctx, spec, argv, elapsed_us, _count_late_error(core, reply, counted) or failed)
     else:  # counted when the reply is known, as Redis 7.2 counts a blocked command
         _complete_later(ctx, spec, argv, reply, started, elapsed_us, failed)
     effects = core.effects
@@ -282,21 +283,38 @@ def _complete_later(ctx: Context, spec: CommandSpec, argv: list[bytes], deferred
 
     def finish(done: Deferred) -> None:
         took = elapsed_us if done.idle else (_time_ns() - started) // 1000
-        late_failure = _count_late_error(ctx.core, done.value)
-        complete(ctx, spec, argv, took, failed or late_failure)
+        late_failure = _count_late_error(ctx.core, done.value, done.error_counted)
+        complete(ctx, spec, argv, took, failed or late_failure or done.failed)
 
     deferred.completion = finish
 
 
-def _count_late_error(core: Core, value: Any) -> bool:
+def _count_late_error(core: Core, value: Any, counted: bool = False) -> bool:
     """Count ``value`` in errorstats when it is an error reply that no handler raised (a
     deferred reply's); True then. The error mark moves along: this error belongs to a
-    call that has ended, not to the one running now (if any)."""
+    call that has ended, not to the one running now (if any). ``counted``: it was counted
+    already (see :func:`returned_errors`): the call failed all the same."""
     if not isinstance(value, ErrorReply):
         return False
-    _count_error(core, value)
-    core.error_mark += 1
+    if not counted:
+        _count_error(core, value)
+        core.error_mark += 1
     return True
+
+
+def returned_errors(core: Core, fresh: list[ErrorReply], late: bool) -> None:
+    """A handler's reply holds error replies it made without raising (a script's error
+    tables, nested ones included): count ``fresh`` in errorstats as raised ones are (those
+    counted where they were made, a redis.call error passed on or a redis.pcall table, are
+    not again, as in Redis 7), and make the call failed. ``late``: the call has returned a
+    Deferred already, which carries its failure (``Deferred.failed``); the error mark moves
+    along, as in :func:`_count_late_error`."""
+    for reply in fresh:
+        _count_error(core, reply)
+    if late:
+        core.error_mark += len(fresh)
+    else:
+        core.error_mark = -1  # execute: "an error reply was made since the last command"
 
 
 def _internal_error(core: Core, spec: CommandSpec, exc: Exception) -> ErrorReply:

@@ -250,7 +250,8 @@ local function error_handler(err)
     -- library's error ("lib", a message as Lua's own errors are)
     local kind, text = host_error_of(err)
     if kind == "reply" then
-      return {err = text, source = source, line = line}
+      -- counted in errorstats when the call made it: the script's failure is not again
+      return {err = text, source = source, line = line, counted = true}
     end
     return {err = "ERR " .. raw_tostring(text), source = source, line = line}
   end
@@ -259,7 +260,8 @@ local function error_handler(err)
       -- a table without err (error({})): Redis 7.0 crashes on it; hotkv answers an unknown error
       return {err = "ERR unknown error", source = source, line = line}
     end
-    return {err = raw_tostring(err.err), source = source, line = line}
+    return {err = raw_tostring(err.err), source = source, line = line,
+            counted = err.ignore_error_stats_update == true}
   end
   return {err = "ERR " .. raw_tostring(err), source = source, line = line}
 end

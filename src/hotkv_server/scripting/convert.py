@@ -190,6 +190,11 @@ class FromLua:
     def __init__(self, proto: int, caller_proto: int = 2) -> None:
         self.proto = proto
         self.caller_proto = caller_proto
+        #: the error replies made from error tables, at any depth, that are not yet counted
+        #: in errorstats; ``counted``: some were (redis.pcall's, marked by Redis's
+        #: ``ignore_error_stats_update``)
+        self.fresh: list[ErrorReply] = []
+        self.counted = False
 
     def reply(self, value: Any) -> Any:
         t = type(value)
@@ -210,7 +215,12 @@ class FromLua:
     def _table(self, table: Any) -> Any:
         err = table[b"err"]
         if type(err) is bytes:
-            return ErrorReply(err.decode("utf-8", "replace"))
+            made = ErrorReply(err.decode("utf-8", "replace"))
+            if table[b"ignore_error_stats_update"] is True:
+                self.counted = True
+            else:
+                self.fresh.append(made)
+            return made
         ok = table[b"ok"]
         if type(ok) is bytes:
             return Simple(ok.decode("utf-8", "replace").replace("\r", " ").replace("\n", " "))

@@ -40,7 +40,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from hotkv_server.engine.context import Context
-from hotkv_server.engine.dispatch import Deferred, dispatch_script, resolve
+from hotkv_server.engine.dispatch import Deferred, dispatch_script, resolve, returned_errors
 from hotkv_server.engine.errors import NOTBUSY, UNKILLABLE
 from hotkv_server.engine.replies import ErrorReply
 from hotkv_server.scripting.convert import FromLua, ToLua, lua_number_to_integer
@@ -83,7 +83,9 @@ class Run:
 
     __slots__ = (
         "caller",
+        "counted",
         "ctx",
+        "fresh",
         "deadline",
         "kill",
         "readonly",
@@ -109,6 +111,12 @@ class Run:
         self.deadline: float | None = None
         #: the direct run passed its deadline before writing: it is being abandoned
         self.restart = False
+        #: the error replies of its reply (at any depth) that errorstats has not counted
+        #: yet, and whether it has others that were counted where they were made (a
+        #: redis.call error raised through, a redis.pcall error table returned): either
+        #: way the call failed, as Redis 7 counts it (ERR_REPLY_FLAG_NO_STATS_UPDATE)
+        self.fresh: list[ErrorReply] = []
+        self.counted = False
         self.warned = False
 
 
@@ -231,6 +239,8 @@ class ScriptEngine:
             if not run.restart:
                 self._finished(run)
                 script.fast = _monotonic() - run.started < FAST_RUN_S
+                if run.fresh or run.counted:
+                    returned_errors(core, run.fresh, late=False)
                 return reply
             # past the limit without a write: forget this run, start it again on the script
             # thread and answer BUSY at once (the time was spent already)
@@ -246,6 +256,8 @@ class ScriptEngine:
         if outcome is True:
             self._finished(run)
             script.fast = _monotonic() - run.started < FAST_RUN_S
+            if run.fresh or run.counted:
+                returned_errors(core, run.fresh, late=False)
             return job.result
         return outcome
 
@@ -267,6 +279,9 @@ class ScriptEngine:
 
         def finish_on_loop() -> None:
             self._finished(run)  # commit hands the records out unless in EXEC
+            if run.fresh or run.counted:
+                returned_errors(core, run.fresh, late=True)
+                deferred.error_counted = deferred.failed = True
             deferred.resolve(job.result)
 
         with job.state:
@@ -301,8 +316,17 @@ class ScriptEngine:
                 return result
             if t is int:  # an integral number (lupa gives one for a whole Lua number)
                 return lua_number_to_integer(result)
-            return FromLua(run.resp, run.caller.proto).reply(result)
-        return ErrorReply(self._failure_text(run, result))
+            convert = FromLua(run.resp, run.caller.proto)
+            reply = convert.reply(result)
+            run.fresh, run.counted = convert.fresh, convert.counted
+            return reply
+        failure = ErrorReply(self._failure_text(run, result))
+        try:
+            counted = result[b"counted"] is True
+        except (TypeError, KeyError):
+            counted = False
+        run.fresh, run.counted = ([], True) if counted else ([failure], False)
+        return failure
 
     @staticmethod
     def _failure_text(run: Run, err: Any) -> str:
