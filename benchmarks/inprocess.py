@@ -116,7 +116,15 @@ SETUP: dict[str, list[bytes]] = {
     "zrangebyscore": [request(b"ZADD", b"bench:zset", *(w for i in range(10_000)
                                                         for w in (b"%d" % i, b"m:%d" % i)))],
     "evalsha": [request(b"SCRIPT", b"LOAD", EVALSHA_SCRIPT)],
+    # half of ZADD's 100,000 members exist: its requests insert and update (as the
+    # redis-benchmark run does once its set has grown)
+    "zadd": [request(b"ZADD", b"bench:zadd", *(w for i in range(0, 100_000, 2)
+                                                for w in (b"%d" % i, b"m:%d" % i)))],
 }
+#: rows whose reads come twice, the second time with the first placeholder (the score)
+#: moved by the row's range: going round the reads again changes every member's score, as
+#: redis-benchmark's ever new random requests do (the same ZADD again would change nothing)
+CHANGING_ROWS = {"zadd"}
 #: the range of __rand__ by row (redis-benchmark's -r of the same row in run.py)
 RAND_RANGE = {"zrangebyscore": 10_000}
 
@@ -145,10 +153,20 @@ def reads_for(row: str, pipeline: int, keys: int, count: int) -> list[bytes]:
     if words is not None:
         top = RAND_RANGE.get(row, 100_000)
 
-        def one() -> bytes:  # a number of its own for each placeholder, as redis-benchmark
-            return request(*(word.replace(RAND, b"%d" % rnd.randrange(top)) for word in words))
+        def one(numbers: list[int]) -> bytes:  # a number of each placeholder, as redis-benchmark
+            at = iter(numbers)
+            return request(*(word.replace(RAND, b"%d" % next(at)) if RAND in word else word
+                             for word in words))
 
-        return [b"".join(one() for _ in range(pipeline)) for _ in range(min(count, 4096))]
+        places = sum(RAND in word for word in words)
+        reads = min(count, 4096)
+        if row not in CHANGING_ROWS:
+            return [b"".join(one([rnd.randrange(top) for _ in range(places)])
+                             for _ in range(pipeline)) for _ in range(reads)]
+        half = [[[rnd.randrange(top) for _ in range(places)] for _ in range(pipeline)]
+                for _ in range(max(1, reads // 2))]
+        again = [[[n[0] + top, *n[1:]] for n in read] for read in half]
+        return [b"".join(one(n) for n in read) for read in half + again]
     base = ROWS[row]
     if keys <= 1 or KEY not in base:
         return [base * pipeline] * max(1, count)
