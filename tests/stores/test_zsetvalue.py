@@ -130,3 +130,29 @@ def test_infinite_scores_sort_at_the_ends() -> None:
     assert z.count_by_score(ScoreRange(-math.inf, math.inf)) == 3
     assert z.count_by_score(ScoreRange(-math.inf, math.inf, True, True)) == 1
     assert z.count_by_score(ScoreRange(math.inf, math.inf)) == 1
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_adds_updates_and_removes_across_sublist_splits_and_merges_match_the_model(seed: int) -> None:
+    # sublists of 4 (sortedcontainers' load factor): the written-out insert and delete
+    # paths of ``add``/``remove`` meet splits, merges and (after a rank) the positional index
+    rnd = random.Random(seed)
+    z = SortedSetValue()
+    z.ordered._reset(4)
+    scores: dict[bytes, float] = {}
+    for step in range(3000):
+        member = b"m%02d" % rnd.randint(0, 80)
+        if rnd.random() < 0.3:
+            assert z.remove(member) is (scores.pop(member, None) is not None)
+        else:
+            score = rnd.choice([-math.inf, math.inf, -0.0, float(rnd.randint(-9, 9)), rnd.random()])
+            assert z.add(member, score) is (member not in scores)
+            scores[member] = score + 0.0
+        if step % 7 == 0 and scores:  # a rank builds the index the next writes must keep
+            probe = rnd.choice(list(scores))
+            assert z.rank(probe) == [m for m, _ in model_order(scores)].index(probe)
+        if step % 50 == 0:
+            assert list(z) == model_order(scores)
+            z.ordered._check()
+    assert list(z) == model_order(scores)
+    assert z.range_by_rank(0, -1, reverse=True) == list(reversed(model_order(scores)))

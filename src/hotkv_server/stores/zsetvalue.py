@@ -28,7 +28,8 @@ the keyspace applies them to a key holding a sorted set. A sorted set is created
 from __future__ import annotations
 
 import math
-from bisect import bisect_left
+import struct
+from bisect import bisect_left, bisect_right, insort
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from itertools import islice
@@ -57,6 +58,20 @@ LISTPACK_VALUE = 64
 _INF = math.inf
 #: LIMIT offsets up to this are walked member by member (beyond, positions are cheaper)
 _WALK_OFFSET = 256
+
+_pack_d = struct.Struct(">d").pack
+_pack_q = struct.Struct(">Q").pack
+_unpack_q = struct.Struct(">Q").unpack
+_SIGN = 1 << 63
+_ALL = (1 << 64) - 1
+
+
+def score_key(score: float) -> bytes:
+    """8 bytes whose bytewise order is the scores' numeric order (-inf first, +inf last):
+    the IEEE 754 bits big-endian, the sign bit flipped for a positive score and every bit
+    for a negative one. -0.0 is taken as 0.0; NaN is never a score."""
+    (bits,) = _unpack_q(_pack_d(score + 0.0))
+    return _pack_q(bits ^ _SIGN if bits < _SIGN else bits ^ _ALL)
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,8 +132,8 @@ def lex_range_empty(lo: LexBound, hi: LexBound) -> bool:
 
 @value_type
 class SortedSetValue(TypedValue):
-    """One sorted set: ``ordered`` holds (score, member), ``scores`` member -> score (read
-    them; change them only through effects)."""
+    """One sorted set: ``ordered`` holds the order keys (``score_key(score) + member``),
+    ``scores`` member -> score (read them; change them only through effects)."""
 
     __slots__ = ("big", "ordered", "scan_order", "scores", "version")
 
@@ -131,7 +146,7 @@ class SortedSetValue(TypedValue):
         self.scores: dict[bytes, float] = {}
         for member, score in pairs:
             self.scores[member] = score + 0.0
-        self.ordered: SortedList = SortedList((s, m) for m, s in self.scores.items())
+        self.ordered: SortedList = SortedList(score_key(s) + m for m, s in self.scores.items())
         self.nbytes = ZSET_OVERHEAD + sum(len(m) + MEMBER_OVERHEAD for m in self.scores)
         #: members added since creation (ZSCAN rebuilds its order only when some were)
         self.version = 0
@@ -145,7 +160,8 @@ class SortedSetValue(TypedValue):
 
     def __iter__(self) -> Iterator[tuple[bytes, float]]:
         """(member, score) in order."""
-        return ((m, s) for s, m in self.ordered)
+        scores = self.scores
+        return ((m, scores[m]) for m in self.members())
 
     def __repr__(self) -> str:
         return f"SortedSetValue({list(self)!r})"
@@ -163,7 +179,7 @@ class SortedSetValue(TypedValue):
 
     def snapshot(self) -> list[Any]:
         flat: list[Any] = []
-        for score, member in self.ordered:
+        for member, score in self:
             flat.append(member)
             flat.append(score)
         return flat
@@ -198,23 +214,62 @@ class SortedSetValue(TypedValue):
         old = scores.get(member)
         if old is None:
             scores[member] = score
-            self.ordered.add((score, member))
             self.nbytes += len(member) + MEMBER_OVERHEAD
             self.version += 1
             if not self.big and (len(scores) > LISTPACK_ENTRIES or len(member) > LISTPACK_VALUE):
                 self.big = True
-            return True
-        if old != score:
-            self.ordered.remove((old, member))
-            self.ordered.add((score, member))
+        elif old == score:
+            return False
+        else:
             scores[member] = score
-        return False
+            self._discard(old, member)
+        (bits,) = _unpack_q(_pack_d(score))  # score_key, written out (every ZADD)
+        key = _pack_q(bits ^ _SIGN if bits < _SIGN else bits ^ _ALL) + member
+        # SortedList.add written out, its _expand called only when it has work (a sublist
+        # to split, or a positional index to keep): the same list, two calls fewer
+        ordered = self.ordered
+        maxes = ordered._maxes
+        if not maxes:
+            ordered.add(key)
+            return old is None
+        lists = ordered._lists
+        pos = bisect_right(maxes, key)
+        if pos == len(maxes):
+            pos -= 1
+            sub = lists[pos]
+            sub.append(key)
+            maxes[pos] = key
+        else:
+            sub = lists[pos]
+            insort(sub, key)
+        if ordered._index or len(sub) > ordered._load << 1:
+            ordered._expand(pos)
+        ordered._len += 1
+        return old is None
+
+    def _discard(self, score: float, member: bytes) -> None:
+        """Take a present member's order key out of ``ordered``: SortedList.remove written
+        out, its _delete called only when it has work (a sublist at half the load to merge,
+        or a positional index to keep)."""
+        (bits,) = _unpack_q(_pack_d(score))
+        key = _pack_q(bits ^ _SIGN if bits < _SIGN else bits ^ _ALL) + member
+        ordered = self.ordered
+        maxes = ordered._maxes
+        pos = bisect_left(maxes, key)
+        sub = ordered._lists[pos]
+        idx = bisect_left(sub, key)
+        if ordered._index or len(sub) <= (ordered._load >> 1) + 1:
+            ordered._delete(pos, idx)
+            return
+        del sub[idx]
+        maxes[pos] = sub[-1]
+        ordered._len -= 1
 
     def remove(self, member: bytes) -> bool:
         old = self.scores.pop(member, None)
         if old is None:
             return False
-        self.ordered.remove((old, member))
+        self._discard(old, member)
         self.nbytes -= len(member) + MEMBER_OVERHEAD
         return True
 
@@ -222,8 +277,13 @@ class SortedSetValue(TypedValue):
         score = self.scores.get(member)
         if score is None:
             return None
-        at = self.ordered.index((score, member))
+        at = self.ordered.index(score_key(score) + member)
         return len(self.scores) - 1 - at if reverse else at
+
+    def _pairs(self, keys: Iterable[bytes]) -> list[tuple[bytes, float]]:
+        """(member, score) of order keys."""
+        scores = self.scores
+        return [(m, scores[m]) for m in [key[8:] for key in keys]]
 
     # --- positions ------------------------------------------------------------------
     def _clamp(self, start: int, stop: int) -> tuple[int, int] | None:
@@ -237,10 +297,8 @@ class SortedSetValue(TypedValue):
         lo, hi = span
         n = len(self.scores)
         if reverse:
-            items = self.ordered.islice(n - hi, n - lo, reverse=True)
-        else:
-            items = self.ordered.islice(lo, hi)
-        return [(m, s) for s, m in items]
+            return self._pairs(self.ordered.islice(n - hi, n - lo, reverse=True))
+        return self._pairs(self.ordered.islice(lo, hi))
 
     def _score_span(self, rng: ScoreRange) -> tuple[int, int]:
         """Half-open positions of the members inside ``rng``."""
@@ -250,15 +308,15 @@ class SortedSetValue(TypedValue):
         if rng.min_exclusive:
             if rng.min == _INF:
                 return 0, 0
-            lo = ordered.bisect_left((math.nextafter(rng.min, _INF), b""))
+            lo = ordered.bisect_left(score_key(math.nextafter(rng.min, _INF)))
         else:
-            lo = ordered.bisect_left((rng.min, b""))
+            lo = ordered.bisect_left(score_key(rng.min))
         if rng.max_exclusive:
-            hi = ordered.bisect_left((rng.max, b""))
+            hi = ordered.bisect_left(score_key(rng.max))
         elif rng.max == _INF:
             hi = len(ordered)
         else:
-            hi = ordered.bisect_left((math.nextafter(rng.max, _INF), b""))
+            hi = ordered.bisect_left(score_key(math.nextafter(rng.max, _INF)))
         return lo, max(lo, hi)
 
     def count_by_score(self, rng: ScoreRange) -> int:
@@ -280,15 +338,14 @@ class SortedSetValue(TypedValue):
         of the items wanted, without the positional index (which inserts keep invalidating)."""
         if count == 0 or (rng.min_exclusive and rng.min == _INF):
             return []
-        low: tuple[float, bytes] = (
-            math.nextafter(rng.min, _INF) if rng.min_exclusive else rng.min, b"")
-        high: tuple[float, bytes] | None  # members sort below this key (None: no bound)
+        low = score_key(math.nextafter(rng.min, _INF) if rng.min_exclusive else rng.min)
+        high: bytes | None  # members sort below this key (None: no bound)
         if rng.max_exclusive:
-            high = (rng.max, b"")
+            high = score_key(rng.max)
         elif rng.max == _INF:
             high = None
         else:
-            high = (math.nextafter(rng.max, _INF), b"")
+            high = score_key(math.nextafter(rng.max, _INF))
         lists = self.ordered._lists  # sortedcontainers' sublists, read-only here
         if not lists:
             return []
@@ -329,8 +386,8 @@ class SortedSetValue(TypedValue):
             if offset:
                 chunk = chunk[offset:]
         if members:
-            return [item[1] for item in chunk]
-        return [(item[1], item[0]) for item in chunk]
+            return [key[8:] for key in chunk]
+        return self._pairs(chunk)
 
     def _slice(self, lo: int, hi: int, reverse: bool, offset: int, count: int,
                members: bool = False) -> list[Any]:
@@ -347,40 +404,40 @@ class SortedSetValue(TypedValue):
                 hi = min(hi, lo + count)
         if lo >= hi:
             return []
-        items = self.ordered.islice(lo, hi, reverse=reverse)
+        keys = self.ordered.islice(lo, hi, reverse=reverse)
         if members:
-            return [m for _s, m in items]
-        return [(m, s) for s, m in items]
+            return [key[8:] for key in keys]
+        return self._pairs(keys)
 
     def _lex_span(self, lo: LexBound, hi: LexBound) -> tuple[int, int]:
         if lex_range_empty(lo, hi) or not self.scores:
             return 0, 0
         ordered = self.ordered
         n = len(ordered)
-        first_score = ordered[0][0]
-        if first_score == ordered[-1][0]:  # one score (the meaningful case): plain bisection
+        prefix = ordered[0][:8]
+        if prefix == ordered[-1][:8]:  # one score (the meaningful case): plain bisection
             start = 0 if lo.kind == "-" else (
-                ordered.bisect_left((first_score, lo.value)) if lo.kind == "[" else
-                ordered.bisect_right((first_score, lo.value)))
+                ordered.bisect_left(prefix + lo.value) if lo.kind == "[" else
+                ordered.bisect_right(prefix + lo.value))
             if hi.kind == "+":
                 end = n
             elif hi.kind == "[":
-                end = ordered.bisect_right((first_score, hi.value))
+                end = ordered.bisect_right(prefix + hi.value)
             else:
-                end = ordered.bisect_left((first_score, hi.value))
+                end = ordered.bisect_left(prefix + hi.value)
             return start, max(start, end)
         # mixed scores: Redis's walk, first position whose member passes the minimum...
         a, b = 0, n
         while a < b:
             mid = (a + b) // 2
-            if lo.gte_min(ordered[mid][1]):
+            if lo.gte_min(ordered[mid][8:]):
                 b = mid
             else:
                 a = mid + 1
         # ...then onwards while members stay below the maximum
         end = a
-        for _, member in ordered.islice(a, n):
-            if not hi.lte_max(member):
+        for key in ordered.islice(a, n):
+            if not hi.lte_max(key[8:]):
                 break
             end += 1
         return a, end
@@ -399,7 +456,7 @@ class SortedSetValue(TypedValue):
         if lo >= hi:
             return []
         ordered = self.ordered
-        gone = [(m, s) for s, m in ordered.islice(lo, hi)]
+        gone = self._pairs(ordered.islice(lo, hi))
         del ordered[lo:hi]
         scores = self.scores
         for member, _ in gone:
@@ -432,14 +489,15 @@ class SortedSetValue(TypedValue):
     # --- random access ----------------------------------------------------------------
     def at(self, index: int) -> tuple[bytes, float]:
         """The (member, score) at rank ``index`` (0 <= index < len), O(log n)."""
-        score, member = self.ordered[index]
-        return member, score
+        member = self.ordered[index][8:]
+        return member, self.scores[member]
 
     def members(self) -> Iterator[bytes]:
-        return (m for _, m in self.ordered)
+        """The members in order."""
+        return (key[8:] for key in self.ordered)
 
     def head(self, limit: int) -> list[tuple[bytes, float]]:
-        return [(m, s) for s, m in islice(self.ordered, limit)]
+        return self._pairs(islice(self.ordered, limit))
 
 
 SortedSetValue.effects = {
