@@ -74,9 +74,11 @@ def score_key(score: float) -> bytes:
     return _pack_q(bits ^ _SIGN if bits < _SIGN else bits ^ _ALL)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ScoreRange:
-    """``min <= score <= max``, each end exclusive on request (``(1.5`` in Redis's syntax)."""
+    """``min <= score <= max``, each end exclusive on request (``(1.5`` in Redis's syntax).
+    Not frozen (a frozen dataclass's ``__init__`` costs three times as much, and every
+    range read builds one); nothing changes one once made."""
 
     min: float
     max: float
@@ -95,9 +97,10 @@ class ScoreRange:
         return score < self.max if self.max_exclusive else score <= self.max
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class LexBound:
-    """One end of a lex range: ``kind`` is ``-`` (below all), ``+`` (above all), ``[`` or ``(``."""
+    """One end of a lex range: ``kind`` is ``-`` (below all), ``+`` (above all), ``[`` or ``(``
+    (not frozen, as ScoreRange)."""
 
     kind: str
     value: bytes = b""
