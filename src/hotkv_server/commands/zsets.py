@@ -112,8 +112,19 @@ def zadd_apply(ctx: Context, key: bytes, flags: int, pairs: list[tuple[float, by
                     "sorted set.")
 def zadd(ctx: Context, argv: list[bytes]) -> Any:
     """ZADD key [NX|XX] [GT|LT] [CH] [INCR] score member [score member ...]"""
-    if len(argv) == 4 and argv[2].upper() not in _ZADD_FLAGS:  # the common one-pair form
-        return _zadd_one(ctx, argv[1], parse_score(argv[2]), argv[3])
+    if len(argv) == 4 and argv[2].upper() not in _ZADD_FLAGS:
+        # the common one-pair form without options: zadd_apply's outcome, on a shorter path
+        key, member = argv[1], argv[3]
+        score = parse_score(argv[2]) + 0.0
+        zset = ctx.db.kv.typed(key, ctx.now_ms, SortedSetValue)
+        if zset is None:
+            put_zset(ctx, key, [member, score])
+            return 1
+        old = zset.scores.get(member)
+        if old == score:
+            return 0
+        ctx.emit(KvZadd(key, [member, score]))
+        return 1 if old is None else 0
     flags = 0
     i = 2
     while i < len(argv):
@@ -135,20 +146,6 @@ def zadd(ctx: Context, argv: list[bytes]) -> Any:
     return zadd_apply(ctx, argv[1], flags, pairs)
 
 
-def _zadd_one(ctx: Context, key: bytes, score: float, member: bytes) -> int:
-    """``ZADD key score member`` without options: zadd_apply's outcome, on a shorter path."""
-    zset = target_zset(ctx, key)
-    score += 0.0
-    if zset is None:
-        put_zset(ctx, key, [member, score])
-        return 1
-    old = zset.scores.get(member)
-    if old == score:
-        return 0
-    ctx.emit(KvZadd(key, [member, score]))
-    return 1 if old is None else 0
-
-
 @command("zincrby", arity=4, flags="write denyoom fast", key="RW access update", since="1.2.0",
          summary="Increments the score of a member in a sorted set.", syntax="key increment member",
          complexity="O(log(N)) where N is the number of elements in the sorted set.")
@@ -157,7 +154,19 @@ def zincrby(ctx: Context, argv: list[bytes]) -> Any:
     if argv[2].upper() in _ZADD_FLAGS:
         # Redis's ZINCRBY is ZADD's parser: a flag there leaves no score/member pair
         raise CommandError(errors.SYNTAX)
-    return zadd_apply(ctx, argv[1], _INCR, [(parse_score(argv[2]), argv[3])])
+    # zadd_apply's INCR outcome for one member, on a shorter path
+    key, member = argv[1], argv[3]
+    increment = parse_score(argv[2])
+    zset = ctx.db.kv.typed(key, ctx.now_ms, SortedSetValue)
+    old = None if zset is None else zset.scores.get(member)
+    new = increment if old is None else old + increment
+    if math.isnan(new):
+        raise CommandError(NAN_RESULT)
+    if zset is None:
+        put_zset(ctx, key, [member, new + 0.0])
+    elif new != old:
+        ctx.emit(KvZadd(key, [member, new + 0.0]))
+    return Double(new)
 
 
 @command("zrem", arity=-3, flags="write fast", key="RW delete", since="1.2.0",
@@ -191,7 +200,7 @@ def zcard(ctx: Context, argv: list[bytes]) -> Any:
 def zscore(ctx: Context, argv: list[bytes]) -> Any:
     """ZSCORE key member"""
     zset = read_zset(ctx, argv[1])
-    score = None if zset is None else zset.score(argv[2])
+    score = None if zset is None else zset.scores.get(argv[2])
     return None if score is None else Double(score)
 
 

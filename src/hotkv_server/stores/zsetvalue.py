@@ -330,7 +330,7 @@ class SortedSetValue(TypedValue):
                        count: int = -1, members: bool = False) -> list[Any]:
         """ZRANGEBYSCORE (REV walks from max to min); LIMIT offset count, count < 0 = all.
         ``(member, score)`` pairs, or the members alone with ``members`` (no WITHSCORES)."""
-        if 0 <= offset <= _WALK_OFFSET and count >= 0 and not rng.empty():
+        if 0 <= offset <= _WALK_OFFSET and count >= 0:
             return self._walk(rng, reverse, offset, count, members)
         lo, hi = self._score_span(rng)
         return self._slice(lo, hi, reverse, offset, count, members)
@@ -339,16 +339,24 @@ class SortedSetValue(TypedValue):
               members: bool = False) -> list[Any]:
         """A LIMITed score range read straight off the sublists: two bisections and slices
         of the items wanted, without the positional index (which inserts keep invalidating)."""
-        if count == 0 or (rng.min_exclusive and rng.min == _INF):
+        low_score, high_score = rng.min, rng.max
+        if count == 0 or low_score > high_score:
             return []
-        low = score_key(math.nextafter(rng.min, _INF) if rng.min_exclusive else rng.min)
+        if rng.min_exclusive:
+            if low_score in (_INF, high_score):
+                return []
+            low_score = math.nextafter(low_score, _INF)
+        (bits,) = _unpack_q(_pack_d(low_score + 0.0))  # score_key, written out
+        low = _pack_q(bits ^ _SIGN if bits < _SIGN else bits ^ _ALL)
         high: bytes | None  # members sort below this key (None: no bound)
         if rng.max_exclusive:
-            high = score_key(rng.max)
-        elif rng.max == _INF:
+            if low_score == high_score:
+                return []
+            high = score_key(high_score)
+        elif high_score == _INF:
             high = None
         else:
-            high = score_key(math.nextafter(rng.max, _INF))
+            high = score_key(math.nextafter(high_score, _INF))
         lists = self.ordered._lists  # sortedcontainers' sublists, read-only here
         if not lists:
             return []
@@ -503,9 +511,15 @@ class SortedSetValue(TypedValue):
         return self._pairs(islice(self.ordered, limit))
 
 
+def _apply_zadd(value: SortedSetValue, effect: KvZadd) -> int:
+    pairs = effect.pairs
+    if len(pairs) == 2:  # one member (ZADD's common form): no loop
+        return 1 if value.add(pairs[0], pairs[1]) else 0  # type: ignore[arg-type]
+    return value.add_flat(pairs)
+
+
 SortedSetValue.effects = {
-    KvZadd: lambda value, e: (int(value.add(e.pairs[0], e.pairs[1])) if len(e.pairs) == 2
-                              else value.add_flat(e.pairs)),
+    KvZadd: _apply_zadd,
     KvZrem: lambda value, e: value.remove_many(e.members),
     KvZpop: lambda value, e: value.pop(e.count, e.highest),
     KvZremrangebyrank: lambda value, e: value.remove_range_by_rank(e.start, e.stop),
