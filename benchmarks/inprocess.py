@@ -108,6 +108,8 @@ RAND_ROWS: dict[str, tuple[bytes, ...]] = {
     "zadd": (b"ZADD", b"bench:zadd", RAND, b"m:" + RAND),
     "zrangebyscore": (b"ZRANGEBYSCORE", b"bench:zset", RAND, b"+inf", b"LIMIT", b"0", b"10"),
     "evalsha": (b"EVALSHA", EVALSHA_SHA, b"2", b"key:" + RAND, b"bench:counter", b"xxx"),
+    "zscore": (b"ZSCORE", b"bench:zset", b"m:" + RAND),
+    "zincrby": (b"ZINCRBY", b"bench:zincrby", b"1", b"m:" + RAND),
 }
 #: what a row reads, written before it runs (as benchmarks/run.py prepares both servers)
 SETUP: dict[str, list[bytes]] = {
@@ -120,13 +122,16 @@ SETUP: dict[str, list[bytes]] = {
     # redis-benchmark run does once its set has grown)
     "zadd": [request(b"ZADD", b"bench:zadd", *(w for i in range(0, 100_000, 2)
                                                 for w in (b"%d" % i, b"m:%d" % i)))],
+    "zincrby": [request(b"ZADD", b"bench:zincrby", *(w for i in range(10_000)
+                                                      for w in (b"%d" % i, b"m:%d" % i)))],
 }
 #: rows whose reads come twice, the second time with the first placeholder (the score)
 #: moved by the row's range: going round the reads again changes every member's score, as
 #: redis-benchmark's ever new random requests do (the same ZADD again would change nothing)
 CHANGING_ROWS = {"zadd"}
-#: the range of __rand__ by row (redis-benchmark's -r of the same row in run.py)
-RAND_RANGE = {"zrangebyscore": 10_000}
+#: the range of __rand__ by row (redis-benchmark's -r of the same row in run.py; ZSCORE and
+#: ZINCRBY, in process only, read and change members of 10,000-member sets)
+RAND_RANGE = {"zrangebyscore": 10_000, "zscore": 10_000, "zincrby": 10_000}
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
