@@ -112,19 +112,22 @@ def zadd_apply(ctx: Context, key: bytes, flags: int, pairs: list[tuple[float, by
                     "sorted set.")
 def zadd(ctx: Context, argv: list[bytes]) -> Any:
     """ZADD key [NX|XX] [GT|LT] [CH] [INCR] score member [score member ...]"""
-    if len(argv) == 4 and argv[2].upper() not in _ZADD_FLAGS:
-        # the common one-pair form without options: zadd_apply's outcome, on a shorter path
-        key, member = argv[1], argv[3]
-        score = parse_score(argv[2]) + 0.0
-        zset = ctx.db.kv.typed(key, ctx.now_ms, SortedSetValue)
-        if zset is None:
-            put_zset(ctx, key, [member, score])
-            return 1
-        old = zset.scores.get(member)
-        if old == score:
-            return 0
-        ctx.emit(KvZadd(key, [member, score]))
-        return 1 if old is None else 0
+    if len(argv) == 4:  # one pair, maybe without options: a shorter path to zadd_apply's outcome
+        raw = argv[2]
+        # digits are no option, and a score float() reads as strtod (score_or_none's first case)
+        score = float(raw) if raw.isdigit() and len(raw) < 16 else (
+            None if raw.upper() in _ZADD_FLAGS else parse_score(raw) + 0.0)
+        if score is not None:
+            key, member = argv[1], argv[3]
+            zset = ctx.db.kv.typed(key, ctx.now_ms, SortedSetValue)
+            if zset is None:
+                put_zset(ctx, key, [member, score])
+                return 1
+            old = zset.scores.get(member)
+            if old == score:
+                return 0
+            ctx.emit(KvZadd(key, [member, score]))
+            return 1 if old is None else 0
     flags = 0
     i = 2
     while i < len(argv):

@@ -1,14 +1,20 @@
 """The value of a Redis sorted set key: members with float scores, ordered by (score, member).
 
-Structure: a ``sortedcontainers.SortedList`` of ``(score, member)`` tuples (a list of sorted
-sublists of about 1000 items with a positional index, so insert, delete, bisect and
-"the element at rank r" are O(log n)) beside a dict ``member -> score`` for O(1) ZSCORE.
-Ties on the score are ordered by the member's bytes (memcmp, as Redis), which is exactly
-Python's tuple and bytes comparison. -0.0 is stored as 0.0 (Redis prints it as 0).
+Structure: a ``sortedcontainers.SortedList`` of *order keys* (a list of sorted sublists of
+about 1000 items with a positional index, so insert, delete, bisect and "the element at
+rank r" are O(log n)) beside a dict ``member -> score`` for O(1) ZSCORE. An order key is one
+bytes object, ``score_key(score) + member``: 8 bytes whose bytewise order is the scores'
+numeric order, then the member, so comparing two keys (one memcmp) orders by score and then
+by the member's bytes, exactly Redis's order (memcmp of the members on a tie). A bisection
+step touches one object (the key) where a ``(score, member)`` tuple would touch two or
+three, which is most of the cost in a large set (cache misses). The member of a key is
+``key[8:]``, its score ``scores[member]``. -0.0 is stored as 0.0 (Redis prints it as 0).
+``add`` and ``remove`` write SortedList's insert and delete out, calling its ``_expand`` /
+``_delete`` only when there is work (a split, a merge, the positional index to keep).
 
-Measured per member (1M members of 10 bytes, CPython 3.11): about 190 bytes (tuple 56, float
-24 once shared by tuple and dict, member bytes 43, dict entry ~50, list slot 8 and the index)
-against about 70 bytes in Redis 7's skiplist + dict encoding (see benchmarks/README.md).
+Measured per member (1M members of 14 bytes, CPython 3.11, tracemalloc): about 177 bytes
+(order key 56, member bytes 48, float 24, dict slot ~40, list slot 8 and the index) against
+about 110 bytes of ``used_memory`` in Redis 7's skiplist + dict (see benchmarks/README.md).
 
 Ranges follow Redis's rules: ranks are inclusive with negative indexes; a score range is
 ``(min, min_exclusive, max, max_exclusive)`` with +-inf allowed; a lex range bound is
@@ -33,6 +39,7 @@ from bisect import bisect_left, bisect_right, insort
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from itertools import islice
+from operator import itemgetter
 from typing import Any, ClassVar
 
 from sortedcontainers import SortedList
@@ -59,6 +66,8 @@ _INF = math.inf
 #: LIMIT offsets up to this are walked member by member (beyond, positions are cheaper)
 _WALK_OFFSET = 256
 
+#: the member of an order key (``key[8:]``, called from C by ``map``)
+_member = itemgetter(slice(8, None))
 _pack_d = struct.Struct(">d").pack
 _pack_q = struct.Struct(">Q").pack
 _unpack_q = struct.Struct(">Q").unpack
@@ -285,8 +294,8 @@ class SortedSetValue(TypedValue):
 
     def _pairs(self, keys: Iterable[bytes]) -> list[tuple[bytes, float]]:
         """(member, score) of order keys."""
-        scores = self.scores
-        return [(m, scores[m]) for m in [key[8:] for key in keys]]
+        members = list(map(_member, keys))
+        return list(zip(members, map(self.scores.__getitem__, members), strict=True))
 
     # --- positions ------------------------------------------------------------------
     def _clamp(self, start: int, stop: int) -> tuple[int, int] | None:
@@ -397,7 +406,7 @@ class SortedSetValue(TypedValue):
             if offset:
                 chunk = chunk[offset:]
         if members:
-            return [key[8:] for key in chunk]
+            return list(map(_member, chunk))
         return self._pairs(chunk)
 
     def _slice(self, lo: int, hi: int, reverse: bool, offset: int, count: int,
@@ -417,7 +426,7 @@ class SortedSetValue(TypedValue):
             return []
         keys = self.ordered.islice(lo, hi, reverse=reverse)
         if members:
-            return [key[8:] for key in keys]
+            return list(map(_member, keys))
         return self._pairs(keys)
 
     def _lex_span(self, lo: LexBound, hi: LexBound) -> tuple[int, int]:
@@ -505,7 +514,7 @@ class SortedSetValue(TypedValue):
 
     def members(self) -> Iterator[bytes]:
         """The members in order."""
-        return (key[8:] for key in self.ordered)
+        return map(_member, self.ordered)
 
     def head(self, limit: int) -> list[tuple[bytes, float]]:
         return self._pairs(islice(self.ordered, limit))
