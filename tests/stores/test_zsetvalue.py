@@ -54,6 +54,7 @@ def test_ranges_match_the_model(seed: int) -> None:
         hi = b + n if b < 0 else b
         expected = model[lo : min(hi, n - 1) + 1] if lo <= hi and lo < n else []
         assert z.range_by_rank(a, b) == expected
+        assert z.range_by_rank(a, b, members=True) == [m for m, _ in expected]
         assert z.range_by_rank(a, b, reverse=True) == (
             list(reversed(model))[lo : min(hi, n - 1) + 1] if lo <= hi and lo < n else [])
         lo_s = rnd.choice([-math.inf, math.inf, float(rnd.randint(-6, 6))])
@@ -109,6 +110,7 @@ def test_lex_ranges_with_one_score_match_the_model() -> None:
         assert z.range_by_lex(lo, hi) == inside, (lo, hi)
         assert z.count_by_lex(lo, hi) == len(inside)
         assert z.range_by_lex(lo, hi, reverse=True, offset=1, count=2) == list(reversed(inside))[1:3]
+        assert z.range_by_lex(lo, hi, members=True) == [m for m, _ in inside]
 
 
 def test_pops_and_removals_by_range() -> None:

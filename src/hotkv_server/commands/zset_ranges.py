@@ -76,15 +76,20 @@ def zrange_generic(ctx: Context, argv: list[bytes], first: int, kind: str | None
     else:
         lex_lo, lex_hi = parse_lex_range(lo_raw, hi_raw)
     zset = read_zset(ctx, argv[first])
+    alone = not withscores and store is None  # the members alone: no pairs to build
     if zset is None:
         pairs: list[tuple[bytes, float]] = []
     elif kind == RANK:
+        if alone:
+            return zset.range_by_rank(start, stop, reverse, members=True)
         pairs = zset.range_by_rank(start, stop, reverse)
     elif kind == SCORE:
-        if not withscores and store is None:  # the members alone: no pairs to build
+        if alone:
             return zset.range_by_score(score_range, reverse, offset, limit, members=True)
         pairs = zset.range_by_score(score_range, reverse, offset, limit)
     else:
+        if alone:
+            return zset.range_by_lex(lex_lo, lex_hi, reverse, offset, limit, members=True)
         pairs = zset.range_by_lex(lex_lo, lex_hi, reverse, offset, limit)
     if store is not None:
         flat: list[Any] = []

@@ -301,16 +301,20 @@ class SortedSetValue(TypedValue):
     def _clamp(self, start: int, stop: int) -> tuple[int, int] | None:
         return index_range(start, stop, len(self.scores))
 
-    def range_by_rank(self, start: int, stop: int, reverse: bool = False) -> list[tuple[bytes, float]]:
-        """ZRANGE start stop [REV]: ranks counted from the lowest (or, REV, highest) score."""
+    def range_by_rank(self, start: int, stop: int, reverse: bool = False,
+                      members: bool = False) -> list[Any]:
+        """ZRANGE start stop [REV]: ranks counted from the lowest (or, REV, highest) score;
+        ``(member, score)`` pairs, or the members alone with ``members``."""
         span = self._clamp(start, stop)
         if span is None:
             return []
         lo, hi = span
         n = len(self.scores)
         if reverse:
-            return self._pairs(self.ordered.islice(n - hi, n - lo, reverse=True))
-        return self._pairs(self.ordered.islice(lo, hi))
+            keys = self.ordered.islice(n - hi, n - lo, reverse=True)
+        else:
+            keys = self.ordered.islice(lo, hi)
+        return list(map(_member, keys)) if members else self._pairs(keys)
 
     def _score_span(self, rng: ScoreRange) -> tuple[int, int]:
         """Half-open positions of the members inside ``rng``."""
@@ -467,9 +471,9 @@ class SortedSetValue(TypedValue):
         return end - start
 
     def range_by_lex(self, lo: LexBound, hi: LexBound, reverse: bool = False, offset: int = 0,
-                     count: int = -1) -> list[tuple[bytes, float]]:
+                     count: int = -1, members: bool = False) -> list[Any]:
         start, end = self._lex_span(lo, hi)
-        return self._slice(start, end, reverse, offset, count)
+        return self._slice(start, end, reverse, offset, count, members)
 
     # --- removals by range ----------------------------------------------------------
     def _delete_span(self, lo: int, hi: int) -> list[tuple[bytes, float]]:
