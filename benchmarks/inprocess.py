@@ -102,6 +102,8 @@ ROWS: dict[str, bytes] = {
     "sadd": request(b"SADD", b"bench:set", KEY),
     "lpush": request(b"LPUSH", b"bench:lpush", b"xxx"),
     "lrange_100": request(b"LRANGE", b"bench:list", b"0", b"99"),
+    # 10 members at the middle rank of the 10,000-member set (benchmarks/zset_bench.py's ZRANGE)
+    "zrange": request(b"ZRANGE", b"bench:zset", b"5000", b"5009"),
 }
 #: rows whose requests differ by a random number (redis-benchmark's __rand_int__)
 RAND_ROWS: dict[str, tuple[bytes, ...]] = {
