@@ -154,7 +154,12 @@ def test_adds_updates_and_removes_across_sublist_splits_and_merges_match_the_mod
             probe = rnd.choice(list(scores))
             assert z.rank(probe) == [m for m, _ in model_order(scores)].index(probe)
         if step % 50 == 0:
-            assert list(z) == model_order(scores)
+            model = model_order(scores)
+            assert list(z) == model
             z.ordered._check()
+            a, b = sorted(rnd.sample(range(len(model) + 3), 2)) if len(model) > 1 else (0, 0)
+            assert z.range_by_rank(a, b) == model[a : b + 1]
+            assert z.range_by_rank(a, b, reverse=True, members=True) == [
+                m for m, _ in reversed(model)][a : b + 1]
     assert list(z) == model_order(scores)
     assert z.range_by_rank(0, -1, reverse=True) == list(reversed(model_order(scores)))

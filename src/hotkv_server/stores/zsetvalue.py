@@ -310,11 +310,24 @@ class SortedSetValue(TypedValue):
             return []
         lo, hi = span
         n = len(self.scores)
-        if reverse:
-            keys = self.ordered.islice(n - hi, n - lo, reverse=True)
-        else:
-            keys = self.ordered.islice(lo, hi)
+        keys = self._keys(n - hi, n - lo, True) if reverse else self._keys(lo, hi)
         return list(map(_member, keys)) if members else self._pairs(keys)
+
+    def _keys(self, lo: int, hi: int, reverse: bool = False) -> list[bytes]:
+        """The order keys at positions ``lo`` to ``hi`` (half-open, 0 <= lo < hi <= len):
+        one positional lookup, then slices of the sublists (SortedList.islice builds an
+        iterator of maps over ranges and looks both ends up)."""
+        ordered = self.ordered
+        pos, idx = ordered._pos(lo)
+        lists = ordered._lists
+        need = hi - lo
+        chunk = lists[pos][idx : idx + need]
+        while len(chunk) < need:
+            pos += 1
+            chunk += lists[pos][: need - len(chunk)]
+        if reverse:
+            chunk.reverse()
+        return chunk
 
     def _score_span(self, rng: ScoreRange) -> tuple[int, int]:
         """Half-open positions of the members inside ``rng``."""
@@ -428,7 +441,7 @@ class SortedSetValue(TypedValue):
                 hi = min(hi, lo + count)
         if lo >= hi:
             return []
-        keys = self.ordered.islice(lo, hi, reverse=reverse)
+        keys = self._keys(lo, hi, reverse)
         if members:
             return list(map(_member, keys))
         return self._pairs(keys)
@@ -480,7 +493,7 @@ class SortedSetValue(TypedValue):
         if lo >= hi:
             return []
         ordered = self.ordered
-        gone = self._pairs(ordered.islice(lo, hi))
+        gone = self._pairs(self._keys(lo, hi))
         del ordered[lo:hi]
         scores = self.scores
         for member, _ in gone:
