@@ -213,7 +213,11 @@ class Replicas:
         if offset > peer.ack_offset:
             peer.ack_offset = offset
         peer.ack_time = time.monotonic()
-        if peer.state != "online":
+        # online only once the snapshot and the stream held behind it have all been written
+        # (``send_bulk``): an ACK that comes while the child's pipe is still being read would
+        # otherwise let the next flush write the stream directly *and* hold it for after
+        # the snapshot, so the replica would apply those records twice
+        if peer.state == "send_bulk":
             peer.state = "online"
             log.info("Synchronization with replica %s:%d succeeded", peer.ip, peer.port)
         if self.waits:
