@@ -104,6 +104,8 @@ ROWS: dict[str, bytes] = {
     "lrange_100": request(b"LRANGE", b"bench:list", b"0", b"99"),
     # 10 members at the middle rank of the 10,000-member set (benchmarks/zset_bench.py's ZRANGE)
     "zrange": request(b"ZRANGE", b"bench:zset", b"5000", b"5009"),
+    # and 100 of them with their scores (a wide range: a reply to build per member)
+    "zrange_100": request(b"ZRANGE", b"bench:zset", b"5000", b"5099", b"WITHSCORES"),
 }
 #: rows whose requests differ by a random number (redis-benchmark's __rand_int__)
 RAND_ROWS: dict[str, tuple[bytes, ...]] = {
