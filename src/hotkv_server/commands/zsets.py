@@ -43,16 +43,25 @@ NAN_RESULT = "ERR resulting score is not a number (NaN)"
 LONG_MAX = 2**63 - 1
 
 
+def score_reply(ctx: Context, score: float) -> Any:
+    """A score as Redis 7.0 replies it: a RESP3 double, or in RESP2 the bulk string of its
+    ``%.17g`` text, made here (as ZSCAN does) so that the reply is plain bytes: the
+    encoder's fast path, and a script's ``redis.call`` gets Redis's text too."""
+    return Double(score) if ctx.proto == 3 else format_double(score)
+
+
 def pairs_reply(ctx: Context, pairs: list[tuple[bytes, float]], withscores: bool = True) -> list[Any]:
-    """Members with scores as Redis replies them: flat in RESP2, [member, score] pairs in RESP3."""
+    """Members with scores as Redis replies them: flat in RESP2 (the scores' text made here,
+    see ``score_reply``: an array of bytes alone), [member, score] pairs in RESP3."""
     if not withscores:
         return [m for m, _ in pairs]
     if ctx.proto == 3:
         return [[m, Double(s)] for m, s in pairs]
     out: list[Any] = []
+    append = out.append
     for m, s in pairs:
-        out.append(m)
-        out.append(Double(s))
+        append(m)
+        append(format_double(s))
     return out
 
 
@@ -100,7 +109,7 @@ def zadd_apply(ctx: Context, key: bytes, flags: int, pairs: list[tuple[float, by
         else:
             ctx.emit(KvZadd(key, flat))
     if flags & _INCR:
-        return None if result is None else Double(result)
+        return None if result is None else score_reply(ctx, result)
     return added + updated if flags & _CH else added
 
 
@@ -169,7 +178,7 @@ def zincrby(ctx: Context, argv: list[bytes]) -> Any:
         put_zset(ctx, key, [member, new + 0.0])
     elif new != old:
         ctx.emit(KvZadd(key, [member, new + 0.0]))
-    return Double(new)
+    return score_reply(ctx, new)
 
 
 @command("zrem", arity=-3, flags="write fast", key="RW delete", since="1.2.0",
@@ -204,7 +213,7 @@ def zscore(ctx: Context, argv: list[bytes]) -> Any:
     """ZSCORE key member"""
     zset = read_zset(ctx, argv[1])
     score = None if zset is None else zset.scores.get(argv[2])
-    return None if score is None else Double(score)
+    return None if score is None else score_reply(ctx, score)
 
 
 @command("zmscore", arity=-3, flags="readonly fast", key="RO access", since="6.2.0",
@@ -218,7 +227,7 @@ def zmscore(ctx: Context, argv: list[bytes]) -> Any:
     out: list[Any] = []
     for member in argv[2:]:
         score = scores.get(member)
-        out.append(None if score is None else Double(score))
+        out.append(None if score is None else score_reply(ctx, score))
     return out
 
 
@@ -236,7 +245,7 @@ def _rank(ctx: Context, argv: list[bytes], reverse: bool) -> Any:
         return NULL_ARRAY if withscore else None
     if withscore:
         assert zset is not None
-        return [rank, Double(zset.scores[argv[2]])]
+        return [rank, score_reply(ctx, zset.scores[argv[2]])]
     return rank
 
 
@@ -305,7 +314,7 @@ def _zpop(ctx: Context, argv: list[bytes], highest: bool) -> Any:
     popped = pop_members(ctx, key, count, highest)
     if len(argv) == 2:  # no count: one flat [member, score]
         member, score = popped[0]
-        return [member, Double(score)]
+        return [member, score_reply(ctx, score)]
     return pairs_reply(ctx, popped)
 
 
@@ -337,7 +346,7 @@ def zmpop_first(ctx: Context, keys: list[bytes], highest: bool, count: int) -> A
     for key in keys:
         if target_zset(ctx, key) is not None:
             popped = pop_members(ctx, key, count, highest)
-            return [key, [[m, Double(s)] for m, s in popped]]
+            return [key, [[m, score_reply(ctx, s)] for m, s in popped]]
     return None
 
 
