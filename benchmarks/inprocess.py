@@ -17,6 +17,7 @@ a third of the real server's time with ``-P 16``, most of it unpipelined); see
     .venv/bin/python benchmarks/inprocess.py                  # every row, -P 16 and -P 1
     .venv/bin/python benchmarks/inprocess.py --rows set,wset --aof --clients 8
     .venv/bin/python benchmarks/inprocess.py --profile wset   # cProfile of one row
+    .venv/bin/python benchmarks/inprocess.py --profile get --profile-pipeline 1   # unpipelined
     PYTHONPATH=/tmp/old/src .venv/bin/python benchmarks/inprocess.py   # another tree (A/B)
 """
 
@@ -149,7 +150,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                         help="spread the string and WORK rows over this many keys (cache misses)")
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--commands", type=int, default=50_000, help="commands per timed run")
-    parser.add_argument("--profile", metavar="ROW", help="print a cProfile of one row at -P 16")
+    parser.add_argument("--profile", metavar="ROW", help="print a cProfile of one row (at -P 16 unless --profile-pipeline)")
+    parser.add_argument("--profile-pipeline", type=int, default=16, help="requests per read of --profile")
     parser.add_argument("--sort", default="tottime", help="the profile's order (tottime, cumulative)")
     parser.add_argument("--lines", type=int, default=25, help="lines of the profile")
     return parser.parse_args(argv)
@@ -222,10 +224,10 @@ async def run(args: argparse.Namespace) -> None:
         turn_end()
 
     if args.profile:
-        reads = reads_for(args.profile, 16, args.keys, 4096)
+        reads = reads_for(args.profile, args.profile_pipeline, args.keys, 4096)
         profiler = cProfile.Profile()
         profiler.enable()
-        for i in range(args.commands // 16):
+        for i in range(args.commands // args.profile_pipeline):
             turn(reads[i % len(reads)])
         profiler.disable()
         pstats.Stats(profiler).sort_stats(args.sort).print_stats(args.lines)

@@ -584,6 +584,21 @@ def _calibration_requests(pipeline: int, quick: bool) -> int:
     return 20_000 if pipeline <= 1 else 150_000
 
 
+def background_jobs(server: ServerProcess) -> int:
+    """AOF rewrites plus snapshots the server has run since it started (INFO persistence's
+    ``aof_rewrites`` and ``rdb_saves``, Redis 7's fields): a row during which one ran
+    measured a forked child beside the server (on its pinned CPU), not only the server."""
+    client = RawClient(server.port)
+    try:
+        text = client.call(b"INFO", b"persistence")
+    finally:
+        client.close()
+    if not isinstance(text, bytes):  # fakeredis' server has no INFO persistence
+        return 0
+    fields = dict(line.split(":", 1) for line in text.decode().splitlines() if ":" in line)
+    return sum(int(fields.get(name, "0") or 0) for name in ("aof_rewrites", "rdb_saves"))
+
+
 def measure(row: Row, servers: Sequence[ServerProcess], settings: Settings) -> list[Result]:
     results: list[Result] = []
     skip: str | None = None
@@ -597,6 +612,7 @@ def measure(row: Row, servers: Sequence[ServerProcess], settings: Settings) -> l
         if skip:
             result.note = "skipped: " + skip
             continue
+        jobs_before = {server.column: background_jobs(server) for server in servers}
         try:
             requests: dict[str, int] = {}
             for server in servers:
@@ -621,6 +637,12 @@ def measure(row: Row, servers: Sequence[ServerProcess], settings: Settings) -> l
                                  f"{sample.rps:,.0f} req/s ({sample.seconds:.1f} s)")
         except BenchmarkFailed as exc:
             result.note = f"failed: {exc}"
+        else:
+            ran = {f"{server.name} ({server.column} column)":
+                   background_jobs(server) - jobs_before[server.column] for server in servers}
+            if any(ran.values()):
+                result.note = "background rewrite/save during the runs: " + ", ".join(
+                    f"{name} {count}" for name, count in ran.items() if count)
         settings.log(_summary_line(result))
     return results
 
@@ -630,7 +652,8 @@ def _summary_line(result: Result) -> str:
         return f"{result.title} P{result.pipeline}: {result.note}"
     return (f"{result.title} P{result.pipeline}: reference "
             f"{statistics.median(result.redis):,.0f} hotkv {statistics.median(result.hotkv):,.0f}"
-            f" ratio {result.ratio:.2f} (target {result.target:.2f})")
+            f" ratio {result.ratio:.2f} (target {result.target:.2f})"
+            + (f"; {result.note}" if result.note else ""))
 
 
 # --- the table ----------------------------------------------------------------------------------
@@ -654,6 +677,8 @@ def format_table(results: Sequence[Result], reference: str = "redis",
             continue
         hk = f"{_k(min(r.hotkv))} / {_k(statistics.median(r.hotkv))} / {_k(max(r.hotkv))}"
         verdict = "ok" if r.ratio >= r.target else "BELOW TARGET"
+        if r.note:
+            verdict += f" ({r.note})"
         lines.append(
             f"| {r.title} | {r.pipeline} | {_k(statistics.median(r.redis))} | {hk} "
             f"| {r.ratio:.2f} | >= {r.target:.2f} | {verdict} | {r.best_ratio:.2f} |"
@@ -679,6 +704,8 @@ def format_summary(results: Sequence[Result], groups: dict[str, str],
                          f"| {r.note} |")
             continue
         verdict = "ok" if r.ratio >= r.target else "BELOW TARGET"
+        if r.note:
+            verdict += f" ({r.note})"
         lines.append(f"| {r.title} | {r.pipeline} | {reference} | {min(ratios):.2f} / "
                      f"{r.ratio:.2f} / {max(ratios):.2f} | >= {r.target:g} | {verdict} |")
     if sem_rows:

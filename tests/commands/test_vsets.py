@@ -307,11 +307,18 @@ def test_maxmemory_counts_vector_sets() -> None:
         # for 8,000 in three runs, but it moves by a few MB from run to run (at 7 MB of
         # room the first step evicted now and then; at 8,000 the second now and then did
         # not): 16,000 vectors need about 28 MB
-        r.config_set("maxmemory", r.info("memory")["used_memory"] + 10_000_000)
+        base = r.info("memory")["used_memory"]
+        r.config_set("maxmemory", base + 10_000_000)
+
+        def seen() -> str:  # what the assertions saw, should one fail (RSS-based, see above)
+            used = r.info("memory")["used_memory"]
+            return (f"used +{(used - base) / 1e6:.1f} MB, evicted {r.info('stats')['evicted_keys']}, "
+                    f"old {r.memory_usage('old')}, new {r.memory_usage('new')}")
+
         add("new", 0, 2000)
-        assert r.exists("old") == 1 and r.info("stats")["evicted_keys"] == 0
+        assert r.exists("old") == 1 and r.info("stats")["evicted_keys"] == 0, seen()
         add("new", 2000, 14000)
-        assert r.exists("old") == 0 and r.info("stats")["evicted_keys"] >= 1
+        assert r.exists("old") == 0 and r.info("stats")["evicted_keys"] >= 1, seen()
         r.config_set("maxmemory-policy", "noeviction")
         with pytest.raises(redis.ResponseError, match="command not allowed when used memory"):
             add("new", 16000, 1000)

@@ -57,6 +57,12 @@ SCRIPTS: list[tuple[str, list[str], list[str]]] = [
     ("return redis.call('get', 'missing')", [], []),
     ("return type(redis.call('ping'))", [], []),
     ("return redis.call('ping').ok", [], []),
+    # every redis.call gets a table of its own (hotkv makes {ok = 'OK'} tables in batches)
+    ("local a = redis.call('set', 'o', 'v') a.ok = 'changed' local b = redis.call('set', 'o', 'v') "
+     "return {a.ok, b.ok, tostring(rawequal(a, b)), tostring(next(b, 'ok'))}", [], []),
+    ("local t = {} for i = 1, 150 do t[i] = redis.call('set', 'o', i) end t[7].ok = 'x' "
+     "local seen, n = {}, 0 for _, r in ipairs(t) do if not seen[r] then seen[r] = true n = n + 1 end end "
+     "return {n, t[7].ok, t[8].ok, t[150].ok}", [], []),
     ("return redis.call('incr', 'n')", [], []),
     # a sorted set's scores as a script sees them (Redis 7.0: the %.17g text in RESP2)
     ("redis.call('zadd', KEYS[1], 1.1, 'a'); return redis.call('zscore', KEYS[1], 'a')", ["z"], []),
@@ -207,6 +213,16 @@ CALLS: list[list[str]] = [
     ["EVAL", "return 1", "3", "a", "b"],
     ["EVAL", "return 1", "-1"],
     ["EVAL", "return 1", "abc"],
+    ["EVAL", "return 1", "01", "a"],
+    ["EVAL", "return 1", "+1", "a"],
+    ["EVAL", "return {KEYS[1], ARGV[1], #KEYS, #ARGV}", "1", "a", "b"],
+    ["EVAL", "return {#KEYS, #ARGV}", "0", "a", "b"],
+    # many keys and arguments reach Lua another way (two tables instead of varargs)
+    ["EVAL", "return {#KEYS, #ARGV, KEYS[1], KEYS[150], ARGV[1], ARGV[150], KEYS[151]}", "150",
+     *[f"k{i}" for i in range(1, 151)], *[f"a{i}" for i in range(1, 151)]],
+    ["EVAL", "return {#KEYS, #ARGV, KEYS[1], KEYS[199], ARGV[1], tostring(ARGV[2])}", "199",
+     *[f"k{i}" for i in range(1, 200)], "a1"],
+    ["EVAL", "return {KEYS[10], ARGV[1]}", "10", "a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k"],
     ["EVAL", "return 1"],
     ["EVALSHA", "abc", "0"],
     ["EVALSHA", "0123456789012345678901234567890123456789", "0"],

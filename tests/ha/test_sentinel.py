@@ -98,10 +98,6 @@ def group() -> Iterator[tuple[list[HotkvProcess], list[SentinelProcess], str]]:
         shutil.rmtree(workdir, ignore_errors=True)
 
 
-# Known to lose a race now and then on a loaded 2-core machine (one failure in a few full
-# runs; it passes alone): rerun up to twice, so it still fails when it fails three times
-# running. The closing note of 2026-12-01 tracks finding the race.
-@pytest.mark.flaky(reruns=2, reruns_delay=1)
 def test_sentinel_fails_over_a_killed_primary(group) -> None:  # type: ignore[no-untyped-def]
     nodes, sentinels, _ = group
     primary = nodes[0]

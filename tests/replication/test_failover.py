@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import threading
 
-import pytest
 import redis
 
 from helpers import HotkvProcess
@@ -35,10 +34,6 @@ def writer(r: redis.Redis, acked: list[int], stop: threading.Event) -> None:
         i += 1
 
 
-# Known to lose a race now and then on a loaded 2-core machine (one failure in a few full
-# runs; it passes alone): rerun up to twice, so it still fails when it fails three times
-# running. The closing note of 2026-12-01 tracks finding the race.
-@pytest.mark.flaky(reruns=2, reruns_delay=1)
 def test_promote_a_replica_and_repoint_the_other() -> None:
     primary = HotkvProcess()
     with servers(primary):

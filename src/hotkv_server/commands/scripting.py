@@ -27,14 +27,20 @@ _EVAL_COMPLEXITY = "Depends on the script that is executed."
 
 
 def _keys_and_args(argv: list[bytes]) -> tuple[list[bytes], list[bytes]]:
-    numkeys = parse_int(argv[2])
-    if numkeys is None:
-        raise CommandError(errors.NOT_INTEGER)
-    if numkeys < 0:
-        raise CommandError("ERR Number of keys can't be negative")
+    raw = argv[2]
+    if len(raw) == 1 and 48 <= raw[0] <= 57:  # one digit: the usual numkeys
+        numkeys = raw[0] - 48
+    else:
+        parsed = parse_int(raw)
+        if parsed is None:
+            raise CommandError(errors.NOT_INTEGER)
+        if parsed < 0:
+            raise CommandError("ERR Number of keys can't be negative")
+        numkeys = parsed
     if numkeys > len(argv) - 3:
         raise CommandError("ERR Number of keys can't be greater than number of args")
-    return argv[3 : 3 + numkeys], argv[3 + numkeys :]
+    end = 3 + numkeys
+    return argv[3:end], argv[end:]
 
 
 def _run(ctx: Context, argv: list[bytes], script: Script, readonly: bool,
@@ -55,13 +61,16 @@ def _eval(ctx: Context, argv: list[bytes], readonly: bool) -> Any:
 
 def _evalsha(ctx: Context, argv: list[bytes], readonly: bool) -> Any:
     keys, args = _keys_and_args(argv)
-    engine = engine_of(ctx.core)
+    core = ctx.core
+    engine = engine_of(core)
     found = engine.by_sha.get(argv[1])
     if found is None:
         found = engine.by_sha.get(argv[1].lower())
         if found is None:
             raise CommandError(errors.NOSCRIPT)
-    return _run(ctx, argv, found, readonly, keys, args, engine)
+    if core.monitors:  # EVALSHA skips the usual feed (skip_monitor) to show itself first
+        feed_monitors(ctx, argv)
+    return engine.run(ctx, found, keys, args, readonly)
 
 
 #: what EVAL and EVALSHA share

@@ -23,8 +23,17 @@ MAX_ID_LEN = 512
 MAX_AHEAD_MS = 100 * 365 * 86_400_000
 
 
+#: the canonical spellings of the small integers (LRANGE's 0 and -1, a COUNT, a LIMIT):
+#: exactly the strings parse_int accepts for them, answered by one dict lookup
+_SMALL_INTS = {b"%d" % i: i for i in range(-1024, 1024)}
+_small_int = _SMALL_INTS.get
+
+
 def parse_int(raw: bytes) -> int | None:
     """A Redis-strict 64-bit integer (no spaces, no '+', no leading zeros), or None."""
+    value = _small_int(raw)
+    if value is not None:
+        return value
     n = len(raw)
     if n == 0 or n > 20:
         return None

@@ -233,8 +233,15 @@ def execute(ctx: Context, spec: CommandSpec, argv: list[bytes], started: int = 0
     failed = errors_made > core.error_mark
     core.error_mark = errors_made
     elapsed_us = (_time_ns() - started) // 1000
-    if type(reply) is not Deferred:
-        complete(ctx, spec, argv, elapsed_us, failed)
+    if type(reply) is not Deferred:  # complete() written out: every command ends here
+        if elapsed_us < 0:
+            elapsed_us = 0
+        spec.calls += 1
+        spec.usec += elapsed_us
+        if failed:
+            spec.failed_calls += 1
+        if elapsed_us >= core.slowlog_threshold >= 0 and not spec.skip_slowlog:
+            _slowlog_add(ctx, argv, elapsed_us)
     elif reply.done:
         reply = reply.value
         complete(ctx, spec, argv, elapsed_us, _count_late_error(core, reply) or failed)

@@ -69,10 +69,26 @@ class Spliced(list[Any]):
         self.declared = declared
 
 
-class Raw(bytes):
-    """Bytes that are already an encoded reply."""
+class Raw:
+    """Bytes that are already an encoded reply (``data``). Not a ``bytes`` itself: the
+    encoder joins an array of bytes-like elements as bulk strings without looking at each
+    element's type, and a Raw among them must stop that (as a str, an int or None do)."""
 
-    __slots__ = ()
+    __slots__ = ("data",)
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+
+    def __eq__(self, other: object) -> bool:  # equal to its bytes, as when it was bytes
+        if type(other) is Raw:
+            return self.data == other.data
+        return self.data == other
+
+    def __hash__(self) -> int:
+        return hash(self.data)
+
+    def __repr__(self) -> str:
+        return f"Raw({self.data!r})"
 
 
 class _NullArray:

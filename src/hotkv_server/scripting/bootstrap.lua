@@ -277,14 +277,19 @@ end
 local function killed_hook()
   if in_script_code() then raw_error(KILLED, 0) end
 end
+local killing = false  -- the line hook replaced the count hook (reset after the run)
 local function kill_hook()
   if host_killed() then
+    killing = true
     sethook(killed_hook, "l")
   end
 end
 
+-- the count hook stays installed between runs (asking the host costs one call every
+-- HOOK_EVERY instructions, and no script runs then): a run does not set it again
 local HOOK_EVERY = 100000
 hooked.fn, hooked.every = kill_hook, HOOK_EVERY
+sethook(kill_hook, "", HOOK_EVERY)
 
 -- run one compiled script: set KEYS and ARGV, call it with the error handler, and return
 -- (true, result) or (false, {err, source, line}). The keys and arguments come either as
@@ -295,16 +300,22 @@ local function run(fn, nkeys, ...)
   if nkeys < 0 then
     keys, argv = ...
   else
-    local n = raw_select("#", ...)
-    keys, argv = {}, {}
-    for i = 1, nkeys do keys[i] = (raw_select(i, ...)) end
-    for i = nkeys + 1, n do argv[i - nkeys] = (raw_select(i, ...)) end
+    -- all strings (never nil), so # counts them; the arguments move from the one table
+    -- to ARGV (cheaper than a select() per value)
+    keys, argv = {...}, {}
+    for i = nkeys + 1, #keys do
+      argv[i - nkeys] = keys[i]
+      keys[i] = nil
+    end
   end
-  raw_rawset(real, "KEYS", keys)
-  raw_rawset(real, "ARGV", argv)
-  sethook(kill_hook, "", HOOK_EVERY)
+  -- `real` has no __newindex: these are plain stores
+  real.KEYS = keys
+  real.ARGV = argv
   local ok, result = raw_xpcall(fn, error_handler)
-  sethook()
+  if killing then
+    killing = false
+    sethook(kill_hook, "", HOOK_EVERY)
+  end
   return ok, result
 end
 

@@ -43,7 +43,7 @@ from hotkv_server.engine.context import Context
 from hotkv_server.engine.dispatch import Deferred, dispatch_script, resolve
 from hotkv_server.engine.errors import NOTBUSY, UNKILLABLE
 from hotkv_server.engine.replies import ErrorReply
-from hotkv_server.scripting.convert import FromLua, ToLua
+from hotkv_server.scripting.convert import FromLua, ToLua, lua_number_to_integer
 from hotkv_server.scripting.sandbox import HostError, Sandbox, sha1hex
 
 if TYPE_CHECKING:
@@ -64,7 +64,7 @@ _SHEBANG_FLAGS = {b"no-writes", b"allow-oom", b"allow-stale", b"no-cluster", b"a
 class Script:
     """One cached script: its body, its compiled function and its shebang flags."""
 
-    __slots__ = ("body", "fast", "flags", "fn", "sha")
+    __slots__ = ("body", "fast", "flags", "fn", "no_writes", "sha")
 
     def __init__(self, sha: str, body: bytes, fn: Any, flags: frozenset[bytes] | None) -> None:
         self.sha = sha
@@ -74,6 +74,8 @@ class Script:
         self.fast = False
         #: None for a script without a shebang line (Redis's legacy rules)
         self.flags = flags
+        #: ``#!lua flags=no-writes``: run as EVAL_RO runs, whatever command ran it
+        self.no_writes = flags is not None and b"no-writes" in flags
 
 
 class Run:
@@ -214,10 +216,9 @@ class ScriptEngine:
             readonly: bool) -> Any:
         """Run one script for ``caller``: its reply, or a Deferred if it outlives the limit."""
         core = self.core
-        if script.flags is not None and b"no-writes" in script.flags:
+        if script.no_writes:
             readonly = True
         ctx = self._script_context(caller)
-        outer_exec = core.effects.grouped
         limit_ms = core.config.busy_reply_threshold
         limit_s: float | None = limit_ms / 1000 if limit_ms > 0 else None
         core.effects.begin()  # the script's effects leave as one record, after it
@@ -228,8 +229,8 @@ class ScriptEngine:
             self.running = run
             reply = self._execute(run, keys, args)
             if not run.restart:
-                self._finished(run, outer_exec)
-                script.fast = time.monotonic() - run.started < FAST_RUN_S
+                self._finished(run)
+                script.fast = _monotonic() - run.started < FAST_RUN_S
                 return reply
             # past the limit without a write: forget this run, start it again on the script
             # thread and answer BUSY at once (the time was spent already)
@@ -241,14 +242,14 @@ class ScriptEngine:
         job = self.thread.submit(lambda: self._execute(run, keys, args))
         outcome: bool | Deferred = self.thread.wait(job, limit_s)
         if outcome is False:
-            outcome = self._become_busy(run, job, outer_exec)
+            outcome = self._become_busy(run, job)
         if outcome is True:
-            self._finished(run, outer_exec)
-            script.fast = time.monotonic() - run.started < FAST_RUN_S
+            self._finished(run)
+            script.fast = _monotonic() - run.started < FAST_RUN_S
             return job.result
         return outcome
 
-    def _become_busy(self, run: Run, job: _Job, outer_exec: bool) -> bool | Deferred:
+    def _become_busy(self, run: Run, job: _Job) -> bool | Deferred:
         """The script passed the limit: answer BUSY to others until it ends (or, when its
         caller cannot wait for a Deferred, keep blocking)."""
         core = self.core
@@ -265,7 +266,7 @@ class ScriptEngine:
         loop = asyncio.get_running_loop()
 
         def finish_on_loop() -> None:
-            self._finished(run, outer_exec)  # commit hands the records out unless in EXEC
+            self._finished(run)  # commit hands the records out unless in EXEC
             deferred.resolve(job.result)
 
         with job.state:
@@ -279,7 +280,7 @@ class ScriptEngine:
             core.busy = run
         return deferred
 
-    def _finished(self, run: Run, outer_exec: bool) -> None:
+    def _finished(self, run: Run) -> None:
         core = self.core
         self.running = None
         if core.busy is not None:  # (its setter recomputes the gates: not on every run)
@@ -289,10 +290,17 @@ class ScriptEngine:
 
     def _execute(self, run: Run, keys: list[bytes], args: list[bytes]) -> Any:
         """On the script thread: call the script and turn its result into a reply."""
-        ok, result = self.sandbox.run(run.script.fn, keys, args)
+        if len(keys) + len(args) <= 200:
+            outcome = self.sandbox.run_varargs(run.script.fn, len(keys), *keys, *args)
+        else:  # Lua's C stack holds a few thousand values: many go as two tables
+            outcome = self.sandbox.run_tables(run.script.fn, keys, args)
+        ok, result = outcome  # bootstrap.lua's run returns exactly (ok, result)
         if ok:
-            if type(result) is bytes:  # a string is a bulk string whatever the protocols
+            t = type(result)
+            if t is bytes:  # a string is a bulk string whatever the protocols
                 return result
+            if t is int:  # an integral number (lupa gives one for a whole Lua number)
+                return lua_number_to_integer(result)
             return FromLua(run.resp, run.caller.proto).reply(result)
         return ErrorReply(self._failure_text(run, result))
 
@@ -393,7 +401,21 @@ class ScriptEngine:
         return run, dispatch_script(run.ctx, argv, run)
 
     def _call(self, *args: Any) -> Any:
-        run, reply = self._command(args)
+        """redis.call: the reply as a Lua value; an error reply is raised (HostError).
+
+        The common call (a script running on time, string arguments) goes straight to the
+        dispatch point; anything else takes ``_command``, which redis.pcall shares."""
+        run = self.running
+        if run is not None and args and not run.restart and (
+                run.deadline is None or _monotonic() <= run.deadline):
+            for arg in args:
+                if type(arg) is not bytes:
+                    run, reply = self._command(args)
+                    break
+            else:
+                reply = dispatch_script(run.ctx, [*args], run)
+        else:
+            run, reply = self._command(args)
         t = type(reply)
         if t is bytes or t is int:  # the common replies, as ToLua.reply passes them
             return reply

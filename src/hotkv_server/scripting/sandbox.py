@@ -106,7 +106,9 @@ class Sandbox:
         libs.install(lua, host, null, self.fail)
         source = resources.files("hotkv_server.scripting").joinpath("bootstrap.lua").read_bytes()
         exported = lua.execute(source, host, name="=hotkv_sandbox")
-        self._run = exported[b"run"]
+        #: ``run_varargs(fn, nkeys, *keys, *args)``: bootstrap.lua's run, called directly
+        #: (the engine's hot path); it returns exactly (ok, result)
+        self.run_varargs: Callable[..., tuple[bool, Any]] = exported[b"run"]
         self._compile = exported[b"compile"]
         self._where = exported[b"where"]
         self.table = lua.table_from
@@ -144,13 +146,9 @@ class Sandbox:
             return fn, None
         return result, None
 
-    def run(self, fn: Any, keys: list[bytes], args: list[bytes]) -> tuple[bool, Any]:
-        """Call a compiled script with KEYS and ARGV: (True, result) or (False, error table)."""
-        if len(keys) + len(args) <= 200:
-            outcome = self._run(fn, len(keys), *keys, *args)
-        else:  # Lua's C stack holds a few thousand values: many go as two tables
-            outcome = self._run(fn, -1, self.table(keys), self.table(args))
-        if isinstance(outcome, tuple):
-            ok = bool(outcome[0])
-            return ok, outcome[1] if len(outcome) > 1 else None
-        return bool(outcome), None
+    def run_tables(self, fn: Any, keys: list[bytes], args: list[bytes]) -> tuple[bool, Any]:
+        """Call a compiled script with KEYS and ARGV sent as two tables (for many: Lua's C
+        stack holds a few thousand values; ``run_varargs`` takes the rest): (True, result)
+        or (False, error table)."""
+        outcome: tuple[bool, Any] = self.run_varargs(fn, -1, self.table(keys), self.table(args))
+        return outcome

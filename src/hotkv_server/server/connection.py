@@ -25,7 +25,7 @@ from hotkv_server.engine.context import Context
 from hotkv_server.engine.dispatch import NO_REPLY, Deferred, dispatch
 from hotkv_server.server.flow import DEFERRED, HELD, OUTPUT, ReadFlow
 from hotkv_server.server.reader import ProtocolError, Request, RequestReader
-from hotkv_server.server.resp import OK, OK_BYTES, encode, encode_error
+from hotkv_server.server.resp import INT_REPLIES, OK, OK_BYTES, encode, encode_error
 
 if TYPE_CHECKING:
     from hotkv_server.engine.core import Core
@@ -174,11 +174,16 @@ class ClientProtocol(asyncio.Protocol):
                 assert isinstance(item, ProtocolError)
                 self._protocol_error(ctx, out, item)
                 return
+            kind = type(reply)  # the replies of the hot commands encoded here, without a call
             if reply is OK:
                 encoded = OK_BYTES
+            elif kind is bytes:  # (resp.encode's own first case)
+                encoded = b"$%d\r\n%b\r\n" % (len(reply), reply)
+            elif kind is int and 0 <= reply < 1024:
+                encoded = INT_REPLIES[reply]
             elif reply is NO_REPLY:
                 continue
-            elif type(reply) is Deferred:
+            elif kind is Deferred:
                 self._park(reply)
                 continue
             else:

@@ -49,7 +49,7 @@ from hotkv_server.engine.replies import (
 )
 
 __all__ = [
-    "NULL_ARRAY", "OK", "OK_BYTES", "PONG", "QUEUED", "ErrorReply", "OrderedSet", "Push", "Raw",
+    "INT_REPLIES", "NULL_ARRAY", "OK", "OK_BYTES", "PONG", "QUEUED", "ErrorReply", "OrderedSet", "Push", "Raw",
     "Simple",
     "Verbatim", "encode", "encode_double", "encode_error",
 ]
@@ -57,7 +57,8 @@ __all__ = [
 OK_BYTES = b"+OK\r\n"  # the encoded OK (the connection writes it without a call)
 _NULL2 = b"$-1\r\n"
 _NULL3 = b"_\r\n"
-_INT_CACHE = [b":%d\r\n" % i for i in range(0, 1024)]
+#: the encoded integers 0..1023 (LPUSH, HSET, INCR, EXISTS ... answer small counts)
+INT_REPLIES = _INT_CACHE = [b":%d\r\n" % i for i in range(0, 1024)]
 #: encoded str map keys (record field names); bounded, since a map's keys may be data
 _FIELD_NAMES: dict[str, bytes] = {}
 _FIELD_NAMES_MAX = 4096
@@ -70,15 +71,23 @@ def _bulk_str(text: str) -> bytes:
 
 #: ``$<n>`` of the common lengths (bytes formatting is the slow part of a long array)
 _BULK_HEADERS = [b"$%d" % i for i in range(1024)]
+_bulk_header = _BULK_HEADERS.__getitem__
 
 
 def _bulk_array(items: list[bytes] | tuple[bytes, ...]) -> bytes:
-    """The bulk strings of a non-empty array, encoded with one join of header, item ..."""
-    headers = _BULK_HEADERS
-    parts = [b""] * (2 * len(items))
-    parts[::2] = [headers[n] if n < 1024 else b"$%d" % n for n in map(len, items)]
+    """A whole non-empty array of bytes-like elements (TypeError for any other),
+    ``*<n>`` included, made with one join of header, item, header, item ... by ``\r\n``
+    (the headers looked up in C by ``map``; a length past the table makes them one by one)."""
+    n = len(items)
+    parts = [b""] * (2 * n + 1)  # (the last empty part gives the final \r\n)
+    try:
+        parts[:-1:2] = map(_bulk_header, map(len, items))
+    except IndexError:  # an item of 1024 bytes or more
+        headers = _BULK_HEADERS
+        parts[:-1:2] = [headers[size] if size < 1024 else b"$%d" % size for size in map(len, items)]
     parts[1::2] = items
-    return b"\r\n".join(parts) + b"\r\n"
+    parts[0] = b"*%d\r\n%b" % (n, parts[0])
+    return b"\r\n".join(parts)
 
 
 def encode(value: Any, proto: int) -> bytes:
@@ -113,14 +122,18 @@ def _encode_into(value: Any, proto: int, out: list[bytes]) -> None:
         data = value.encode()
         out.append(b"$%d\r\n%b\r\n" % (len(data), data))
     elif t is list or t is tuple:
-        out.append(b"*%d\r\n" % len(value))
-        for item in value:  # an array of bulk strings (LRANGE, MGET ...): one join
-            if type(item) is not bytes:
-                break
-        else:
-            if value:
+        # an array of bulk strings (LRANGE, HVALS ...): one join, tried when it starts with
+        # bytes. An element that is not bytes-like (None, an int, a str, a nested array, a
+        # Raw) makes len() or the join raise TypeError: then element by element. Every
+        # bytes-like element a reply holds (bytes, bytearray, a bytes subclass) is a bulk
+        # string of its bytes either way
+        if value and type(value[0]) is bytes:
+            try:
                 out.append(_bulk_array(value))
-            return
+                return
+            except TypeError:
+                pass
+        out.append(b"*%d\r\n" % len(value))
         append = out.append
         for item in value:
             if type(item) is bytes:  # the common element, without the recursive call
@@ -166,7 +179,7 @@ def _encode_into(value: Any, proto: int, out: list[bytes]) -> None:
         for item in value:
             _encode_into(item, proto, out)
     elif t is Raw:
-        out.append(value)
+        out.append(value.data)
     elif t is ErrorReply:
         out.append(b"-%b\r\n" % value.encode())
     elif t is set or t is frozenset:

@@ -90,13 +90,15 @@ class ListValue(TypedValue):
         """LPUSH: each value becomes the new head in turn (so they end up reversed)."""
         items = self.items
         items.extendleft(values)
-        self.nbytes += sum(map(len, values)) + len(values) * ELEMENT_OVERHEAD
+        n = len(values)  # (one element, the usual push, without the sum)
+        self.nbytes += (len(values[0]) if n == 1 else sum(map(len, values))) + n * ELEMENT_OVERHEAD
         return len(items)
 
     def push_right(self, values: list[bytes]) -> int:
         items = self.items
         items.extend(values)
-        self.nbytes += sum(map(len, values)) + len(values) * ELEMENT_OVERHEAD
+        n = len(values)  # (one element, the usual push, without the sum)
+        self.nbytes += (len(values[0]) if n == 1 else sum(map(len, values))) + n * ELEMENT_OVERHEAD
         return len(items)
 
     def pop_left(self, count: int = 1) -> list[bytes]:
@@ -120,12 +122,12 @@ class ListValue(TypedValue):
 
     def range(self, start: int, stop: int) -> list[bytes]:
         """LRANGE: the elements from ``start`` to ``stop`` inclusive."""
-        span = self._clamp(start, stop)
+        items = self.items
+        n = len(items)
+        span = index_range(start, stop, n)
         if span is None:
             return []
         lo, hi = span
-        items = self.items
-        n = len(items)
         if lo > n - hi:  # nearer the tail: walk from there
             part = list(islice(reversed(items), n - hi, n - lo))
             part.reverse()
