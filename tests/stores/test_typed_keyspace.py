@@ -74,7 +74,7 @@ def test_typed_ops_change_in_place_and_an_emptied_value_leaves() -> None:
     store.apply(["kv.put", b"h", "hash", [b"a", b"1"], T0 + 1000])
     assert store.apply(["kv.hset", b"h", [b"a", b"2", b"b", b"3"]]) == 1
     value = store.typed(b"h", T0, HashValue)
-    assert value is not None and value.fields == {b"a": b"2", b"b": b"3"}
+    assert value is not None and value.to_dict() == {b"a": b"2", b"b": b"3"}
     assert store.expiry(b"h") == T0 + 1000  # a field write keeps the key's deadline
     assert store.apply(["kv.hdel", b"h", [b"a", b"zz"]]) == 1
     assert store.apply(["kv.hdel", b"h", [b"b"]]) == 1
@@ -154,7 +154,7 @@ def test_snapshot_round_trip_through_msgpack_keeps_types_and_deadlines() -> None
     twin.restore(data)
     assert twin.get(b"str", T0) == b"v" and twin.expiry(b"str") == T0 + 5
     h = twin.typed(b"h", T0, HashValue)
-    assert h is not None and h.fields == {b"a": b"1", b"b": b"2"}
+    assert h is not None and h.to_dict() == {b"a": b"1", b"b": b"2"}
     s = twin.typed(b"s", T0, SetValue)
     assert s is not None and set(s.members) == {b"x", b"y"} and twin.expiry(b"s") == T0 + 9
     assert twin.estimated_bytes() == store.estimated_bytes()

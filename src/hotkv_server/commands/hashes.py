@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Container
-from itertools import islice
 from typing import Any, TypeVar
 
 from hotkv_server.commands.floats import (
@@ -96,7 +95,7 @@ def hsetnx(ctx: Context, argv: list[bytes]) -> Any:
     """HSETNX key field value"""
     key = argv[1]
     found = target(ctx, key, HashValue)
-    if found is not None and argv[2] in found.fields:
+    if found is not None and argv[2] in found:
         return 0
     set_fields(ctx, key, found, argv[2:4])
     return 1
@@ -112,7 +111,7 @@ def hget(ctx: Context, argv: list[bytes]) -> Any:
         stats.keyspace_misses += 1
         return None
     stats.keyspace_hits += 1
-    return found.fields.get(argv[2])
+    return found.get(argv[2])
 
 
 @command("hmget", arity=-3, flags="readonly fast", key="RO access",
@@ -123,7 +122,7 @@ def hmget(ctx: Context, argv: list[bytes]) -> Any:
     found = read(ctx, argv[1], HashValue)
     if found is None:
         return [None] * (len(argv) - 2)
-    get = found.fields.get
+    get = found.get
     return [get(field) for field in argv[2:]]
 
 
@@ -137,21 +136,21 @@ _WHOLE = SpecFields(arity=2, flags="readonly", key="RO access",
 def hgetall(ctx: Context, argv: list[bytes]) -> Any:
     """HGETALL key"""
     found = read(ctx, argv[1], HashValue)
-    return {} if found is None else dict(found.fields)
+    return {} if found is None else found.to_dict()
 
 
 @command("hkeys", _WHOLE, summary="Returns all fields in a hash.")
 def hkeys(ctx: Context, argv: list[bytes]) -> Any:
     """HKEYS key"""
     found = read(ctx, argv[1], HashValue)
-    return [] if found is None else list(found.fields)
+    return [] if found is None else found.names()
 
 
 @command("hvals", _WHOLE, summary="Returns all values in a hash.")
 def hvals(ctx: Context, argv: list[bytes]) -> Any:
     """HVALS key"""
     found = read(ctx, argv[1], HashValue)
-    return [] if found is None else list(found.fields.values())
+    return [] if found is None else found.values()
 
 
 @command("hdel", arity=-3, flags="write fast", key="RW delete",
@@ -161,7 +160,7 @@ def hvals(ctx: Context, argv: list[bytes]) -> Any:
 def hdel(ctx: Context, argv: list[bytes]) -> Any:
     """HDEL key field [field ...]"""
     found = target(ctx, argv[1], HashValue)
-    return 0 if found is None else remove_present(ctx, argv, found.fields, KvHdel)
+    return 0 if found is None else remove_present(ctx, argv, found, KvHdel)
 
 
 def remove_present(ctx: Context, argv: list[bytes], entries: Container[bytes],
@@ -180,7 +179,7 @@ def remove_present(ctx: Context, argv: list[bytes], entries: Container[bytes],
 def hexists(ctx: Context, argv: list[bytes]) -> Any:
     """HEXISTS key field"""
     found = read(ctx, argv[1], HashValue)
-    return int(found is not None and argv[2] in found.fields)
+    return int(found is not None and argv[2] in found)
 
 
 @command("hlen", arity=2, flags="readonly fast", key="RO",
@@ -198,7 +197,7 @@ def hstrlen(ctx: Context, argv: list[bytes]) -> Any:
     found = read(ctx, argv[1], HashValue)
     if found is None:
         return 0
-    value = found.fields.get(argv[2])
+    value = found.get(argv[2])
     return 0 if value is None else len(value)
 
 
@@ -217,7 +216,7 @@ def hincrby(ctx: Context, argv: list[bytes]) -> Any:
         raise CommandError(errors.NOT_INTEGER)
     key, field = argv[1], argv[2]
     found = target(ctx, key, HashValue)
-    old = None if found is None else found.fields.get(field)
+    old = None if found is None else found.get(field)
     current = 0
     if old is not None:
         parsed = parse_int(old)
@@ -243,7 +242,7 @@ def hincrbyfloat(ctx: Context, argv: list[bytes]) -> Any:
         raise CommandError(NAN_OR_INF_VALUE)
     key, field = argv[1], argv[2]
     found = target(ctx, key, HashValue)
-    old = None if found is None else found.fields.get(field)
+    old = None if found is None else found.get(field)
     current = parse_long_double(b"0")
     if old is not None:
         current = parse_long_double(old)
@@ -268,7 +267,7 @@ def hrandfield(ctx: Context, argv: list[bytes]) -> Any:
         found = read(ctx, argv[1], HashValue)
         if found is None:
             return None
-        return _field_at(found, random.randrange(len(found)))
+        return found.field_at(random.randrange(len(found)))
     count = random_count(argv[2])
     withvalues = False
     if len(argv) > 4 or (len(argv) == 4 and argv[3].lower() != b"withvalues"):
@@ -281,10 +280,12 @@ def hrandfield(ctx: Context, argv: list[bytes]) -> Any:
     if found is None or count == 0:
         return []
     check_repeats(count)
-    names = pick(list(found.fields), count)
+    names = found.names()
+    if count < 0 or count < len(names):  # else the whole hash in its order, as Redis answers
+        names = pick(names, count)
     if not withvalues:
         return names
-    fields = found.fields
+    fields = found.mapping()
     if ctx.proto == 3:
         return [[name, fields[name]] for name in names]
     return [item for name in names for item in (name, fields[name])]
@@ -323,12 +324,6 @@ def pick(names: list[bytes], count: int) -> list[bytes]:
     return random.sample(names, count)
 
 
-def _field_at(found: HashValue, index: int) -> bytes:
-    """The field at position ``index`` of the hash's order (a dict has no random access:
-    O(index), walked in C)."""
-    return next(islice(found.fields, index, None))
-
-
 @command("hscan", ELEMENT_SCAN, summary="Iterates over fields and values of a hash.")
 def hscan(ctx: Context, argv: list[bytes]) -> Any:
     """HSCAN key cursor [MATCH pattern] [COUNT count]"""
@@ -336,7 +331,7 @@ def hscan(ctx: Context, argv: list[bytes]) -> Any:
     if step is None:
         return [b"0", []]
     next_cursor, names, found = step
-    fields = found.fields
+    fields = found.mapping()
     return [next_cursor, [item for name in names for item in (name, fields[name])]]
 
 

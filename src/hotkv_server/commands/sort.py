@@ -200,7 +200,7 @@ def _lookup(ctx: Context, pattern: bytes, element: bytes) -> bytes | None:
         value = ctx.db.kv.lookup(name, ctx.now_ms)
         if value.__class__ is not HashValue:
             return None
-        return value.fields.get(pattern[arrow + 2 :])
+        return value.get(pattern[arrow + 2 :])
     value = ctx.db.kv.lookup(pattern[:star] + element + pattern[star + 1 :], ctx.now_ms)
     return value if value.__class__ is bytes else None
 

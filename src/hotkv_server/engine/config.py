@@ -301,6 +301,9 @@ DIRECTIVES: dict[str, Directive] = {
         Directive("replica-announce-ip", "", _single(_str), str),
         Directive("replica-announce-port", 0, _int_range(0, 65535), str),
         Directive("replica-announced", True, *_B),
+        # a hash's listpack limits (stores/hashes.py): a change acts at the hash's next write
+        Directive("hash-max-listpack-entries", 512, _int_range(0, 2**63 - 1), str),
+        Directive("hash-max-listpack-value", 64, _int_range(0, 2**63 - 1), str),
         # embedders (hotkv_server.embedding, docs/embeddings.md)
         Directive("embed-threads", 2, _int_range(1, 64), str, mutable=False),
         Directive("embed-timeout-ms", 30_000, _int_range(1, 3_600_000), str),
@@ -333,7 +336,9 @@ DIRECTIVES: dict[str, Directive] = {
 #: other names of directives, as Redis keeps them (CONFIG GET lists both names)
 ALIASES = {"slaveof": "replicaof", "lua-time-limit": "busy-reply-threshold",
            "slave-priority": "replica-priority", "slave-announce-ip": "replica-announce-ip",
-           "slave-announce-port": "replica-announce-port"}
+           "slave-announce-port": "replica-announce-port",
+           "hash-max-ziplist-entries": "hash-max-listpack-entries",
+           "hash-max-ziplist-value": "hash-max-listpack-value"}
 
 
 def canonical(name: str) -> str:

@@ -24,6 +24,7 @@ from hotkv_server.engine.notify import Notifier
 from hotkv_server.engine.pubsub import Hub
 from hotkv_server.engine.turn import RepliesWithheld, Turn
 from hotkv_server.stores.database import Database, default_database
+from hotkv_server.stores.hashes import set_listpack_limits
 
 if TYPE_CHECKING:
     from hotkv_server.engine.registry import CommandSpec
@@ -166,6 +167,7 @@ class Core:
         #: the header of a read that needs no check (``engine.config.short_header``)
         self.short_header = short_header(self.config.proto_max_bulk_len)
         self.notifier.configure(self.config.notify_keyspace_events)
+        self._hash_limits()
         self.normal_output_hard_limit = self._normal_output_limit()
         self._update_gated()
 
@@ -246,6 +248,13 @@ class Core:
             self._update_gated()
         elif name == "notify-keyspace-events":
             self.notifier.configure(value)
+        elif name.startswith("hash-max-listpack-"):
+            self._hash_limits()
+
+    def _hash_limits(self) -> None:
+        """Hand hash-max-listpack-* to the hashes (values the process shares, as Redis's
+        server-wide limits: each hash applies them at its next write)."""
+        set_listpack_limits(self.config.hash_max_listpack_entries, self.config.hash_max_listpack_value)
 
     # --- subsystems ----------------------------------------------------------------
     def attach(self, sub: Subsystem) -> Subsystem:

@@ -98,6 +98,8 @@ class Settings:
     replica_announce_ip: str
     replica_announce_port: int
     replica_announced: bool
+    hash_max_listpack_entries: int
+    hash_max_listpack_value: int
     embed_threads: int
     embed_timeout_ms: int
     embed_cache_max_memory: int
