@@ -103,12 +103,18 @@ ROWS: dict[str, bytes] = {
     "sadd": request(b"SADD", b"bench:set", KEY),
     "lpush": request(b"LPUSH", b"bench:lpush", b"xxx"),
     "lrange_100": request(b"LRANGE", b"bench:list", b"0", b"99"),
+    # 10 members at the middle rank of the 10,000-member set (benchmarks/zset_bench.py's ZRANGE)
+    "zrange": request(b"ZRANGE", b"bench:zset", b"5000", b"5009"),
+    # and 100 of them with their scores (a wide range: a reply to build per member)
+    "zrange_100": request(b"ZRANGE", b"bench:zset", b"5000", b"5099", b"WITHSCORES"),
 }
 #: rows whose requests differ by a random number (redis-benchmark's __rand_int__)
 RAND_ROWS: dict[str, tuple[bytes, ...]] = {
     "zadd": (b"ZADD", b"bench:zadd", RAND, b"m:" + RAND),
     "zrangebyscore": (b"ZRANGEBYSCORE", b"bench:zset", RAND, b"+inf", b"LIMIT", b"0", b"10"),
     "evalsha": (b"EVALSHA", EVALSHA_SHA, b"2", b"key:" + RAND, b"bench:counter", b"xxx"),
+    "zscore": (b"ZSCORE", b"bench:zset", b"m:" + RAND),
+    "zincrby": (b"ZINCRBY", b"bench:zincrby", b"1", b"m:" + RAND),
 }
 #: what a row reads, written before it runs (as benchmarks/run.py prepares both servers)
 SETUP: dict[str, list[bytes]] = {
@@ -117,9 +123,20 @@ SETUP: dict[str, list[bytes]] = {
     "zrangebyscore": [request(b"ZADD", b"bench:zset", *(w for i in range(10_000)
                                                         for w in (b"%d" % i, b"m:%d" % i)))],
     "evalsha": [request(b"SCRIPT", b"LOAD", EVALSHA_SCRIPT)],
+    # half of ZADD's 100,000 members exist: its requests insert and update (as the
+    # redis-benchmark run does once its set has grown)
+    "zadd": [request(b"ZADD", b"bench:zadd", *(w for i in range(0, 100_000, 2)
+                                                for w in (b"%d" % i, b"m:%d" % i)))],
+    "zincrby": [request(b"ZADD", b"bench:zincrby", *(w for i in range(10_000)
+                                                      for w in (b"%d" % i, b"m:%d" % i)))],
 }
-#: the range of __rand__ by row (redis-benchmark's -r of the same row in run.py)
-RAND_RANGE = {"zrangebyscore": 10_000}
+#: rows whose reads come twice, the second time with the first placeholder (the score)
+#: moved by the row's range: going round the reads again changes every member's score, as
+#: redis-benchmark's ever new random requests do (the same ZADD again would change nothing)
+CHANGING_ROWS = {"zadd"}
+#: the range of __rand__ by row (redis-benchmark's -r of the same row in run.py; ZSCORE and
+#: ZINCRBY, in process only, read and change members of 10,000-member sets)
+RAND_RANGE = {"zrangebyscore": 10_000, "zscore": 10_000, "zincrby": 10_000}
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -147,10 +164,20 @@ def reads_for(row: str, pipeline: int, keys: int, count: int) -> list[bytes]:
     if words is not None:
         top = RAND_RANGE.get(row, 100_000)
 
-        def one() -> bytes:  # a number of its own for each placeholder, as redis-benchmark
-            return request(*(word.replace(RAND, b"%d" % rnd.randrange(top)) for word in words))
+        def one(numbers: list[int]) -> bytes:  # a number of each placeholder, as redis-benchmark
+            at = iter(numbers)
+            return request(*(word.replace(RAND, b"%d" % next(at)) if RAND in word else word
+                             for word in words))
 
-        return [b"".join(one() for _ in range(pipeline)) for _ in range(min(count, 4096))]
+        places = sum(RAND in word for word in words)
+        reads = min(count, 4096)
+        if row not in CHANGING_ROWS:
+            return [b"".join(one([rnd.randrange(top) for _ in range(places)])
+                             for _ in range(pipeline)) for _ in range(reads)]
+        half = [[[rnd.randrange(top) for _ in range(places)] for _ in range(pipeline)]
+                for _ in range(max(1, reads // 2))]
+        again = [[[n[0] + top, *n[1:]] for n in read] for read in half]
+        return [b"".join(one(n) for n in read) for read in half + again]
     base = ROWS[row]
     if keys <= 1 or KEY not in base:
         return [base * pipeline] * max(1, count)

@@ -135,6 +135,7 @@ def test_inprocess_harness_measures_every_row() -> None:
     assert done.returncode == 0, done.stderr
     rows = re.findall(r"^\| (\w+) \| (\d+\.\d\d) us \| (\d+\.\d\d) us \|$", done.stdout, re.MULTILINE)
     assert [r[0] for r in rows] == ["ping", "ping_inline", "set", "get", "wset", "wget", "capp",
-                                    "hset", "hget", "sadd", "lpush", "lrange_100", "zadd",
-                                    "zrangebyscore", "evalsha"]
+                                    "hset", "hget", "sadd", "lpush", "lrange_100", "zrange", "zrange_100",
+                                    "zadd",
+                                    "zrangebyscore", "evalsha", "zscore", "zincrby"]
     assert all(float(p16) > 0 and float(p1) > 0 for _, p16, p1 in rows)

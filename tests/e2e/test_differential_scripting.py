@@ -64,6 +64,14 @@ SCRIPTS: list[tuple[str, list[str], list[str]]] = [
      "local seen, n = {}, 0 for _, r in ipairs(t) do if not seen[r] then seen[r] = true n = n + 1 end end "
      "return {n, t[7].ok, t[8].ok, t[150].ok}", [], []),
     ("return redis.call('incr', 'n')", [], []),
+    # a sorted set's scores as a script sees them (Redis 7.0: the %.17g text in RESP2)
+    ("redis.call('zadd', KEYS[1], 1.1, 'a'); return redis.call('zscore', KEYS[1], 'a')", ["z"], []),
+    ("redis.call('zadd', KEYS[1], 1.1, 'a', 2, 'b', '-inf', 'c'); "
+     "return redis.call('zrange', KEYS[1], 0, -1, 'withscores')", ["z"], []),
+    ("return redis.call('zincrby', KEYS[1], 0.1, 'a')", ["z"], []),
+    ("redis.call('zadd', KEYS[1], 0.3, 'a'); return redis.call('zpopmin', KEYS[1])", ["z"], []),
+    ("redis.setresp(3); redis.call('zadd', KEYS[1], 1.5, 'a'); "
+     "return redis.call('zscore', KEYS[1], 'a').double", ["z"], []),
     ("redis.call('set', 'n', 1); return redis.call('incrby', 'n', 2.0)", [], []),
     ("return redis.call('echo', 0.1)", [], []),
     ("return redis.call('echo', 1/3)", [], []),

@@ -54,6 +54,7 @@ def test_ranges_match_the_model(seed: int) -> None:
         hi = b + n if b < 0 else b
         expected = model[lo : min(hi, n - 1) + 1] if lo <= hi and lo < n else []
         assert z.range_by_rank(a, b) == expected
+        assert z.range_by_rank(a, b, members=True) == [m for m, _ in expected]
         assert z.range_by_rank(a, b, reverse=True) == (
             list(reversed(model))[lo : min(hi, n - 1) + 1] if lo <= hi and lo < n else [])
         lo_s = rnd.choice([-math.inf, math.inf, float(rnd.randint(-6, 6))])
@@ -109,6 +110,7 @@ def test_lex_ranges_with_one_score_match_the_model() -> None:
         assert z.range_by_lex(lo, hi) == inside, (lo, hi)
         assert z.count_by_lex(lo, hi) == len(inside)
         assert z.range_by_lex(lo, hi, reverse=True, offset=1, count=2) == list(reversed(inside))[1:3]
+        assert z.range_by_lex(lo, hi, members=True) == [m for m, _ in inside]
 
 
 def test_pops_and_removals_by_range() -> None:
@@ -130,3 +132,34 @@ def test_infinite_scores_sort_at_the_ends() -> None:
     assert z.count_by_score(ScoreRange(-math.inf, math.inf)) == 3
     assert z.count_by_score(ScoreRange(-math.inf, math.inf, True, True)) == 1
     assert z.count_by_score(ScoreRange(math.inf, math.inf)) == 1
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_adds_updates_and_removes_across_sublist_splits_and_merges_match_the_model(seed: int) -> None:
+    # sublists of 4 (sortedcontainers' load factor): the written-out insert and delete
+    # paths of ``add``/``remove`` meet splits, merges and (after a rank) the positional index
+    rnd = random.Random(seed)
+    z = SortedSetValue()
+    z.ordered._reset(4)
+    scores: dict[bytes, float] = {}
+    for step in range(3000):
+        member = b"m%02d" % rnd.randint(0, 80)
+        if rnd.random() < 0.3:
+            assert z.remove(member) is (scores.pop(member, None) is not None)
+        else:
+            score = rnd.choice([-math.inf, math.inf, -0.0, float(rnd.randint(-9, 9)), rnd.random()])
+            assert z.add(member, score) is (member not in scores)
+            scores[member] = score + 0.0
+        if step % 7 == 0 and scores:  # a rank builds the index the next writes must keep
+            probe = rnd.choice(list(scores))
+            assert z.rank(probe) == [m for m, _ in model_order(scores)].index(probe)
+        if step % 50 == 0:
+            model = model_order(scores)
+            assert list(z) == model
+            z.ordered._check()
+            a, b = sorted(rnd.sample(range(len(model) + 3), 2)) if len(model) > 1 else (0, 0)
+            assert z.range_by_rank(a, b) == model[a : b + 1]
+            assert z.range_by_rank(a, b, reverse=True, members=True) == [
+                m for m, _ in reversed(model)][a : b + 1]
+    assert list(z) == model_order(scores)
+    assert z.range_by_rank(0, -1, reverse=True) == list(reversed(model_order(scores)))

@@ -25,7 +25,13 @@ def read_list(ctx: Context, key: bytes) -> ListValue | None:
 
 def read_zset(ctx: Context, key: bytes) -> SortedSetValue | None:
     """The sorted set a read command reads (counted in keyspace_hits/misses)."""
-    return read(ctx, key, SortedSetValue)
+    found = ctx.db.kv.typed(key, ctx.now_ms, SortedSetValue)
+    stats = ctx.core.stats  # read() written out: every sorted-set read starts here
+    if found is None:
+        stats.keyspace_misses += 1
+    else:
+        stats.keyspace_hits += 1
+    return found
 
 
 def target_list(ctx: Context, key: bytes) -> ListValue | None:

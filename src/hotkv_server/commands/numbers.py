@@ -97,11 +97,11 @@ def score_or_none(raw: bytes) -> float | None:
 def _range_end(raw: bytes) -> tuple[float, bool]:
     if raw.isdigit() and len(raw) < 16:  # the common case, cheaper than the pattern
         return float(raw), False
-    if _PLAIN.fullmatch(raw) is not None:
-        return float(raw), False
     infinite = _INFINITIES.get(raw)
     if infinite is not None:
         return infinite, False
+    if _PLAIN.fullmatch(raw) is not None:
+        return float(raw), False
     exclusive = raw[:1] == b"("
     text = raw[1:] if exclusive else raw
     value, used, _ = strtod(text)

@@ -231,7 +231,7 @@ def _native(value: Any) -> list[bytes]:
     if value.__class__ is ListValue:
         return list(value.items)
     if value.__class__ is SortedSetValue:
-        return [member for _score, member in value.ordered]
+        return list(value.members())
     if value.encoding() == "intset":  # Redis walks an intset in numeric order
         return sorted(value.members, key=int)
     return list(value.members)

@@ -76,15 +76,20 @@ def zrange_generic(ctx: Context, argv: list[bytes], first: int, kind: str | None
     else:
         lex_lo, lex_hi = parse_lex_range(lo_raw, hi_raw)
     zset = read_zset(ctx, argv[first])
+    alone = not withscores and store is None  # the members alone: no pairs to build
     if zset is None:
         pairs: list[tuple[bytes, float]] = []
     elif kind == RANK:
+        if alone:
+            return zset.range_by_rank(start, stop, reverse, members=True)
         pairs = zset.range_by_rank(start, stop, reverse)
     elif kind == SCORE:
-        if not withscores and store is None:  # the members alone: no pairs to build
+        if alone:
             return zset.range_by_score(score_range, reverse, offset, limit, members=True)
         pairs = zset.range_by_score(score_range, reverse, offset, limit)
     else:
+        if alone:
+            return zset.range_by_lex(lex_lo, lex_hi, reverse, offset, limit, members=True)
         pairs = zset.range_by_lex(lex_lo, lex_hi, reverse, offset, limit)
     if store is not None:
         flat: list[Any] = []
@@ -120,29 +125,45 @@ _BY_SCORE_COMPLEXITY = ("O(log(N)+M) with N being the number of elements in the 
                         "the number of elements being returned. If M is constant (e.g. always "
                         "asking for the first 10 elements with LIMIT), you can consider it "
                         "O(log(N)).")
-#: the forms ZRANGE's options replaced: what each is (by, reversed), and what they share
-_LEGACY_FORMS = {b"zrevrange": (RANK, True), b"zrangebyscore": (SCORE, False),
-                 b"zrevrangebyscore": (SCORE, True), b"zrangebylex": (LEX, False),
-                 b"zrevrangebylex": (LEX, True)}
+#: what the forms ZRANGE's options replaced share (each fixes the range type and direction)
 _LEGACY = SpecFields(arity=-4, flags="readonly", key="RO access")
 
 
 @command("zrevrange", _LEGACY, since="1.2.0",
          summary="Returns members in a sorted set within a range of indexes in reverse order.",
          syntax="key start stop [WITHSCORES]", complexity=_COMPLEXITY)
+def zrevrange(ctx: Context, argv: list[bytes]) -> Any:
+    """ZREVRANGE key start stop [WITHSCORES]"""
+    return zrange_generic(ctx, argv, 1, RANK, True)
+
+
 @command("zrangebyscore", _LEGACY, since="1.0.5",
          summary="Returns members in a sorted set within a range of scores.",
          syntax="key min max [WITHSCORES] [LIMIT offset count]", complexity=_BY_SCORE_COMPLEXITY)
+def zrangebyscore(ctx: Context, argv: list[bytes]) -> Any:
+    """ZRANGEBYSCORE key min max [WITHSCORES] [LIMIT offset count]"""
+    return zrange_generic(ctx, argv, 1, SCORE, False)
+
+
 @command("zrevrangebyscore", _LEGACY, since="2.2.0",
          summary="Returns members in a sorted set within a range of scores in reverse order.",
          syntax="key max min [WITHSCORES] [LIMIT offset count]", complexity=_BY_SCORE_COMPLEXITY)
+def zrevrangebyscore(ctx: Context, argv: list[bytes]) -> Any:
+    """ZREVRANGEBYSCORE key max min [WITHSCORES] [LIMIT offset count]"""
+    return zrange_generic(ctx, argv, 1, SCORE, True)
+
+
 @command("zrangebylex", _LEGACY, since="2.8.9",
          summary="Returns members in a sorted set within a lexicographical range.",
          syntax="key min max [LIMIT offset count]", complexity=_BY_SCORE_COMPLEXITY)
+def zrangebylex(ctx: Context, argv: list[bytes]) -> Any:
+    """ZRANGEBYLEX key min max [LIMIT offset count]"""
+    return zrange_generic(ctx, argv, 1, LEX, False)
+
+
 @command("zrevrangebylex", _LEGACY, since="2.8.9",
          summary="Returns members in a sorted set within a lexicographical range in reverse order.",
          syntax="key max min [LIMIT offset count]", complexity=_BY_SCORE_COMPLEXITY)
-def zrange_legacy(ctx: Context, argv: list[bytes]) -> Any:
-    """ZREVRANGE key start stop [WITHSCORES], Z[REV]RANGEBYSCORE key min max [WITHSCORES] [LIMIT offset count], Z[REV]RANGEBYLEX key min max [LIMIT offset count]"""
-    by, reverse = _LEGACY_FORMS[argv[0].lower()]
-    return zrange_generic(ctx, argv, 1, by, reverse)
+def zrevrangebylex(ctx: Context, argv: list[bytes]) -> Any:
+    """ZREVRANGEBYLEX key max min [LIMIT offset count]"""
+    return zrange_generic(ctx, argv, 1, LEX, True)

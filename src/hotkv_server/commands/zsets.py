@@ -43,16 +43,25 @@ NAN_RESULT = "ERR resulting score is not a number (NaN)"
 LONG_MAX = 2**63 - 1
 
 
+def score_reply(ctx: Context, score: float) -> Any:
+    """A score as Redis 7.0 replies it: a RESP3 double, or in RESP2 the bulk string of its
+    ``%.17g`` text, made here (as ZSCAN does) so that the reply is plain bytes: the
+    encoder's fast path, and a script's ``redis.call`` gets Redis's text too."""
+    return Double(score) if ctx.proto == 3 else format_double(score)
+
+
 def pairs_reply(ctx: Context, pairs: list[tuple[bytes, float]], withscores: bool = True) -> list[Any]:
-    """Members with scores as Redis replies them: flat in RESP2, [member, score] pairs in RESP3."""
+    """Members with scores as Redis replies them: flat in RESP2 (the scores' text made here,
+    see ``score_reply``: an array of bytes alone), [member, score] pairs in RESP3."""
     if not withscores:
         return [m for m, _ in pairs]
     if ctx.proto == 3:
         return [[m, Double(s)] for m, s in pairs]
     out: list[Any] = []
+    append = out.append
     for m, s in pairs:
-        out.append(m)
-        out.append(Double(s))
+        append(m)
+        append(format_double(s))
     return out
 
 
@@ -100,7 +109,7 @@ def zadd_apply(ctx: Context, key: bytes, flags: int, pairs: list[tuple[float, by
         else:
             ctx.emit(KvZadd(key, flat))
     if flags & _INCR:
-        return None if result is None else Double(result)
+        return None if result is None else score_reply(ctx, result)
     return added + updated if flags & _CH else added
 
 
@@ -112,8 +121,22 @@ def zadd_apply(ctx: Context, key: bytes, flags: int, pairs: list[tuple[float, by
                     "sorted set.")
 def zadd(ctx: Context, argv: list[bytes]) -> Any:
     """ZADD key [NX|XX] [GT|LT] [CH] [INCR] score member [score member ...]"""
-    if len(argv) == 4 and argv[2].upper() not in _ZADD_FLAGS:  # the common one-pair form
-        return _zadd_one(ctx, argv[1], parse_score(argv[2]), argv[3])
+    if len(argv) == 4:  # one pair, maybe without options: a shorter path to zadd_apply's outcome
+        raw = argv[2]
+        # digits are no option, and a score float() reads as strtod (score_or_none's first case)
+        score = float(raw) if raw.isdigit() and len(raw) < 16 else (
+            None if raw.upper() in _ZADD_FLAGS else parse_score(raw) + 0.0)
+        if score is not None:
+            key, member = argv[1], argv[3]
+            zset = ctx.db.kv.typed(key, ctx.now_ms, SortedSetValue)
+            if zset is None:
+                put_zset(ctx, key, [member, score])
+                return 1
+            old = zset.scores.get(member)
+            if old == score:
+                return 0
+            ctx.emit(KvZadd(key, [member, score]))
+            return 1 if old is None else 0
     flags = 0
     i = 2
     while i < len(argv):
@@ -135,20 +158,6 @@ def zadd(ctx: Context, argv: list[bytes]) -> Any:
     return zadd_apply(ctx, argv[1], flags, pairs)
 
 
-def _zadd_one(ctx: Context, key: bytes, score: float, member: bytes) -> int:
-    """``ZADD key score member`` without options: zadd_apply's outcome, on a shorter path."""
-    zset = target_zset(ctx, key)
-    score += 0.0
-    if zset is None:
-        put_zset(ctx, key, [member, score])
-        return 1
-    old = zset.scores.get(member)
-    if old == score:
-        return 0
-    ctx.emit(KvZadd(key, [member, score]))
-    return 1 if old is None else 0
-
-
 @command("zincrby", arity=4, flags="write denyoom fast", key="RW access update", since="1.2.0",
          summary="Increments the score of a member in a sorted set.", syntax="key increment member",
          complexity="O(log(N)) where N is the number of elements in the sorted set.")
@@ -157,7 +166,19 @@ def zincrby(ctx: Context, argv: list[bytes]) -> Any:
     if argv[2].upper() in _ZADD_FLAGS:
         # Redis's ZINCRBY is ZADD's parser: a flag there leaves no score/member pair
         raise CommandError(errors.SYNTAX)
-    return zadd_apply(ctx, argv[1], _INCR, [(parse_score(argv[2]), argv[3])])
+    # zadd_apply's INCR outcome for one member, on a shorter path
+    key, member = argv[1], argv[3]
+    increment = parse_score(argv[2])
+    zset = ctx.db.kv.typed(key, ctx.now_ms, SortedSetValue)
+    old = None if zset is None else zset.scores.get(member)
+    new = increment if old is None else old + increment
+    if math.isnan(new):
+        raise CommandError(NAN_RESULT)
+    if zset is None:
+        put_zset(ctx, key, [member, new + 0.0])
+    elif new != old:
+        ctx.emit(KvZadd(key, [member, new + 0.0]))
+    return score_reply(ctx, new)
 
 
 @command("zrem", arity=-3, flags="write fast", key="RW delete", since="1.2.0",
@@ -191,8 +212,8 @@ def zcard(ctx: Context, argv: list[bytes]) -> Any:
 def zscore(ctx: Context, argv: list[bytes]) -> Any:
     """ZSCORE key member"""
     zset = read_zset(ctx, argv[1])
-    score = None if zset is None else zset.score(argv[2])
-    return None if score is None else Double(score)
+    score = None if zset is None else zset.scores.get(argv[2])
+    return None if score is None else score_reply(ctx, score)
 
 
 @command("zmscore", arity=-3, flags="readonly fast", key="RO access", since="6.2.0",
@@ -206,7 +227,7 @@ def zmscore(ctx: Context, argv: list[bytes]) -> Any:
     out: list[Any] = []
     for member in argv[2:]:
         score = scores.get(member)
-        out.append(None if score is None else Double(score))
+        out.append(None if score is None else score_reply(ctx, score))
     return out
 
 
@@ -224,7 +245,7 @@ def _rank(ctx: Context, argv: list[bytes], reverse: bool) -> Any:
         return NULL_ARRAY if withscore else None
     if withscore:
         assert zset is not None
-        return [rank, Double(zset.scores[argv[2]])]
+        return [rank, score_reply(ctx, zset.scores[argv[2]])]
     return rank
 
 
@@ -293,7 +314,7 @@ def _zpop(ctx: Context, argv: list[bytes], highest: bool) -> Any:
     popped = pop_members(ctx, key, count, highest)
     if len(argv) == 2:  # no count: one flat [member, score]
         member, score = popped[0]
-        return [member, Double(score)]
+        return [member, score_reply(ctx, score)]
     return pairs_reply(ctx, popped)
 
 
@@ -325,7 +346,7 @@ def zmpop_first(ctx: Context, keys: list[bytes], highest: bool, count: int) -> A
     for key in keys:
         if target_zset(ctx, key) is not None:
             popped = pop_members(ctx, key, count, highest)
-            return [key, [[m, Double(s)] for m, s in popped]]
+            return [key, [[m, score_reply(ctx, s)] for m, s in popped]]
     return None
 
 

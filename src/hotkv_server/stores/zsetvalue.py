@@ -1,14 +1,20 @@
 """The value of a Redis sorted set key: members with float scores, ordered by (score, member).
 
-Structure: a ``sortedcontainers.SortedList`` of ``(score, member)`` tuples (a list of sorted
-sublists of about 1000 items with a positional index, so insert, delete, bisect and
-"the element at rank r" are O(log n)) beside a dict ``member -> score`` for O(1) ZSCORE.
-Ties on the score are ordered by the member's bytes (memcmp, as Redis), which is exactly
-Python's tuple and bytes comparison. -0.0 is stored as 0.0 (Redis prints it as 0).
+Structure: a ``sortedcontainers.SortedList`` of *order keys* (a list of sorted sublists of
+about 1000 items with a positional index, so insert, delete, bisect and "the element at
+rank r" are O(log n)) beside a dict ``member -> score`` for O(1) ZSCORE. An order key is one
+bytes object, ``score_key(score) + member``: 8 bytes whose bytewise order is the scores'
+numeric order, then the member, so comparing two keys (one memcmp) orders by score and then
+by the member's bytes, exactly Redis's order (memcmp of the members on a tie). A bisection
+step touches one object (the key) where a ``(score, member)`` tuple would touch two or
+three, which is most of the cost in a large set (cache misses). The member of a key is
+``key[8:]``, its score ``scores[member]``. -0.0 is stored as 0.0 (Redis prints it as 0).
+``add`` and ``remove`` write SortedList's insert and delete out, calling its ``_expand`` /
+``_delete`` only when there is work (a split, a merge, the positional index to keep).
 
-Measured per member (1M members of 10 bytes, CPython 3.11): about 190 bytes (tuple 56, float
-24 once shared by tuple and dict, member bytes 43, dict entry ~50, list slot 8 and the index)
-against about 70 bytes in Redis 7's skiplist + dict encoding (see benchmarks/README.md).
+Measured per member (1M members of 14 bytes, CPython 3.11, tracemalloc): about 177 bytes
+(order key 56, member bytes 48, float 24, dict slot ~40, list slot 8 and the index) against
+about 110 bytes of ``used_memory`` in Redis 7's skiplist + dict (see benchmarks/README.md).
 
 Ranges follow Redis's rules: ranks are inclusive with negative indexes; a score range is
 ``(min, min_exclusive, max, max_exclusive)`` with +-inf allowed; a lex range bound is
@@ -28,10 +34,12 @@ the keyspace applies them to a key holding a sorted set. A sorted set is created
 from __future__ import annotations
 
 import math
-from bisect import bisect_left
+import struct
+from bisect import bisect_left, bisect_right, insort
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from itertools import islice
+from operator import itemgetter
 from typing import Any, ClassVar
 
 from sortedcontainers import SortedList
@@ -58,10 +66,28 @@ _INF = math.inf
 #: LIMIT offsets up to this are walked member by member (beyond, positions are cheaper)
 _WALK_OFFSET = 256
 
+#: the member of an order key (``key[8:]``, called from C by ``map``)
+_member = itemgetter(slice(8, None))
+_pack_d = struct.Struct(">d").pack
+_pack_q = struct.Struct(">Q").pack
+_unpack_q = struct.Struct(">Q").unpack
+_SIGN = 1 << 63
+_ALL = (1 << 64) - 1
 
-@dataclass(frozen=True, slots=True)
+
+def score_key(score: float) -> bytes:
+    """8 bytes whose bytewise order is the scores' numeric order (-inf first, +inf last):
+    the IEEE 754 bits big-endian, the sign bit flipped for a positive score and every bit
+    for a negative one. -0.0 is taken as 0.0; NaN is never a score."""
+    (bits,) = _unpack_q(_pack_d(score + 0.0))
+    return _pack_q(bits ^ _SIGN if bits < _SIGN else bits ^ _ALL)
+
+
+@dataclass(slots=True)
 class ScoreRange:
-    """``min <= score <= max``, each end exclusive on request (``(1.5`` in Redis's syntax)."""
+    """``min <= score <= max``, each end exclusive on request (``(1.5`` in Redis's syntax).
+    Not frozen (a frozen dataclass's ``__init__`` costs three times as much, and every
+    range read builds one); nothing changes one once made."""
 
     min: float
     max: float
@@ -80,9 +106,10 @@ class ScoreRange:
         return score < self.max if self.max_exclusive else score <= self.max
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class LexBound:
-    """One end of a lex range: ``kind`` is ``-`` (below all), ``+`` (above all), ``[`` or ``(``."""
+    """One end of a lex range: ``kind`` is ``-`` (below all), ``+`` (above all), ``[`` or ``(``
+    (not frozen, as ScoreRange)."""
 
     kind: str
     value: bytes = b""
@@ -117,8 +144,8 @@ def lex_range_empty(lo: LexBound, hi: LexBound) -> bool:
 
 @value_type
 class SortedSetValue(TypedValue):
-    """One sorted set: ``ordered`` holds (score, member), ``scores`` member -> score (read
-    them; change them only through effects)."""
+    """One sorted set: ``ordered`` holds the order keys (``score_key(score) + member``),
+    ``scores`` member -> score (read them; change them only through effects)."""
 
     __slots__ = ("big", "ordered", "scan_order", "scores", "version")
 
@@ -131,7 +158,7 @@ class SortedSetValue(TypedValue):
         self.scores: dict[bytes, float] = {}
         for member, score in pairs:
             self.scores[member] = score + 0.0
-        self.ordered: SortedList = SortedList((s, m) for m, s in self.scores.items())
+        self.ordered: SortedList = SortedList(score_key(s) + m for m, s in self.scores.items())
         self.nbytes = ZSET_OVERHEAD + sum(len(m) + MEMBER_OVERHEAD for m in self.scores)
         #: members added since creation (ZSCAN rebuilds its order only when some were)
         self.version = 0
@@ -145,7 +172,8 @@ class SortedSetValue(TypedValue):
 
     def __iter__(self) -> Iterator[tuple[bytes, float]]:
         """(member, score) in order."""
-        return ((m, s) for s, m in self.ordered)
+        scores = self.scores
+        return ((m, scores[m]) for m in self.members())
 
     def __repr__(self) -> str:
         return f"SortedSetValue({list(self)!r})"
@@ -163,7 +191,7 @@ class SortedSetValue(TypedValue):
 
     def snapshot(self) -> list[Any]:
         flat: list[Any] = []
-        for score, member in self.ordered:
+        for member, score in self:
             flat.append(member)
             flat.append(score)
         return flat
@@ -198,23 +226,62 @@ class SortedSetValue(TypedValue):
         old = scores.get(member)
         if old is None:
             scores[member] = score
-            self.ordered.add((score, member))
             self.nbytes += len(member) + MEMBER_OVERHEAD
             self.version += 1
             if not self.big and (len(scores) > LISTPACK_ENTRIES or len(member) > LISTPACK_VALUE):
                 self.big = True
-            return True
-        if old != score:
-            self.ordered.remove((old, member))
-            self.ordered.add((score, member))
+        elif old == score:
+            return False
+        else:
             scores[member] = score
-        return False
+            self._discard(old, member)
+        (bits,) = _unpack_q(_pack_d(score))  # score_key, written out (every ZADD)
+        key = _pack_q(bits ^ _SIGN if bits < _SIGN else bits ^ _ALL) + member
+        # SortedList.add written out, its _expand called only when it has work (a sublist
+        # to split, or a positional index to keep): the same list, two calls fewer
+        ordered = self.ordered
+        maxes = ordered._maxes
+        if not maxes:
+            ordered.add(key)
+            return old is None
+        lists = ordered._lists
+        pos = bisect_right(maxes, key)
+        if pos == len(maxes):
+            pos -= 1
+            sub = lists[pos]
+            sub.append(key)
+            maxes[pos] = key
+        else:
+            sub = lists[pos]
+            insort(sub, key)
+        if ordered._index or len(sub) > ordered._load << 1:
+            ordered._expand(pos)
+        ordered._len += 1
+        return old is None
+
+    def _discard(self, score: float, member: bytes) -> None:
+        """Take a present member's order key out of ``ordered``: SortedList.remove written
+        out, its _delete called only when it has work (a sublist at half the load to merge,
+        or a positional index to keep)."""
+        (bits,) = _unpack_q(_pack_d(score))
+        key = _pack_q(bits ^ _SIGN if bits < _SIGN else bits ^ _ALL) + member
+        ordered = self.ordered
+        maxes = ordered._maxes
+        pos = bisect_left(maxes, key)
+        sub = ordered._lists[pos]
+        idx = bisect_left(sub, key)
+        if ordered._index or len(sub) <= (ordered._load >> 1) + 1:
+            ordered._delete(pos, idx)
+            return
+        del sub[idx]
+        maxes[pos] = sub[-1]
+        ordered._len -= 1
 
     def remove(self, member: bytes) -> bool:
         old = self.scores.pop(member, None)
         if old is None:
             return False
-        self.ordered.remove((old, member))
+        self._discard(old, member)
         self.nbytes -= len(member) + MEMBER_OVERHEAD
         return True
 
@@ -222,25 +289,45 @@ class SortedSetValue(TypedValue):
         score = self.scores.get(member)
         if score is None:
             return None
-        at = self.ordered.index((score, member))
+        at = self.ordered.index(score_key(score) + member)
         return len(self.scores) - 1 - at if reverse else at
+
+    def _pairs(self, keys: Iterable[bytes]) -> list[tuple[bytes, float]]:
+        """(member, score) of order keys."""
+        members = list(map(_member, keys))
+        return list(zip(members, map(self.scores.__getitem__, members), strict=True))
 
     # --- positions ------------------------------------------------------------------
     def _clamp(self, start: int, stop: int) -> tuple[int, int] | None:
         return index_range(start, stop, len(self.scores))
 
-    def range_by_rank(self, start: int, stop: int, reverse: bool = False) -> list[tuple[bytes, float]]:
-        """ZRANGE start stop [REV]: ranks counted from the lowest (or, REV, highest) score."""
+    def range_by_rank(self, start: int, stop: int, reverse: bool = False,
+                      members: bool = False) -> list[Any]:
+        """ZRANGE start stop [REV]: ranks counted from the lowest (or, REV, highest) score;
+        ``(member, score)`` pairs, or the members alone with ``members``."""
         span = self._clamp(start, stop)
         if span is None:
             return []
         lo, hi = span
         n = len(self.scores)
+        keys = self._keys(n - hi, n - lo, True) if reverse else self._keys(lo, hi)
+        return list(map(_member, keys)) if members else self._pairs(keys)
+
+    def _keys(self, lo: int, hi: int, reverse: bool = False) -> list[bytes]:
+        """The order keys at positions ``lo`` to ``hi`` (half-open, 0 <= lo < hi <= len):
+        one positional lookup, then slices of the sublists (SortedList.islice builds an
+        iterator of maps over ranges and looks both ends up)."""
+        ordered = self.ordered
+        pos, idx = ordered._pos(lo)
+        lists = ordered._lists
+        need = hi - lo
+        chunk = lists[pos][idx : idx + need]
+        while len(chunk) < need:
+            pos += 1
+            chunk += lists[pos][: need - len(chunk)]
         if reverse:
-            items = self.ordered.islice(n - hi, n - lo, reverse=True)
-        else:
-            items = self.ordered.islice(lo, hi)
-        return [(m, s) for s, m in items]
+            chunk.reverse()
+        return chunk
 
     def _score_span(self, rng: ScoreRange) -> tuple[int, int]:
         """Half-open positions of the members inside ``rng``."""
@@ -250,15 +337,15 @@ class SortedSetValue(TypedValue):
         if rng.min_exclusive:
             if rng.min == _INF:
                 return 0, 0
-            lo = ordered.bisect_left((math.nextafter(rng.min, _INF), b""))
+            lo = ordered.bisect_left(score_key(math.nextafter(rng.min, _INF)))
         else:
-            lo = ordered.bisect_left((rng.min, b""))
+            lo = ordered.bisect_left(score_key(rng.min))
         if rng.max_exclusive:
-            hi = ordered.bisect_left((rng.max, b""))
+            hi = ordered.bisect_left(score_key(rng.max))
         elif rng.max == _INF:
             hi = len(ordered)
         else:
-            hi = ordered.bisect_left((math.nextafter(rng.max, _INF), b""))
+            hi = ordered.bisect_left(score_key(math.nextafter(rng.max, _INF)))
         return lo, max(lo, hi)
 
     def count_by_score(self, rng: ScoreRange) -> int:
@@ -269,7 +356,7 @@ class SortedSetValue(TypedValue):
                        count: int = -1, members: bool = False) -> list[Any]:
         """ZRANGEBYSCORE (REV walks from max to min); LIMIT offset count, count < 0 = all.
         ``(member, score)`` pairs, or the members alone with ``members`` (no WITHSCORES)."""
-        if 0 <= offset <= _WALK_OFFSET and count >= 0 and not rng.empty():
+        if 0 <= offset <= _WALK_OFFSET and count >= 0:
             return self._walk(rng, reverse, offset, count, members)
         lo, hi = self._score_span(rng)
         return self._slice(lo, hi, reverse, offset, count, members)
@@ -278,17 +365,24 @@ class SortedSetValue(TypedValue):
               members: bool = False) -> list[Any]:
         """A LIMITed score range read straight off the sublists: two bisections and slices
         of the items wanted, without the positional index (which inserts keep invalidating)."""
-        if count == 0 or (rng.min_exclusive and rng.min == _INF):
+        low_score, high_score = rng.min, rng.max
+        if count == 0 or low_score > high_score:
             return []
-        low: tuple[float, bytes] = (
-            math.nextafter(rng.min, _INF) if rng.min_exclusive else rng.min, b"")
-        high: tuple[float, bytes] | None  # members sort below this key (None: no bound)
+        if rng.min_exclusive:
+            if low_score in (_INF, high_score):
+                return []
+            low_score = math.nextafter(low_score, _INF)
+        (bits,) = _unpack_q(_pack_d(low_score + 0.0))  # score_key, written out
+        low = _pack_q(bits ^ _SIGN if bits < _SIGN else bits ^ _ALL)
+        high: bytes | None  # members sort below this key (None: no bound)
         if rng.max_exclusive:
-            high = (rng.max, b"")
-        elif rng.max == _INF:
+            if low_score == high_score:
+                return []
+            high = score_key(high_score)
+        elif high_score == _INF:
             high = None
         else:
-            high = (math.nextafter(rng.max, _INF), b"")
+            high = score_key(math.nextafter(high_score, _INF))
         lists = self.ordered._lists  # sortedcontainers' sublists, read-only here
         if not lists:
             return []
@@ -329,8 +423,8 @@ class SortedSetValue(TypedValue):
             if offset:
                 chunk = chunk[offset:]
         if members:
-            return [item[1] for item in chunk]
-        return [(item[1], item[0]) for item in chunk]
+            return list(map(_member, chunk))
+        return self._pairs(chunk)
 
     def _slice(self, lo: int, hi: int, reverse: bool, offset: int, count: int,
                members: bool = False) -> list[Any]:
@@ -347,40 +441,40 @@ class SortedSetValue(TypedValue):
                 hi = min(hi, lo + count)
         if lo >= hi:
             return []
-        items = self.ordered.islice(lo, hi, reverse=reverse)
+        keys = self._keys(lo, hi, reverse)
         if members:
-            return [m for _s, m in items]
-        return [(m, s) for s, m in items]
+            return list(map(_member, keys))
+        return self._pairs(keys)
 
     def _lex_span(self, lo: LexBound, hi: LexBound) -> tuple[int, int]:
         if lex_range_empty(lo, hi) or not self.scores:
             return 0, 0
         ordered = self.ordered
         n = len(ordered)
-        first_score = ordered[0][0]
-        if first_score == ordered[-1][0]:  # one score (the meaningful case): plain bisection
+        prefix = ordered[0][:8]
+        if prefix == ordered[-1][:8]:  # one score (the meaningful case): plain bisection
             start = 0 if lo.kind == "-" else (
-                ordered.bisect_left((first_score, lo.value)) if lo.kind == "[" else
-                ordered.bisect_right((first_score, lo.value)))
+                ordered.bisect_left(prefix + lo.value) if lo.kind == "[" else
+                ordered.bisect_right(prefix + lo.value))
             if hi.kind == "+":
                 end = n
             elif hi.kind == "[":
-                end = ordered.bisect_right((first_score, hi.value))
+                end = ordered.bisect_right(prefix + hi.value)
             else:
-                end = ordered.bisect_left((first_score, hi.value))
+                end = ordered.bisect_left(prefix + hi.value)
             return start, max(start, end)
         # mixed scores: Redis's walk, first position whose member passes the minimum...
         a, b = 0, n
         while a < b:
             mid = (a + b) // 2
-            if lo.gte_min(ordered[mid][1]):
+            if lo.gte_min(ordered[mid][8:]):
                 b = mid
             else:
                 a = mid + 1
         # ...then onwards while members stay below the maximum
         end = a
-        for _, member in ordered.islice(a, n):
-            if not hi.lte_max(member):
+        for key in ordered.islice(a, n):
+            if not hi.lte_max(key[8:]):
                 break
             end += 1
         return a, end
@@ -390,16 +484,16 @@ class SortedSetValue(TypedValue):
         return end - start
 
     def range_by_lex(self, lo: LexBound, hi: LexBound, reverse: bool = False, offset: int = 0,
-                     count: int = -1) -> list[tuple[bytes, float]]:
+                     count: int = -1, members: bool = False) -> list[Any]:
         start, end = self._lex_span(lo, hi)
-        return self._slice(start, end, reverse, offset, count)
+        return self._slice(start, end, reverse, offset, count, members)
 
     # --- removals by range ----------------------------------------------------------
     def _delete_span(self, lo: int, hi: int) -> list[tuple[bytes, float]]:
         if lo >= hi:
             return []
         ordered = self.ordered
-        gone = [(m, s) for s, m in ordered.islice(lo, hi)]
+        gone = self._pairs(self._keys(lo, hi))
         del ordered[lo:hi]
         scores = self.scores
         for member, _ in gone:
@@ -432,19 +526,26 @@ class SortedSetValue(TypedValue):
     # --- random access ----------------------------------------------------------------
     def at(self, index: int) -> tuple[bytes, float]:
         """The (member, score) at rank ``index`` (0 <= index < len), O(log n)."""
-        score, member = self.ordered[index]
-        return member, score
+        member = self.ordered[index][8:]
+        return member, self.scores[member]
 
     def members(self) -> Iterator[bytes]:
-        return (m for _, m in self.ordered)
+        """The members in order."""
+        return map(_member, self.ordered)
 
     def head(self, limit: int) -> list[tuple[bytes, float]]:
-        return [(m, s) for s, m in islice(self.ordered, limit)]
+        return self._pairs(islice(self.ordered, limit))
+
+
+def _apply_zadd(value: SortedSetValue, effect: KvZadd) -> int:
+    pairs = effect.pairs
+    if len(pairs) == 2:  # one member (ZADD's common form): no loop
+        return 1 if value.add(pairs[0], pairs[1]) else 0  # type: ignore[arg-type]
+    return value.add_flat(pairs)
 
 
 SortedSetValue.effects = {
-    KvZadd: lambda value, e: (int(value.add(e.pairs[0], e.pairs[1])) if len(e.pairs) == 2
-                              else value.add_flat(e.pairs)),
+    KvZadd: _apply_zadd,
     KvZrem: lambda value, e: value.remove_many(e.members),
     KvZpop: lambda value, e: value.pop(e.count, e.highest),
     KvZremrangebyrank: lambda value, e: value.remove_range_by_rank(e.start, e.stop),
