@@ -287,6 +287,8 @@ def test_the_install_thread_wakes_the_loop(make: Any) -> None:
 
     async def scenario() -> None:
         p.bgrewrite()
+        while p.jobs.preparing is not None:  # the start's thread wakes the loop, too
+            await asyncio.sleep(0.01)
         job = p.jobs.job
         assert job is not None
         while job.install is None:  # the cron's part: collect the child, start the install
@@ -325,11 +327,11 @@ def test_a_failed_install_keeps_the_directory_loadable(make: Any,
     real = p.layout.write_manifest
     calls = {"n": 0}
 
-    def refuse_in_thread(manifest: Any) -> None:
+    def refuse_in_thread(manifest: Any, **kwargs: Any) -> None:
         if threading.current_thread() is not threading.main_thread():
             calls["n"] += 1
             raise OSError(28, "No space left on device")
-        real(manifest)
+        real(manifest, **kwargs)
 
     monkeypatch.setattr(p.layout, "write_manifest", refuse_in_thread)
     p.bgrewrite()
@@ -346,3 +348,193 @@ def test_a_failed_install_keeps_the_directory_loadable(make: Any,
     assert dict(p.info())["aof_last_bgrewrite_status"] == "ok"
     write(p, kv(b"c", b"3"))
     assert reload(p) == [b"a", b"b", b"c"]
+
+
+# --- the start's file steps on a thread (a running loop) -----------------------------------
+
+
+def _hold_the_start(monkeypatch: pytest.MonkeyPatch, *,
+                    error: OSError | None = None) -> tuple[threading.Event, threading.Event]:
+    """Make a start's thread wait after creating the new increment (in its directory fsync,
+    before the manifest) until ``release`` is set, then fail with ``error`` if given."""
+    entered, release = threading.Event(), threading.Event()
+    real = jobs_module.fsync_dir
+
+    def held(path: str) -> None:
+        if threading.current_thread().name == "hotkv-aof-prepare":
+            entered.set()
+            assert release.wait(30)
+            if error is not None:
+                raise error
+        real(path)
+
+    monkeypatch.setattr(jobs_module, "fsync_dir", held)
+    return entered, release
+
+
+async def _until(predicate: Any, tick: Persistence | None = None, timeout: float = 20.0) -> None:
+    """Let the loop run until ``predicate``: only the threads' wake-ups, or also the cron
+    of ``tick`` (which collects a finished child)."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, "condition not met"
+        if tick is not None:
+            tick.tick()
+        await asyncio.sleep(0.005)
+
+
+def _incrs_on_disk(p: Persistence) -> list[int]:
+    manifest = p.layout.read_manifest()
+    assert manifest is not None
+    return [e.seq for e in manifest.incrs]
+
+
+def test_writes_while_the_start_prepares_go_to_the_old_increment(
+        make: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """BGREWRITEAOF answers at once and counts as running while its thread creates the
+    new increment and the manifest; the loop's writes meanwhile go to the old increment
+    (loadable at every step), and the fork follows the thread's wake-up, without a tick."""
+    p = make()
+    write(p, kv(b"a", b"1"))
+    entered, release = _hold_the_start(monkeypatch)
+
+    async def scenario() -> None:
+        assert p.bgrewrite() == "Background append only file rewriting started"
+        await _until(entered.is_set)  # the new file exists; no manifest names it yet
+        assert p.jobs.preparing is not None and p.jobs.job is None
+        info = dict(p.info())
+        assert info["aof_rewrite_in_progress"] == 1 and info["aof_current_rewrite_time_sec"] >= 0
+        for refused in (p.bgrewrite, p.save, p.bgsave):
+            with pytest.raises(RequestRefused, match="already in progress"):
+                refused()
+        write(p, kv(b"b", b"2"))
+        assert p.aof is not None and p.aof.path == p.layout.path("appendonly.aof.1.incr.aof")
+        assert os.path.getsize(p.layout.path("appendonly.aof.2.incr.aof")) == 0
+        assert _incrs_on_disk(p) == [1] and reload(p) == [b"a", b"b"]
+        release.set()
+        await _until(lambda: p.jobs.job is not None)  # forked on the wake-up
+        assert _incrs_on_disk(p) == [1, 2]
+        assert p.aof is not None and p.aof.path == p.layout.path("appendonly.aof.2.incr.aof")
+        write(p, kv(b"c", b"3"))  # after the fork: the new increment
+        assert os.path.getsize(p.layout.path("appendonly.aof.2.incr.aof")) > 0
+        assert reload(p) == [b"a", b"b", b"c"]
+        await _until(lambda: not p.jobs.busy and p.jobs.rewrites == 1, p)
+
+    asyncio.run(asyncio.wait_for(scenario(), 60))
+    manifest = p.layout.read_manifest()
+    assert manifest is not None and [e.name for e in manifest.entries()] == [
+        "appendonly.aof.1.base.hkv", "appendonly.aof.2.incr.aof"]
+    assert reload(p) == [b"a", b"b", b"c"]
+
+
+def test_a_failed_start_thread_is_counted_and_keeps_the_old_increment(
+        make: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Disk full while creating the new increment: logged, aof_last_bgrewrite_status err,
+    backed off; the new file is removed and its number reused (no gap), the writes stay
+    in the old increment, and the next rewrite works."""
+    p = make()
+    write(p, kv(b"a", b"1"))
+    entered, release = _hold_the_start(monkeypatch, error=OSError(28, "No space left on device"))
+
+    async def failing() -> None:
+        assert p.bgrewrite() == "Background append only file rewriting started"
+        await _until(entered.is_set)
+        write(p, kv(b"b", b"2"))
+        release.set()
+        await _until(lambda: not p.jobs.busy, p)
+
+    asyncio.run(asyncio.wait_for(failing(), 60))
+    info = dict(p.info())
+    assert info["aof_last_bgrewrite_status"] == "err" and info["aof_rewrite_in_progress"] == 0
+    assert p.writer.retry_at > time.monotonic()  # the automatic rewrite backs off
+    assert sorted(os.listdir(p.layout.aof_dir)) == ["appendonly.aof.1.incr.aof",
+                                                    "appendonly.aof.manifest"]
+    assert _incrs_on_disk(p) == [1] and reload(p) == [b"a", b"b"]
+    monkeypatch.undo()
+
+    async def working() -> None:
+        p.bgrewrite()
+        await _until(lambda: not p.jobs.busy, p)
+
+    asyncio.run(asyncio.wait_for(working(), 60))
+    info = dict(p.info())
+    assert info["aof_last_bgrewrite_status"] == "ok" and info["aof_rewrites"] == 1
+    manifest = p.layout.read_manifest()
+    assert manifest is not None and [e.seq for e in manifest.incrs] == [2]
+    write(p, kv(b"c", b"3"))
+    assert reload(p) == [b"a", b"b", b"c"]
+
+
+def test_a_start_failing_after_its_manifest_keeps_the_listed_file(
+        make: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The directory fsync after the manifest's rename fails: either manifest may be the
+    one on disk, so the new, empty increment stays (listed after the old one, which the
+    loop goes on writing); the next rewrite numbers on from it."""
+    p = make()
+    write(p, kv(b"a", b"1"))
+    from hotkv_server.persistence import fsutil
+    real = fsutil.fsync_dir
+
+    def fail_after_rename(path: str) -> None:
+        if threading.current_thread().name == "hotkv-aof-prepare":
+            raise OSError(5, "Input/output error")
+        real(path)
+
+    monkeypatch.setattr(fsutil, "fsync_dir", fail_after_rename)
+
+    async def failing() -> None:
+        p.bgrewrite()
+        await _until(lambda: not p.jobs.busy, p)
+
+    asyncio.run(asyncio.wait_for(failing(), 60))
+    monkeypatch.undo()
+    assert dict(p.info())["aof_last_bgrewrite_status"] == "err"
+    assert _incrs_on_disk(p) == [1, 2]
+    assert os.path.getsize(p.layout.path("appendonly.aof.2.incr.aof")) == 0
+    write(p, kv(b"b", b"2"))  # still the old increment, replayed before the empty one
+    assert p.aof is not None and p.aof.path == p.layout.path("appendonly.aof.1.incr.aof")
+    assert reload(p) == [b"a", b"b"]
+
+    async def working() -> None:
+        p.bgrewrite()
+        await _until(lambda: p.jobs.job is not None)
+        assert _incrs_on_disk(p) == [1, 2, 3]
+        write(p, kv(b"c", b"3"))
+        await _until(lambda: not p.jobs.busy, p)
+
+    asyncio.run(asyncio.wait_for(working(), 60))
+    assert _incrs_on_disk(p) == [3] and reload(p) == [b"a", b"b", b"c"]
+
+
+@pytest.mark.parametrize("stop", ["appendonly no", "shutdown", "dataset replaced"])
+def test_a_start_stopped_while_it_prepares(make: Any, monkeypatch: pytest.MonkeyPatch,
+                                           stop: str) -> None:
+    """CONFIG SET appendonly no, shutdown or a replica's full resync while the thread
+    works: it is waited for and given up; nothing acknowledged is lost."""
+    p = make()
+    write(p, kv(b"a", b"1"))
+    entered, release = _hold_the_start(monkeypatch)
+
+    async def scenario() -> None:
+        p.bgrewrite()
+        await _until(entered.is_set)
+        write(p, kv(b"b", b"2"))
+        threading.Timer(0.1, release.set).start()
+        if stop == "appendonly no":
+            p.config_changed("appendonly", False)
+            assert p.aof is None and not p.jobs.busy
+        elif stop == "shutdown":
+            p.close(False)
+        else:
+            p.dataset_replaced()  # a fresh rewrite starts at once, on the loop
+            assert p.jobs.job is not None and p.jobs.job.fresh
+            await _until(lambda: not p.jobs.busy, p)
+
+    asyncio.run(asyncio.wait_for(scenario(), 60))
+    assert reload(p) == [b"a", b"b"]
+    names = os.listdir(p.layout.aof_dir)
+    assert not [n for n in names if n.startswith("temp-")]
+    if stop != "dataset replaced":
+        # the prepared increment was listed (the thread finished): kept, empty, after the old
+        assert _incrs_on_disk(p) == [1, 2]
+        assert os.path.getsize(p.layout.path("appendonly.aof.2.incr.aof")) == 0

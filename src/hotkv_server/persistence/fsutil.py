@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 
 
 def fsync_dir(path: str) -> None:
@@ -22,11 +23,13 @@ def write_all(fd: int, data: bytes | bytearray | memoryview) -> None:
         view = view[written:]
 
 
-def atomic_write(path: str, data: bytes) -> None:
+def atomic_write(path: str, data: bytes, *, renamed: Callable[[], None] | None = None) -> None:
     """Replace ``path`` with ``data``: temp file, fsync, rename, fsync the directory.
 
     A crash at any point leaves either the old content or the new one under ``path``.
     The temp file is named ``temp-<name>`` so that startup clean-up recognises it.
+    ``renamed`` is called once the new content has the name: a failure after it (the
+    directory's fsync) leaves either content possible after a crash.
     """
     directory, name = os.path.split(path)
     tmp = os.path.join(directory, f"temp-{name}")
@@ -37,6 +40,8 @@ def atomic_write(path: str, data: bytes) -> None:
     finally:
         os.close(fd)
     os.replace(tmp, path)
+    if renamed is not None:
+        renamed()
     fsync_dir(directory or ".")
 
 

@@ -17,6 +17,18 @@ the loop has adopted the result (``reap``, woken by the thread). Writes that arr
 meanwhile go to the new increment, which both the old and the new manifest list, so the
 directory is loadable at every step. Nothing else touches the manifest while a job runs
 (SAVE and another rewrite are refused; ``kill`` waits for the thread).
+
+The start's file steps run on a thread too, ``Prepare`` (the normal case: the AOF is on and
+the files describe the memory): the new increment is created and the directory fsynced,
+then the manifest ``[base, old increments, new increment]`` is written (fsync, rename,
+directory fsync), while the loop goes on writing records to the old increment. That is
+safe at every instant: until the new manifest is durable the new file is empty and listed
+nowhere (startup removes it), and once it is, replay reads the old increment before the
+new, still empty one. When the thread is done the loop (``_prepared``, one callback)
+writes out the old increment's buffer, forks and makes the new increment the open one,
+with nothing in between: the child's snapshot is exactly the records before the switch.
+The job counts as running from the request on (a second rewrite, SAVE and BGSAVE are
+refused); ``kill`` waits for the thread and keeps writing to the old increment.
 """
 
 from __future__ import annotations
@@ -81,14 +93,48 @@ class Install:
     seconds: float = 0.0  # how long the file steps took (off the loop, for a background job)
 
 
+@dataclass
+class Prepare:
+    """A start's file steps (``prepare_files``), run on a thread before the fork, and how
+    far they got. The job counts as running meanwhile."""
+
+    kind: str
+    why: str
+    name: str  # the new increment's file name
+    seq: int
+    manifest: Manifest  # the current one plus the new increment
+    old: AofFile  # the increment the loop writes meanwhile (and until the fork)
+    started: float = field(default_factory=time.monotonic)
+    done: threading.Event = field(default_factory=threading.Event)
+    fd: int = -1  # the new increment, created (and the directory fsynced, if ``synced``)
+    synced: bool = False
+    written: bool = False  # the manifest naming it has its name (durable unless ``error``)
+    error: OSError | None = None
+    seconds: float = 0.0  # how long the file steps took, off the loop
+
+
+def prepare_files(layout: Layout, prep: Prepare) -> None:
+    """Create the new increment, fsync the directory, then write the manifest that lists
+    it after the old ones. Only files and ``prep``: any thread may run it."""
+    began = time.monotonic()
+    try:
+        prep.fd = os.open(layout.path(prep.name),
+                          os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC | os.O_CREAT | os.O_EXCL, 0o644)
+        fsync_dir(layout.aof_dir)
+        prep.synced = True
+        layout.write_manifest(prep.manifest, renamed=lambda: setattr(prep, "written", True))
+    except OSError as exc:
+        prep.error = exc
+    prep.seconds = time.monotonic() - began
+
+
 def install_files(layout: Layout, install: Install) -> None:
     """Manifest first, renames after: a crash in between leaves a manifest naming files
     that exist as ``temp-<name>``, which startup renames. The replaced files are listed as
     history until they are deleted. Only files and ``install``: any thread may run it."""
     manifest = install.manifest
     began = time.monotonic()
-    layout.write_manifest(manifest)
-    install.written = True
+    layout.write_manifest(manifest, renamed=lambda: setattr(install, "written", True))
     for source, target in install.renames:
         os.replace(source, target)
     fsync_dir(layout.aof_dir)
@@ -114,6 +160,7 @@ class Jobs:
         self.writer = writer
         self.manifest: Manifest | None = None
         self.job: RewriteJob | None = None
+        self.preparing: Prepare | None = None  # a start waiting for its file steps
         self.next_base_seq = 1
         self.next_incr_seq = 1
         self.base_size = 0
@@ -127,6 +174,19 @@ class Jobs:
         self.saves = 0
         self.retry_delay = 0.0
         self.latest_fork_usec = 0  # the last fork's time on the loop (the log line)
+
+    @property
+    def busy(self) -> bool:
+        """A job runs (from the request on: its start's file steps count)."""
+        return self.job is not None or self.preparing is not None
+
+    def running(self) -> tuple[str, float] | None:
+        """The running job's kind ("rewrite", "bgsave") and start (monotonic), if any."""
+        if self.job is not None:
+            return self.job.kind, self.job.started
+        if self.preparing is not None:
+            return self.preparing.kind, self.preparing.started
+        return None
 
     def aof_current_size(self) -> int:
         aof = self.writer.aof
@@ -145,13 +205,103 @@ class Jobs:
 
     # --- background rewrite ---------------------------------------------------------------
     def start(self, kind: str, why: str, *, fresh: bool = False) -> None:
-        """Switch to a new increment and fork the child writing the base (see module doc)."""
-        if self.job is not None:
+        """Switch to a new increment and fork the child writing the base (see module doc):
+        in the normal case after the new increment's file steps, on a thread."""
+        if self.busy:
             raise StartFailed("a background rewrite is already running")
+        writer = self.writer
+        fresh = writer.aof_on and (fresh or writer.need_fresh)
+        old = writer.aof
+        if writer.aof_on and not fresh and old is not None:
+            try:
+                loop = asyncio.get_running_loop()
+            except RuntimeError:  # driven without a loop (tests): the steps inline
+                loop = None
+            if loop is not None:
+                self._prepare(kind, why, old, loop)
+                return
+        self._start_now(kind, why, fresh)
+
+    def _prepare(self, kind: str, why: str, old: AofFile, loop: asyncio.AbstractEventLoop) -> None:
+        """Start the thread of the new increment's file steps; ``_prepared`` forks after."""
+        seq = self.next_incr_seq
+        self.next_incr_seq += 1
+        name = self.layout.incr_name(seq)
+        current = self.manifest or Manifest()
+        prep = self.preparing = Prepare(kind, why, name, seq,
+                                        Manifest(current.base, [*current.incrs, Entry(name, seq, "i")]), old)
+        wake = _waker(loop, self.reap)
+
+        def run() -> None:
+            try:
+                prepare_files(self.layout, prep)
+            finally:
+                prep.done.set()
+                wake()
+
+        threading.Thread(target=run, name="hotkv-aof-prepare", daemon=True).start()
+
+    def _prepared(self, prep: Prepare) -> None:
+        """On the loop, once the file steps are done: write out the old increment, fork and
+        switch to the new one at once (or give the prepared file up, see ``_abandon``)."""
+        self.preparing = None
+        writer = self.writer
+        if prep.error is not None:
+            self._abandon(prep)
+            self._start_failed(prep.kind, f"can't create {prep.name} and the manifest listing it: "
+                                          f"{prep.error.strerror or prep.error}")
+            return
+        if writer.aof is not prep.old or not writer.aof_on:  # (kill gives it up first)
+            self._abandon(prep)
+            return
+        if writer.need_fresh:
+            # a write failed meanwhile: the old increment may not cover the memory any more
+            self._abandon(prep)
+            self.try_start(prep.kind, prep.why, fresh=True)
+            return
+        began = time.perf_counter()
+        old = prep.old
+        if old.pending and not writer.flush(old, strict=False):
+            self._abandon(prep)
+            self._start_failed(prep.kind, self.core.write_error or "the AOF can't be written")
+            return
+        self.manifest = prep.manifest
+        self.old_incr_size += old.size
+        new = AofFile(self.layout.path(prep.name), prep.fd, 0)
+        self._fork(prep.kind, prep.why, new, prep.seq, fresh=False, began=began,
+                   off_loop_ms=prep.seconds * 1000)
+
+    def _abandon(self, prep: Prepare) -> None:
+        """Give up a prepared increment and keep writing to the old one. If the manifest
+        naming it may be on disk, the empty file stays (listed after the old increment,
+        it replays as nothing); else it is removed."""
+        if prep.fd >= 0:
+            try:
+                os.close(prep.fd)
+            except OSError:
+                pass
+        if prep.written:
+            self.manifest = prep.manifest
+        else:  # its number is free again (a gap in the manifest's numbers means damage)
+            if prep.fd >= 0:
+                unlink(self.layout.path(prep.name))
+            self.next_incr_seq = prep.seq
+
+    def _start_failed(self, kind: str, message: str) -> None:
+        """A start that failed after the request was answered: logged, counted and backed
+        off, as a failed fork (Redis sets aof_last_bgrewrite_status to err)."""
+        log.warning("Can't start the background %s: %s", "save" if kind == "bgsave" else "rewrite",
+                    message)
+        if kind == "bgsave":
+            self.last_bgsave_status = "err"
+        self.last_rewrite_status = "err"
+        self.back_off()
+
+    def _start_now(self, kind: str, why: str, fresh: bool) -> None:
+        """The start on the loop: AOF off, a fresh rewrite, or driven without a loop."""
         began = time.perf_counter()
         layout = self.layout
         writer = self.writer
-        fresh = writer.aof_on and (fresh or writer.need_fresh)
         old = writer.aof
         new: AofFile | None = None
         incr_seq = 0
@@ -168,16 +318,30 @@ class Jobs:
                 new = self._open_new_file(name, exclusive=True)
                 current = self.manifest or Manifest()
                 manifest = Manifest(current.base, [*current.incrs, Entry(name, incr_seq, "i")])
+                written: list[bool] = []
                 try:
-                    layout.write_manifest(manifest)
+                    layout.write_manifest(manifest, renamed=lambda: written.append(True))
                 except OSError as exc:
                     os.close(new.fd)
-                    unlink(new.path)
+                    if written:  # it may be on disk: the empty file stays, listed after the old
+                        self.manifest = manifest
+                        self.next_incr_seq += 1
+                    else:
+                        unlink(new.path)
                     raise StartFailed(f"can't write the manifest: {exc}") from None
                 self.manifest = manifest
                 if old is not None:
                     self.old_incr_size += old.size
             self.next_incr_seq += 1
+        self._fork(kind, why, new, incr_seq, fresh=fresh, began=began)
+
+    def _fork(self, kind: str, why: str, new: AofFile | None, incr_seq: int, *, fresh: bool,
+              began: float, off_loop_ms: float | None = None) -> None:
+        """Fork the child and make ``new`` (if any) the open increment, at once. Raises
+        StartFailed if the fork fails (``new``, listed already unless fresh, is kept) or,
+        after a start off the loop (``off_loop_ms``), counts the failure."""
+        layout = self.layout
+        writer = self.writer
         base_seq = self.next_base_seq
         self.next_base_seq += 1
         temp_base = layout.temp_name(layout.base_name(base_seq))
@@ -196,14 +360,23 @@ class Jobs:
                 # the records before this instant are in the old file (or, fresh, in the base)
                 writer.replace(new, fsync_old=not fresh)
         if error is not None:
+            if off_loop_ms is not None:  # answered already: logged and counted
+                self._start_failed(kind, error)
+                return
             raise StartFailed(error)
         self.job = RewriteJob(pid, read_fd, base_seq, incr_seq, time.monotonic(), self.core.dirty,
                               kind, fresh, writer.failures)
+        what = "saving" if kind == "bgsave" else "append only file rewriting"
+        fork_ms = self.latest_fork_usec / 1000
+        loop_ms = (forked - began) * 1000
         log.info("%s", why)
-        log.info("Background %s started by pid %d (fork %.1f ms, after %.1f ms creating the "
-                 "new increment and its manifest)",
-                 "saving" if kind == "bgsave" else "append only file rewriting", pid,
-                 self.latest_fork_usec / 1000, (forked - began) * 1000)
+        if off_loop_ms is None:
+            log.info("Background %s started by pid %d (fork %.1f ms, after %.1f ms creating the "
+                     "new increment and its manifest)", what, pid, fork_ms, loop_ms)
+        else:
+            log.info("Background %s started by pid %d (fork %.1f ms, after %.1f ms writing out "
+                     "the old increment; the new increment and its manifest took %.1f ms off "
+                     "the loop)", what, pid, fork_ms, loop_ms, off_loop_ms)
 
     def _open_new_file(self, name: str, *, exclusive: bool) -> AofFile:
         try:
@@ -219,8 +392,14 @@ class Jobs:
         return new
 
     def reap(self) -> None:
-        """From the cron: collect a finished child and start installing its base (or count
-        its error); adopt a finished install."""
+        """From the cron (and the threads' wake-ups): fork once a start's file steps are
+        done; collect a finished child and start installing its base (or count its error);
+        adopt a finished install."""
+        prep = self.preparing
+        if prep is not None:
+            if prep.done.is_set():
+                self._prepared(prep)
+            return
         job = self.job
         if job is None:
             return
@@ -329,7 +508,15 @@ class Jobs:
 
     def kill(self) -> None:
         """Stop a running child and drop its unfinished base; an install that has begun
-        is waited for and adopted instead (its base is complete)."""
+        is waited for and adopted instead (its base is complete); a start still in its file
+        steps is waited for and given up (the old increment stays the open one)."""
+        prep = self.preparing
+        if prep is not None:
+            prep.done.wait()
+            self.preparing = None
+            self._abandon(prep)
+            log.info("Cancelled the background %s before its fork", prep.kind)
+            return
         job = self.job
         if job is None:
             return

@@ -231,7 +231,7 @@ class Persistence(Subsystem):
         writer.tick(now)
         if writer.aof is not None:
             if writer.need_fresh:
-                if jobs.job is None and now >= writer.retry_at:
+                if not jobs.busy and now >= writer.retry_at:
                     jobs.try_start("rewrite", "Rebuilding the AOF from memory", fresh=True)
             elif not writer.write_failing:
                 self._maybe_auto_rewrite(now)
@@ -241,7 +241,7 @@ class Persistence(Subsystem):
         config = self.core.config
         percentage = config.auto_aof_rewrite_percentage
         jobs = self.jobs
-        if not percentage or jobs.job is not None or now < self.writer.retry_at:
+        if not percentage or jobs.busy or now < self.writer.retry_at:
             return
         current = jobs.aof_current_size()
         if current < config.auto_aof_rewrite_min_size:
@@ -254,7 +254,7 @@ class Persistence(Subsystem):
     def _maybe_save_point(self, now: float) -> None:
         params = self.core.config.save.split()
         jobs = self.jobs
-        if not params or jobs.job is not None or now < self.writer.retry_at or len(params) % 2:
+        if not params or jobs.busy or now < self.writer.retry_at or len(params) % 2:
             return
         elapsed = time.time() - jobs.lastsave
         for i in range(0, len(params), 2):
@@ -268,7 +268,7 @@ class Persistence(Subsystem):
 
     # --- commands (core.persistence) -----------------------------------------------
     def save(self) -> str:
-        if self.jobs.job is not None:
+        if self.jobs.busy:
             raise RequestRefused(SAVE_IN_PROGRESS)
         try:
             self.jobs.save_foreground()
@@ -279,13 +279,13 @@ class Persistence(Subsystem):
         return "OK"
 
     def bgsave(self) -> str:
-        if self.jobs.job is not None:
+        if self.jobs.busy:
             raise RequestRefused(SAVE_IN_PROGRESS)
         self._start_or_error("bgsave", "Background saving requested by a client")
         return "Background saving started"
 
     def bgrewrite(self) -> str:
-        if self.jobs.job is not None:
+        if self.jobs.busy:
             raise RequestRefused(REWRITE_IN_PROGRESS)
         self._start_or_error("rewrite", "Background append only file rewriting requested by a client")
         return "Background append only file rewriting started"
@@ -361,22 +361,22 @@ class Persistence(Subsystem):
         core = self.core
         jobs = self.jobs
         writer = self.writer
-        job = jobs.job
+        running = jobs.running()
         now = time.monotonic()
         aof = writer.aof
         fields: list[tuple[str, Any]] = [
             ("loading", int(core.loading)),
             ("async_loading", 0),
             ("rdb_changes_since_last_save", core.dirty),
-            ("rdb_bgsave_in_progress", int(job is not None and job.kind == "bgsave")),
+            ("rdb_bgsave_in_progress", int(running is not None and running[0] == "bgsave")),
             ("rdb_last_save_time", int(jobs.lastsave)),
             ("rdb_last_bgsave_status", jobs.last_bgsave_status),
             ("rdb_saves", jobs.saves),
             ("aof_enabled", int(writer.aof_on)),
-            ("aof_rewrite_in_progress", int(job is not None)),
-            ("aof_rewrite_scheduled", int(writer.need_fresh and job is None)),
+            ("aof_rewrite_in_progress", int(running is not None)),
+            ("aof_rewrite_scheduled", int(writer.need_fresh and running is None)),
             ("aof_last_rewrite_time_sec", jobs.last_rewrite_time_s),
-            ("aof_current_rewrite_time_sec", int(now - job.started) if job is not None else -1),
+            ("aof_current_rewrite_time_sec", int(now - running[1]) if running is not None else -1),
             ("aof_last_bgrewrite_status", jobs.last_rewrite_status),
             ("aof_last_rewrite_status", jobs.last_rewrite_status),
             ("aof_rewrites", jobs.rewrites),

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from hotkv_server.persistence.fsutil import atomic_write
@@ -167,8 +168,9 @@ class Layout:
                 manifest.incrs.append(entry)
         return manifest
 
-    def write_manifest(self, manifest: Manifest) -> None:
-        atomic_write(self.manifest_path, manifest.render())
+    def write_manifest(self, manifest: Manifest, *, renamed: Callable[[], None] | None = None) -> None:
+        """Replace the manifest atomically; ``renamed`` as in ``fsutil.atomic_write``."""
+        atomic_write(self.manifest_path, manifest.render(), renamed=renamed)
 
     def check_files_exist(self, manifest: Manifest) -> None:
         for entry in manifest.entries():
