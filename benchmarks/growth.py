@@ -349,11 +349,15 @@ def ping_stall(r: redis.Redis, action: Callable[[], Any] | None, seconds: float,
 def rewrite_steps(log_text: str) -> dict[str, float | None]:
     """The last rewrite's fork time on the loop and its install time (off the loop), from
     the server's log lines (None when the server does not log them)."""
-    fork = re.findall(r"rewriting started by pid \d+ \(fork ([\d.]+) ms, after ([\d.]+) ms",
+    fork = re.findall(r"rewriting started by pid \d+ \(fork ([\d.]+) ms, after ([\d.]+) ms"
+                      r"(?:[^;)]*; the new increment and its manifest took ([\d.]+) ms off)?",
                       log_text)
     install = re.findall(r"installed off the loop in ([\d.]+) ms", log_text)
     return {"hotkv_fork_ms": float(fork[-1][0]) if fork else None,
+            # on the loop before the fork: the file work (older servers), or only the old
+            # increment's write-out when the file work ran on a thread (then the next key)
             "hotkv_start_files_ms": float(fork[-1][1]) if fork else None,
+            "hotkv_start_off_loop_ms": float(fork[-1][2]) if fork and fork[-1][2] else None,
             "hotkv_install_ms": float(install[-1]) if install else None}
 
 
@@ -393,9 +397,10 @@ def restart_and_rewrite(objects: int, python: str, redis_bin: str,
                     f"{out[f'{kind}_rewrite_s']:.2f} s, longest PING {stall:.1f} ms "
                     f"({pings:,} pings; without a rewrite {floor:.1f} ms) load {loadavg()}; "
                     f"worst (ms after BGREWRITEAOF, ms): {worst}"
-                    + (f"; on the loop: new increment and manifest "
-                       f"{out['hotkv_start_files_ms']} ms, fork {out['hotkv_fork_ms']} ms; "
-                       f"install (off the loop) {out['hotkv_install_ms']} ms"
+                    + (f"; on the loop: before the fork {out['hotkv_start_files_ms']} ms, "
+                       f"fork {out['hotkv_fork_ms']} ms; off the loop: new increment and "
+                       f"manifest {out['hotkv_start_off_loop_ms']} ms, "
+                       f"install {out['hotkv_install_ms']} ms"
                        if kind == "hotkv" else ""))
                 extra = int(objects * 0.1)
                 send(r, (mixed if kind == "hotkv" else mixed_redis)(extra, offset=objects))
