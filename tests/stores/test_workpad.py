@@ -93,3 +93,18 @@ def test_big_values_and_binary_keys_through_the_store() -> None:
     copy.restore(store.snapshot())
     assert store.snapshot() == copy.snapshot()
     assert copy.ttl(b"s", b"big", T0) == 100
+
+
+def test_deadlines_set_while_packed_still_expire_after_the_move_to_a_dict() -> None:
+    store = WorkingStore()
+    for i in range(6):
+        store.apply(["work.set", b"s", b"t%d" % i, b"v" * 40, T0 + 10 + i])
+    store.apply(["work.set", b"s", b"big", b"z" * 2000, None])
+    pad = store.sessions[b"s"]
+    assert not pad.packed
+    assert store.ttl(b"s", b"t3", T0) == 13
+    assert store.purge_expired(T0 + 12, 100) == 3
+    assert pad.keys() == [b"t3", b"t4", b"t5", b"big"]
+    assert store.length(b"s", T0 + 14) == 2  # lazily: t3 and t4 are past
+    assert store.purge_expired(T0 + 20, 100) == 3
+    assert store.items(b"s", T0 + 20) == {b"big": b"z" * 2000}

@@ -14,6 +14,9 @@ Active expiry uses one heap of ``(deadline, session, key)`` entries (key ``b""``
 ``is_session`` for session deadlines) validated against the current deadline when popped,
 and rebuilt whenever it has doubled since the last rebuild (dropping stale entries).
 
+A session's notes are one packed bytes buffer while small, then a dict (``Scratchpad`` in
+``stores/workpad.py``); neither the records nor the snapshot rows depend on the form.
+
 The MERGE arithmetic lives here too (``merge``): it is pure and tested against a model.
 """
 

@@ -146,7 +146,11 @@ class Scratchpad:
             packed = b"".join((head, probe, value, end, tail))
         if len(packed) > PACKED_BYTES:
             flat = unpack(packed)
-            self._map = dict(zip(flat[::2], flat[1::2], strict=True))
+            keys = flat[::2]
+            if self.deadlines:  # the keys the deadlines and the expiry heap hold: shared
+                same = {k: k for k in self.deadlines}
+                keys = [same.get(k, k) for k in keys]
+            self._map = dict(zip(keys, flat[1::2], strict=True))
             self._packed = _EMPTY
         else:
             self._packed = packed
