@@ -224,6 +224,14 @@ class Gen:
             return ["PERSIST", self.k()]
         if r == 7:
             flag = [self.one("NX", "XX", "GT", "LT")] if self.p(0.4) else []
+            if flag and flag[0] in ("GT", "LT"):
+                # a deadline a few ms after the same relative one (PEXPIRE k 200000 twice)
+                # is later or equal depending on whether a millisecond passed between: GT
+                # and LT compare absolute ones, far from every relative deadline (~2029)
+                at = self.one("4102444800", "4102444900", "-1", "x")
+                if self.p(0.5):
+                    return ["EXPIREAT", self.k(), at, *flag]
+                return ["PEXPIREAT", self.k(), at + "000" * (at[0] == "4"), *flag]
             seconds = self.one("100000", "200000", "100000", "-1", "0", "x")
             return [self.one("EXPIRE", "PEXPIRE"), self.k(), seconds + "000" * self.p(0.3), *flag]
         if r == 8:

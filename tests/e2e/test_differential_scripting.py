@@ -40,6 +40,10 @@ SCRIPTS: list[tuple[str, list[str], list[str]]] = [
     ("return {ok = 'x', err = 'y'}", [], []),
     ("return {double = 1.5}", [], []),
     ("return {double = 3}", [], []),
+    # Redis 7.0 prints a script's doubles with %.17g (1.1000000000000001), nested ones too
+    ("return {double = 1.1}", [], []),
+    ("redis.setresp(3); return {double = 1/3}", [], []),
+    ("return {1.1, {double = 0.1}}", [], []),
     ("return {map = {a = 1}}", [], []),
     ("return {set = {a = true}}", [], []),
     ("return {big_number = '123456789012345678901234567890'}", [], []),

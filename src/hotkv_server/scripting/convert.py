@@ -39,6 +39,7 @@ from lupa.lua51 import lua_type
 
 from hotkv_server.engine.replies import (
     NULL_ARRAY,
+    Double,
     ErrorReply,
     Push,
     Raw,
@@ -226,7 +227,7 @@ class FromLua:
             return Simple(ok.decode("utf-8", "replace").replace("\r", " ").replace("\n", " "))
         double = table[b"double"]
         if type(double) in (int, float):
-            return float(double)
+            return Double(double)  # Redis 7.0 prints a script's double with %.17g
         big = table[b"big_number"]
         if type(big) is bytes:
             text = big.decode("utf-8", "replace")

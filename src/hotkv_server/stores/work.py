@@ -14,6 +14,9 @@ Active expiry uses one heap of ``(deadline, session, key)`` entries (key ``b""``
 ``is_session`` for session deadlines) validated against the current deadline when popped,
 and rebuilt whenever it has doubled since the last rebuild (dropping stale entries).
 
+A session's notes are one packed bytes buffer while small, then a dict (``Scratchpad`` in
+``stores/workpad.py``); neither the records nor the snapshot rows depend on the form.
+
 The MERGE arithmetic lives here too (``merge``): it is pure and tested against a model.
 """
 
@@ -24,43 +27,17 @@ import json
 import math
 import re
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 from decimal import Decimal, localcontext
 from typing import Any
 
 from hotkv_server.stores.base import Store
 from hotkv_server.stores.work_effects import WorkClear, WorkDel, WorkExpire, WorkSet
+from hotkv_server.stores.workpad import Scratchpad
 
 MERGE_MODES: tuple[bytes, ...] = (b"REPLACE", b"APPEND", b"INCR", b"MAX", b"MIN")
 
 #: a stale-entry allowance before the expiry heap is rebuilt from the live deadlines
 _HEAP_SLACK = 1024
-
-
-@dataclass(slots=True)
-class Scratchpad:
-    """One session's keys, their own deadlines, and the session's deadline."""
-
-    values: dict[bytes, bytes] = field(default_factory=dict)
-    deadlines: dict[bytes, int] = field(default_factory=dict)
-    expires_at: int | None = None
-
-    def alive(self, now_ms: int) -> bool:
-        return self.expires_at is None or self.expires_at > now_ms
-
-    def key_alive(self, key: bytes, now_ms: int) -> bool:
-        if key not in self.values:
-            return False
-        deadline = self.deadlines.get(key)
-        return deadline is None or deadline > now_ms
-
-    def live_items(self, now_ms: int) -> dict[bytes, bytes]:
-        deadlines = self.deadlines
-        if not deadlines:
-            return dict(self.values)
-        return {
-            k: v for k, v in self.values.items() if (d := deadlines.get(k)) is None or d > now_ms
-        }
 
 
 class WorkingStore(Store):
@@ -84,10 +61,18 @@ class WorkingStore(Store):
         return pad
 
     def get(self, session: bytes, key: bytes, now_ms: int) -> bytes | None:
-        pad = self.pad(session, now_ms)
-        if pad is None or not pad.key_alive(key, now_ms):
+        pad = self.sessions.get(session)
+        if pad is None:
             return None
-        return pad.values[key]
+        at = pad.expires_at
+        if at is not None and at <= now_ms:
+            return None
+        deadlines = pad.deadlines
+        if deadlines is not None:
+            deadline = deadlines.get(key)
+            if deadline is not None and deadline <= now_ms:
+                return None
+        return pad.get(key)
 
     def items(self, session: bytes, now_ms: int) -> dict[bytes, bytes]:
         pad = self.pad(session, now_ms)
@@ -97,16 +82,17 @@ class WorkingStore(Store):
         pad = self.pad(session, now_ms)
         if pad is None:
             return 0
-        if not pad.deadlines:
-            return len(pad.values)
-        return sum(1 for k in pad.values if pad.key_alive(k, now_ms))
+        deadlines = pad.deadlines
+        if not deadlines:
+            return len(pad)
+        return len(pad) - sum(1 for d in deadlines.values() if d <= now_ms)
 
     def key_deadline(self, session: bytes, key: bytes, now_ms: int) -> int | None:
         """The key's own deadline (not the session's); None without one or when missing."""
         pad = self.pad(session, now_ms)
         if pad is None or not pad.key_alive(key, now_ms):
             return None
-        return pad.deadlines.get(key)
+        return pad.deadline(key)
 
     def ttl(self, session: bytes, key: bytes, now_ms: int) -> int:
         """Ms left for the key (the earlier of its and its session's deadline), -1 none,
@@ -114,7 +100,7 @@ class WorkingStore(Store):
         pad = self.pad(session, now_ms)
         if pad is None or not pad.key_alive(key, now_ms):
             return -2
-        deadlines = [d for d in (pad.deadlines.get(key), pad.expires_at) if d is not None]
+        deadlines = [d for d in (pad.deadline(key), pad.expires_at) if d is not None]
         if not deadlines:
             return -1
         return min(deadlines) - now_ms
@@ -140,11 +126,12 @@ class WorkingStore(Store):
         pad = self.sessions.get(session)
         if pad is None:
             pad = self.sessions[session] = Scratchpad()
-        pad.values[key] = effect.value
+        pad.set(key, effect.value)
         if expires_at is None:
-            pad.deadlines.pop(key, None)
+            if pad.deadlines is not None:
+                pad.drop_deadline(key)
         else:
-            pad.deadlines[key] = expires_at
+            pad.set_deadline(key, expires_at)
             self._push((expires_at, session, key, False))
 
     def _apply_del(self, effect: WorkDel) -> int:
@@ -162,10 +149,9 @@ class WorkingStore(Store):
             return 0
         removed = 0
         for key in keys:
-            if pad.values.pop(key, None) is not None:
-                pad.deadlines.pop(key, None)
+            if pad.pop(key) is not None:
                 removed += 1
-        if not pad.values:
+        if not pad:
             del self.sessions[session]
         return removed
 
@@ -179,7 +165,7 @@ class WorkingStore(Store):
 
     def _clear_session(self, session: bytes) -> int:
         pad = self.sessions.pop(session, None)
-        return 0 if pad is None else len(pad.values)
+        return 0 if pad is None else len(pad)
 
     def _push(self, entry: tuple[int, bytes, bytes, bool]) -> None:
         heapq.heappush(self._heap, entry)
@@ -193,7 +179,8 @@ class WorkingStore(Store):
         for session, pad in self.sessions.items():
             if pad.expires_at is not None:
                 heap.append((pad.expires_at, session, b"", True))
-            heap.extend((d, session, k, False) for k, d in pad.deadlines.items())
+            if pad.deadlines is not None:
+                heap.extend((d, session, k, False) for k, d in pad.deadlines.items())
         heapq.heapify(heap)
         self._heap = heap
         self._rebuild_at = max(2 * len(heap), _HEAP_SLACK)
@@ -211,16 +198,15 @@ class WorkingStore(Store):
             if is_session:
                 if pad.expires_at == deadline:
                     del self.sessions[session]
-                    removed += len(pad.values)
+                    removed += len(pad)
                     if hook is not None:
                         hook("work", session, None)
-            elif pad.deadlines.get(key) == deadline:
-                del pad.values[key]
-                del pad.deadlines[key]
+            elif pad.deadline(key) == deadline:
+                pad.pop(key)
                 removed += 1
                 if hook is not None:
                     hook("work", session, key)
-                if not pad.values:
+                if not pad:
                     del self.sessions[session]
         return removed
 
@@ -230,7 +216,7 @@ class WorkingStore(Store):
 
     def exists(self, ident: bytes, now_ms: int) -> bool:
         pad = self.pad(ident, now_ms)
-        return pad is not None and any(pad.key_alive(k, now_ms) for k in pad.values)
+        return pad is not None and self.length(ident, now_ms) > 0
 
     def clear(self) -> None:
         self.sessions.clear()
@@ -252,16 +238,12 @@ class WorkingStore(Store):
 
     @staticmethod
     def _row(pad: Scratchpad) -> list[Any]:
-        return [pad.expires_at, [[k, v, pad.deadlines.get(k)] for k, v in pad.values.items()]]
+        deadlines = pad.deadlines or {}
+        return [pad.expires_at, [[k, v, deadlines.get(k)] for k, v in pad.pairs()]]
 
     def _load_row(self, session: bytes, state: Any) -> None:
         expires_at, entries = state
-        pad = Scratchpad(expires_at=expires_at)
-        for key, value, deadline in entries:
-            pad.values[key] = value
-            if deadline is not None:
-                pad.deadlines[key] = deadline
-        self.sessions[session] = pad
+        self.sessions[session] = Scratchpad.loaded(expires_at, entries)
 
     def restore(self, state: Any) -> None:
         self.clear()
@@ -278,7 +260,7 @@ class WorkingStore(Store):
         pad = self.sessions[ident]
         if pad.expires_at is not None:
             self._push((pad.expires_at, ident, b"", True))
-        for key, deadline in pad.deadlines.items():
+        for key, deadline in (pad.deadlines or {}).items():
             self._push((deadline, ident, key, False))
 
     def drop_id(self, ident: bytes) -> None:
