@@ -19,7 +19,9 @@ import pytest
 
 from hotkv_server.engine.config import load_config
 from hotkv_server.engine.core import Core
+from hotkv_server.engine.deferred import Deferred
 from hotkv_server.engine.errors import RequestRefused
+from hotkv_server.engine.replies import ErrorReply
 from hotkv_server.persistence import jobs as jobs_module
 from hotkv_server.persistence.loader import Loader, read_checked_manifest
 from hotkv_server.persistence.manager import AofUnavailable, Persistence
@@ -391,17 +393,19 @@ def _incrs_on_disk(p: Persistence) -> list[int]:
 
 def test_writes_while_the_start_prepares_go_to_the_old_increment(
         make: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    """BGREWRITEAOF answers at once and counts as running while its thread creates the
-    new increment and the manifest; the loop's writes meanwhile go to the old increment
-    (loadable at every step), and the fork follows the thread's wake-up, without a tick."""
+    """BGREWRITEAOF counts as running while its thread creates the new increment and the
+    manifest, and its answer waits for the fork; the loop's writes meanwhile go to the old
+    increment (loadable at every step), and the fork follows the thread's wake-up, without
+    a tick."""
     p = make()
     write(p, kv(b"a", b"1"))
     entered, release = _hold_the_start(monkeypatch)
 
     async def scenario() -> None:
-        assert p.bgrewrite() == "Background append only file rewriting started"
+        answer = p.bgrewrite()
+        assert isinstance(answer, Deferred) and not answer.done
         await _until(entered.is_set)  # the new file exists; no manifest names it yet
-        assert p.jobs.preparing is not None and p.jobs.job is None
+        assert p.jobs.preparing is not None and p.jobs.job is None and not answer.done
         info = dict(p.info())
         assert info["aof_rewrite_in_progress"] == 1 and info["aof_current_rewrite_time_sec"] >= 0
         for refused in (p.bgrewrite, p.save, p.bgsave):
@@ -412,7 +416,9 @@ def test_writes_while_the_start_prepares_go_to_the_old_increment(
         assert os.path.getsize(p.layout.path("appendonly.aof.2.incr.aof")) == 0
         assert _incrs_on_disk(p) == [1] and reload(p) == [b"a", b"b"]
         release.set()
-        await _until(lambda: p.jobs.job is not None)  # forked on the wake-up
+        await _until(lambda: answer.done)  # answered once forked, on the wake-up
+        assert answer.value == "Background append only file rewriting started"
+        assert p.jobs.job is not None and p.jobs.job.pid > 0
         assert _incrs_on_disk(p) == [1, 2]
         assert p.aof is not None and p.aof.path == p.layout.path("appendonly.aof.2.incr.aof")
         write(p, kv(b"c", b"3"))  # after the fork: the new increment
@@ -429,19 +435,23 @@ def test_writes_while_the_start_prepares_go_to_the_old_increment(
 
 def test_a_failed_start_thread_is_counted_and_keeps_the_old_increment(
         make: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Disk full while creating the new increment: logged, aof_last_bgrewrite_status err,
-    backed off; the new file is removed and its number reused (no gap), the writes stay
-    in the old increment, and the next rewrite works."""
+    """Disk full while creating the new increment: answered with Redis's error, logged,
+    aof_last_bgrewrite_status err, backed off; the new file is removed and its number
+    reused (no gap), the writes stay in the old increment, and the next rewrite works."""
     p = make()
     write(p, kv(b"a", b"1"))
     entered, release = _hold_the_start(monkeypatch, error=OSError(28, "No space left on device"))
 
     async def failing() -> None:
-        assert p.bgrewrite() == "Background append only file rewriting started"
+        answer = p.bgrewrite()
+        assert isinstance(answer, Deferred)
         await _until(entered.is_set)
         write(p, kv(b"b", b"2"))
         release.set()
-        await _until(lambda: not p.jobs.busy, p)
+        await _until(lambda: answer.done)
+        assert isinstance(answer.value, ErrorReply)
+        assert answer.value.startswith("ERR Can't execute an AOF background rewriting.")
+        assert not p.jobs.busy and p.jobs.job is None
 
     asyncio.run(asyncio.wait_for(failing(), 60))
     info = dict(p.info())
@@ -516,7 +526,8 @@ def test_a_start_stopped_while_it_prepares(make: Any, monkeypatch: pytest.Monkey
     entered, release = _hold_the_start(monkeypatch)
 
     async def scenario() -> None:
-        p.bgrewrite()
+        answer = p.bgrewrite()
+        assert isinstance(answer, Deferred)
         await _until(entered.is_set)
         write(p, kv(b"b", b"2"))
         threading.Timer(0.1, release.set).start()
@@ -528,6 +539,12 @@ def test_a_start_stopped_while_it_prepares(make: Any, monkeypatch: pytest.Monkey
         else:
             p.dataset_replaced()  # a fresh rewrite starts at once, on the loop
             assert p.jobs.job is not None and p.jobs.job.fresh
+        # the client that asked learns the rewrite did not start, soon (never from inside
+        # the stopping call, which may be another client's command)
+        assert not answer.done
+        await _until(lambda: answer.done)
+        assert isinstance(answer.value, ErrorReply) and "AOF background rewriting" in answer.value
+        if stop == "dataset replaced":
             await _until(lambda: not p.jobs.busy, p)
 
     asyncio.run(asyncio.wait_for(scenario(), 60))

@@ -19,7 +19,7 @@ from hotkv_server.engine import errors
 from hotkv_server.engine.args import parse_float, parse_int
 from hotkv_server.engine.context import Context
 from hotkv_server.engine.core import PersistenceService
-from hotkv_server.engine.dispatch import NO_REPLY
+from hotkv_server.engine.dispatch import NO_REPLY, Deferred
 from hotkv_server.engine.errors import CommandError, RequestRefused
 from hotkv_server.engine.registry import alias, container, family, help_lines
 from hotkv_server.engine.replies import OK, Simple
@@ -76,12 +76,15 @@ def _persistence(ctx: Context) -> PersistenceService:
     return persistence
 
 
-def _persistence_call(ctx: Context, call: Callable[[PersistenceService], str | None], done: str) -> Any:
+def _persistence_call(ctx: Context, call: Callable[[PersistenceService], str | Deferred | None],
+                      done: str) -> Any:
     persistence = _persistence(ctx)
     try:
         result = call(persistence)
     except RequestRefused as exc:
         raise CommandError(exc.message) from None
+    if isinstance(result, Deferred):  # answered after the fork (or the start's failure)
+        return result
     return Simple(result) if isinstance(result, str) and result else Simple(done)
 
 
@@ -100,7 +103,10 @@ def bgsave(ctx: Context, argv: list[bytes]) -> Any:
     """BGSAVE [SCHEDULE]"""
     if len(argv) > 2 or (len(argv) == 2 and argv[1].upper() != b"SCHEDULE"):
         raise CommandError(errors.SYNTAX)
-    return _persistence_call(ctx, lambda p: p.bgsave(), "Background saving started")
+    # inside MULTI the block cannot stay open while the start's file steps run: answered
+    # once they are under way, a failure after that only in the log and INFO
+    wait = not ctx.core.effects.grouped
+    return _persistence_call(ctx, lambda p: p.bgsave(wait), "Background saving started")
 
 
 @command("bgrewriteaof", arity=1, flags="admin noscript no_async_loading",
@@ -117,8 +123,8 @@ def bgrewriteaof(ctx: Context, argv: list[bytes]) -> Any:
 
 def _scheduled_rewrite(persistence: PersistenceService) -> None:
     try:
-        persistence.bgrewrite()
-    except CommandError as exc:  # one already running: it covers what this one asked for
+        persistence.bgrewrite(wait=False)  # nobody waits: a failure is in the log and INFO
+    except RequestRefused as exc:  # one already running: it covers what this one asked for
         log.info("scheduled rewrite not started: %s", exc.message)
 
 

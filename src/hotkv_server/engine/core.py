@@ -27,6 +27,7 @@ from hotkv_server.stores.database import Database, default_database
 from hotkv_server.stores.hashes import set_listpack_limits
 
 if TYPE_CHECKING:
+    from hotkv_server.engine.deferred import Deferred
     from hotkv_server.engine.registry import CommandSpec
     from hotkv_server.engine.services import (
         EmbeddingService,
@@ -512,9 +513,13 @@ class PersistenceService(Protocol):
 
     def save(self) -> str | None: ...
 
-    def bgsave(self) -> str | None: ...
+    def bgsave(self, wait: bool = True) -> str | Deferred | None:
+        """A Deferred (``wait``) when the answer comes after the start's file steps."""
+        ...
 
-    def bgrewrite(self) -> str | None: ...
+    def bgrewrite(self, wait: bool = True) -> str | Deferred | None:
+        """As ``bgsave``."""
+        ...
 
     def dataset_replaced(self) -> None: ...
 

@@ -29,6 +29,11 @@ writes out the old increment's buffer, forks and makes the new increment the ope
 with nothing in between: the child's snapshot is exactly the records before the switch.
 The job counts as running from the request on (a second rewrite, SAVE and BGSAVE are
 refused); ``kill`` waits for the thread and keeps writing to the old increment.
+
+A client that asked (BGREWRITEAOF, BGSAVE) waits for the outcome: ``start`` returns the
+``Prepare`` and the caller adds a waiter to ``Prepare.waiters``, called once on the loop
+(soon after, never from inside ``_prepared`` or ``kill``) with None when the child has been
+forked, or with why the start failed or was given up.
 """
 
 from __future__ import annotations
@@ -58,6 +63,10 @@ log = logging.getLogger("hotkv")
 #: waits after a failed background rewrite before an automatic one is tried again (s)
 RETRY_MIN_S = 1.0
 RETRY_MAX_S = 60.0
+
+
+#: told once how a prepared start ended: None once the child runs, else why it did not start
+StartWaiter = Callable[[str | None], None]
 
 
 class StartFailed(Exception):
@@ -111,6 +120,7 @@ class Prepare:
     written: bool = False  # the manifest naming it has its name (durable unless ``error``)
     error: OSError | None = None
     seconds: float = 0.0  # how long the file steps took, off the loop
+    waiters: list[StartWaiter] = field(default_factory=list)  # the clients that asked
 
 
 def prepare_files(layout: Layout, prep: Prepare) -> None:
@@ -196,17 +206,22 @@ class Jobs:
         self.retry_delay = min(RETRY_MAX_S, max(RETRY_MIN_S, self.retry_delay * 2))
         self.writer.retry_at = time.monotonic() + self.retry_delay
 
-    def try_start(self, kind: str, why: str, *, fresh: bool = False) -> None:
+    def try_start(self, kind: str, why: str, *, fresh: bool = False) -> str | None:
+        """``start`` for the cron and other starts nobody waits for: a failure is logged and
+        backed off; returned too (None: started, or its file steps are under way)."""
         try:
             self.start(kind, why, fresh=fresh)
         except StartFailed as exc:
             log.warning("Can't start the background %s: %s", kind, exc)
             self.back_off()
+            return str(exc)
+        return None
 
     # --- background rewrite ---------------------------------------------------------------
-    def start(self, kind: str, why: str, *, fresh: bool = False) -> None:
+    def start(self, kind: str, why: str, *, fresh: bool = False) -> Prepare | None:
         """Switch to a new increment and fork the child writing the base (see module doc):
-        in the normal case after the new increment's file steps, on a thread."""
+        in the normal case after the new increment's file steps, on a thread; the
+        ``Prepare`` of those is returned then (None: the child runs already)."""
         if self.busy:
             raise StartFailed("a background rewrite is already running")
         writer = self.writer
@@ -218,11 +233,11 @@ class Jobs:
             except RuntimeError:  # driven without a loop (tests): the steps inline
                 loop = None
             if loop is not None:
-                self._prepare(kind, why, old, loop)
-                return
+                return self._prepare(kind, why, old, loop)
         self._start_now(kind, why, fresh)
+        return None
 
-    def _prepare(self, kind: str, why: str, old: AofFile, loop: asyncio.AbstractEventLoop) -> None:
+    def _prepare(self, kind: str, why: str, old: AofFile, loop: asyncio.AbstractEventLoop) -> Prepare:
         """Start the thread of the new increment's file steps; ``_prepared`` forks after."""
         seq = self.next_incr_seq
         self.next_incr_seq += 1
@@ -240,36 +255,40 @@ class Jobs:
                 wake()
 
         threading.Thread(target=run, name="hotkv-aof-prepare", daemon=True).start()
+        return prep
 
     def _prepared(self, prep: Prepare) -> None:
-        """On the loop, once the file steps are done: write out the old increment, fork and
-        switch to the new one at once (or give the prepared file up, see ``_abandon``)."""
+        """On the loop, once the file steps are done: fork (``_fork_prepared``), then tell
+        the waiting clients how it went."""
         self.preparing = None
+        _tell(prep, self._fork_prepared(prep))
+
+    def _fork_prepared(self, prep: Prepare) -> str | None:
+        """Write out the old increment, fork and switch to the new one at once (or give the
+        prepared file up, see ``_abandon``). None once the child runs, else why not (a
+        failure is logged and counted)."""
         writer = self.writer
         if prep.error is not None:
             self._abandon(prep)
-            self._start_failed(prep.kind, f"can't create {prep.name} and the manifest listing it: "
-                                          f"{prep.error.strerror or prep.error}")
-            return
+            return self._start_failed(prep.kind, f"can't create {prep.name} and the manifest "
+                                                 f"listing it: {prep.error.strerror or prep.error}")
         if writer.aof is not prep.old or not writer.aof_on:  # (kill gives it up first)
             self._abandon(prep)
-            return
+            return "the AOF was switched off before the fork"
         if writer.need_fresh:
             # a write failed meanwhile: the old increment may not cover the memory any more
             self._abandon(prep)
-            self.try_start(prep.kind, prep.why, fresh=True)
-            return
+            return self.try_start(prep.kind, prep.why, fresh=True)
         began = time.perf_counter()
         old = prep.old
         if old.pending and not writer.flush(old, strict=False):
             self._abandon(prep)
-            self._start_failed(prep.kind, self.core.write_error or "the AOF can't be written")
-            return
+            return self._start_failed(prep.kind, self.core.write_error or "the AOF can't be written")
         self.manifest = prep.manifest
         self.old_incr_size += old.size
         new = AofFile(self.layout.path(prep.name), prep.fd, 0)
-        self._fork(prep.kind, prep.why, new, prep.seq, fresh=False, began=began,
-                   off_loop_ms=prep.seconds * 1000)
+        return self._fork(prep.kind, prep.why, new, prep.seq, fresh=False, began=began,
+                          off_loop_ms=prep.seconds * 1000)
 
     def _abandon(self, prep: Prepare) -> None:
         """Give up a prepared increment and keep writing to the old one. If the manifest
@@ -287,15 +306,16 @@ class Jobs:
                 unlink(self.layout.path(prep.name))
             self.next_incr_seq = prep.seq
 
-    def _start_failed(self, kind: str, message: str) -> None:
-        """A start that failed after the request was answered: logged, counted and backed
-        off, as a failed fork (Redis sets aof_last_bgrewrite_status to err)."""
+    def _start_failed(self, kind: str, message: str) -> str:
+        """A start that failed after its file steps: logged, counted and backed off, as a
+        failed fork (Redis sets aof_last_bgrewrite_status to err); ``message`` returned."""
         log.warning("Can't start the background %s: %s", "save" if kind == "bgsave" else "rewrite",
                     message)
         if kind == "bgsave":
             self.last_bgsave_status = "err"
         self.last_rewrite_status = "err"
         self.back_off()
+        return message
 
     def _start_now(self, kind: str, why: str, fresh: bool) -> None:
         """The start on the loop: AOF off, a fresh rewrite, or driven without a loop."""
@@ -336,10 +356,10 @@ class Jobs:
         self._fork(kind, why, new, incr_seq, fresh=fresh, began=began)
 
     def _fork(self, kind: str, why: str, new: AofFile | None, incr_seq: int, *, fresh: bool,
-              began: float, off_loop_ms: float | None = None) -> None:
+              began: float, off_loop_ms: float | None = None) -> str | None:
         """Fork the child and make ``new`` (if any) the open increment, at once. Raises
         StartFailed if the fork fails (``new``, listed already unless fresh, is kept) or,
-        after a start off the loop (``off_loop_ms``), counts the failure."""
+        after a start off the loop (``off_loop_ms``), counts the failure and returns it."""
         layout = self.layout
         writer = self.writer
         base_seq = self.next_base_seq
@@ -360,9 +380,8 @@ class Jobs:
                 # the records before this instant are in the old file (or, fresh, in the base)
                 writer.replace(new, fsync_old=not fresh)
         if error is not None:
-            if off_loop_ms is not None:  # answered already: logged and counted
-                self._start_failed(kind, error)
-                return
+            if off_loop_ms is not None:  # logged and counted, and told to the waiters
+                return self._start_failed(kind, error)
             raise StartFailed(error)
         self.job = RewriteJob(pid, read_fd, base_seq, incr_seq, time.monotonic(), self.core.dirty,
                               kind, fresh, writer.failures)
@@ -377,6 +396,7 @@ class Jobs:
             log.info("Background %s started by pid %d (fork %.1f ms, after %.1f ms writing out "
                      "the old increment; the new increment and its manifest took %.1f ms off "
                      "the loop)", what, pid, fork_ms, loop_ms, off_loop_ms)
+        return None
 
     def _open_new_file(self, name: str, *, exclusive: bool) -> AofFile:
         try:
@@ -516,6 +536,7 @@ class Jobs:
             self.preparing = None
             self._abandon(prep)
             log.info("Cancelled the background %s before its fork", prep.kind)
+            _tell(prep, "cancelled before the fork (AOF switched, dataset replaced or shutdown)")
             return
         job = self.job
         if job is None:
@@ -588,6 +609,23 @@ def _run_install(layout: Layout, install: Install, wake: Callable[[], None] | No
         install.done.set()
         if wake is not None:
             wake()
+
+
+def _tell(prep: Prepare, error: str | None) -> None:
+    """Call ``prep``'s waiters with the outcome, soon, on the loop: never from inside the
+    caller (a command's handler may be running: CONFIG SET appendonly no kills the start)."""
+    waiters, prep.waiters = prep.waiters, []
+    if not waiters:
+        return
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:  # no loop: nothing is waiting on one
+        loop = None
+    for waiter in waiters:
+        if loop is not None:
+            loop.call_soon(waiter, error)
+        else:
+            waiter(error)
 
 
 def _waker(loop: asyncio.AbstractEventLoop, callback: Callable[[], None]) -> Callable[[], None]:

@@ -32,7 +32,9 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from hotkv_server.engine.core import InfoSection, Subsystem
+from hotkv_server.engine.deferred import Deferred
 from hotkv_server.engine.errors import RequestRefused, StartupError
+from hotkv_server.engine.replies import ErrorReply, Simple
 from hotkv_server.persistence.aof import AofFile
 from hotkv_server.persistence.fsutil import file_size, fsync_dir
 from hotkv_server.persistence.jobs import Jobs, StartFailed
@@ -55,6 +57,14 @@ log = logging.getLogger("hotkv")
 
 REWRITE_IN_PROGRESS = "ERR Background append only file rewriting already in progress"
 SAVE_IN_PROGRESS = "ERR Background save already in progress"
+
+
+def start_error(kind: str, reason: str) -> str:
+    """A client's failed BGREWRITEAOF or BGSAVE: Redis 7's reply to a rewrite that cannot
+    start (the reason is in the log, as Redis's); a save says why."""
+    if kind == "bgsave":
+        return f"ERR Can't start the background save: {reason}"
+    return "ERR Can't execute an AOF background rewriting. Please check the server logs for more information."
 
 
 class Persistence(Subsystem):
@@ -278,23 +288,37 @@ class Persistence(Subsystem):
             raise RequestRefused(f"ERR SAVE failed: {exc.strerror or exc}") from None
         return "OK"
 
-    def bgsave(self) -> str:
+    def bgsave(self, wait: bool = True) -> str | Deferred:
         if self.jobs.busy:
             raise RequestRefused(SAVE_IN_PROGRESS)
-        self._start_or_error("bgsave", "Background saving requested by a client")
-        return "Background saving started"
+        return self._start_or_error("bgsave", "Background saving requested by a client",
+                                    "Background saving started", wait)
 
-    def bgrewrite(self) -> str:
+    def bgrewrite(self, wait: bool = True) -> str | Deferred:
         if self.jobs.busy:
             raise RequestRefused(REWRITE_IN_PROGRESS)
-        self._start_or_error("rewrite", "Background append only file rewriting requested by a client")
-        return "Background append only file rewriting started"
+        return self._start_or_error("rewrite", "Background append only file rewriting requested by a client",
+                                    "Background append only file rewriting started", wait)
 
-    def _start_or_error(self, kind: str, why: str) -> None:
+    def _start_or_error(self, kind: str, why: str, started: str, wait: bool) -> str | Deferred:
+        """Start the job; ``started`` once its child runs. When the start's file steps run
+        on a thread first, a Deferred (``wait``) that resolves to ``started`` after the
+        fork or to the start's error, as Redis answers after its fork (else ``started``
+        at once: inside MULTI, whose block cannot stay open meanwhile)."""
         try:
-            self.jobs.start(kind, why)
+            prep = self.jobs.start(kind, why)
         except StartFailed as exc:
-            raise RequestRefused(f"ERR Can't start the background {'save' if kind == 'bgsave' else 'rewrite'}: {exc}") from None
+            log.warning("Can't start the background %s: %s", "save" if kind == "bgsave" else "rewrite", exc)
+            raise RequestRefused(start_error(kind, str(exc))) from None
+        if prep is None or not wait:
+            return started
+        deferred = Deferred()
+
+        def told(error: str | None) -> None:
+            deferred.resolve(Simple(started) if error is None else ErrorReply(start_error(kind, error)))
+
+        prep.waiters.append(told)
+        return deferred
 
     def dataset_replaced(self) -> None:
         """The whole dataset was replaced without effects (a replica's full resync).
