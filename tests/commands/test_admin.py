@@ -445,11 +445,11 @@ class RecordingPersistence:
     def save(self) -> None:
         self.calls.append("save")
 
-    def bgsave(self) -> str:
+    def bgsave(self, wait: bool = True) -> str:
         self.calls.append("bgsave")
         return "Background saving started"
 
-    def bgrewrite(self) -> None:
+    def bgrewrite(self, wait: bool = True) -> None:
         self.calls.append("bgrewrite")
 
 

@@ -63,17 +63,11 @@ def test_bgrewriteaof_while_serving(procs: list[HotkvProcess], tmp_path: Path) -
     assert isinstance(save, redis.ResponseError) and "Background save already in progress" in str(save)
     assert info["aof_rewrite_in_progress"] == 1 and info["aof_current_rewrite_time_sec"] >= 0
     assert during is True
-    # the manifest lists the old files and the new increment while the child works (its
-    # thread writes it after the reply; the child has 30k keys to write, the poll is 20 ms)
+    # the manifest lists the old files and the new increment while the child works (written
+    # before the fork, so before the reply; the child has 30k keys to write)
     layout = Layout(str(tmp_path))
-
-    def incrs() -> list[int]:
-        manifest = layout.read_manifest()
-        assert manifest is not None
-        return [e.seq for e in manifest.incrs]
-
-    wait_until(lambda: incrs() != [1])
-    assert incrs() == [1, 2]
+    manifest = layout.read_manifest()
+    assert manifest is not None and [e.seq for e in manifest.incrs] in ([1, 2], [2])
     fill(r, 500, "while")
     r.delete("bulk:7")
     info = wait_rewrite_done(r)
@@ -94,10 +88,10 @@ def test_bgrewriteaof_while_serving(procs: list[HotkvProcess], tmp_path: Path) -
 
 def test_writes_while_the_rewrite_starts_survive_a_kill(procs: list[HotkvProcess],
                                                         tmp_path: Path) -> None:
-    """BGREWRITEAOF answers before its new increment and manifest exist (a thread makes
-    them); the writes answered meanwhile go to the old increment. SIGKILL at once (while
-    the thread works, or just after the fork) and after the rewrite: nothing answered is
-    lost, a second BGREWRITEAOF and BGSAVE meanwhile are refused as while a child runs."""
+    """BGREWRITEAOF answers once a thread has made its new increment and manifest and the
+    child is forked; the client's pipelined requests wait for it. SIGKILL at once (just
+    after the fork) and after the rewrite: nothing answered is lost, a second BGREWRITEAOF
+    and BGSAVE are refused as while a child runs."""
     proc = server(procs, tmp_path, "--appendfsync", "always")
     acknowledged: dict[str, str] = {}
     for round_no in range(6):
@@ -107,7 +101,7 @@ def test_writes_while_the_rewrite_starts_survive_a_kill(procs: list[HotkvProcess
         p = r.pipeline(transaction=False)
         p.set(f"before:{round_no}", "x")
         p.bgrewriteaof()
-        p.set(f"during:{round_no}", "y")  # the same turn: before the thread can be done
+        p.set(f"during:{round_no}", "y")  # held until the reply: after the fork
         p.bgrewriteaof()
         p.bgsave()
         p.set(f"after:{round_no}", "z")
@@ -249,3 +243,76 @@ def test_shutdown_during_a_rewrite(procs: list[HotkvProcess], tmp_path: Path) ->
     assert not [n for n in os.listdir(layout.aof_dir) if n.startswith("temp-")]
     proc.start()
     assert_same_state(before, dump(proc.client()))
+
+
+def _incr(layout: Layout, seq: int) -> bytes:
+    with open(layout.path(layout.incr_name(seq)), "rb") as f:
+        return f.read()
+
+
+def test_bgrewriteaof_answers_after_the_fork(procs: list[HotkvProcess], tmp_path: Path) -> None:
+    """The reply waits for the start's thread (the new increment and the manifest naming
+    it) and the fork; the client's pipelined write runs after it, so it lands in the new
+    increment, and the new increment is listed when the reply arrives."""
+    proc = server(procs, tmp_path)
+    r = proc.client()
+    fill(r, 5000)
+    layout = Layout(str(tmp_path))
+    for client in (r, proc.client(protocol=3)):
+        wait_rewrite_done(client)
+        seq = int(persistence_info(client)["aof_rewrites"]) + 2  # the increment it will open
+        p = client.pipeline(transaction=False)
+        p.bgrewriteaof()
+        p.set(f"pipelined:{seq}", "after the fork")
+        started, stored = p.execute()
+        assert started in (b"Background append only file rewriting started",
+                           "Background append only file rewriting started")
+        assert stored is True
+        manifest = layout.read_manifest()
+        assert manifest is not None and seq in [e.seq for e in manifest.incrs]
+        assert f"pipelined:{seq}".encode() in _incr(layout, seq)
+        assert f"pipelined:{seq}".encode() not in _incr(layout, seq - 1)  # the old one
+        info = wait_rewrite_done(client)
+        assert info["aof_last_bgrewrite_status"] == "ok"
+    assert persistence_info(r)["aof_rewrites"] == 2
+
+
+def test_a_start_that_fails_answers_an_error(procs: list[HotkvProcess], tmp_path: Path) -> None:
+    """The new increment can't be created (its name is taken: the thread's O_EXCL open
+    fails): BGREWRITEAOF answers Redis's error, BGSAVE says why; both are logged and in
+    INFO, the connection stays usable, nothing is lost and the next request works."""
+    proc = server(procs, tmp_path)
+    r = proc.client()
+    r.set("a", "1")
+    layout = Layout(str(tmp_path))
+    squatter = Path(layout.path(layout.incr_name(2)))
+    squatter.write_bytes(b"")
+    with pytest.raises(redis.ResponseError) as rewrite_error:
+        r.bgrewriteaof()
+    assert str(rewrite_error.value) == ("Can't execute an AOF background rewriting. "
+                                        "Please check the server logs for more information.")
+    assert r.ping() is True and r.set("b", "2") is True
+    info = persistence_info(r)
+    assert info["aof_last_bgrewrite_status"] == "err" and info["aof_rewrite_in_progress"] == 0
+    with pytest.raises(redis.ResponseError) as save_error:
+        r.bgsave()
+    assert str(save_error.value).startswith("Can't start the background save: can't create "
+                                            "appendonly.aof.2.incr.aof")
+    assert persistence_info(r)["rdb_last_bgsave_status"] == "err"
+    # inside MULTI the answer can't wait: started at once, the failure only in INFO
+    tx = r.pipeline(transaction=True)
+    tx.bgsave()
+    tx.set("c", "3")
+    assert tx.execute()[1] is True
+    wait_until(lambda: persistence_info(r)["rdb_bgsave_in_progress"] == 0)
+    assert persistence_info(r)["rdb_last_bgsave_status"] == "err"
+    assert "Can't start the background rewrite" in proc.log()
+    squatter.unlink()
+    assert r.bgrewriteaof() in (b"Background append only file rewriting started",
+                                "Background append only file rewriting started")
+    info = wait_rewrite_done(r)
+    assert info["aof_last_bgrewrite_status"] == "ok" and info["aof_rewrites"] == 1
+    r.set("d", "4")
+    proc.kill()
+    proc.start()
+    assert proc.client().mget("a", "b", "c", "d") == [b"1", b"2", b"3", b"4"]
