@@ -316,3 +316,20 @@ def test_a_start_that_fails_answers_an_error(procs: list[HotkvProcess], tmp_path
     proc.kill()
     proc.start()
     assert proc.client().mget("a", "b", "c", "d") == [b"1", b"2", b"3", b"4"]
+
+
+def test_bgrewriteaof_in_multi_is_scheduled(procs: list[HotkvProcess], tmp_path: Path) -> None:
+    """Inside MULTI the rewrite is scheduled for after EXEC (Redis's reply, at once); one
+    running then covers it: logged, no error in a callback."""
+    proc = server(procs, tmp_path)
+    r = proc.client()
+    fill(r, 20_000)
+    tx = r.pipeline(transaction=True)
+    tx.bgrewriteaof()
+    tx.bgrewriteaof()
+    tx.set("x", "1")
+    assert tx.execute() == [b"Background append only file rewriting scheduled"] * 2 + [True]
+    wait_until(lambda: int(persistence_info(r)["aof_rewrites"]) == 1)
+    log = proc.log()
+    assert "scheduled rewrite not started" in log
+    assert "Exception in callback" not in log and "Traceback" not in log
