@@ -19,6 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 VALUE = b"v" * 24 + b"01234567"
+OTHER = b"w" * 24 + b"01234567"
 
 
 def best_of(cases: dict[str, Callable[[], Any]], blocks: int, calls: int = 1000) -> dict[str, float]:
@@ -39,15 +40,35 @@ def cases_for(a: Any, b: Any, field: bytes) -> dict[str, Callable[[], Any]]:
     a_get = a.fields.get if hasattr(a, "fields") else a.get
 
     def setter(h: Any) -> Callable[[], Any]:
-        if hasattr(h, "set_field"):
-            return lambda: h.set_field(field, VALUE)
-        return lambda: h.set_fields([field, VALUE])
+        set_one = setter_of(h)
+        return lambda: set_one(field, VALUE)
+
+    def replacer(h: Any) -> Callable[[], Any]:
+        values = [OTHER, VALUE]  # the same length: a value replaced, in place
+        set_one = setter_of(h)
+        return lambda: set_one(field, values.reverse() or values[0])
+
+    def adder(h: Any) -> Callable[[], Any]:
+        base = h._packed  # both trees' packed form: reset, then a new field at the end
+        set_one = setter_of(h)
+
+        def add() -> Any:
+            h._packed = base
+            return set_one(b"newfield", VALUE)
+        return add
 
     return {
         "old get": lambda: a_get(field), "new get": lambda: b.get(field),
         "old miss": lambda: a_get(b"nope"), "new miss": lambda: b.get(b"nope"),
         "old set": setter(a), "new set": setter(b),
+        "old repl": replacer(a), "new repl": replacer(b),
+        "old add": adder(a), "new add": adder(b),
     }
+
+
+def setter_of(h: Any) -> Callable[[bytes, bytes], Any]:
+    """One field's set on a hash (``set_field``) or a scratchpad (``set``)."""
+    return h.set_field if hasattr(h, "set_field") else h.set
 
 
 def main() -> None:
@@ -59,7 +80,19 @@ def main() -> None:
     for n in (1, 10, 100):
         pairs = [x for i in range(n) for x in (b"field:%02d" % i, VALUE)]
         best = best_of(cases_for(old.restore(pairs), new.restore(pairs), pairs[-2]), blocks)
-        for op in ("get", "miss", "set"):
+        for op in ("get", "miss", "set", "repl", "add"):
+            print(f"| {n} | {op} | {best['old ' + op] * 1e9:.0f} ns | {best['new ' + op] * 1e9:.0f} ns |",
+                  flush=True)
+    # the same calls on a work scratchpad (stores/workpad.py: AMEM.WORK.SET/GET's store)
+    old_pad = importlib.import_module("hotkv_old.stores.workpad").Scratchpad
+    new_pad = importlib.import_module("hotkv_new.stores.workpad").Scratchpad
+    print("\n| notes | op | before | after |\n|---:|---|---:|---:|")
+    for n in (1, 10):
+        pairs = [x for i in range(n) for x in (b"field:%02d" % i, VALUE)]
+        best = best_of(cases_for(old_pad.loaded(None, [[pairs[i], pairs[i + 1], None] for i in range(0, len(pairs), 2)]),
+                                 new_pad.loaded(None, [[pairs[i], pairs[i + 1], None] for i in range(0, len(pairs), 2)]),
+                                 pairs[-2]), blocks)
+        for op in ("get", "miss", "set", "repl", "add"):
             print(f"| {n} | {op} | {best['old ' + op] * 1e9:.0f} ns | {best['new ' + op] * 1e9:.0f} ns |",
                   flush=True)
 

@@ -175,11 +175,11 @@ class HashValue(TypedValue):
         if 2 in packed or 1 in field:
             return self._get_escaped(field)
         # partition, not find and slice: fewer calls, and copying 1 KB at most is cheaper
-        rest = packed.partition(_END + field + _SEP)[2]
+        rest = packed.partition(b"\x00%b\x01" % field)[2]
         return rest.partition(_END)[0] if rest else None  # found: the value and its 0x00
 
     def _get_escaped(self, field: bytes) -> bytes | None:
-        rest = self._packed.partition(_END + escape(field) + _SEP)[2]
+        rest = self._packed.partition(b"\x00%b\x01" % escape(field))[2]
         return unescape(rest.partition(_END)[0]) if rest else None
 
     def __contains__(self, field: object) -> bool:
@@ -188,7 +188,7 @@ class HashValue(TypedValue):
             return field in fields
         if not isinstance(field, bytes):
             return False
-        return self._packed.find(_END + escape(field) + _SEP) >= 0
+        return self._packed.find(b"\x00%b\x01" % escape(field)) >= 0
 
     def flat(self) -> list[bytes]:
         """``[field, value, ...]`` in the hash's order."""
@@ -262,13 +262,16 @@ class HashValue(TypedValue):
             field = escape(field)
         if 0 in value or 1 in value or 2 in value:
             value = escape(value)
-        head, probe, rest = packed.partition(_END + field + _SEP)
+        # the probe by %-formatting: one call where ``_END + field + _SEP`` is two (~18 ns)
+        head, probe, rest = packed.partition(b"\x00%b\x01" % field)
         if not probe:
-            # the new entry goes at the end, after the buffer's last 0x00
+            # the new entry goes at the end, after the buffer's last 0x00 (one join: cheaper
+            # than ``packed + entry`` or a %-format, measured)
             packed = b"".join((packed, field, _SEP, value, _END))
             self._packed = packed
-            self.nbytes = PACKED_OVERHEAD + len(packed)
-            if len(packed) > _CHECK_FROM:
+            size = len(packed)
+            self.nbytes = PACKED_OVERHEAD + size
+            if size > _CHECK_FROM:
                 self._check_size()
             return 1
         old, end, tail = rest.partition(_END)
@@ -343,7 +346,7 @@ class HashValue(TypedValue):
         if fields is None:
             packed = self._packed
             for field in names:
-                at = packed.find(_END + escape(field) + _SEP)
+                at = packed.find(b"\x00%b\x01" % escape(field))
                 if at >= 0:
                     removed += 1
                     packed = packed[:at] + packed[packed.find(_END, at + 1):]

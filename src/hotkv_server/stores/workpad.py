@@ -73,9 +73,9 @@ class Scratchpad:
         # as HashValue.get: without a 0x02 in the buffer nothing is escaped, and a probe of a
         # key without 0x01 can match only that key's entry
         if 2 in packed or 1 in key:
-            rest = packed.partition(_END + escape(key) + _SEP)[2]
+            rest = packed.partition(b"\x00%b\x01" % escape(key))[2]
             return unescape(rest.partition(_END)[0]) if rest else None
-        rest = packed.partition(_END + key + _SEP)[2]
+        rest = packed.partition(b"\x00%b\x01" % key)[2]
         return rest.partition(_END)[0] if rest else None
 
     def __contains__(self, key: object) -> bool:
@@ -84,7 +84,7 @@ class Scratchpad:
             return key in notes
         if not isinstance(key, bytes):
             return False
-        return self._packed.find(_END + escape(key) + _SEP) >= 0
+        return self._packed.find(b"\x00%b\x01" % escape(key)) >= 0
 
     def keys(self) -> list[bytes]:
         """The keys, in insertion order."""
@@ -136,7 +136,7 @@ class Scratchpad:
             key = escape(key)
         if 0 in value or 1 in value or 2 in value:
             value = escape(value)
-        head, probe, rest = packed.partition(_END + key + _SEP)
+        head, probe, rest = packed.partition(b"\x00%b\x01" % key)
         if not probe:
             packed = b"".join((packed, key, _SEP, value, _END))
         else:
@@ -164,7 +164,7 @@ class Scratchpad:
         if notes is not None:
             return notes.pop(key, None)
         packed = self._packed
-        at = packed.find(_END + escape(key) + _SEP)
+        at = packed.find(b"\x00%b\x01" % escape(key))
         if at < 0:
             return None
         end = packed.find(_END, at + 1)
