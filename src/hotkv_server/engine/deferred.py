@@ -25,8 +25,7 @@ class Deferred:
     waits for the value (the connection's answer path, a suspended EXEC).
     """
 
-    __slots__ = ("callback", "completion", "done", "error_counted", "failed", "idle", "keep_reading",
-                 "value")
+    __slots__ = ("callback", "completion", "done", "failed", "idle", "keep_reading", "value")
 
     def __init__(self, keep_reading: bool = False, idle: bool = False) -> None:
         self.done = False
@@ -40,11 +39,9 @@ class Deferred:
         #: leaves it out, as Redis times a blocked command by its execution only. Work
         #: done elsewhere (a search on the threads, an embedding) counts in full.
         self.idle = idle
-        #: an error reply it resolves to was counted in errorstats where it was made (a
-        #: script's redis.call): the dispatch point counts the call failed, not the error
-        self.error_counted = False
-        #: the call failed though its value may not be an error (a script's reply holding
-        #: error replies): set by the producer before it resolves
+        #: the call failed and its producer counted its error replies already (a script's:
+        #: a redis.call error passed on, its own error tables): set before it resolves, so
+        #: the dispatch point counts the call failed and its errors not again
         self.failed = False
         #: set by the dispatch point: the end of the call, run first when it resolves
         self.completion: Callable[[Deferred], None] | None = None

@@ -243,9 +243,10 @@ def execute(ctx: Context, spec: CommandSpec, argv: list[bytes], started: int = 0
         if elapsed_us >= core.slowlog_threshold >= 0 and not spec.skip_slowlog:
             _slowlog_add(ctx, argv, elapsed_us)
     elif reply.done:
-        counted, failed = reply.error_counted, failed or reply.failed
+        accounted = reply.failed  # (its producer counted its errors)
         reply = reply.value
-        complete(ctx, spec, argv, elapsed_us, _count_late_error(core, reply, counted) or failed)
+        complete(ctx, spec, argv, elapsed_us,
+                 accounted or _count_late_error(core, reply) or failed)
     else:  # counted when the reply is known, as Redis 7.2 counts a blocked command
         _complete_later(ctx, spec, argv, reply, started, elapsed_us, failed)
     effects = core.effects
@@ -283,22 +284,20 @@ def _complete_later(ctx: Context, spec: CommandSpec, argv: list[bytes], deferred
 
     def finish(done: Deferred) -> None:
         took = elapsed_us if done.idle else (_time_ns() - started) // 1000
-        late_failure = _count_late_error(ctx.core, done.value, done.error_counted)
-        complete(ctx, spec, argv, took, failed or late_failure or done.failed)
+        late_failure = done.failed or _count_late_error(ctx.core, done.value)
+        complete(ctx, spec, argv, took, failed or late_failure)
 
     deferred.completion = finish
 
 
-def _count_late_error(core: Core, value: Any, counted: bool = False) -> bool:
+def _count_late_error(core: Core, value: Any) -> bool:
     """Count ``value`` in errorstats when it is an error reply that no handler raised (a
     deferred reply's); True then. The error mark moves along: this error belongs to a
-    call that has ended, not to the one running now (if any). ``counted``: it was counted
-    already (see :func:`returned_errors`): the call failed all the same."""
+    call that has ended, not to the one running now (if any)."""
     if not isinstance(value, ErrorReply):
         return False
-    if not counted:
-        _count_error(core, value)
-        core.error_mark += 1
+    _count_error(core, value)
+    core.error_mark += 1
     return True
 
 

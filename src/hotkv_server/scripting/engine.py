@@ -281,7 +281,7 @@ class ScriptEngine:
             self._finished(run)  # commit hands the records out unless in EXEC
             if run.fresh or run.counted:
                 returned_errors(core, run.fresh, late=True)
-                deferred.error_counted = deferred.failed = True
+                deferred.failed = True
             deferred.resolve(job.result)
 
         with job.state:
