@@ -116,6 +116,52 @@ def pack(pairs: list[bytes]) -> bytes:
     return _END.join(parts)
 
 
+def packed_get(packed: bytes, field: bytes) -> bytes | None:
+    """The value of ``field`` in a packed buffer, None when absent (HGET's path)."""
+    # the escapes are skipped when they cannot matter: a buffer without 0x02 escapes
+    # nothing, and there a probe of a field without 0x01 can only match that field's entry
+    # (a 0x00 or 0x02 in it matches nothing: a stored field holds neither, and from a 0x00
+    # to the next 0x01 is one field)
+    if 2 in packed or 1 in field:
+        rest = packed.partition(b"\x00%b\x01" % escape(field))[2]
+        return unescape(rest.partition(_END)[0]) if rest else None
+    # partition, not find and slice: fewer calls, and copying 1 KB at most is cheaper; the
+    # probe by %-formatting: one call where ``_END + field + _SEP`` is two (~18 ns)
+    rest = packed.partition(b"\x00%b\x01" % field)[2]
+    return rest.partition(_END)[0] if rest else None  # found: the value and its 0x00
+
+
+def packed_has(packed: bytes, field: bytes) -> bool:
+    return packed.find(b"\x00%b\x01" % escape(field)) >= 0
+
+
+def packed_put(packed: bytes, field: bytes, value: bytes) -> tuple[bytes, bool]:
+    """The buffer with ``field`` set to ``value`` (its place kept, else at the end), and
+    whether the field is new. The same buffer when nothing changed."""
+    if 0 in field or 1 in field or 2 in field:  # escape() written out: HSET's path
+        field = escape(field)
+    if 0 in value or 1 in value or 2 in value:
+        value = escape(value)
+    head, probe, rest = packed.partition(b"\x00%b\x01" % field)
+    if not probe:
+        # after the buffer's last 0x00 (one join: cheaper than ``packed + entry`` or a
+        # %-format, measured)
+        return b"".join((packed, field, _SEP, value, _END)), True
+    old, end, tail = rest.partition(_END)
+    if old == value:
+        return packed, False
+    return b"".join((head, probe, value, end, tail)), False
+
+
+def packed_pop(packed: bytes, field: bytes) -> tuple[bytes, bytes | None]:
+    """The buffer without ``field``, and its value (None, and the same buffer, if absent)."""
+    at = packed.find(b"\x00%b\x01" % escape(field))
+    if at < 0:
+        return packed, None
+    end = packed.find(_END, at + 1)
+    return packed[:at] + packed[end:], unescape(packed[packed.find(_SEP, at + 1) + 1:end])
+
+
 def unpack(packed: bytes) -> list[bytes]:
     """``[field, value, ...]`` in the order of the packed form."""
     flat = packed.translate(_SEP_TO_END).split(_END)
@@ -167,28 +213,13 @@ class HashValue(TypedValue):
         fields = self._map
         if fields is not None:
             return fields.get(field)
-        packed = self._packed
-        # HGET's path, so the escapes are skipped when they cannot matter: a buffer without
-        # 0x02 escapes nothing, and there a probe of a field without 0x01 can only match
-        # that field's entry (a 0x00 or 0x02 in it matches nothing: a stored field holds
-        # neither, and from a 0x00 to the next 0x01 is one field)
-        if 2 in packed or 1 in field:
-            return self._get_escaped(field)
-        # partition, not find and slice: fewer calls, and copying 1 KB at most is cheaper
-        rest = packed.partition(b"\x00%b\x01" % field)[2]
-        return rest.partition(_END)[0] if rest else None  # found: the value and its 0x00
-
-    def _get_escaped(self, field: bytes) -> bytes | None:
-        rest = self._packed.partition(b"\x00%b\x01" % escape(field))[2]
-        return unescape(rest.partition(_END)[0]) if rest else None
+        return packed_get(self._packed, field)
 
     def __contains__(self, field: object) -> bool:
         fields = self._map
         if fields is not None:
             return field in fields
-        if not isinstance(field, bytes):
-            return False
-        return self._packed.find(b"\x00%b\x01" % escape(field)) >= 0
+        return isinstance(field, bytes) and packed_has(self._packed, field)
 
     def flat(self) -> list[bytes]:
         """``[field, value, ...]`` in the hash's order."""
@@ -258,30 +289,13 @@ class HashValue(TypedValue):
             if self._map is None:
                 self._convert()
             return self._set_map([field, value])
-        if 0 in field or 1 in field or 2 in field:  # escape() written out: HSET's path
-            field = escape(field)
-        if 0 in value or 1 in value or 2 in value:
-            value = escape(value)
-        # the probe by %-formatting: one call where ``_END + field + _SEP`` is two (~18 ns)
-        head, probe, rest = packed.partition(b"\x00%b\x01" % field)
-        if not probe:
-            # the new entry goes at the end, after the buffer's last 0x00 (one join: cheaper
-            # than ``packed + entry`` or a %-format, measured)
-            packed = b"".join((packed, field, _SEP, value, _END))
-            self._packed = packed
-            size = len(packed)
-            self.nbytes = PACKED_OVERHEAD + size
-            if size > _CHECK_FROM:
-                self._check_size()
-            return 1
-        old, end, tail = rest.partition(_END)
-        if old != value:
-            packed = b"".join((head, probe, value, end, tail))
-            self._packed = packed
-            self.nbytes = PACKED_OVERHEAD + len(packed)
-        if len(packed) > _CHECK_FROM:  # after every write, as Redis checks the length
+        packed, added = packed_put(packed, field, value)
+        self._packed = packed
+        size = len(packed)
+        self.nbytes = PACKED_OVERHEAD + size
+        if size > _CHECK_FROM:  # after every write, as Redis checks the length
             self._check_size()
-        return 0
+        return 1 if added else 0
 
     def _check_size(self) -> None:
         """To a dict if the packed form is past PACKED_BYTES or LISTPACK_ENTRIES."""
@@ -346,10 +360,9 @@ class HashValue(TypedValue):
         if fields is None:
             packed = self._packed
             for field in names:
-                at = packed.find(b"\x00%b\x01" % escape(field))
-                if at >= 0:
+                packed, old = packed_pop(packed, field)
+                if old is not None:
                     removed += 1
-                    packed = packed[:at] + packed[packed.find(_END, at + 1):]
             self._packed = packed
             self.nbytes = PACKED_OVERHEAD + len(packed)
             return removed

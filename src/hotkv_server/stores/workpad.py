@@ -19,7 +19,15 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from hotkv_server.stores.hashes import PACKED_BYTES, escape, pack, unescape, unpack
+from hotkv_server.stores.hashes import (
+    PACKED_BYTES,
+    pack,
+    packed_get,
+    packed_has,
+    packed_pop,
+    packed_put,
+    unpack,
+)
 
 _END = b"\x00"  # ends an entry; the buffer starts with one
 _SEP = b"\x01"  # between a key and its value
@@ -69,22 +77,13 @@ class Scratchpad:
         notes = self._map
         if notes is not None:
             return notes.get(key)
-        packed = self._packed
-        # as HashValue.get: without a 0x02 in the buffer nothing is escaped, and a probe of a
-        # key without 0x01 can match only that key's entry
-        if 2 in packed or 1 in key:
-            rest = packed.partition(b"\x00%b\x01" % escape(key))[2]
-            return unescape(rest.partition(_END)[0]) if rest else None
-        rest = packed.partition(b"\x00%b\x01" % key)[2]
-        return rest.partition(_END)[0] if rest else None
+        return packed_get(self._packed, key)
 
     def __contains__(self, key: object) -> bool:
         notes = self._map
         if notes is not None:
             return key in notes
-        if not isinstance(key, bytes):
-            return False
-        return self._packed.find(b"\x00%b\x01" % escape(key)) >= 0
+        return isinstance(key, bytes) and packed_has(self._packed, key)
 
     def keys(self) -> list[bytes]:
         """The keys, in insertion order."""
@@ -131,19 +130,9 @@ class Scratchpad:
         if notes is not None:
             notes[key] = value
             return
-        packed = self._packed
-        if 0 in key or 1 in key or 2 in key:
-            key = escape(key)
-        if 0 in value or 1 in value or 2 in value:
-            value = escape(value)
-        head, probe, rest = packed.partition(b"\x00%b\x01" % key)
-        if not probe:
-            packed = b"".join((packed, key, _SEP, value, _END))
-        else:
-            old, end, tail = rest.partition(_END)
-            if old == value:
-                return
-            packed = b"".join((head, probe, value, end, tail))
+        packed, _ = packed_put(self._packed, key, value)
+        if packed is self._packed:
+            return
         if len(packed) > PACKED_BYTES:
             flat = unpack(packed)
             keys = flat[::2]
@@ -163,13 +152,7 @@ class Scratchpad:
         notes = self._map
         if notes is not None:
             return notes.pop(key, None)
-        packed = self._packed
-        at = packed.find(b"\x00%b\x01" % escape(key))
-        if at < 0:
-            return None
-        end = packed.find(_END, at + 1)
-        value = unescape(packed[packed.find(_SEP, at + 1) + 1:end])
-        self._packed = packed[:at] + packed[end:]
+        self._packed, value = packed_pop(self._packed, key)
         return value
 
     def set_deadline(self, key: bytes, at: int) -> None:
