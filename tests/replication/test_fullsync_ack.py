@@ -17,10 +17,9 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from hotkv_server.engine.config import load_config
-from hotkv_server.server.app import Server
 from hotkv_server.server.connection import ClientProtocol
 from persistence.recording import RecordingTransport
+from server.fakes import running_server
 
 
 def command(*words: bytes) -> bytes:
@@ -31,41 +30,30 @@ def test_an_ack_during_the_snapshot_does_not_duplicate_the_stream(tmp_path: Path
     log: list[tuple[str, bytes, int]] = []
 
     async def run() -> list[str]:
-        server = Server(load_config(["--port", "0", "--dir", str(tmp_path), "--save", ""]))
-        await server._open_subsystems()
-        for sub in server.subsystems:
-            started = getattr(sub, "started", None)
-            if started is not None:
-                await started()
-        core = server.core
-        replica = ClientProtocol(core)
-        replica.connection_made(RecordingTransport("replica", log, lambda: None))  # type: ignore[arg-type]
-        writer = ClientProtocol(core)
-        writer.connection_made(RecordingTransport("writer", log, lambda: None))  # type: ignore[arg-type]
-        replica.data_received(command(b"REPLCONF", b"listening-port", b"7000")
-                              + command(b"REPLCONF", b"capa", b"psync2"))
-        replica.data_received(command(b"PSYNC", b"?", b"-1"))
-        repl = core.replication
-        assert repl.replicas.fullsync.job is not None  # the child is forked, its pipe unread
-        replica.data_received(command(b"REPLCONF", b"ACK", b"0"))  # early, as a fast replica's
-        states = [p.state for p in repl.replicas.peers.values()]
-        writer.data_received(command(b"SET", b"during", b"the snapshot"))
-        for _ in range(1000):  # the snapshot comes from a forked child: wait until it is sent
-            await asyncio.sleep(0.01)
-            if repl.replicas.fullsync.job is None:
-                break
-        assert repl.replicas.fullsync.job is None
-        writer.data_received(command(b"SET", b"after", b"the snapshot"))
-        for _ in range(3):
-            await asyncio.sleep(0)
-        replica.data_received(command(b"REPLCONF", b"ACK", b"%d" % repl.history.offset))
-        states += [p.state for p in repl.replicas.peers.values()]
-        for sub in reversed(server.subsystems):
-            close = getattr(sub, "close", None)
-            if close is not None:
-                result = close(False)
-                if asyncio.iscoroutine(result):
-                    await result
+        async with running_server("--dir", str(tmp_path), "--save", "") as server:
+            core = server.core
+            replica = ClientProtocol(core)
+            replica.connection_made(RecordingTransport("replica", log, lambda: None))  # type: ignore[arg-type]
+            writer = ClientProtocol(core)
+            writer.connection_made(RecordingTransport("writer", log, lambda: None))  # type: ignore[arg-type]
+            replica.data_received(command(b"REPLCONF", b"listening-port", b"7000")
+                                  + command(b"REPLCONF", b"capa", b"psync2"))
+            replica.data_received(command(b"PSYNC", b"?", b"-1"))
+            repl = core.replication
+            assert repl.replicas.fullsync.job is not None  # the child is forked, its pipe unread
+            replica.data_received(command(b"REPLCONF", b"ACK", b"0"))  # early, as a fast replica's
+            states = [p.state for p in repl.replicas.peers.values()]
+            writer.data_received(command(b"SET", b"during", b"the snapshot"))
+            for _ in range(1000):  # the snapshot comes from a forked child: wait until it is sent
+                await asyncio.sleep(0.01)
+                if repl.replicas.fullsync.job is None:
+                    break
+            assert repl.replicas.fullsync.job is None
+            writer.data_received(command(b"SET", b"after", b"the snapshot"))
+            for _ in range(3):
+                await asyncio.sleep(0)
+            replica.data_received(command(b"REPLCONF", b"ACK", b"%d" % repl.history.offset))
+            states += [p.state for p in repl.replicas.peers.values()]
         return states
 
     states = asyncio.run(run())

@@ -13,10 +13,9 @@ import asyncio
 import os
 from pathlib import Path
 
-from hotkv_server.engine.config import load_config
-from hotkv_server.server.app import Server
 from hotkv_server.server.connection import ClientProtocol
 from persistence.recording import RecordingTransport
+from server.fakes import running_server
 
 
 def command(*words: bytes) -> bytes:
@@ -28,42 +27,31 @@ def test_replicas_get_a_turns_writes_after_the_aof_has_them(tmp_path: Path) -> N
     aof: list[str] = []
 
     async def run() -> tuple[int, int]:
-        server = Server(load_config(["--port", "0", "--dir", str(tmp_path), "--save", "",
-                                     "--appendonly", "yes", "--appendfsync", "everysec"]))
-        await server._open_subsystems()
-        for sub in server.subsystems:
-            started = getattr(sub, "started", None)
-            if started is not None:
-                await started()
-        core = server.core
-        persistence = core.persistence
-        aof.append(persistence.aof.path)
+        async with running_server("--dir", str(tmp_path), "--save", "", "--appendonly", "yes",
+                                  "--appendfsync", "everysec") as server:
+            core = server.core
+            persistence = core.persistence
+            aof.append(persistence.aof.path)
 
-        replica = ClientProtocol(core)
-        replica.connection_made(RecordingTransport("replica", log, lambda: aof[0] if aof else None))  # type: ignore[arg-type]
-        replica.data_received(command(b"REPLCONF", b"listening-port", b"7000"))
-        replica.data_received(command(b"PSYNC", b"?", b"-1"))
-        repl = core.replication
-        for _ in range(1000):  # the snapshot comes from a forked child: wait until it is sent
-            await asyncio.sleep(0.01)
-            if repl.replicas.fullsync.job is None:
-                break
-        assert any(data.startswith(b"+FULLRESYNC") for name, data, _ in log if name == "replica")
-        log.clear()
+            replica = ClientProtocol(core)
+            replica.connection_made(RecordingTransport("replica", log, lambda: aof[0] if aof else None))  # type: ignore[arg-type]
+            replica.data_received(command(b"REPLCONF", b"listening-port", b"7000"))
+            replica.data_received(command(b"PSYNC", b"?", b"-1"))
+            repl = core.replication
+            for _ in range(1000):  # the snapshot comes from a forked child: wait until it is sent
+                await asyncio.sleep(0.01)
+                if repl.replicas.fullsync.job is None:
+                    break
+            assert any(data.startswith(b"+FULLRESYNC") for name, data, _ in log if name == "replica")
+            log.clear()
 
-        writer = ClientProtocol(core)
-        writer.connection_made(RecordingTransport("writer", log, lambda: aof[0] if aof else None))  # type: ignore[arg-type]
-        before = os.path.getsize(aof[0])
-        writer.data_received(command(b"SET", b"k", b"v") + command(b"AMEM.WORK.SET", b"s", b"k", b"v"))
-        assert log == []  # nothing leaves during the turn
-        for _ in range(3):
-            await asyncio.sleep(0)
-        for sub in reversed(server.subsystems):
-            close = getattr(sub, "close", None)
-            if close is not None:
-                result = close(False)
-                if asyncio.iscoroutine(result):
-                    await result
+            writer = ClientProtocol(core)
+            writer.connection_made(RecordingTransport("writer", log, lambda: aof[0] if aof else None))  # type: ignore[arg-type]
+            before = os.path.getsize(aof[0])
+            writer.data_received(command(b"SET", b"k", b"v") + command(b"AMEM.WORK.SET", b"s", b"k", b"v"))
+            assert log == []  # nothing leaves during the turn
+            for _ in range(3):
+                await asyncio.sleep(0)
         return before, os.path.getsize(aof[0])
 
     before, after = asyncio.run(run())

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
 from typing import Any
+
+from hotkv_server.engine.config import load_config
+from hotkv_server.server.app import Server
 
 
 class FakeTransport:
@@ -51,3 +57,24 @@ class FakeTransport:
 
 def request(*words: bytes) -> bytes:
     return b"*%d\r\n" % len(words) + b"".join(b"$%d\r\n%b\r\n" % (len(w), w) for w in words)
+
+
+@contextlib.asynccontextmanager
+async def running_server(*args: str) -> AsyncIterator[Server]:
+    """A real ``Server`` in this process, its subsystems opened and started (``args`` are
+    its command line), closed at the end as a shutdown without a final save closes them."""
+    server = Server(load_config(["--port", "0", *args]))
+    await server._open_subsystems()
+    for sub in server.subsystems:
+        started = getattr(sub, "started", None)
+        if started is not None:
+            await started()
+    try:
+        yield server
+    finally:
+        for sub in reversed(server.subsystems):
+            close = getattr(sub, "close", None)
+            if close is not None:
+                result = close(False)
+                if asyncio.iscoroutine(result):
+                    await result

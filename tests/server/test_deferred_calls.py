@@ -20,13 +20,11 @@ from pathlib import Path
 import pytest
 
 from hotkv_server.engine import dispatch as dispatch_module
-from hotkv_server.engine.config import load_config
 from hotkv_server.engine.core import Core
 from hotkv_server.engine.registry import LOOKUP
-from hotkv_server.server.app import Server
 from hotkv_server.server.connection import ClientProtocol
 from hotkv_server.server.flow import DEFERRED
-from server.fakes import FakeTransport, request
+from server.fakes import FakeTransport, request, running_server
 
 SEVEN_SECONDS_NS = 7_000_000_000
 
@@ -50,22 +48,8 @@ def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
 
 def in_server(tmp_path: Path, body: Callable[[Core], Awaitable[None]]) -> None:
     async def run() -> None:
-        server = Server(load_config(["--port", "0", "--dir", str(tmp_path), "--save", "",
-                                     "--appendonly", "no"]))
-        await server._open_subsystems()
-        for sub in server.subsystems:
-            started = getattr(sub, "started", None)
-            if started is not None:
-                await started()
-        try:
+        async with running_server("--dir", str(tmp_path), "--save", "", "--appendonly", "no") as server:
             await body(server.core)
-        finally:
-            for sub in reversed(server.subsystems):
-                close = getattr(sub, "close", None)
-                if close is not None:
-                    result = close(False)
-                    if asyncio.iscoroutine(result):
-                        await result
 
     asyncio.run(run())
 
