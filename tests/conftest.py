@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import pytest
 import redis
 
-from helpers import HotkvProcess, RedisServer
+from helpers import HotkvProcess, RawConnection, RedisServer
 
 
 @pytest.fixture(scope="module")
@@ -37,3 +37,18 @@ def reference() -> Iterator[RedisServer]:
         yield ref
     finally:
         ref.stop()
+
+
+@pytest.fixture(params=[2, 3], ids=["resp2", "resp3"])
+def raw_pair(request: pytest.FixtureRequest, server: HotkvProcess,
+             reference: RedisServer) -> Iterator[tuple[RawConnection, RawConnection]]:
+    """Byte-level connections to hotkv and to redis-server in one protocol, both flushed."""
+    hot = RawConnection(server.port, request.param)
+    ref = RawConnection(reference.port, request.param)
+    hot.call("FLUSHALL")
+    ref.call("FLUSHALL")
+    try:
+        yield hot, ref
+    finally:
+        hot.close()
+        ref.close()

@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+import hiredis
 import redis
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -223,3 +224,32 @@ class RedisServer:
             self.proc.terminate()
             self.proc.wait(10)
         self.tmp.cleanup()
+
+
+class RawConnection:
+    """One connection that returns each reply's exact bytes."""
+
+    def __init__(self, port: int, protocol: int) -> None:
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=5)
+        self.pending = b""
+        if protocol == 3:
+            assert self.call("HELLO", "3").startswith(b"%")
+
+    def call(self, *args: Any) -> bytes:
+        words = [a if isinstance(a, bytes) else str(a).encode() for a in args]
+        self.sock.sendall(b"*%d\r\n" % len(words)
+                          + b"".join(b"$%d\r\n%s\r\n" % (len(w), w) for w in words))
+        reader = hiredis.Reader()
+        data = self.pending
+        reader.feed(data)
+        while reader.gets() is False:
+            chunk = self.sock.recv(65536)
+            assert chunk, "connection closed"
+            data += chunk
+            reader.feed(chunk)
+        # one request, one reply: whatever the reader did not need stays for the next call
+        self.pending = b""
+        return data
+
+    def close(self) -> None:
+        self.sock.close()

@@ -8,62 +8,21 @@ and options is one line naming the argument; the connection stays and nothing ch
 
 from __future__ import annotations
 
-import socket
 import time
-from collections.abc import Iterator
 from typing import Any
 
-import hiredis
 import pytest
 import redis
 
-from helpers import HotkvProcess, RedisServer
+from helpers import RawConnection
 
 
-class Raw:
-    """One connection that returns each reply's exact bytes."""
-
-    def __init__(self, port: int, protocol: int) -> None:
-        self.sock = socket.create_connection(("127.0.0.1", port), timeout=5)
-        self.pending = b""
-        if protocol == 3:
-            assert self.call("HELLO", "3").startswith(b"%")
-
-    def call(self, *args: Any) -> bytes:
-        words = [a if isinstance(a, bytes) else str(a).encode() for a in args]
-        self.sock.sendall(b"*%d\r\n" % len(words)
-                          + b"".join(b"$%d\r\n%s\r\n" % (len(w), w) for w in words))
-        reader = hiredis.Reader()
-        data = self.pending
-        reader.feed(data)
-        while reader.gets() is False:
-            chunk = self.sock.recv(65536)
-            assert chunk, "connection closed"
-            data += chunk
-            reader.feed(chunk)
-        # one request, one reply: whatever the reader did not need stays for the next call
-        self.pending = b""
-        return data
-
-    def close(self) -> None:
-        self.sock.close()
+@pytest.fixture
+def pair(raw_pair: tuple[RawConnection, RawConnection]) -> tuple[RawConnection, RawConnection]:
+    return raw_pair
 
 
-@pytest.fixture(params=[2, 3], ids=["resp2", "resp3"])
-def pair(request: pytest.FixtureRequest, server: HotkvProcess,
-         reference: RedisServer) -> Iterator[tuple[Raw, Raw]]:
-    hot = Raw(server.port, request.param)
-    ref = Raw(reference.port, request.param)
-    hot.call("FLUSHALL")
-    ref.call("FLUSHALL")
-    try:
-        yield hot, ref
-    finally:
-        hot.close()
-        ref.close()
-
-
-def test_writes_answer_as_redis_set_does(pair: tuple[Raw, Raw]) -> None:
+def test_writes_answer_as_redis_set_does(pair: tuple[RawConnection, RawConnection]) -> None:
     hot, ref = pair
     ok = ref.call("SET", "k", "v")
     assert ok == b"+OK\r\n"
@@ -80,7 +39,7 @@ def test_writes_answer_as_redis_set_does(pair: tuple[Raw, Raw]) -> None:
     assert hot.call("AMEM.EPIS.LOG", "a", "action", "did", "WITHID").startswith(b"$")
 
 
-def test_misses_deletes_and_empty_lists_answer_as_redis_does(pair: tuple[Raw, Raw]) -> None:
+def test_misses_deletes_and_empty_lists_answer_as_redis_does(pair: tuple[RawConnection, RawConnection]) -> None:
     hot, ref = pair
     nil = ref.call("GET", "missing")
     assert hot.call("AMEM.WORK.GET", "s", "missing") == nil
@@ -105,7 +64,7 @@ def test_misses_deletes_and_empty_lists_answer_as_redis_does(pair: tuple[Raw, Ra
         assert hot.call(*command) == zero, command
 
 
-def test_records_are_maps_in_resp3_and_flat_arrays_in_resp2(pair: tuple[Raw, Raw]) -> None:
+def test_records_are_maps_in_resp3_and_flat_arrays_in_resp2(pair: tuple[RawConnection, RawConnection]) -> None:
     hot, ref = pair
     config = ref.call("CONFIG", "GET", "maxmemory")  # a map reply of Redis 7
     stats = hot.call("AMEM.EPIS.STATS", "a")

@@ -9,57 +9,19 @@ bytes must be the same.
 
 from __future__ import annotations
 
-import socket
-from collections.abc import Iterator
 from typing import Any
 
-import hiredis
 import pytest
 
-from helpers import HotkvProcess, RedisServer
+from helpers import RawConnection
 
 
-class Wire:
-    """One connection that returns each reply's exact bytes."""
-
-    def __init__(self, port: int, protocol: int) -> None:
-        self.sock = socket.create_connection(("127.0.0.1", port), timeout=5)
-        if protocol == 3:
-            assert self.call("HELLO", "3").startswith(b"%")
-
-    def call(self, *args: Any) -> bytes:
-        words = [a if isinstance(a, bytes) else str(a).encode() for a in args]
-        self.sock.sendall(b"*%d\r\n" % len(words)
-                          + b"".join(b"$%d\r\n%b\r\n" % (len(w), w) for w in words))
-        reader = hiredis.Reader()
-        data = b""
-        while True:
-            chunk = self.sock.recv(65536)
-            assert chunk, "connection closed"
-            data += chunk
-            reader.feed(chunk)
-            if reader.gets() is not False:
-                return data
-
-    def close(self) -> None:
-        self.sock.close()
+@pytest.fixture
+def pair(raw_pair: tuple[RawConnection, RawConnection]) -> tuple[RawConnection, RawConnection]:
+    return raw_pair
 
 
-@pytest.fixture(params=[2, 3], ids=["resp2", "resp3"])
-def pair(request: pytest.FixtureRequest, server: HotkvProcess,
-         reference: RedisServer) -> Iterator[tuple[Wire, Wire]]:
-    hot = Wire(server.port, request.param)
-    ref = Wire(reference.port, request.param)
-    hot.call("FLUSHALL")
-    ref.call("FLUSHALL")
-    try:
-        yield hot, ref
-    finally:
-        hot.close()
-        ref.close()
-
-
-def same(pair: tuple[Wire, Wire], *args: Any) -> bytes:
+def same(pair: tuple[RawConnection, RawConnection], *args: Any) -> bytes:
     hot, ref = pair
     expected = ref.call(*args)
     assert hot.call(*args) == expected, args
@@ -70,7 +32,7 @@ def same(pair: tuple[Wire, Wire], *args: Any) -> bytes:
 LENGTHS = [0, 1, 9, 10, 99, 100, 1023, 1024, 1025, 5000]
 
 
-def test_lists_of_any_element_lengths_answer_as_redis(pair: tuple[Wire, Wire]) -> None:
+def test_lists_of_any_element_lengths_answer_as_redis(pair: tuple[RawConnection, RawConnection]) -> None:
     elements = [b"%d" % n + b"x" * max(0, n - len(b"%d" % n)) if n else b"" for n in LENGTHS]
     same(pair, "RPUSH", "l", *elements)
     same(pair, "LRANGE", "l", 0, -1)
@@ -81,7 +43,7 @@ def test_lists_of_any_element_lengths_answer_as_redis(pair: tuple[Wire, Wire]) -
     same(pair, "LRANGE", "nope", 0, -1)
 
 
-def test_arrays_mixing_strings_and_misses_answer_as_redis(pair: tuple[Wire, Wire]) -> None:
+def test_arrays_mixing_strings_and_misses_answer_as_redis(pair: tuple[RawConnection, RawConnection]) -> None:
     same(pair, "MSET", "a", "1", "b", "y" * 2000, "c", "")
     same(pair, "MGET", "a", "missing", "b")
     same(pair, "MGET", "a", "b", "c", "missing")
@@ -101,6 +63,6 @@ def test_arrays_mixing_strings_and_misses_answer_as_redis(pair: tuple[Wire, Wire
     "return {'a', false, 'c'}",
 ], ids=["nested", "status", "error", "double", "big-number", "strings", "false"])
 def test_script_arrays_starting_with_a_string_answer_as_redis(
-        pair: tuple[Wire, Wire], script: str) -> None:
+        pair: tuple[RawConnection, RawConnection], script: str) -> None:
     same(pair, "EVAL", script, 0)
     same(pair, "EVAL", "redis.setresp(3); " + script, 0)
