@@ -239,8 +239,6 @@ class ScriptEngine:
             if not run.restart:
                 self._finished(run)
                 script.fast = _monotonic() - run.started < FAST_RUN_S
-                if run.fresh or run.counted:
-                    returned_errors(core, run.fresh, late=False)
                 return reply
             # past the limit without a write: forget this run, start it again on the script
             # thread and answer BUSY at once (the time was spent already)
@@ -256,8 +254,6 @@ class ScriptEngine:
         if outcome is True:
             self._finished(run)
             script.fast = _monotonic() - run.started < FAST_RUN_S
-            if run.fresh or run.counted:
-                returned_errors(core, run.fresh, late=False)
             return job.result
         return outcome
 
@@ -278,10 +274,8 @@ class ScriptEngine:
         loop = asyncio.get_running_loop()
 
         def finish_on_loop() -> None:
-            self._finished(run)  # commit hands the records out unless in EXEC
-            if run.fresh or run.counted:
-                returned_errors(core, run.fresh, late=True)
-                deferred.failed = True
+            # commit hands the records out unless in EXEC
+            deferred.failed = self._finished(run, late=True)
             deferred.resolve(job.result)
 
         with job.state:
@@ -295,13 +289,19 @@ class ScriptEngine:
             core.busy = run
         return deferred
 
-    def _finished(self, run: Run) -> None:
+    def _finished(self, run: Run, *, late: bool = False) -> bool:
+        """The run is over: its effects leave, and the error replies of its reply are
+        counted (``late``: after a Deferred was returned); True when the call failed."""
         core = self.core
         self.running = None
         if core.busy is not None:  # (its setter recomputes the gates: not on every run)
             core.busy = None
         core.effects.commit()
         run.ctx.user = None
+        if run.fresh or run.counted:
+            returned_errors(core, run.fresh, late)
+            return True
+        return False
 
     def _execute(self, run: Run, keys: list[bytes], args: list[bytes]) -> Any:
         """On the script thread: call the script and turn its result into a reply."""
