@@ -4,7 +4,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from hotkv_server import _compiled
+
 __version__ = "0.1.0"
+
+# the compiled hot path runs only if it was built from the sources as they are now (and
+# HOTKV_PURE is not set); otherwise the listed modules load from their .py files
+_compiled.activate()
 
 if TYPE_CHECKING:
     from hotkv_server.clients import (

@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from hotkv_server import _compiled
 from hotkv_server.commands.connection import REDIS_COMPAT_VERSION
 from hotkv_server.engine.context import Context
 from hotkv_server.engine.core import Core, current_rss
@@ -79,6 +80,8 @@ def section_server(core: Core) -> Fields:
         ("monotonic_clock", "POSIX clock_gettime"),
         ("multiplexing_api", _event_loop_name()),
         ("python_version", platform.python_version()),
+        # the mypyc-compiled hot path or its pure-Python sources (README, "the build")
+        ("hot_path", "compiled" if _compiled.COMPILED else "pure"),
         ("process_id", core.pid),
         ("process_supervised", "no"),
         ("run_id", core.run_id),

@@ -17,7 +17,7 @@ import sys
 import time
 from typing import Any
 
-from hotkv_server import __version__
+from hotkv_server import __version__, _compiled
 from hotkv_server.commands import load_all
 from hotkv_server.engine.clock import Clock
 from hotkv_server.engine.config import Config, ConfigError, load_config
@@ -68,6 +68,8 @@ class Server:
         for sub in list(self.core.subsystems):
             await sub.started()
         tls = self.core.tls_port
+        # which build of the hot path runs (hotkv_server._compiled; scripts/build_compiled.py)
+        log.info("hot path: %s", _compiled.STATE)
         log.info(
             "hotkv %s ready to accept connections on %s port %s%s (pid %d, config %s, dir %s)",
             __version__,
