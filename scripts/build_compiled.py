@@ -112,7 +112,7 @@ def main(argv: list[str]) -> int:
     }
     stamp = _compiled.read_stamp()
     if stamp is not None and all(stamp.get(k) == v for k, v in want.items()):
-        if not stamp.get("failed") and _compiled.compiled_files(PKG):
+        if not stamp.get("failed") and stamp.get("files") == _compiled.built_names(PKG):
             return 0                                    # built from these sources: nothing to do
         if str(stamp.get("failed", "")).startswith("mypyc failed"):
             say(f"pure Python ({stamp['failed']}; unchanged sources, not retried)")
@@ -136,8 +136,11 @@ def main(argv: list[str]) -> int:
             return fail(str(exc), want)
         clean()
         for rel in built:
-            shutil.copy2(tmp / "hotkv_server" / rel, PKG / rel)
-    _compiled.STAMP.write_text(json.dumps(want) + "\n")
+            # a new file renamed over the path: a running server keeps its mapped old one
+            staged = (PKG / rel).with_name(f".{rel.name}.new")
+            shutil.copy2(tmp / "hotkv_server" / rel, staged)
+            os.replace(staged, PKG / rel)
+    _compiled.STAMP.write_text(json.dumps({**want, "files": _compiled.built_names(PKG)}) + "\n")
     say(f"compiled (mypyc, {len(_compiled.MODULES)} modules, {time.monotonic() - started:.0f} s)")
     return 0
 

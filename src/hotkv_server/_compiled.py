@@ -28,13 +28,16 @@ from types import ModuleType
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 
-#: the modules every command passes (framing, dispatch, argument parsing, reply encoding,
-#: the effect log, the keyspace and the string and working-memory commands), relative to
-#: the package: measured in benchmarks/README.md ("A compiled hot path")
+#: the modules every command passes (request reading and framing, dispatch, argument
+#: parsing, reply encoding, the effect log, the keyspace and the string and working-memory
+#: commands), relative to the package: measured in benchmarks/README.md ("A compiled hot
+#: path"). server/connection.py stays pure: compiled, a pipelined deferred reply (RECALL,
+#: ECHO, RECALL while another client drops the namespace) was never answered
+#: (tests/commands/test_sem_concurrent.py)
 MODULES: tuple[str, ...] = (
-    "server/resp.py",
+    "server/reader.py",
     "server/framing.py",
-    "server/connection.py",
+    "server/resp.py",
     "engine/args.py",
     "engine/dispatch.py",
     "engine/effects.py",
@@ -47,16 +50,13 @@ MODULES: tuple[str, ...] = (
 #: module's own ``.so`` is a small shim that loads it)
 GROUP = "hotkv_server._hotpath"
 
-#: written by the build step: {"sources": source_hash(), "mypyc": version, "modules": [...]}
+#: written by the build step: {"sources": source_hash(), "mypyc": version, "modules": [...],
+#: "files": built_names()}
 STAMP = PACKAGE_DIR / "_hotpath.stamp"
 
 #: one line for the log and INFO: "compiled (mypyc, 9 modules)" or "pure Python (<why>)"
 STATE = "pure Python (not built)"
 COMPILED = False
-
-
-def module_name(rel: str) -> str:
-    return "hotkv_server." + rel.removesuffix(".py").replace("/", ".")
 
 
 def source_hash(package_dir: Path = PACKAGE_DIR, modules: Sequence[str] = MODULES) -> str:
@@ -80,13 +80,25 @@ def read_stamp(path: Path = STAMP) -> dict[str, object] | None:
 
 
 def compiled_files(package_dir: Path = PACKAGE_DIR) -> list[Path]:
-    """The extension files a build put into the package (the group library and the shims)."""
-    found = list(package_dir.glob(GROUP.rsplit(".", 1)[1] + "__mypyc.*"))
-    for rel in MODULES:
-        path = package_dir / rel
-        found.extend(path.parent.glob(path.stem + ".*.so"))
-        found.extend(path.parent.glob(path.stem + ".*.pyd"))
+    """The extension files a build put into the package: the group library and a shim
+    beside each compiled ``.py`` (also of a module no longer listed: a stale build)."""
+    group = GROUP.rsplit(".", 1)[1] + "__mypyc."
+    found = []
+    for pattern in ("*.so", "*.pyd"):
+        for path in package_dir.rglob(pattern):
+            if path.name.startswith(group) or (
+                    path.parent / (path.name.split(".", 1)[0] + ".py")).is_file():
+                found.append(path)
     return found
+
+
+def _source_of(package_dir: Path, so: Path) -> tuple[str, Path] | None:
+    """(module name, its .py) of a compiled shim, None for the group library."""
+    source = so.parent / (so.name.split(".", 1)[0] + ".py")
+    if not source.is_file():
+        return None
+    parts = source.relative_to(package_dir).with_suffix("").parts
+    return ".".join((package_dir.name, *parts)), source
 
 
 def build_tools_missing() -> str | None:
@@ -136,25 +148,31 @@ def _why_pure(package_dir: Path) -> str | None:
         return "sources unreadable"
     if stamp.get("sources") != current:
         return "sources changed since the build"
+    if stamp.get("files") != built_names(package_dir):
+        return "compiled files differ from the build"
     return None
+
+
+def built_names(package_dir: Path = PACKAGE_DIR) -> list[str]:
+    """The compiled files in the package, relative to it, sorted (the stamp's ``files``)."""
+    return sorted(str(p.relative_to(package_dir)) for p in compiled_files(package_dir))
 
 
 def activate(package_dir: Path = PACKAGE_DIR) -> str:
     """Decide the build once, at the package's import; returns :data:`STATE`."""
     global STATE, COMPILED
     why = _why_pure(package_dir)
+    built = compiled_files(package_dir)
     if why is None:
-        count = sum(1 for rel in MODULES if list(
-            (package_dir / rel).parent.glob((package_dir / rel).stem + ".*.so")))
+        count = sum(1 for so in built if _source_of(package_dir, so) is not None)
         if count:
             COMPILED = True
             STATE = f"compiled (mypyc, {count} modules)"
             return STATE
         why = "not built"
-    if compiled_files(package_dir) and not any(
-            isinstance(f, _PureFinder) for f in sys.meta_path):
-        sys.meta_path.insert(0, _PureFinder(
-            {module_name(rel): package_dir / rel for rel in MODULES}))
+    sources = dict(filter(None, (_source_of(package_dir, so) for so in built)))
+    if sources and not any(isinstance(f, _PureFinder) for f in sys.meta_path):
+        sys.meta_path.insert(0, _PureFinder(sources))
     COMPILED = False
     STATE = f"pure Python ({why})"
     return STATE
