@@ -31,9 +31,8 @@ PACKAGE_DIR = Path(__file__).resolve().parent
 #: the modules every command passes (request reading and framing, dispatch, argument
 #: parsing, reply encoding, the effect log, the keyspace and the string and working-memory
 #: commands), relative to the package: measured in benchmarks/README.md ("A compiled hot
-#: path"). server/connection.py stays pure: compiled, a pipelined deferred reply (RECALL,
-#: ECHO, RECALL while another client drops the namespace) was never answered
-#: (tests/commands/test_sem_concurrent.py)
+#: path"). server/connection.py stays pure: compiled, its _deferred_resolved's read of
+#: self.deferred after assigning None raises when _serve parked again (docs/architecture.md)
 MODULES: tuple[str, ...] = (
     "server/reader.py",
     "server/framing.py",
