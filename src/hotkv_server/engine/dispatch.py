@@ -225,8 +225,8 @@ def execute(ctx: Context, spec: CommandSpec, argv: list[bytes], started: int = 0
     except CommandError as exc:
         reply = ErrorReply(exc.message)
         _count_error(core, reply)
-    except Exception as exc:  # a bug must cost one reply, never the connection or the server
-        reply = _internal_error(core, spec, exc)
+    except Exception as bug:  # a bug must cost one reply, never the connection or the server
+        reply = _internal_error(core, spec, bug)  # (not `exc`: mypyc types that name once)
     # as Redis: a call failed when an error reply was made since the last command ended
     # (so EXEC fails for its own errors, not for those of the commands it ran)
     errors_made = stats.total_error_replies
@@ -395,10 +395,10 @@ def run_later(ctx: Context, name: str, argv: list[bytes], step: Callable[[], Any
         reply = step()
     except CommandError as exc:
         reply = ErrorReply(exc.message)
-    except Exception as exc:
+    except Exception as bug:  # (not `exc`: mypyc types that name once per function)
         log.exception("internal error in %s", spec.name)
         core.stats.unexpected_error_replies += 1
-        reply = ErrorReply(f"ERR internal error in '{spec.name}': {type(exc).__name__}")
+        reply = ErrorReply(f"ERR internal error in '{spec.name}': {type(bug).__name__}")
     effects = core.effects
     if effects.pending:  # WATCH was touched as they were emitted
         effects.flush()

@@ -238,9 +238,9 @@ class RequestReader:
                                       else self.partial_bytes + len(chunk))
                 self._check_partial(client)
                 break
-        except hiredis.ProtocolError as exc:
+        except hiredis.ProtocolError as error:  # (a name of its own: mypyc types exc once)
             self.broken = True
-            found.append(ProtocolError(_translate(str(exc))))
+            found.append(ProtocolError(_translate(str(error))))
         except ProtocolViolation as exc:
             self.broken = True
             found.append(ProtocolError(str(exc)))
