@@ -18,6 +18,7 @@ from hotkv_server.engine.args import parse_int
 from hotkv_server.engine.context import Context
 from hotkv_server.engine.errors import CommandError
 from hotkv_server.engine.registry import SpecFields, family, key_spec
+from hotkv_server.stores.zsetvalue import WALK_OFFSET
 
 command = family(group="sorted-set")
 
@@ -166,6 +167,13 @@ def _by_score(ctx: Context, argv: list[bytes], reverse: bool) -> Any:
         offset, limit = first, count
     elif n != 4:
         return zrange_generic(ctx, argv, 1, SCORE, reverse)
+    low = argv[2]
+    if (not reverse and argv[3] == b"+inf" and low.isdigit() and len(low) < 16
+            and 0 <= offset <= WALK_OFFSET and limit >= 0):
+        # ``<digits> +inf LIMIT offset count``, the paging form: no range to parse (digits
+        # read as strtod does, _range_end's first case; +inf cannot fail either)
+        zset = read_zset(ctx, argv[1])
+        return [] if zset is None else zset.members_from(float(low), offset, limit)
     score_range = (parse_score_range(argv[3], argv[2]) if reverse
                    else parse_score_range(argv[2], argv[3]))
     zset = read_zset(ctx, argv[1])
