@@ -178,16 +178,9 @@ def llen(ctx: Context, argv: list[bytes]) -> Any:
                     "the specified range.")
 def lrange(ctx: Context, argv: list[bytes]) -> Any:
     """LRANGE key start stop"""
-    start, stop = parse_int(argv[2]), parse_int(argv[3])
-    if start is None or stop is None:  # (int_arg's error, for either)
-        raise CommandError(errors.NOT_INTEGER)
-    lst = ctx.db.kv.typed(argv[1], ctx.now_ms, ListValue)
-    stats = ctx.core.stats  # read_list() written out: LRANGE is a hot path
-    if lst is None:
-        stats.keyspace_misses += 1
-        return []
-    stats.keyspace_hits += 1
-    return lst.range(start, stop)
+    start, stop = int_arg(argv[2]), int_arg(argv[3])
+    lst = read_list(ctx, argv[1])
+    return [] if lst is None else lst.range(start, stop)
 
 
 @command("lindex", arity=3, flags="readonly", key="RO access", since="1.0.0",

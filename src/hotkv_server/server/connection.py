@@ -179,8 +179,8 @@ class ClientProtocol(asyncio.Protocol):
                 encoded = OK_BYTES
             elif kind is bytes:  # (resp.encode's own first case)
                 encoded = b"$%d\r\n%b\r\n" % (len(reply), reply)
-            elif kind is int:  # (LPUSH's length, INCR's count: past the table too)
-                encoded = INT_REPLIES[reply] if 0 <= reply < 1024 else b":%d\r\n" % reply
+            elif kind is int and 0 <= reply < 1024:
+                encoded = INT_REPLIES[reply]
             elif reply is NO_REPLY:
                 continue
             elif kind is Deferred:

@@ -103,11 +103,6 @@ def encode(value: Any, proto: int) -> bytes:
         return _INT_CACHE[value] if 0 <= value < 1024 else b":%d\r\n" % value
     if value is None:
         return _NULL3 if proto == 3 else _NULL2
-    if t is list and value and type(value[0]) is bytes:  # LRANGE, ZRANGE ...: one call less
-        try:
-            return _bulk_array(value)
-        except TypeError:  # (not all bytes-like: element by element, as _encode_into does)
-            pass
     out: list[bytes] = []
     _encode_into(value, proto, out)
     return out[0] if len(out) == 1 else b"".join(out)
