@@ -87,6 +87,8 @@ def request(*words: bytes) -> bytes:
 KEY = b"key:000000000001"
 #: replaced by a random number per request (redis-benchmark's __rand_int__)
 RAND = b"__rand__"
+#: the same, zero-padded to 12 digits (redis-benchmark's ``key:__rand_int__``)
+RAND12 = b"__rand12__"
 EVALSHA_SCRIPT = (b"redis.call('SET', KEYS[1], ARGV[1]) redis.call('INCR', KEYS[2]) "
                   b"return redis.call('GET', KEYS[1])")
 EVALSHA_SHA = hashlib.sha1(EVALSHA_SCRIPT).hexdigest().encode()
@@ -115,6 +117,11 @@ RAND_ROWS: dict[str, tuple[bytes, ...]] = {
     "evalsha": (b"EVALSHA", EVALSHA_SHA, b"2", b"key:" + RAND, b"bench:counter", b"xxx"),
     "zscore": (b"ZSCORE", b"bench:zset", b"m:" + RAND),
     "zincrby": (b"ZINCRBY", b"bench:zincrby", b"1", b"m:" + RAND),
+    # run.py's HSET/HGET/SADD rows: random fields (members) of a 10,000 space, so the hash
+    # and the set are full-size tables (the rows above write one field of a small hash)
+    "hset_r": (b"HSET", b"bench:hash_r", b"key:" + RAND12, b"xxx"),
+    "hget_r": (b"HGET", b"bench:hash_r", b"key:" + RAND12),
+    "sadd_r": (b"SADD", b"bench:set_r", b"key:" + RAND12),
 }
 #: what a row reads, written before it runs (as benchmarks/run.py prepares both servers)
 SETUP: dict[str, list[bytes]] = {
@@ -129,6 +136,9 @@ SETUP: dict[str, list[bytes]] = {
                                                 for w in (b"%d" % i, b"m:%d" % i)))],
     "zincrby": [request(b"ZADD", b"bench:zincrby", *(w for i in range(10_000)
                                                       for w in (b"%d" % i, b"m:%d" % i)))],
+    "hset_r": [request(b"HSET", b"bench:hash_r", *(w for i in range(10_000)
+                                                    for w in (b"key:%012d" % i, b"xxx")))],
+    "sadd_r": [request(b"SADD", b"bench:set_r", *(b"key:%012d" % i for i in range(10_000)))],
 }
 #: rows whose reads come twice, the second time with the first placeholder (the score)
 #: moved by the row's range: going round the reads again changes every member's score, as
@@ -136,7 +146,8 @@ SETUP: dict[str, list[bytes]] = {
 CHANGING_ROWS = {"zadd"}
 #: the range of __rand__ by row (redis-benchmark's -r of the same row in run.py; ZSCORE and
 #: ZINCRBY, in process only, read and change members of 10,000-member sets)
-RAND_RANGE = {"zrangebyscore": 10_000, "zscore": 10_000, "zincrby": 10_000}
+RAND_RANGE = {"zrangebyscore": 10_000, "zscore": 10_000, "zincrby": 10_000,
+              "hset_r": 10_000, "hget_r": 10_000, "sadd_r": 10_000}
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -166,10 +177,11 @@ def reads_for(row: str, pipeline: int, keys: int, count: int) -> list[bytes]:
 
         def one(numbers: list[int]) -> bytes:  # a number of each placeholder, as redis-benchmark
             at = iter(numbers)
-            return request(*(word.replace(RAND, b"%d" % next(at)) if RAND in word else word
-                             for word in words))
+            return request(*(word.replace(RAND, b"%d" % next(at)) if RAND in word
+                             else word.replace(RAND12, b"%012d" % next(at)) if RAND12 in word
+                             else word for word in words))
 
-        places = sum(RAND in word for word in words)
+        places = sum(RAND in word or RAND12 in word for word in words)
         reads = min(count, 4096)
         if row not in CHANGING_ROWS:
             return [b"".join(one([rnd.randrange(top) for _ in range(places)])

@@ -16,6 +16,8 @@ from typing import Any
 
 import hiredis
 import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
 
 ROOT = Path(__file__).resolve().parent.parent
 READY = re.compile(r"ready to accept connections on .* port (\d+)(?: tls-port (\d+))?")
@@ -25,6 +27,13 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+def quick_retry() -> Retry:
+    """One immediate retry: a client still reconnects once to a restarted server, but a
+    refused login or a server that is gone fails at once. (redis-py 7+ retries three times
+    with backoff by default, and counts a refused AUTH as a connection error: 4 s a test.)"""
+    return Retry(NoBackoff(), 1)
 
 
 class HotkvProcess:
@@ -81,6 +90,7 @@ class HotkvProcess:
             return ""
 
     def client(self, protocol: int = 3, **kwargs: Any) -> redis.Redis:
+        kwargs.setdefault("retry", quick_retry())
         return redis.Redis(host="127.0.0.1", port=self.port, protocol=protocol, **kwargs)
 
     def stop(self, timeout: float = 15.0) -> int:
@@ -177,6 +187,28 @@ def raw_roundtrip(port: int, payload: bytes, *, wait: float = 0.3, expect: int |
             if expect is not None and total >= expect:
                 break
         return b"".join(chunks)
+
+
+def drain_to_mark(listener: Any, timeout: float = 10.0) -> list[tuple[bytes, bytes]]:
+    """The channel/data pairs a pub/sub listener has received, up to now.
+
+    The listener PINGs with a fresh token and reads until that PING's answer: a server
+    writes a connection's messages in order, so everything published before the PING (every
+    notification of a command another client has had its reply for) comes first. No idle
+    wait, so it costs a round trip, not a timeout."""
+    token = f"drain-mark-{time.monotonic_ns()}".encode()
+    listener.ping(token)
+    out: list[tuple[bytes, bytes]] = []
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        message = listener.get_message(timeout=deadline - time.monotonic())
+        if message is None:
+            continue
+        if message["type"] == "pong" and message["data"] == token:
+            return out
+        if message["type"] in ("message", "pmessage"):
+            out.append((message["channel"], message["data"]))
+    raise AssertionError(f"no answer to the listener's PING within {timeout}s; got {out}")
 
 
 def require_tool(name: str) -> str:

@@ -137,5 +137,6 @@ def test_inprocess_harness_measures_every_row() -> None:
     assert [r[0] for r in rows] == ["ping", "ping_inline", "set", "get", "wset", "wget", "capp",
                                     "hset", "hget", "sadd", "lpush", "lrange_100", "zrange", "zrange_100",
                                     "zadd",
-                                    "zrangebyscore", "evalsha", "zscore", "zincrby"]
+                                    "zrangebyscore", "evalsha", "zscore", "zincrby",
+                                    "hset_r", "hget_r", "sadd_r"]
     assert all(float(p16) > 0 and float(p1) > 0 for _, p16, p1 in rows)

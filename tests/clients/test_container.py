@@ -19,7 +19,7 @@ import pytest
 import redis
 import yaml
 
-from helpers import ROOT, free_port
+from helpers import ROOT, free_port, quick_retry
 from hotkv_server.clients.entrypoint import refuse_open, server_arguments
 from hotkv_server.engine.config import DIRECTIVES
 
@@ -290,10 +290,10 @@ def test_a_password_from_a_secret_file(data_dir: str, tmp_path: Path) -> None:
     try:
         port = int(env["HOTKV_PORT"])
         with pytest.raises(redis.AuthenticationError):
-            redis.Redis(port=port).ping()
+            redis.Redis(port=port, retry=quick_retry()).ping()
         assert redis.Redis(port=port, password="from-a-secret").ping()
         with pytest.raises(redis.AuthenticationError):
-            redis.Redis(port=port, password="from-a-secret\n").ping()
+            redis.Redis(port=port, password="from-a-secret\n", retry=quick_retry()).ping()
     finally:
         proc.terminate()
         proc.wait(20)

@@ -9,6 +9,7 @@ timeouts, CLIENT UNBLOCK and closed waiters behave as Redis's.
 
 from __future__ import annotations
 
+import re
 import socket
 import time
 from typing import Any
@@ -64,12 +65,33 @@ class Peer:
 
 #: steps: (peer, argv) send and, for D, read the reply; ("block", peer, argv) send and give
 #: the server a moment to park it; ("read", peer) wait for a reply; ("idle", peer) record
-#: whether a reply came within 0.3 s; ("close", peer); ("sleep", seconds)
+#: whether a reply came within 0.2 s; ("close", peer); ("sleep", seconds)
 Step = tuple[Any, ...]
+
+
+def _clients_field(probe: Peer, field: bytes) -> int:
+    probe.send(["INFO", "clients"])
+    reply = probe.read(5.0)
+    text = reply[1] if isinstance(reply, tuple) else reply
+    match = re.search(rb"\b" + field + rb":(\d+)", text)
+    assert match, reply
+    return int(match.group(1))
+
+
+def _settle(probe: Peer, field: bytes, before: int, step: int) -> None:
+    """Wait until INFO's ``field`` has moved from ``before`` by ``step`` (the server parked a
+    blocked call, or saw a connection go), for at most 0.1 s: a call that does not block (in
+    MULTI, or served at once) leaves the count as it was."""
+    deadline = time.monotonic() + 0.1
+    while time.monotonic() < deadline:
+        if _clients_field(probe, field) == before + step:
+            return
+        time.sleep(0.002)
 
 
 def transcript(port: int, protocol: int, steps: list[Step]) -> list[Any]:
     peers = {name: Peer(port, protocol) for name in "ABCD"}
+    probe = Peer(port, 2)
     out: list[Any] = []
     try:
         peers["D"].send(["FLUSHALL"])
@@ -77,15 +99,17 @@ def transcript(port: int, protocol: int, steps: list[Step]) -> list[Any]:
         for step in steps:
             kind = step[0]
             if kind == "block":
+                before = _clients_field(probe, b"blocked_clients")
                 peers[step[1]].send(step[2])
-                time.sleep(0.1)
+                _settle(probe, b"blocked_clients", before, 1)
             elif kind == "read":
                 out.append((step[1], peers[step[1]].read(5.0)))
             elif kind == "idle":
-                out.append((step[1], peers[step[1]].read(0.3)))
+                out.append((step[1], peers[step[1]].read(0.2)))
             elif kind == "close":
+                before = _clients_field(probe, b"connected_clients")
                 peers[step[1]].close()
-                time.sleep(0.1)
+                _settle(probe, b"connected_clients", before, -1)
             elif kind == "sleep":
                 time.sleep(step[1])
             else:
@@ -93,7 +117,7 @@ def transcript(port: int, protocol: int, steps: list[Step]) -> list[Any]:
                 peers[name].send(argv)
                 out.append((name, peers[name].read(5.0)))
     finally:
-        for peer in peers.values():
+        for peer in [*peers.values(), probe]:
             try:
                 peer.close()
             except OSError:

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 import redis
 
-from helpers import HotkvProcess, RedisServer
+from helpers import HotkvProcess, RedisServer, drain_to_mark
 
 
 def drain(listener: Any, wait: float = 0.4) -> list[tuple[bytes, bytes]]:
@@ -38,7 +38,7 @@ def events_of(port: int, protocol: int, flags: str, actions: Any) -> list[tuple[
     listener.psubscribe("__key*__:*")
     assert listener.get_message(timeout=2)["type"] == "psubscribe"
     actions(client)
-    events = drain(listener)
+    events = drain_to_mark(listener)
     listener.close()
     client.config_set("notify-keyspace-events", "")
     client.close()
@@ -61,8 +61,8 @@ def string_commands(client: redis.Redis) -> None:
     client.delete("a", "b", "missing")
     client.set("n", "v", nx=True)
     client.set("n", "w", nx=True)  # no change, no event
-    client.set("short", "v", px=30)
-    time.sleep(0.3)
+    client.set("short", "v", px=10)
+    time.sleep(0.05)
     client.get("short")
     client.get("never-there")
     client.mget("n", "absent")
@@ -179,7 +179,7 @@ def test_agent_sees_its_turns_note_expiry_and_summary_updates_in_order(
         (b"__amem@0__:work:session-42", b"expired ticket"),
         (b"__amem@0__:summary:session-42", b"append 2"),
     ]
-    dashboard = drain(other)
+    dashboard = drain_to_mark(other)
     assert (b"__amem@0__:conv:session-7", b"append 1") in dashboard
     assert all(channel.startswith(b"__amem@0__:conv:") for channel, _ in dashboard)
     listener.close()
@@ -226,7 +226,7 @@ def test_memory_events_need_their_own_flag(server: HotkvProcess) -> None:
     listener.get_message(timeout=2)
     client.execute_command("AMEM.CONV.CREATE", "quiet")
     client.execute_command("AMEM.CONV.APPEND", "quiet", "user", "hello")
-    assert drain(listener, wait=0.3) == []
+    assert drain_to_mark(listener) == []
     client.config_set("notify-keyspace-events", "")
     listener.close()
     client.close()
@@ -307,8 +307,8 @@ def test_key_confined_user_hears_nothing_of_other_tenants(server: HotkvProcess) 
         spy.subscribe("__keyspace@0__:tenant-b:secret")
         spy.get_message(timeout=2)
         admin.set("tenant-b:secret", "v2")
-        assert drain(spy, wait=0.3) == []
-        assert (b"__keyspace@0__:tenant-b:secret", b"set") in drain(watcher_b)
+        assert drain_to_mark(spy) == []
+        assert (b"__keyspace@0__:tenant-b:secret", b"set") in drain_to_mark(watcher_b)
         for sub in (listener, spy, watcher_b):
             sub.close()
         alice.close()

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 import redis
 
-from helpers import HotkvProcess, RedisServer
+from helpers import HotkvProcess, RedisServer, drain_to_mark
 
 MARK = "notify-test-mark"
 
@@ -183,16 +183,6 @@ MIXED: list[Command] = [
 SCENARIOS = {"hashes": HASHES, "lists": LISTS, "sets": SETS, "zsets": ZSETS, "mixed": MIXED}
 
 
-def _drain(listener: Any, wait: float) -> list[tuple[bytes, bytes]]:
-    out = []
-    while True:
-        message = listener.get_message(timeout=wait)
-        if message is None:
-            return out
-        if message["type"] in ("message", "pmessage"):
-            out.append((message["channel"], message["data"]))
-
-
 def _split(stream: list[tuple[bytes, bytes]]) -> list[list[tuple[bytes, bytes]]]:
     """The events before each marker, in order (the last list: after the last marker)."""
     per_command: list[list[tuple[bytes, bytes]]] = [[]]
@@ -224,7 +214,7 @@ def events_per_command(port: int, protocol: int, flags: str,
             except redis.ResponseError:
                 pass
             client.publish(MARK, "next")
-        stream = _drain(listener, wait=0.5)
+        stream = drain_to_mark(listener)
     finally:
         listener.close()
         client.config_set("notify-keyspace-events", "")
@@ -299,7 +289,7 @@ def _served_blocking_events(port: int, protocol: int) -> list[tuple[bytes, bytes
     admin.zadd("zq2", {"a": 1, "b": 2})
     for thread in threads:
         thread.join(timeout=5)
-    events = _drain(listener, wait=0.5)
+    events = drain_to_mark(listener)
     listener.close()
     admin.config_set("notify-keyspace-events", "")
     for client in clients:
@@ -351,7 +341,7 @@ def test_type_events_reach_only_the_tenant_of_the_key(server: HotkvProcess) -> N
         admin.lmove("tenant-b:l", "tenant-a:l", "LEFT", "RIGHT")  # the other tenant's pop
         admin.smove("tenant-b:s", "tenant-a:s2", "m")
         admin.rename("tenant-b:h", "tenant-a:h2")
-        events = _drain(listener, wait=0.5)
+        events = drain_to_mark(listener)
         assert all(b"tenant-b" not in channel + data for channel, data in events), events
         for expected in [(b"__keyspace@0__:tenant-a:h", b"hset"),
                          (b"__keyevent@0__:rpush", b"tenant-a:l"),

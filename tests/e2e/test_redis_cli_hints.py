@@ -34,9 +34,12 @@ def typed_hint(port: int, command: str) -> str:
     fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", 50, 400, 0, 0))
     out = bytearray()
 
-    def pump(seconds: float) -> None:
+    def pump(seconds: float, until: bytes | None = None, since: int = 0) -> None:
+        """Read the terminal for ``seconds``, or until ``until`` shows after offset ``since``."""
         end = time.monotonic() + seconds
         while time.monotonic() < end:
+            if until is not None and until in out[since:]:
+                return
             ready, _, _ = select.select([fd], [], [], 0.05)
             if not ready:
                 continue
@@ -49,11 +52,14 @@ def typed_hint(port: int, command: str) -> str:
                 os.write(fd, b"\x1b[1;1R")
 
     try:
-        pump(1.5)
-        for char in (command + " ").encode():
+        pump(10.0, until=b"> ")  # the prompt: redis-cli has read COMMAND DOCS by then
+        for char in command.encode():
             os.write(fd, bytes([char]))
             pump(0.03)
-        pump(1.0)
+        typed = len(out)
+        os.write(fd, b" ")
+        pump(10.0, until=b"\x1b[0;90;49m", since=typed)  # the hint's grey
+        pump(0.1)  # the rest of that redraw
     finally:
         os.kill(pid, 9)
         os.waitpid(pid, 0)

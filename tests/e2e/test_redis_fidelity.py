@@ -315,6 +315,24 @@ def test_listed_configs_and_aliases_as_redis(ports: tuple[int, int], protocol: i
     run_both(ports, protocol, steps)
 
 
+@pytest.mark.parametrize("protocol", [2, 3])
+def test_config_set_save_checks_its_pairs_as_redis(ports: tuple[int, int], protocol: int) -> None:
+    steps: list[tuple[str, list[Any]]] = [
+        ("c", ["CONFIG", "SET", "save", "3600 1 300 100"]),
+        ("c", ["CONFIG", "GET", "save"]),
+        ("c", ["CONFIG", "SET", "save", "abc"]),
+        ("c", ["CONFIG", "SET", "save", "3600"]),
+        ("c", ["CONFIG", "SET", "save", "-1 5"]),
+        ("c", ["CONFIG", "SET", "save", "1 2.5"]),
+        ("c", ["CONFIG", "GET", "save"]),  # unchanged by the refused ones
+        ("c", ["CONFIG", "SET", "save", "0100 +5"]),
+        ("c", ["CONFIG", "GET", "save"]),
+        ("c", ["CONFIG", "SET", "save", ""]),
+        ("c", ["CONFIG", "GET", "save"]),
+    ]
+    run_both(ports, protocol, steps)
+
+
 def test_acllog_max_len_bounds_the_log(ports: tuple[int, int]) -> None:
     run_both(ports, 2, [
         ("c", ["CONFIG", "SET", "acllog-max-len", "2"]),

@@ -46,6 +46,9 @@ SKIPPED = {
 
 FUZZ_SECONDS = float(os.environ.get("HOTKV_FUZZ_SECONDS", "0") or 0)
 SUITE_EXAMPLES = 15
+#: fewer examples where each is slow and the argument space is one fixed word: MEMORY PURGE
+#: runs gc.collect() over the whole pytest heap (about 0.8 s a call late in the suite)
+EXAMPLES_FOR = {"memory|purge": 3}
 
 ERROR_LINE = re.compile(r"^[A-Z][A-Z_]*( |$)")
 
@@ -318,7 +321,8 @@ def _param(spec: CommandSpec) -> Any:
 def test_fuzz_command(spec: CommandSpec) -> None:
     world = World()
 
-    @settings(max_examples=SUITE_EXAMPLES, deadline=None, database=None,
+    @settings(max_examples=EXAMPLES_FOR.get(spec.name, SUITE_EXAMPLES), deadline=None,
+              database=None,
               suppress_health_check=list(HealthCheck))
     @given(argv=argv_for(spec), in_multi=st.booleans(), proto=st.sampled_from([2, 3]))
     def run(argv: list[bytes], in_multi: bool, proto: int) -> None:

@@ -95,6 +95,21 @@ def test_limited_score_ranges_across_many_sublists_match_the_model(seed: int) ->
             assert everything == [m for m, _ in ordered[off:]]
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_members_from_a_score_match_the_model_across_sublists(seed: int) -> None:
+    # ZRANGEBYSCORE key <score> +inf LIMIT offset count's own walk, over sublists of 4
+    rnd = random.Random(seed)
+    scores = {b"m%03d" % i: float(rnd.randint(-20, 20)) for i in range(rnd.randint(0, 300))}
+    z = SortedSetValue(scores.items())
+    z.ordered._reset(4)
+    model = model_order(scores)
+    for _ in range(300):
+        low = float(rnd.randint(-22, 22))
+        off, cnt = rnd.randint(0, 40), rnd.choice([0, 1, 3, 10, 50, 400])
+        want = [m for m, s in model if s >= low][off : off + cnt]
+        assert z.members_from(low, off, cnt) == want, (low, off, cnt)
+
+
 def _bound(rnd: random.Random) -> LexBound:
     kind = rnd.choice("-+[(")
     return LexBound(kind, b"m%03d" % rnd.randint(0, 60) if kind in "[(" else b"")

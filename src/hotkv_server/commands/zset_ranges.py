@@ -18,6 +18,7 @@ from hotkv_server.engine.args import parse_int
 from hotkv_server.engine.context import Context
 from hotkv_server.engine.errors import CommandError
 from hotkv_server.engine.registry import SpecFields, family, key_spec
+from hotkv_server.stores.zsetvalue import WALK_OFFSET
 
 command = family(group="sorted-set")
 
@@ -142,7 +143,7 @@ def zrevrange(ctx: Context, argv: list[bytes]) -> Any:
          syntax="key min max [WITHSCORES] [LIMIT offset count]", complexity=_BY_SCORE_COMPLEXITY)
 def zrangebyscore(ctx: Context, argv: list[bytes]) -> Any:
     """ZRANGEBYSCORE key min max [WITHSCORES] [LIMIT offset count]"""
-    return zrange_generic(ctx, argv, 1, SCORE, False)
+    return _by_score(ctx, argv, False)
 
 
 @command("zrevrangebyscore", _LEGACY, since="2.2.0",
@@ -150,7 +151,35 @@ def zrangebyscore(ctx: Context, argv: list[bytes]) -> Any:
          syntax="key max min [WITHSCORES] [LIMIT offset count]", complexity=_BY_SCORE_COMPLEXITY)
 def zrevrangebyscore(ctx: Context, argv: list[bytes]) -> Any:
     """ZREVRANGEBYSCORE key max min [WITHSCORES] [LIMIT offset count]"""
-    return zrange_generic(ctx, argv, 1, SCORE, True)
+    return _by_score(ctx, argv, True)
+
+
+def _by_score(ctx: Context, argv: list[bytes], reverse: bool) -> Any:
+    """The legacy score ranges; their usual forms (no option, or LIMIT alone) without
+    ``zrange_generic``'s option loop, with its errors in its order (LIMIT's integers,
+    then the range, then the key's type)."""
+    n = len(argv)
+    offset, limit = 0, -1
+    if n == 7 and argv[4].upper() == b"LIMIT":
+        first, count = parse_int(argv[5]), parse_int(argv[6])  # (_long's, without 2 calls)
+        if first is None or count is None:
+            raise CommandError(errors.NOT_INTEGER)
+        offset, limit = first, count
+    elif n != 4:
+        return zrange_generic(ctx, argv, 1, SCORE, reverse)
+    low = argv[2]
+    if (not reverse and argv[3] == b"+inf" and low.isdigit() and len(low) < 16
+            and 0 <= offset <= WALK_OFFSET and limit >= 0):
+        # ``<digits> +inf LIMIT offset count``, the paging form: no range to parse (digits
+        # read as strtod does, _range_end's first case; +inf cannot fail either)
+        zset = read_zset(ctx, argv[1])
+        return [] if zset is None else zset.members_from(float(low), offset, limit)
+    score_range = (parse_score_range(argv[3], argv[2]) if reverse
+                   else parse_score_range(argv[2], argv[3]))
+    zset = read_zset(ctx, argv[1])
+    if zset is None:
+        return []
+    return zset.range_by_score(score_range, reverse, offset, limit, members=True)
 
 
 @command("zrangebylex", _LEGACY, since="2.8.9",

@@ -201,6 +201,19 @@ def _text(values: list[str]) -> str:
     return " ".join(values)
 
 
+_SAVE_NUMBER = re.compile(r"\+?[0-9]+")
+
+
+def _save_points(values: list[str]) -> str:
+    """``save``: pairs of seconds and changes (``3600 1 300 100``), or nothing. Redis's
+    error text; numbers come back normalised, as CONFIG GET shows them in Redis."""
+    words = " ".join(values).split()
+    if len(words) % 2 or not all(_SAVE_NUMBER.fullmatch(word) and int(word) < 2**63
+                                 for word in words):
+        raise ValueError("Invalid save parameters")
+    return " ".join(str(int(word)) for word in words)
+
+
 def _replicaof(values: list[str]) -> tuple[str, int] | None:
     if len(values) == 2 and values[0].lower() == "no" and values[1].lower() == "one":
         return None
@@ -285,7 +298,7 @@ DIRECTIVES: dict[str, Directive] = {
         Directive("tls-key-file", "", _single(_str), str),
         Directive("tls-ca-cert-file", "", _single(_str), str),
         Directive("tls-auth-clients", "yes", _Choice(TlsAuthClients), str),
-        Directive("save", "", _text, str),
+        Directive("save", "", _save_points, str),
         Directive("notify-keyspace-events", 0, _notify_flags, _format_notify_flags),
         Directive("acl-pubsub-default", "resetchannels", _Choice(AclPubsubDefault), str),
         Directive("acllog-max-len", 128, _int_range(0, 2**63 - 1), str),

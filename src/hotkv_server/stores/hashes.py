@@ -285,10 +285,11 @@ class HashValue(TypedValue):
     def set_field(self, field: bytes, value: bytes) -> int:
         """Set one field (HSET's path: KvHset of one pair comes here); 1 if it was new."""
         packed = self._packed
-        if self._map is not None or len(field) > LISTPACK_VALUE or len(value) > LISTPACK_VALUE:
-            if self._map is None:
-                self._convert()
-            return self._set_map([field, value])
+        if self._map is not None:
+            return self._set_one(field, value)
+        if len(field) > LISTPACK_VALUE or len(value) > LISTPACK_VALUE:
+            self._convert()
+            return self._set_one(field, value)
         packed, added = packed_put(packed, field, value)
         self._packed = packed
         size = len(packed)
@@ -304,22 +305,27 @@ class HashValue(TypedValue):
         if too_many or len(packed) > PACKED_BYTES:
             self._convert(big=too_many)
 
+    def _set_one(self, field: bytes, value: bytes) -> int:
+        """Set one field of the dict form (HSET's path on a big hash: no pair list)."""
+        fields = self._map
+        assert fields is not None
+        old = fields.get(field)
+        fields[field] = value
+        if not self._big and (len(field) > LISTPACK_VALUE or len(value) > LISTPACK_VALUE
+                              or len(fields) > LISTPACK_ENTRIES):
+            self._big = True
+        if old is None:
+            self._added += 1
+            self.nbytes += len(field) + len(value) + FIELD_OVERHEAD
+            return 1
+        self.nbytes += len(value) - len(old)
+        return 0
+
     def _set_map(self, pairs: list[bytes]) -> int:
         fields = self._map
         assert fields is not None
         if len(pairs) == 2:  # one field: the common case, without the loop
-            field, value = pairs
-            old = fields.get(field)
-            fields[field] = value
-            if not self._big and (len(field) > LISTPACK_VALUE or len(value) > LISTPACK_VALUE
-                                  or len(fields) > LISTPACK_ENTRIES):
-                self._big = True
-            if old is None:
-                self._added += 1
-                self.nbytes += len(field) + len(value) + FIELD_OVERHEAD
-                return 1
-            self.nbytes += len(value) - len(old)
-            return 0
+            return self._set_one(pairs[0], pairs[1])
         if len(pairs) % 2:
             raise EffectError("kv.hset needs field, value pairs")
         new = 0
@@ -419,7 +425,9 @@ class HashValue(TypedValue):
 
 def _apply_hset(value: HashValue, effect: KvHset) -> int:
     pairs = effect.pairs
-    if len(pairs) == 2:  # HSET of one field: one call less
+    if len(pairs) == 2:  # HSET of one field: one call less (two on a dict-backed hash)
+        if value._map is not None:
+            return value._set_one(pairs[0], pairs[1])
         return value.set_field(pairs[0], pairs[1])
     return value.set_fields(pairs)
 

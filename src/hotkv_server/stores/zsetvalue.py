@@ -64,7 +64,7 @@ LISTPACK_VALUE = 64
 
 _INF = math.inf
 #: LIMIT offsets up to this are walked member by member (beyond, positions are cheaper)
-_WALK_OFFSET = 256
+WALK_OFFSET = 256
 
 #: the member of an order key (``key[8:]``, called from C by ``map``)
 _member = itemgetter(slice(8, None))
@@ -356,7 +356,7 @@ class SortedSetValue(TypedValue):
                        count: int = -1, members: bool = False) -> list[Any]:
         """ZRANGEBYSCORE (REV walks from max to min); LIMIT offset count, count < 0 = all.
         ``(member, score)`` pairs, or the members alone with ``members`` (no WITHSCORES)."""
-        if 0 <= offset <= _WALK_OFFSET and count >= 0:
+        if 0 <= offset <= WALK_OFFSET and count >= 0:
             return self._walk(rng, reverse, offset, count, members)
         lo, hi = self._score_span(rng)
         return self._slice(lo, hi, reverse, offset, count, members)
@@ -389,18 +389,7 @@ class SortedSetValue(TypedValue):
         maxes = self.ordered._maxes
         need = offset + count  # items to read from the range's first one on
         if not reverse:
-            pos = bisect_left(maxes, low)
-            if pos == len(maxes):
-                return []
-            idx = bisect_left(lists[pos], low)
-            chunk = lists[pos][idx : idx + need]
-            last = len(lists)
-            pos += 1
-            while len(chunk) < need and pos < last and (high is None or chunk[-1] < high):
-                chunk += lists[pos][: need - len(chunk)]
-                pos += 1
-            if high is not None and chunk and chunk[-1] >= high:
-                chunk = chunk[: bisect_left(chunk, high)]
+            chunk = _forward(lists, maxes, low, high, need)
             if offset:
                 chunk = chunk[offset:]
         else:
@@ -425,6 +414,18 @@ class SortedSetValue(TypedValue):
         if members:
             return list(map(_member, chunk))
         return self._pairs(chunk)
+
+    def members_from(self, low_score: float, offset: int, count: int) -> list[bytes]:
+        """``ZRANGEBYSCORE key <low_score> +inf LIMIT offset count`` (the paging form),
+        0 <= offset <= WALK_OFFSET and count >= 0: ``_walk``'s forward walk without a
+        ScoreRange or an upper bound."""
+        lists = self.ordered._lists
+        if not count or not lists:
+            return []
+        (bits,) = _unpack_q(_pack_d(low_score + 0.0))  # score_key, written out
+        low = _pack_q(bits ^ _SIGN if bits < _SIGN else bits ^ _ALL)
+        chunk = _forward(lists, self.ordered._maxes, low, None, offset + count)
+        return list(map(_member, chunk[offset:] if offset else chunk))
 
     def _slice(self, lo: int, hi: int, reverse: bool, offset: int, count: int,
                members: bool = False) -> list[Any]:
@@ -535,6 +536,25 @@ class SortedSetValue(TypedValue):
 
     def head(self, limit: int) -> list[tuple[bytes, float]]:
         return self._pairs(islice(self.ordered, limit))
+
+
+def _forward(lists: list[list[bytes]], maxes: list[bytes], low: bytes, high: bytes | None,
+             need: int) -> list[bytes]:
+    """Up to ``need`` order keys from the first one >= ``low`` on, below ``high`` (None:
+    no bound), read off sortedcontainers' sublists (read-only here) by slices."""
+    pos = bisect_left(maxes, low)
+    if pos == len(maxes):
+        return []
+    idx = bisect_left(lists[pos], low)
+    chunk = lists[pos][idx : idx + need]
+    last = len(lists)
+    pos += 1
+    while len(chunk) < need and pos < last and (high is None or chunk[-1] < high):
+        chunk += lists[pos][: need - len(chunk)]
+        pos += 1
+    if high is not None and chunk and chunk[-1] >= high:
+        chunk = chunk[: bisect_left(chunk, high)]
+    return chunk
 
 
 def _apply_zadd(value: SortedSetValue, effect: KvZadd) -> int:
