@@ -227,3 +227,34 @@ def test_the_build_step_without_a_compiler_falls_back_pure(tmp_path: Path) -> No
         capture_output=True, text=True, check=True,
         env={**os.environ, "CC": "/nonexistent/cc", "HOTKV_PURE": ""})
     assert again.stderr.strip() == "hot path: pure Python (no C compiler)"
+
+
+def test_a_handler_bug_costs_one_error_reply_in_this_build(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the dispatch point's catch of an unexpected exception (compiled, a name typed by the
+    # except clause before it once turned this into a TypeError)
+    import asyncio
+
+    from hotkv_server.engine.registry import LOOKUP
+    from hotkv_server.server.connection import ClientProtocol
+    from server.fakes import FakeTransport, request, running_server
+
+    def boom(ctx: object, argv: object) -> object:
+        raise RuntimeError("a bug")
+
+    async def run() -> list[bytes]:
+        async with running_server("--dir", str(tmp_path), "--save", "",
+                                  "--appendonly", "no") as srv:
+            monkeypatch.setattr(LOOKUP[b"ECHO"], "handler", boom)  # (loaded by the start)
+            protocol = ClientProtocol(srv.core)
+            transport = FakeTransport()
+            protocol.connection_made(transport)  # type: ignore[arg-type]
+            protocol.data_received(request(b"ECHO", b"x") + request(b"PING"))
+            for _ in range(200):
+                if transport.writes:
+                    break
+                await asyncio.sleep(0.005)
+            return transport.writes
+
+    assert b"".join(asyncio.run(run())) == (
+        b"-ERR internal error in 'echo': RuntimeError\r\n+PONG\r\n")
