@@ -42,6 +42,9 @@ Other row groups, each with its own reference:
   the other Python server, in its own process; target >= 20);
 * ``ceiling``: the same SET and GET with redis-server against fakeredis (no target: it
   shows how far above fakeredis any server gets on this machine and client);
+* ``bare``: SET and GET on a bare asyncio + uvloop + hiredis loop (``BARE_SERVER``: parse,
+  answer from one dict, nothing else) against redis-server: the ceiling of a Python server
+  here, beside which hotkv's own ratio is read (no target);
 * ``sem``: ``benchmarks/sem_bench.py`` (AMEM.SEM.RECALL against hnswlib in process,
   recall@10, 8 clients vs 1, memory per fact, restart from the snapshot; ``--facts``,
   ``--png`` for the recall-vs-queries/s curve).
@@ -220,14 +223,23 @@ def _ceiling_row(row: Row) -> Row:
                row.redis_args, row.redis_args, None, 0.0, 0.0, setup=row.key)
 
 
+def _bare_row(row: Row) -> Row:
+    """A bare asyncio + uvloop + hiredis loop (parse, answer from a dict, nothing else)
+    against redis-server: the pure-Python ceiling issue 21 measures hotkv against."""
+    return Row("bare_" + row.key, "bare",
+               row.title + ", bare Python loop vs redis-server (context)",
+               row.redis_args, row.redis_args, None, 0.0, 0.0, setup=row.key)
+
+
 ROWS = (ROWS + tuple(_aof_row(r) for r in ROWS if r.group in ("string", "amem"))
         + tuple(_fake_row(r) for r in ROWS if r.group == "string")
-        + tuple(_ceiling_row(r) for r in ROWS if r.group == "string"))
+        + tuple(_ceiling_row(r) for r in ROWS if r.group == "string")
+        + tuple(_bare_row(r) for r in ROWS if r.key in ("set", "get")))
 #: groups that are not redis-benchmark rows (run by another script)
 OTHER_GROUPS = ("sem",)
 #: the reference each group's ratio is taken against (the "redis" column of its table)
 REFERENCE = {"aof": "hotkv without AOF", "fakeredis": "fakeredis", "ceiling": "fakeredis"}
-SUBJECT = {"aof": "hotkv AOF everysec", "ceiling": "redis-server"}
+SUBJECT = {"aof": "hotkv AOF everysec", "ceiling": "redis-server", "bare": "bare Python loop"}
 
 
 def select_rows(spec: str | None) -> list[Row]:
@@ -439,6 +451,61 @@ server = TcpFakeServer(("127.0.0.1", int(sys.argv[1])), server_type="redis")
 server.daemon_threads = True
 server.serve_forever()
 """
+
+
+#: the bare loop: what Python itself allows a Redis-protocol server here (uvloop's
+#: transport, hiredis' parser, one dict, one write per read); no ACL, no statistics, no
+#: effects, no expiry: only enough of SET/GET/PING/INFO/CONFIG for redis-benchmark and setup
+BARE_SERVER = """
+import asyncio, sys
+import hiredis, uvloop
+store = {}
+class Bare(asyncio.Protocol):
+    def connection_made(self, transport):
+        self.transport = transport
+        self.reader = hiredis.Reader()
+    def data_received(self, data):
+        reader = self.reader
+        reader.feed(data)
+        out = []
+        request = reader.gets()
+        while request is not False:
+            name = request[0].upper()
+            if name == b"SET":
+                store[request[1]] = request[2]
+                out.append(b"+OK\\r\\n")
+            elif name == b"GET":
+                value = store.get(request[1])
+                out.append(b"$-1\\r\\n" if value is None
+                           else b"$%d\\r\\n%b\\r\\n" % (len(value), value))
+            elif name == b"PING":
+                out.append(b"+PONG\\r\\n")
+            elif name == b"CONFIG":
+                out.append(b"*2\\r\\n$%d\\r\\n%b\\r\\n$0\\r\\n\\r\\n"
+                           % (len(request[-1]), request[-1]))
+            elif name == b"INFO":
+                out.append(b"$0\\r\\n\\r\\n")
+            else:
+                out.append(b"+OK\\r\\n")
+            request = reader.gets()
+        self.transport.write(b"".join(out))
+async def main():
+    server = await asyncio.get_running_loop().create_server(Bare, "127.0.0.1", int(sys.argv[1]))
+    await server.serve_forever()
+uvloop.run(main())
+"""
+
+
+def start_bare(cpu: int | None, python: str, logfile: Path) -> ServerProcess:
+    def spawn(port: int) -> subprocess.Popen[bytes]:
+        with open(logfile, "wb") as log_out:
+            return subprocess.Popen([*_pin(cpu), python, "-c", BARE_SERVER, str(port)],
+                                    stdout=log_out, stderr=subprocess.STDOUT)
+
+    def failure(proc: subprocess.Popen[bytes]) -> str:
+        return logfile.read_text(errors="replace")[-2000:]
+
+    return _start_on_free_port("bare", spawn, failure, logfile, 20, slot="hotkv")
 
 
 def start_fakeredis(cpu: int | None, python: str, logfile: Path) -> ServerProcess:
@@ -839,6 +906,12 @@ def group_servers(group: str, base: list[ServerProcess], args: argparse.Namespac
             yield [fake, subject]
         finally:
             fake.stop()
+    elif group == "bare":
+        bare = start_bare(server_cpu, args.python, workdir / "bare.log")
+        try:
+            yield [base[0], bare]
+        finally:
+            bare.stop()
     else:
         yield base
 
