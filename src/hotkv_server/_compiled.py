@@ -132,13 +132,14 @@ class _PureFinder(importlib.abc.MetaPathFinder):
         return importlib.util.spec_from_file_location(fullname, source)
 
 
-def _why_pure(package_dir: Path) -> str | None:
-    """None when the compiled build may run, else why not."""
+def _why_pure(package_dir: Path, built: list[Path]) -> str | None:
+    """None when the compiled build may run, else why not (``built``: the package's
+    compiled files, :func:`compiled_files`)."""
     if os.environ.get("HOTKV_PURE", "") not in ("", "0"):
         return "HOTKV_PURE=1"
     stamp = read_stamp(package_dir / STAMP.name)
     if stamp is None:
-        return "not built" if not compiled_files(package_dir) else "no build stamp"
+        return "not built" if not built else "no build stamp"
     if stamp.get("failed"):
         return str(stamp["failed"])
     try:
@@ -147,21 +148,23 @@ def _why_pure(package_dir: Path) -> str | None:
         return "sources unreadable"
     if stamp.get("sources") != current:
         return "sources changed since the build"
-    if stamp.get("files") != built_names(package_dir):
+    if stamp.get("files") != built_names(package_dir, built):
         return "compiled files differ from the build"
     return None
 
 
-def built_names(package_dir: Path = PACKAGE_DIR) -> list[str]:
+def built_names(package_dir: Path = PACKAGE_DIR, built: list[Path] | None = None) -> list[str]:
     """The compiled files in the package, relative to it, sorted (the stamp's ``files``)."""
-    return sorted(str(p.relative_to(package_dir)) for p in compiled_files(package_dir))
+    if built is None:
+        built = compiled_files(package_dir)
+    return sorted(str(p.relative_to(package_dir)) for p in built)
 
 
 def activate(package_dir: Path = PACKAGE_DIR) -> str:
     """Decide the build once, at the package's import; returns :data:`STATE`."""
     global STATE, COMPILED
-    why = _why_pure(package_dir)
-    built = compiled_files(package_dir)
+    built = compiled_files(package_dir)  # one walk of the package per start
+    why = _why_pure(package_dir, built)
     if why is None:
         count = sum(1 for so in built if _source_of(package_dir, so) is not None)
         if count:
