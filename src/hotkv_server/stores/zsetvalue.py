@@ -422,9 +422,8 @@ class SortedSetValue(TypedValue):
         lists = self.ordered._lists
         if not count or not lists:
             return []
-        (bits,) = _unpack_q(_pack_d(low_score + 0.0))  # score_key, written out
-        low = _pack_q(bits ^ _SIGN if bits < _SIGN else bits ^ _ALL)
-        chunk = _forward(lists, self.ordered._maxes, low, None, offset + count)
+        chunk = _forward(lists, self.ordered._maxes, score_key(low_score), None,
+                         offset + count)
         return list(map(_member, chunk[offset:] if offset else chunk))
 
     def _slice(self, lo: int, hi: int, reverse: bool, offset: int, count: int,
