@@ -425,9 +425,7 @@ class HashValue(TypedValue):
 
 def _apply_hset(value: HashValue, effect: KvHset) -> int:
     pairs = effect.pairs
-    if len(pairs) == 2:  # HSET of one field: one call less (two on a dict-backed hash)
-        if value._map is not None:
-            return value._set_one(pairs[0], pairs[1])
+    if len(pairs) == 2:  # HSET of one field: one call less
         return value.set_field(pairs[0], pairs[1])
     return value.set_fields(pairs)
 
