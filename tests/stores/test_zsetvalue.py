@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import random
+from typing import Any
 
 import pytest
 
@@ -72,14 +73,21 @@ def test_ranges_match_the_model(seed: int) -> None:
         assert z.range_by_score(r, reverse=True, offset=off, count=cnt) == want
 
 
+def _set_of_small_sublists(rnd: random.Random, smallest: int) -> tuple[SortedSetValue, Any]:
+    """Up to 300 members with scores -20..20, kept in sublists of 4 (sortedcontainers'
+    load factor) so that a walk crosses many of them; and the model's order."""
+    scores = {b"m%03d" % i: float(rnd.randint(-20, 20))
+              for i in range(rnd.randint(smallest, 300))}
+    z = SortedSetValue(scores.items())
+    z.ordered._reset(4)
+    return z, model_order(scores)
+
+
 @pytest.mark.parametrize("seed", range(4))
 def test_limited_score_ranges_across_many_sublists_match_the_model(seed: int) -> None:
     # sublists of 4 (sortedcontainers' load factor): a LIMITed walk crosses many of them
     rnd = random.Random(seed)
-    scores = {b"m%03d" % i: float(rnd.randint(-20, 20)) for i in range(rnd.randint(1, 300))}
-    z = SortedSetValue(scores.items())
-    z.ordered._reset(4)
-    model = model_order(scores)
+    z, model = _set_of_small_sublists(rnd, 1)
     for _ in range(300):
         lo_s = rnd.choice([-math.inf, math.inf, float(rnd.randint(-22, 22))])
         hi_s = rnd.choice([-math.inf, math.inf, float(rnd.randint(-22, 22))])
@@ -99,10 +107,7 @@ def test_limited_score_ranges_across_many_sublists_match_the_model(seed: int) ->
 def test_members_from_a_score_match_the_model_across_sublists(seed: int) -> None:
     # ZRANGEBYSCORE key <score> +inf LIMIT offset count's own walk, over sublists of 4
     rnd = random.Random(seed)
-    scores = {b"m%03d" % i: float(rnd.randint(-20, 20)) for i in range(rnd.randint(0, 300))}
-    z = SortedSetValue(scores.items())
-    z.ordered._reset(4)
-    model = model_order(scores)
+    z, model = _set_of_small_sublists(rnd, 0)
     for _ in range(300):
         low = float(rnd.randint(-22, 22))
         off, cnt = rnd.randint(0, 40), rnd.choice([0, 1, 3, 10, 50, 400])
