@@ -197,10 +197,6 @@ def _words(values: list[str]) -> list[str]:
     return words
 
 
-def _text(values: list[str]) -> str:
-    return " ".join(values)
-
-
 _SAVE_NUMBER = re.compile(r"\+?[0-9]+")
 
 
