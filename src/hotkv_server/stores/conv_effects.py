@@ -43,14 +43,11 @@ class ConvAppend(Effect):
     expires_at: int | None
 
 
-@effect("conv.del")
+@effect("conv.del", keys="sessions")
 class ConvDel(Effect):
     """Forget ``sessions`` (applying returns how many existed)."""
 
     sessions: list[bytes]
-
-    def keys(self) -> list[bytes]:
-        return self.sessions
 
 
 @effect("conv.clear")

@@ -23,8 +23,9 @@ replication format (``["kv.set", key, value, expires_at]``). Several records of 
 command or EXEC travel as ``["tx", [record, ...]]``, applied all or none.
 
 ``keys()`` names the ids a record writes, for WATCH: by default its first field (the
-object's id in its store's id space); records of several ids override it, and ``None``
-means "every id" (FLUSHALL).
+object's id in its store's id space); a record whose field is the list of its ids names
+that field (``@effect("kv.del", keys="keys_")``), other records of several ids override
+it, and ``None`` means "every id" (FLUSHALL).
 
 ``pack``/``unpack`` are the msgpack settings of every hotkv file and stream (bytes and str
 kept apart: ids are bytes, ops are str). This module imports nothing of hotkv: stores sit
@@ -74,8 +75,9 @@ E = TypeVar("E", bound=type[Effect])
 
 
 @dataclass_transform()
-def effect(op: str) -> Callable[[E], E]:
-    """Class decorator declaring an effect record of wire op ``op``."""
+def effect(op: str, *, keys: str | None = None) -> Callable[[E], E]:
+    """Class decorator declaring an effect record of wire op ``op``; ``keys``: the field
+    holding the list of ids the record writes, which ``keys()`` then returns."""
 
     def declare(cls: E) -> E:
         made: Any = dataclass(slots=True)(cls)
@@ -83,6 +85,10 @@ def effect(op: str) -> Callable[[E], E]:
         made.op = op
         made.field_names = names
         made.wire = _wire_method(op, names)
+        if keys is not None:
+            if keys not in names:
+                raise TypeError(f"effect {op!r} has no field {keys!r} for its keys")
+            made.keys = _keys_method(keys)
         if op in RECORDS:
             raise TypeError(f"effect op {op!r} declared twice")
         RECORDS[op] = made
@@ -102,6 +108,14 @@ def _wire_method(op: str, names: tuple[str, ...]) -> Callable[[Any], list[Any]]:
     exec(f"def wire(self):\n    return [{body}]\n", scope)  # field names checked above
     wire: Callable[[Any], list[Any]] = scope["wire"]
     return wire
+
+
+def _keys_method(name: str) -> Callable[[Any], list[bytes]]:
+    def keys(self: Any) -> list[bytes]:
+        ids: list[bytes] = getattr(self, name)
+        return ids
+
+    return keys
 
 
 @effect("flushall")

@@ -27,14 +27,11 @@ class KvMset(Effect):
         return self.pairs[::2]
 
 
-@effect("kv.del")
+@effect("kv.del", keys="keys_")
 class KvDel(Effect):
     """Remove ``keys`` (applying returns how many existed)."""
 
     keys_: list[bytes]
-
-    def keys(self) -> list[bytes]:
-        return self.keys_
 
 
 @effect("kv.expire")
