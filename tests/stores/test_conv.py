@@ -30,7 +30,7 @@ def append(
     role: bytes = b"user",
     meta: bytes | None = None,
 ) -> int:
-    conv = store.sessions[session]
+    conv = store.objects[session]
     expires = None if conv.ttl_ms is None else ts + conv.ttl_ms
     seq = conv.appended + 1
     result: int = store.apply(["conv.append", session, seq, role, content, ts, meta, expires])
@@ -69,7 +69,7 @@ def test_full_window_drops_oldest_and_seq_is_never_reused() -> None:
     assert [t.seq for t in store.window(b"s1", T0)] == [3, 4, 5]
     assert [t.content for t in store.window(b"s1", T0)] == [b"m2", b"m3", b"m4"]
     assert store.length(b"s1", T0) == 3
-    assert store.sessions[b"s1"].appended == 5
+    assert store.objects[b"s1"].appended == 5
     assert append(store, b"s1", b"m5") == 6
 
 
@@ -88,7 +88,7 @@ def test_update_to_smaller_window_drops_oldest_at_once() -> None:
         append(store, b"s1", b"m%d" % i)
     store.apply(["conv.update", b"s1", 2, None, None, T0 + 10])
     assert [t.seq for t in store.window(b"s1", T0 + 10)] == [4, 5]
-    conv = store.sessions[b"s1"]
+    conv = store.objects[b"s1"]
     assert (conv.window, conv.updated) == (2, T0 + 10)
     append(store, b"s1", b"x")
     assert [t.seq for t in store.window(b"s1", T0 + 10)] == [5, 6]
@@ -115,9 +115,9 @@ def test_purge_expired_reschedules_extended_deadlines() -> None:
     store = make(ttl_ms=100)
     append(store, b"s1", b"a", ts=T0 + 50)  # deadline T0 + 150, heap entry still T0 + 100
     assert store.purge_expired(T0 + 120, 10) == 0
-    assert b"s1" in store.sessions
+    assert b"s1" in store.objects
     assert store.purge_expired(T0 + 150, 10) == 1
-    assert b"s1" not in store.sessions
+    assert b"s1" not in store.objects
 
 
 def test_purge_expired_respects_limit_and_order() -> None:
@@ -126,9 +126,9 @@ def test_purge_expired_respects_limit_and_order() -> None:
         store.apply(["conv.create", b"s%d" % i, 10, 100, T0 + 100 + i, T0])
     store.apply(["conv.create", b"forever", 10, None, None, T0])
     assert store.purge_expired(T0 + 102, 2) == 2
-    assert sorted(store.sessions) == [b"forever", b"s2", b"s3", b"s4"]
+    assert sorted(store.objects) == [b"forever", b"s2", b"s3", b"s4"]
     assert store.purge_expired(T0 + 1000, 100) == 3
-    assert list(store.sessions) == [b"forever"]
+    assert list(store.objects) == [b"forever"]
 
 
 def test_recreate_over_expired_session_ignores_stale_heap_entry() -> None:
@@ -160,16 +160,16 @@ def test_delete_counts_only_present() -> None:
     store = make()
     store.apply(["conv.create", b"s2", 5, None, None, T0])
     assert store.apply(["conv.del", [b"s1", b"nope", b"s2"]]) == 2
-    assert store.sessions == {}
+    assert store.objects == {}
 
 
 def test_clear_drops_turns_and_keeps_settings_counters_and_deadline() -> None:
     store = make(window=3, ttl_ms=10_000)
     append(store, b"s1", b"a", ts=T0 + 1)
     append(store, b"s1", b"b", ts=T0 + 2)
-    deadline = store.sessions[b"s1"].expires_at
+    deadline = store.objects[b"s1"].expires_at
     assert store.apply(["conv.clear", b"s1", T0 + 5]) == 2
-    conv = store.sessions[b"s1"]
+    conv = store.objects[b"s1"]
     assert list(conv.turns) == [] and conv.window == 3 and conv.ttl_ms == 10_000
     assert conv.appended == 2 and conv.updated == T0 + 5 and conv.expires_at == deadline
     assert append(store, b"s1", b"c", ts=T0 + 6) == 3  # numbering goes on
@@ -202,7 +202,7 @@ def test_snapshot_roundtrip_through_msgpack() -> None:
     assert [t.record() for t in copy.window(b"s1", T0)] == [
         t.record() for t in store.window(b"s1", T0)
     ]
-    conv = copy.sessions[b"s1"]
+    conv = copy.objects[b"s1"]
     assert (conv.window, conv.ttl_ms, conv.expires_at, conv.appended) == (2, 500, T0 + 500, 3)
     append(copy, b"s1", b"d")
     assert [t.seq for t in copy.window(b"s1", T0)] == [3, 4]

@@ -69,7 +69,7 @@ def test_session_deadline_caps_key_ttl_and_expires_everything() -> None:
     assert store.length(b"s", T0 + 200) == 0
     assert not store.exists(b"s", T0 + 200)
     assert store.purge_expired(T0 + 200, 10) == 2
-    assert store.sessions == {}
+    assert store.objects == {}
 
 
 def test_delete_and_empty_session_goes_with_its_deadline() -> None:
@@ -80,7 +80,7 @@ def test_delete_and_empty_session_goes_with_its_deadline() -> None:
     assert store.apply(["work.del", b"s", [b"a", b"zz"]]) == 1
     assert store.apply(["work.del", b"nope", [b"a"]]) == 0
     assert store.apply(["work.del", b"s", [b"b"]]) == 1
-    assert b"s" not in store.sessions
+    assert b"s" not in store.objects
     store.apply(["work.set", b"s", b"c", b"3", None])
     # a new scratchpad does not inherit the deleted one's deadline
     assert store.ttl(b"s", b"c", T0 + 1000) == -1
@@ -103,9 +103,9 @@ def test_purge_removes_due_keys_only_and_respects_limit() -> None:
         store.apply(["work.set", b"s", b"k%d" % i, b"v", T0 + i])
     store.apply(["work.set", b"s", b"keep", b"v", None])
     assert store.purge_expired(T0 + 10, 3) == 3
-    assert sorted(store.sessions[b"s"].keys()) == [b"k3", b"k4", b"keep"]
+    assert sorted(store.objects[b"s"].keys()) == [b"k3", b"k4", b"keep"]
     assert store.purge_expired(T0 + 10, 100) == 2
-    assert store.sessions[b"s"].keys() == [b"keep"]
+    assert store.objects[b"s"].keys() == [b"keep"]
 
 
 def test_purge_skips_stale_heap_entries() -> None:
@@ -132,7 +132,7 @@ def test_many_live_deadlines_all_expire() -> None:
     assert len(store._heap) == 3000  # rebuilds drop nothing that is still live
     assert store.purge_expired(T0 + 1499, 10_000) == 1500
     assert store.purge_expired(T0 + 5000, 10_000) == 1500
-    assert store.sessions == {}
+    assert store.objects == {}
 
 
 def test_ids_exists_stats() -> None:
@@ -161,7 +161,7 @@ def test_snapshot_roundtrip_through_msgpack() -> None:
     assert copy.ttl(b"s", b"b", T0) == 300
     assert copy.purge_expired(T0 + 100, 10) == 1
     assert copy.purge_expired(T0 + 300, 10) == 1
-    assert copy.sessions == {}
+    assert copy.objects == {}
 
 
 def test_bad_effects_raise_effect_error() -> None:

@@ -69,7 +69,7 @@ def test_packed_until_1_kb_then_a_dict_in_the_same_order() -> None:
 def test_deadlines_dict_exists_only_while_a_note_has_one() -> None:
     store = WorkingStore()
     store.apply(["work.set", b"s", b"a", b"1", None])
-    pad = store.sessions[b"s"]
+    pad = store.objects[b"s"]
     assert pad.deadlines is None
     store.apply(["work.set", b"s", b"b", b"2", T0 + 10])
     assert pad.deadlines == {b"b": T0 + 10}
@@ -85,7 +85,7 @@ def test_big_values_and_binary_keys_through_the_store() -> None:
     store.apply(["work.set", b"s", b"k\x00\x01\x02", b"\x02\x03\x00", None])
     store.apply(["work.set", b"s", b"big", b"z" * 5000, T0 + 100])
     store.apply(["work.set", b"s", b"after", b"1", None])
-    assert not store.sessions[b"s"].packed
+    assert not store.objects[b"s"].packed
     assert store.items(b"s", T0) == {b"k\x00\x01\x02": b"\x02\x03\x00", b"big": b"z" * 5000,
                                      b"after": b"1"}
     assert list(store.items(b"s", T0 + 100)) == [b"k\x00\x01\x02", b"after"]
@@ -100,7 +100,7 @@ def test_deadlines_set_while_packed_still_expire_after_the_move_to_a_dict() -> N
     for i in range(6):
         store.apply(["work.set", b"s", b"t%d" % i, b"v" * 40, T0 + 10 + i])
     store.apply(["work.set", b"s", b"big", b"z" * 2000, None])
-    pad = store.sessions[b"s"]
+    pad = store.objects[b"s"]
     assert not pad.packed
     assert store.ttl(b"s", b"t3", T0) == 13
     assert store.purge_expired(T0 + 12, 100) == 3

@@ -11,12 +11,12 @@ clock and never decides anything, so replay and replication reproduce the primar
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable
-from typing import Any, ClassVar
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, ClassVar, Generic, TypeVar
 
 from hotkv_server.stores.effect import Effect, EffectError, decode
 
-__all__ = ["Effect", "EffectError", "ExpiryObserver", "Store"]
+__all__ = ["DictStore", "Effect", "EffectError", "ExpiryObserver", "Store", "TimelessStore"]
 
 #: told of each entry a store removes because its deadline passed: (store name, id, the
 #: entry inside the id or None for the whole object); set by the core (engine/notify.py)
@@ -95,3 +95,61 @@ class Store(ABC):
     @abstractmethod
     def stats(self, now_ms: int) -> dict[str, int]:
         """Counters for INFO amem: at least ``objects`` and ``entries``."""
+
+
+V = TypeVar("V")
+
+
+class DictStore(Store, Generic[V]):
+    """A store whose objects sit in one dict, ``objects`` (id -> object), each of which it
+    writes as one row (``_row``, read back by ``load_id``): the snapshot is
+    ``[[id, *row], ...]`` (``[[id, row], ...]`` with ``nested_rows``), ``dump_id`` is the
+    row, and ``restore`` forgets everything, then loads each row."""
+
+    #: the snapshot holds ``[id, row]`` (the row as one item) rather than ``[id, *row]``
+    nested_rows: ClassVar[bool] = False
+
+    def __init__(self) -> None:
+        self.objects: dict[bytes, V] = {}
+
+    @abstractmethod
+    def _row(self, obj: V) -> Any:
+        """``obj`` as ``dump_id`` gives it (a list unless ``nested_rows``)."""
+
+    def snapshot(self) -> Any:
+        row = self._row
+        if self.nested_rows:
+            return [[ident, row(obj)] for ident, obj in self.objects.items()]
+        return [[ident, *row(obj)] for ident, obj in self.objects.items()]
+
+    def restore(self, state: Any) -> None:
+        self.clear()
+        if self.nested_rows:
+            for ident, row in state:
+                self.load_id(ident, row)
+        else:
+            for ident, *cells in state:
+                self.load_id(ident, cells)
+
+    def dump_id(self, ident: bytes) -> Any:
+        obj = self.objects.get(ident)
+        return None if obj is None else self._row(obj)
+
+    def drop_id(self, ident: bytes) -> None:
+        self.objects.pop(ident, None)
+
+
+class TimelessStore(DictStore[V]):
+    """A ``DictStore`` whose objects have no deadline: every object held is live."""
+
+    def purge_expired(self, now_ms: int, limit: int) -> int:
+        return 0  # nothing here expires
+
+    def ids(self, now_ms: int) -> Iterator[bytes]:
+        return iter(self.objects)
+
+    def exists(self, ident: bytes, now_ms: int) -> bool:
+        return ident in self.objects
+
+    def clear(self) -> None:
+        self.objects.clear()

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from itertools import islice
 from typing import Any
 
-from hotkv_server.stores.base import EffectError, Store
+from hotkv_server.stores.base import DictStore, EffectError
 from hotkv_server.stores.conv_effects import ConvAppend, ConvClear, ConvCreate, ConvDel, ConvUpdate
 
 DEFAULT_WINDOW = 50
@@ -87,18 +87,18 @@ class Conversation:
         return list(islice(self.turns, held - n, None))
 
 
-class ConversationStore(Store):
+class ConversationStore(DictStore[Conversation]):
     """Every conversation of the server, by session id."""
 
     name = "conv"
 
     def __init__(self) -> None:
-        self.sessions: dict[bytes, Conversation] = {}
+        super().__init__()  # objects: session -> its conversation
         self._heap: list[tuple[int, bytes]] = []
 
     # --- reads (lazy expiry: a passed deadline reads as absent) -------------------
     def get(self, session: bytes, now_ms: int) -> Conversation | None:
-        conv = self.sessions.get(session)
+        conv = self.objects.get(session)
         if conv is None or not conv.alive(now_ms):
             return None
         return conv
@@ -138,13 +138,13 @@ class ConversationStore(Store):
     ) -> None:
         # Replaces whatever is there: the handler only creates over an absent or expired one.
         conv = Conversation(window, ttl_ms, None, created, created, 0, deque(maxlen=window))
-        self.sessions[session] = conv
+        self.objects[session] = conv
         self._set_deadline(session, conv, expires_at)
 
     def _update(
         self, session: bytes, window: int, ttl_ms: int | None, expires_at: int | None, updated: int
     ) -> None:
-        conv = self.sessions.get(session)
+        conv = self.objects.get(session)
         if conv is None:
             raise EffectError(f"conv.update of missing session {session!r}")
         if window != conv.window:
@@ -159,7 +159,7 @@ class ConversationStore(Store):
         session = effect.session
         seq = effect.seq
         ts = effect.ts
-        conv = self.sessions.get(session)
+        conv = self.objects.get(session)
         if conv is None:
             raise EffectError(f"conv.append to missing session {session!r}")
         conv.turns.append(Turn(seq, effect.role, effect.content, ts, effect.meta))  # maxlen drops the oldest
@@ -169,7 +169,7 @@ class ConversationStore(Store):
         return seq
 
     def _clear(self, session: bytes, updated: int) -> int:
-        conv = self.sessions.get(session)
+        conv = self.objects.get(session)
         if conv is None:
             raise EffectError(f"conv.clear of missing session {session!r}")
         removed = len(conv.turns)
@@ -180,7 +180,7 @@ class ConversationStore(Store):
     def _delete(self, sessions: list[bytes]) -> int:
         removed = 0
         for session in sessions:
-            if self.sessions.pop(session, None) is not None:
+            if self.objects.pop(session, None) is not None:
                 removed += 1
         return removed
 
@@ -199,14 +199,14 @@ class ConversationStore(Store):
         removed = 0
         while heap and heap[0][0] <= now_ms and removed < limit:
             deadline, session = heapq.heappop(heap)
-            conv = self.sessions.get(session)
+            conv = self.objects.get(session)
             if conv is None or conv.scheduled != deadline:
                 continue  # stale entry: the session went away or was rescheduled earlier
             conv.scheduled = None
             if conv.expires_at is None:
                 continue
             if conv.expires_at <= now_ms:
-                del self.sessions[session]
+                del self.objects[session]
                 removed += 1
                 if self.on_expire is not None:
                     self.on_expire("conv", session, None)
@@ -217,47 +217,31 @@ class ConversationStore(Store):
 
     # --- id space -----------------------------------------------------------------
     def ids(self, now_ms: int) -> Iterable[bytes]:
-        return [s for s, conv in self.sessions.items() if conv.alive(now_ms)]
+        return [s for s, conv in self.objects.items() if conv.alive(now_ms)]
 
     def exists(self, ident: bytes, now_ms: int) -> bool:
         return self.get(ident, now_ms) is not None
 
     def clear(self) -> None:
-        self.sessions.clear()
+        self.objects.clear()
         self._heap.clear()
 
     def stats(self, now_ms: int) -> dict[str, int]:
         objects = entries = 0
-        for conv in self.sessions.values():
+        for conv in self.objects.values():
             if conv.alive(now_ms):
                 objects += 1
                 entries += len(conv.turns)
         return {"objects": objects, "entries": entries}
 
-    # --- persistence --------------------------------------------------------------
-    def snapshot(self) -> Any:
-        return [[session, *self._row(conv)] for session, conv in self.sessions.items()]
-
-    @staticmethod
-    def _row(conv: Conversation) -> list[Any]:
-        return [conv.window, conv.ttl_ms, conv.expires_at, conv.created, conv.updated,
-                conv.appended, [[t.seq, t.role, t.content, t.ts, t.meta] for t in conv.turns]]
-
-    def restore(self, state: Any) -> None:
-        self.clear()
-        for session, *row in state:
-            self.load_id(session, row)
-
-    def dump_id(self, ident: bytes) -> Any:
-        conv = self.sessions.get(ident)
-        return None if conv is None else self._row(conv)
+    # --- persistence (snapshot rows: DictStore) ------------------------------------
+    def _row(self, obj: Conversation) -> list[Any]:
+        return [obj.window, obj.ttl_ms, obj.expires_at, obj.created, obj.updated,
+                obj.appended, [[t.seq, t.role, t.content, t.ts, t.meta] for t in obj.turns]]
 
     def load_id(self, ident: bytes, state: Any) -> None:
         window, ttl_ms, expires_at, created, updated, appended, turns = state
         conv = Conversation(window, ttl_ms, None, created, updated, appended,
                             deque((Turn(*t) for t in turns), maxlen=window))
-        self.sessions[ident] = conv
+        self.objects[ident] = conv
         self._set_deadline(ident, conv, expires_at)
-
-    def drop_id(self, ident: bytes) -> None:
-        self.sessions.pop(ident, None)  # its heap entry goes stale and is skipped

@@ -20,10 +20,10 @@ are not effects, not in snapshots, and start at zero after a restart or on a rep
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
-from hotkv_server.stores.base import Store
+from hotkv_server.stores.base import TimelessStore
 from hotkv_server.stores.dedup_effects import DedupDrop, DedupPurge, DedupPut, DedupRelease
 
 
@@ -54,19 +54,25 @@ def _cost(ident: bytes, entry: DedupEntry) -> int:
     return len(ident) + len(entry.model) + len(entry.embedding)
 
 
-class DedupStore(Store):
-    name = "dedup"
+class DedupStore(TimelessStore[DedupNamespace]):
+    """Per namespace its entries; the snapshot is ``[[ns, [[hash, model, embedding,
+    refs], ...]], ...]``."""
 
-    def __init__(self) -> None:
-        self.namespaces: dict[bytes, DedupNamespace] = {}
+    name = "dedup"
+    nested_rows = True
+
+    @property
+    def namespaces(self) -> dict[bytes, DedupNamespace]:
+        """Namespace name -> its entries (the store's ``objects``)."""
+        return self.objects
 
     # --- reads ---------------------------------------------------------------------
     def get(self, ns: bytes) -> DedupNamespace | None:
-        return self.namespaces.get(ns)
+        return self.objects.get(ns)
 
     def lookup(self, ns: bytes, ident: bytes) -> DedupEntry | None:
         """GET: the entry, counting a hit or a miss in the namespace (when it exists)."""
-        space = self.namespaces.get(ns)
+        space = self.objects.get(ns)
         if space is None:
             return None
         entry = space.entries.get(ident)
@@ -82,9 +88,9 @@ class DedupStore(Store):
                 DedupPurge: self._apply_purge, DedupDrop: self._apply_drop}
 
     def _apply_put(self, e: DedupPut) -> int:
-        space = self.namespaces.get(e.ns)
+        space = self.objects.get(e.ns)
         if space is None:
-            space = self.namespaces[e.ns] = DedupNamespace()
+            space = self.objects[e.ns] = DedupNamespace()
         entry = space.entries.get(e.ident)
         if entry is not None:
             entry.refs += 1
@@ -94,7 +100,7 @@ class DedupStore(Store):
         return 1
 
     def _apply_release(self, e: DedupRelease) -> int:
-        space = self.namespaces.get(e.ns)
+        space = self.objects.get(e.ns)
         entry = None if space is None else space.entries.get(e.ident)
         if space is None or entry is None:
             return 0
@@ -105,7 +111,7 @@ class DedupStore(Store):
         return 1
 
     def _apply_purge(self, e: DedupPurge) -> int:
-        space = self.namespaces.get(e.ns)
+        space = self.objects.get(e.ns)
         if space is None:
             return 0
         gone = [ident for ident, entry in space.entries.items() if entry.refs <= 0]
@@ -114,51 +120,22 @@ class DedupStore(Store):
         return len(gone)
 
     def _apply_drop(self, e: DedupDrop) -> int:
-        return 1 if self.namespaces.pop(e.ns, None) is not None else 0
+        return 1 if self.objects.pop(e.ns, None) is not None else 0
 
-    # --- the Store contract --------------------------------------------------------
-    def purge_expired(self, now_ms: int, limit: int) -> int:
-        return 0  # entries never expire
-
-    def ids(self, now_ms: int) -> Iterator[bytes]:
-        return iter(self.namespaces)
-
-    def exists(self, ident: bytes, now_ms: int) -> bool:
-        return ident in self.namespaces
-
-    def clear(self) -> None:
-        self.namespaces.clear()
-
-    def snapshot(self) -> Any:
-        return [
-            [ns, [[ident, e.model, e.embedding, e.refs] for ident, e in space.entries.items()]]
-            for ns, space in self.namespaces.items()
-        ]
-
-    def restore(self, state: Any) -> None:
-        self.namespaces = {}
-        for ns, rows in state:
-            self.load_id(ns, rows)
-
-    def dump_id(self, ident: bytes) -> Any:
-        space = self.namespaces.get(ident)
-        if space is None:
-            return None
-        return [[key, e.model, e.embedding, e.refs] for key, e in space.entries.items()]
+    # --- the Store contract (ids, snapshot rows: TimelessStore) ----------------------
+    def _row(self, obj: DedupNamespace) -> list[Any]:
+        return [[key, e.model, e.embedding, e.refs] for key, e in obj.entries.items()]
 
     def load_id(self, ident: bytes, state: Any) -> None:
-        space = self.namespaces[ident] = DedupNamespace()
+        space = self.objects[ident] = DedupNamespace()
         for key, model, embedding, refs in state:
             entry = space.entries[key] = DedupEntry(model, embedding, refs)
             space.bytes += _cost(key, entry)
 
-    def drop_id(self, ident: bytes) -> None:
-        self.namespaces.pop(ident, None)
-
     def stats(self, now_ms: int) -> dict[str, int]:
-        spaces = self.namespaces.values()
+        spaces = self.objects.values()
         return {
-            "objects": len(self.namespaces),
+            "objects": len(self.objects),
             "entries": sum(len(s.entries) for s in spaces),
             "bytes": sum(s.bytes for s in spaces),
             "hits": sum(s.hits for s in spaces),

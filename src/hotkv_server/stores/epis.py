@@ -18,10 +18,10 @@ from the last one issued; only ``epis.del`` forgets it. There is no TTL.
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
-from hotkv_server.stores.base import EffectError, Store
+from hotkv_server.stores.base import EffectError, TimelessStore
 from hotkv_server.stores.epis_effects import EpisDel, EpisLog, EpisTrim
 
 SEQ_BITS = 64
@@ -61,13 +61,13 @@ class AgentLog:
         self.last_key = -1  # set by the first event: a log never exists without one
 
 
-class EpisodicStore(Store):
+class EpisodicStore(TimelessStore[AgentLog]):
     """Per agent an append-only event log, queried by type and id/time range."""
 
     name = "epis"
 
     def __init__(self) -> None:
-        self._logs: dict[bytes, AgentLog] = {}
+        super().__init__()  # objects: agent -> its log
         self._entries = 0  # events over all agents, for INFO without a walk
 
     # --- ids --------------------------------------------------------------------------
@@ -75,7 +75,7 @@ class EpisodicStore(Store):
         """The id a new event of ``agent`` gets at ``now_ms``: ``now-0``, or ``last-ms``
         with the next seq when the clock is at or behind the last id (so ids never repeat
         or go back, even if the wall clock does)."""
-        log = self._logs.get(agent)
+        log = self.objects.get(agent)
         if log is None:
             return now_ms, 0
         last_ms, last_seq = key_parts(log.last_key)
@@ -93,9 +93,9 @@ class EpisodicStore(Store):
         ms = e.ms
         seq = e.seq
         key = event_key(ms, seq)
-        log = self._logs.get(agent)
+        log = self.objects.get(agent)
         if log is None:
-            log = self._logs[agent] = AgentLog()
+            log = self.objects[agent] = AgentLog()
         if key <= log.last_key:
             raise EffectError(f"epis.log id {ms}-{seq} is not above the agent's last id")
         log.keys.append(key)
@@ -106,7 +106,7 @@ class EpisodicStore(Store):
 
     def _trim(self, e: EpisTrim) -> int:
         """Remove every event up to and including the boundary id; returns how many."""
-        log = self._logs.get(e.agent)
+        log = self.objects.get(e.agent)
         if log is None:
             return 0
         cut = bisect_right(log.keys, event_key(e.ms, e.seq))
@@ -117,7 +117,7 @@ class EpisodicStore(Store):
         return cut
 
     def _delete(self, e: EpisDel) -> int:
-        log = self._logs.pop(e.agent, None)
+        log = self.objects.pop(e.agent, None)
         if log is None:
             return 0
         self._entries -= len(log.keys)
@@ -125,7 +125,7 @@ class EpisodicStore(Store):
 
     # --- reads ------------------------------------------------------------------------
     def length(self, agent: bytes) -> int:
-        log = self._logs.get(agent)
+        log = self.objects.get(agent)
         return 0 if log is None else len(log.keys)
 
     def query(
@@ -139,7 +139,7 @@ class EpisodicStore(Store):
     ) -> list[Event]:
         """Events with ``start <= key <= end`` (id keys), of ``type_`` if given, ascending
         (newest first with ``rev``), at most ``limit``."""
-        log = self._logs.get(agent)
+        log = self.objects.get(agent)
         if log is None or start > end:
             return []
         lo = bisect_left(log.keys, start)
@@ -162,14 +162,14 @@ class EpisodicStore(Store):
 
     def trim_boundary_maxlen(self, agent: bytes, maxlen: int) -> tuple[int, int] | None:
         """The id up to which to trim so at most ``maxlen`` events stay; None: nothing to do."""
-        log = self._logs.get(agent)
+        log = self.objects.get(agent)
         if log is None or len(log.keys) <= maxlen:
             return None
         return key_parts(log.keys[len(log.keys) - maxlen - 1])
 
     def trim_boundary_before(self, agent: bytes, start: int) -> tuple[int, int] | None:
         """The id up to which to trim so every event with a key below ``start`` goes."""
-        log = self._logs.get(agent)
+        log = self.objects.get(agent)
         if log is None:
             return None
         cut = bisect_left(log.keys, start)
@@ -177,40 +177,18 @@ class EpisodicStore(Store):
             return None
         return key_parts(log.keys[cut - 1])
 
-    # --- the Store contract -------------------------------------------------------------
-    def purge_expired(self, now_ms: int, limit: int) -> int:
-        return 0  # episodic logs have no TTL: they are trimmed on purpose
-
-    def ids(self, now_ms: int) -> Iterator[bytes]:
-        return iter(self._logs)
-
-    def exists(self, ident: bytes, now_ms: int) -> bool:
-        return ident in self._logs
-
+    # --- the Store contract (ids, snapshot rows: TimelessStore) -------------------------
     def clear(self) -> None:
-        self._logs.clear()
+        super().clear()
         self._entries = 0
 
-    def snapshot(self) -> Any:
-        return [[agent, *self._row(log)] for agent, log in self._logs.items()]
-
-    @staticmethod
-    def _row(log: AgentLog) -> list[Any]:
-        return [*key_parts(log.last_key), [list(event) for event in log.events]]
-
-    def restore(self, state: Any) -> None:
-        self.clear()
-        for agent, *row in state:
-            self.load_id(agent, row)
-
-    def dump_id(self, ident: bytes) -> Any:
-        log = self._logs.get(ident)
-        return None if log is None else self._row(log)
+    def _row(self, obj: AgentLog) -> list[Any]:
+        return [*key_parts(obj.last_key), [list(event) for event in obj.events]]
 
     def load_id(self, ident: bytes, state: Any) -> None:
         self.drop_id(ident)
         last_ms, last_seq, events = state
-        log = self._logs[ident] = AgentLog()
+        log = self.objects[ident] = AgentLog()
         log.last_key = event_key(last_ms, last_seq)
         for ms, seq, type_, text, source, meta in events:
             log.keys.append(event_key(ms, seq))
@@ -218,9 +196,9 @@ class EpisodicStore(Store):
         self._entries += len(events)
 
     def drop_id(self, ident: bytes) -> None:
-        log = self._logs.pop(ident, None)
+        log = self.objects.pop(ident, None)
         if log is not None:
             self._entries -= len(log.events)
 
     def stats(self, now_ms: int) -> dict[str, int]:
-        return {"objects": len(self._logs), "entries": self._entries}
+        return {"objects": len(self.objects), "entries": self._entries}

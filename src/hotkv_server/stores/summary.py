@@ -14,10 +14,10 @@ There is no TTL.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
-from hotkv_server.stores.base import Store
+from hotkv_server.stores.base import TimelessStore
 from hotkv_server.stores.summary_effects import SummaryAppend, SummaryDel, SummarySet
 
 
@@ -33,21 +33,18 @@ class Summary:
         self.upto = upto
 
 
-class SummaryStore(Store):
+class SummaryStore(TimelessStore[Summary]):
     """Per agent one versioned summary text."""
 
     name = "summary"
 
-    def __init__(self) -> None:
-        self._items: dict[bytes, Summary] = {}
-
     # --- reads ------------------------------------------------------------------------
     def get(self, agent: bytes) -> Summary | None:
-        return self._items.get(agent)
+        return self.objects.get(agent)
 
     def version(self, agent: bytes) -> int:
         """The current version; 0 when the agent has no summary yet."""
-        item = self._items.get(agent)
+        item = self.objects.get(agent)
         return 0 if item is None else item.version
 
     # --- effects ----------------------------------------------------------------------
@@ -56,14 +53,14 @@ class SummaryStore(Store):
                 SummaryDel: self._apply_del}
 
     def _apply_set(self, e: SummarySet) -> int:
-        self._items[e.agent] = Summary(e.text, e.version, e.updated, e.upto)
+        self.objects[e.agent] = Summary(e.text, e.version, e.updated, e.upto)
         return e.version
 
     def _apply_append(self, e: SummaryAppend) -> int:
-        item = self._items.get(e.agent)
+        item = self.objects.get(e.agent)
         line = e.line
         if item is None:
-            self._items[e.agent] = Summary(line, e.version, e.updated, None)
+            self.objects[e.agent] = Summary(line, e.version, e.updated, None)
         else:
             item.text = item.text + b"\n" + line if item.text else line
             item.version = e.version
@@ -71,44 +68,16 @@ class SummaryStore(Store):
         return e.version
 
     def _apply_del(self, e: SummaryDel) -> int:
-        return 1 if self._items.pop(e.agent, None) is not None else 0
+        return 1 if self.objects.pop(e.agent, None) is not None else 0
 
-    # --- the Store contract -------------------------------------------------------------
-    def purge_expired(self, now_ms: int, limit: int) -> int:
-        return 0  # summaries have no TTL
-
-    def ids(self, now_ms: int) -> Iterator[bytes]:
-        return iter(self._items)
-
-    def exists(self, ident: bytes, now_ms: int) -> bool:
-        return ident in self._items
-
-    def clear(self) -> None:
-        self._items.clear()
-
-    def snapshot(self) -> Any:
-        return [
-            [agent, item.text, item.version, item.updated, item.upto]
-            for agent, item in self._items.items()
-        ]
-
-    def restore(self, state: Any) -> None:
-        self._items = {
-            agent: Summary(text, version, updated, upto)
-            for agent, text, version, updated, upto in state
-        }
-
-    def dump_id(self, ident: bytes) -> Any:
-        item = self._items.get(ident)
-        return None if item is None else [item.text, item.version, item.updated, item.upto]
+    # --- the Store contract (ids, snapshot rows: TimelessStore) -------------------------
+    def _row(self, obj: Summary) -> list[Any]:
+        return [obj.text, obj.version, obj.updated, obj.upto]
 
     def load_id(self, ident: bytes, state: Any) -> None:
-        self._items[ident] = Summary(*state)
-
-    def drop_id(self, ident: bytes) -> None:
-        self._items.pop(ident, None)
+        self.objects[ident] = Summary(*state)
 
     def stats(self, now_ms: int) -> dict[str, int]:
         # one text per agent: objects and entries are the same count
-        count = len(self._items)
+        count = len(self.objects)
         return {"objects": count, "entries": count}

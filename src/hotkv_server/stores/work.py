@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterable
 from decimal import Decimal, localcontext
 from typing import Any
 
-from hotkv_server.stores.base import Store
+from hotkv_server.stores.base import DictStore
 from hotkv_server.stores.work_effects import WorkClear, WorkDel, WorkExpire, WorkSet
 from hotkv_server.stores.workpad import Scratchpad
 
@@ -40,13 +40,13 @@ MERGE_MODES: tuple[bytes, ...] = (b"REPLACE", b"APPEND", b"INCR", b"MAX", b"MIN"
 _HEAP_SLACK = 1024
 
 
-class WorkingStore(Store):
+class WorkingStore(DictStore[Scratchpad]):
     """Every working-memory scratchpad of the server, by session id."""
 
     name = "work"
 
     def __init__(self) -> None:
-        self.sessions: dict[bytes, Scratchpad] = {}
+        super().__init__()  # objects: session -> its scratchpad
         # (deadline, session, key, is_session); key is b"" for a session deadline
         self._heap: list[tuple[int, bytes, bytes, bool]] = []
         self._rebuild_at = _HEAP_SLACK
@@ -55,13 +55,13 @@ class WorkingStore(Store):
     def pad(self, session: bytes, now_ms: int) -> Scratchpad | None:
         """The session's scratchpad if its own deadline has not passed (it may hold only
         expired keys; use ``items`` or ``length`` for what is live)."""
-        pad = self.sessions.get(session)
+        pad = self.objects.get(session)
         if pad is None or not pad.alive(now_ms):
             return None
         return pad
 
     def get(self, session: bytes, key: bytes, now_ms: int) -> bytes | None:
-        pad = self.sessions.get(session)
+        pad = self.objects.get(session)
         if pad is None:
             return None
         at = pad.expires_at
@@ -107,7 +107,7 @@ class WorkingStore(Store):
 
     def present_but_expired(self, session: bytes, now_ms: int) -> bool:
         """Whether a session is still held although its own deadline has passed."""
-        pad = self.sessions.get(session)
+        pad = self.objects.get(session)
         return pad is not None and not pad.alive(now_ms)
 
     # --- effects ------------------------------------------------------------------
@@ -123,9 +123,9 @@ class WorkingStore(Store):
         session = effect.session
         key = effect.key
         expires_at = effect.expires_at
-        pad = self.sessions.get(session)
+        pad = self.objects.get(session)
         if pad is None:
-            pad = self.sessions[session] = Scratchpad()
+            pad = self.objects[session] = Scratchpad()
         pad.set(key, effect.value)
         if expires_at is None:
             if pad.deadlines is not None:
@@ -144,7 +144,7 @@ class WorkingStore(Store):
         return self._clear_session(effect.session)
 
     def _delete(self, session: bytes, keys: list[bytes]) -> int:
-        pad = self.sessions.get(session)
+        pad = self.objects.get(session)
         if pad is None:
             return 0
         removed = 0
@@ -152,11 +152,11 @@ class WorkingStore(Store):
             if pad.pop(key) is not None:
                 removed += 1
         if not pad:
-            del self.sessions[session]
+            del self.objects[session]
         return removed
 
     def _expire(self, session: bytes, at: int) -> int:
-        pad = self.sessions.get(session)
+        pad = self.objects.get(session)
         if pad is None:
             return 0
         pad.expires_at = at
@@ -164,7 +164,7 @@ class WorkingStore(Store):
         return 1
 
     def _clear_session(self, session: bytes) -> int:
-        pad = self.sessions.pop(session, None)
+        pad = self.objects.pop(session, None)
         return 0 if pad is None else len(pad)
 
     def _push(self, entry: tuple[int, bytes, bytes, bool]) -> None:
@@ -176,7 +176,7 @@ class WorkingStore(Store):
 
     def _rebuild_heap(self) -> None:
         heap: list[tuple[int, bytes, bytes, bool]] = []
-        for session, pad in self.sessions.items():
+        for session, pad in self.objects.items():
             if pad.expires_at is not None:
                 heap.append((pad.expires_at, session, b"", True))
             if pad.deadlines is not None:
@@ -191,13 +191,13 @@ class WorkingStore(Store):
         removed = 0
         while heap and heap[0][0] <= now_ms and removed < limit:
             deadline, session, key, is_session = heapq.heappop(heap)
-            pad = self.sessions.get(session)
+            pad = self.objects.get(session)
             if pad is None:
                 continue
             hook = self.on_expire
             if is_session:
                 if pad.expires_at == deadline:
-                    del self.sessions[session]
+                    del self.objects[session]
                     removed += len(pad)
                     if hook is not None:
                         hook("work", session, None)
@@ -207,57 +207,49 @@ class WorkingStore(Store):
                 if hook is not None:
                     hook("work", session, key)
                 if not pad:
-                    del self.sessions[session]
+                    del self.objects[session]
         return removed
 
     # --- id space -----------------------------------------------------------------
     def ids(self, now_ms: int) -> Iterable[bytes]:
-        return [s for s in self.sessions if self.exists(s, now_ms)]
+        return [s for s in self.objects if self.exists(s, now_ms)]
 
     def exists(self, ident: bytes, now_ms: int) -> bool:
         pad = self.pad(ident, now_ms)
         return pad is not None and self.length(ident, now_ms) > 0
 
     def clear(self) -> None:
-        self.sessions.clear()
+        self.objects.clear()
         self._heap = []
         self._rebuild_at = _HEAP_SLACK
 
     def stats(self, now_ms: int) -> dict[str, int]:
         objects = entries = 0
-        for session in self.sessions:
+        for session in self.objects:
             n = self.length(session, now_ms)
             if n:
                 objects += 1
                 entries += n
         return {"objects": objects, "entries": entries}
 
-    # --- persistence --------------------------------------------------------------
-    def snapshot(self) -> Any:
-        return [[session, *self._row(pad)] for session, pad in self.sessions.items()]
-
-    @staticmethod
-    def _row(pad: Scratchpad) -> list[Any]:
-        deadlines = pad.deadlines or {}
-        return [pad.expires_at, [[k, v, deadlines.get(k)] for k, v in pad.pairs()]]
+    # --- persistence (snapshot rows: DictStore) ------------------------------------
+    def _row(self, obj: Scratchpad) -> list[Any]:
+        deadlines = obj.deadlines or {}
+        return [obj.expires_at, [[k, v, deadlines.get(k)] for k, v in obj.pairs()]]
 
     def _load_row(self, session: bytes, state: Any) -> None:
         expires_at, entries = state
-        self.sessions[session] = Scratchpad.loaded(expires_at, entries)
+        self.objects[session] = Scratchpad.loaded(expires_at, entries)
 
     def restore(self, state: Any) -> None:
         self.clear()
         for session, *row in state:
             self._load_row(session, row)
-        self._rebuild_heap()
-
-    def dump_id(self, ident: bytes) -> Any:
-        pad = self.sessions.get(ident)
-        return None if pad is None else self._row(pad)
+        self._rebuild_heap()  # once, where load_id would push each deadline
 
     def load_id(self, ident: bytes, state: Any) -> None:
         self._load_row(ident, state)
-        pad = self.sessions[ident]
+        pad = self.objects[ident]
         if pad.expires_at is not None:
             self._push((pad.expires_at, ident, b"", True))
         for key, deadline in (pad.deadlines or {}).items():
