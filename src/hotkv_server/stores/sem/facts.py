@@ -59,6 +59,7 @@ self-check, drop, flush, restore). Searches take milliseconds, so that wait is s
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any, NamedTuple, TypedDict
 
 import numpy as np
@@ -109,48 +110,21 @@ _VECTOR_DTYPE = np.dtype("<f4")
 _ONE = 1.0  # the default confidence, shared by every fact that has it
 
 
+@dataclass(slots=True, eq=False)
 class Fact:
     """One fact's metadata; its vector is in the namespace's index under ``label``."""
 
-    __slots__ = (
-        "confidence",
-        "created",
-        "description",
-        "expires",
-        "id",
-        "kind",
-        "label",
-        "meta",
-        "source",
-        "text",
-        "updated",
-    )
-
-    def __init__(
-        self,
-        ident: bytes,
-        label: int,
-        text: bytes,
-        kind: bytes,
-        confidence: float,
-        source: bytes | None,
-        description: bytes | None,
-        meta: bytes | None,
-        created: int,
-        updated: int,
-        expires: int | None,
-    ) -> None:
-        self.id = ident
-        self.label = label
-        self.text = text
-        self.kind = kind
-        self.confidence = confidence
-        self.source = source
-        self.description = description
-        self.meta = meta
-        self.created = created
-        self.updated = updated
-        self.expires = expires
+    id: bytes
+    label: int
+    text: bytes
+    kind: bytes
+    confidence: float
+    source: bytes | None
+    description: bytes | None
+    meta: bytes | None
+    created: int
+    updated: int
+    expires: int | None
 
     def alive(self, now_ms: int) -> bool:
         expires = self.expires
