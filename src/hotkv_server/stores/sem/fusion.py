@@ -23,7 +23,7 @@ from hotkv_server.stores.sem.facts import (
     fact_terms,
     search_breadth,
 )
-from hotkv_server.stores.sem.recall import NamespaceRecall
+from hotkv_server.stores.sem.recall import NamespaceRecall, PendingSearch
 
 
 class NamespaceSearch(NamespaceRecall):
@@ -65,7 +65,9 @@ class NamespaceSearch(NamespaceRecall):
             depth = min(HYBRID_DEPTH_MAX, max(HYBRID_DEPTH, 2 * k))
             by_text = self._text_ranked(terms, depth, check)
             breadth = max(search_breadth(self.ef, k), depth)
-            by_vector = self._nearest(query, depth, breadth, kind, minconf, prefix, now_ms)
+            by_vector = self._nearest(query, depth, breadth, kind, minconf, prefix, None)
+            if isinstance(by_vector, PendingSearch):
+                by_vector = by_vector.run_in_place(now_ms)
             hits = self._fuse(terms, query, by_text, by_vector, fusion, alpha, k)
         if minscore is not None:
             hits = [hit for hit in hits if hit.score >= minscore]

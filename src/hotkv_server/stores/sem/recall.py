@@ -65,10 +65,9 @@ class NamespaceRecall(NamespaceCore):
             hits = self._exact(query, list(facts if check is None else filter(check, facts)), k)
         else:
             breadth = search_breadth(self.ef if ef is None else ef, k)
-            planned = self._plan_nearest(query, k, breadth, kind, minconf, prefix)
-            if planned is None:
-                return PendingSearch(self, query, k, breadth,
-                                     self._filter(kind, minconf, prefix), minsim)
+            planned = self._nearest(query, k, breadth, kind, minconf, prefix, minsim)
+            if isinstance(planned, PendingSearch):
+                return planned
             hits = planned
         if minsim is not None:
             hits = [hit for hit in hits if hit[1] >= minsim]
@@ -82,26 +81,11 @@ class NamespaceRecall(NamespaceCore):
         kind: bytes | None,
         minconf: float | None,
         prefix: bytes | None,
-        now_ms: int,
-    ) -> list[tuple[Fact, float]]:
-        """The HNSW side of SEARCH: up to ``k`` matching facts, nearest first."""
-        hits = self._plan_nearest(query, k, breadth, kind, minconf, prefix)
-        if hits is None:
-            check = self._filter(kind, minconf, prefix)
-            hits = PendingSearch(self, query, k, breadth, check, None).run_in_place(now_ms)
-        return hits
-
-    def _plan_nearest(
-        self,
-        query: np.ndarray,
-        k: int,
-        breadth: int,
-        kind: bytes | None,
-        minconf: float | None,
-        prefix: bytes | None,
-    ) -> list[tuple[Fact, float]] | None:
-        """The hits when an exact search over few matching facts is the cheaper way, or
-        None when hnswlib must search the graph."""
+        minsim: float | None,
+    ) -> list[tuple[Fact, float]] | PendingSearch:
+        """The HNSW side of RECALL and SEARCH: up to ``k`` matching facts, nearest first,
+        when an exact search over few matching facts is the cheaper way, else the hnswlib
+        search of the graph, unrun (a :class:`PendingSearch` keeping hits of ``minsim``)."""
         check = self._filter(kind, minconf, prefix)
         hits: list[tuple[Fact, float]] | None = None
         if check is not None:
@@ -117,6 +101,8 @@ class NamespaceRecall(NamespaceCore):
                 matches = self._matching(pool(), check, limit)
                 if matches is not None:
                     hits = self._exact(query, matches, k)
+        if hits is None:
+            return PendingSearch(self, query, k, breadth, check, minsim)
         return hits
 
     def _filter(
