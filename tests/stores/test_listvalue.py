@@ -24,18 +24,18 @@ def redis_range(model: list[bytes], start: int, stop: int) -> list[bytes]:
 
 def test_push_order_matches_redis() -> None:
     lst = ListValue()
-    assert lst.push_left([b"a", b"b", b"c"]) == 3
+    assert lst.push([b"a", b"b", b"c"], True) == 3
     assert list(lst) == [b"c", b"b", b"a"]
-    assert lst.push_right([b"x", b"y"]) == 5
+    assert lst.push([b"x", b"y"], False) == 5
     assert list(lst) == [b"c", b"b", b"a", b"x", b"y"]
     assert lst.payload_bytes() == 5
 
 
 def test_pops_take_from_the_ends_and_stop_at_empty() -> None:
     lst = ListValue([b"1", b"2", b"3"])
-    assert lst.pop_left(2) == [b"1", b"2"]
-    assert lst.pop_right(5) == [b"3"]
-    assert lst.pop_left(1) == []
+    assert lst.pop(2, True) == [b"1", b"2"]
+    assert lst.pop(5, False) == [b"3"]
+    assert lst.pop(1, True) == []
     assert len(lst) == 0 and lst.payload_bytes() == 0
 
 
@@ -76,7 +76,7 @@ def test_set_insert_and_remove() -> None:
     assert list(lst) == [b"a", b"after-a", b"b", b"a", b"before-c", b"c", b"zz"]
     assert lst.remove(-1, b"a") == 1
     assert list(lst) == [b"a", b"after-a", b"b", b"before-c", b"c", b"zz"]
-    lst.push_right([b"a", b"a"])
+    lst.push([b"a", b"a"], False)
     assert lst.remove(0, b"a") == 3
     assert b"a" not in list(lst)
     assert lst.remove(2, b"nothing") == 0

@@ -86,33 +86,25 @@ class ListValue(TypedValue):
         return self.nbytes - LIST_OVERHEAD - len(self.items) * ELEMENT_OVERHEAD
 
     # --- ends -----------------------------------------------------------------------
-    def push_left(self, values: list[bytes]) -> int:
-        """LPUSH: each value becomes the new head in turn (so they end up reversed)."""
+    def push(self, values: list[bytes], left: bool) -> int:
+        """LPUSH (``left``: each value becomes the new head in turn, so they end up
+        reversed) or RPUSH; the new length."""
         items = self.items
-        items.extendleft(values)
+        if left:
+            items.extendleft(values)
+        else:
+            items.extend(values)
         n = len(values)  # (one element, the usual push, without the sum)
         self.nbytes += (len(values[0]) if n == 1 else sum(map(len, values))) + n * ELEMENT_OVERHEAD
         return len(items)
 
-    def push_right(self, values: list[bytes]) -> int:
-        items = self.items
-        items.extend(values)
-        n = len(values)  # (one element, the usual push, without the sum)
-        self.nbytes += (len(values[0]) if n == 1 else sum(map(len, values))) + n * ELEMENT_OVERHEAD
-        return len(items)
-
-    def pop_left(self, count: int = 1) -> list[bytes]:
-        """Up to ``count`` elements from the head, in the order they were taken."""
+    def pop(self, count: int, left: bool) -> list[bytes]:
+        """Up to ``count`` elements from the head (``left``) or the tail, in the order they
+        were taken."""
         items = self.items
         take = min(count, len(items))
-        out = [items.popleft() for _ in range(take)]
-        self.nbytes -= _cost(out)
-        return out
-
-    def pop_right(self, count: int = 1) -> list[bytes]:
-        items = self.items
-        take = min(count, len(items))
-        out = [items.pop() for _ in range(take)]
+        end = items.popleft if left else items.pop
+        out = [end() for _ in range(take)]
         self.nbytes -= _cost(out)
         return out
 
@@ -253,10 +245,10 @@ def rotate(lst: ListValue, from_left: bool, to_left: bool) -> bytes:
 
 
 ListValue.effects = {
-    KvLpush: lambda value, e: value.push_left(e.values),
-    KvRpush: lambda value, e: value.push_right(e.values),
-    KvLpop: lambda value, e: value.pop_left(e.count),
-    KvRpop: lambda value, e: value.pop_right(e.count),
+    KvLpush: lambda value, e: value.push(e.values, True),
+    KvRpush: lambda value, e: value.push(e.values, False),
+    KvLpop: lambda value, e: value.pop(e.count, True),
+    KvRpop: lambda value, e: value.pop(e.count, False),
     KvLset: lambda value, e: value.set(e.index, e.value),
     KvLinsert: lambda value, e: value.insert(e.pivot, e.value, e.before),
     KvLrem: lambda value, e: value.remove(e.count, e.value),
