@@ -103,9 +103,9 @@ def test_purge_removes_due_keys_only_and_respects_limit() -> None:
         store.apply(["work.set", b"s", b"k%d" % i, b"v", T0 + i])
     store.apply(["work.set", b"s", b"keep", b"v", None])
     assert store.purge_expired(T0 + 10, 3) == 3
-    assert sorted(store.objects[b"s"].keys()) == [b"k3", b"k4", b"keep"]
+    assert sorted(store.objects[b"s"].names()) == [b"k3", b"k4", b"keep"]
     assert store.purge_expired(T0 + 10, 100) == 2
-    assert store.objects[b"s"].keys() == [b"keep"]
+    assert store.objects[b"s"].names() == [b"keep"]
 
 
 def test_purge_skips_stale_heap_entries() -> None:

@@ -20,7 +20,7 @@ OPS = st.lists(st.tuples(st.sampled_from(["set", "pop"]), KEYS, VALUES), max_siz
 
 
 def _same(pad: Scratchpad, model: dict[bytes, bytes], probes: list[bytes]) -> None:
-    assert pad.keys() == list(model)
+    assert pad.names() == list(model)
     assert pad.to_dict() == model
     assert list(pad.to_dict().items()) == list(model.items())  # same order
     assert list(pad.pairs()) == list(model.items())
@@ -59,7 +59,7 @@ def test_packed_until_1_kb_then_a_dict_in_the_same_order() -> None:
     for i in range(20, 25):
         pad.set(b"note:%02d" % i, b"x" * 32)
     assert not pad.packed  # 1 + 25 x 41 > 1024
-    assert pad.keys() == [b"note:%02d" % i for i in range(25)]
+    assert pad.names() == [b"note:%02d" % i for i in range(25)]
     assert pad.get(b"note:05") == b"y" * 32
     # a restore packs again what fits
     row = [[k, v, None] for k, v in pad.pairs()][:10]
@@ -77,7 +77,7 @@ def test_deadlines_dict_exists_only_while_a_note_has_one() -> None:
     assert pad.deadlines is None
     store.apply(["work.set", b"s", b"c", b"4", T0 + 10])
     assert store.purge_expired(T0 + 10, 10) == 1
-    assert pad.deadlines is None and pad.keys() == [b"a", b"b"]
+    assert pad.deadlines is None and pad.names() == [b"a", b"b"]
 
 
 def test_big_values_and_binary_keys_through_the_store() -> None:
@@ -104,7 +104,7 @@ def test_deadlines_set_while_packed_still_expire_after_the_move_to_a_dict() -> N
     assert not pad.packed
     assert store.ttl(b"s", b"t3", T0) == 13
     assert store.purge_expired(T0 + 12, 100) == 3
-    assert pad.keys() == [b"t3", b"t4", b"t5", b"big"]
+    assert pad.names() == [b"t3", b"t4", b"t5", b"big"]
     assert store.length(b"s", T0 + 14) == 2  # lazily: t3 and t4 are past
     assert store.purge_expired(T0 + 20, 100) == 3
     assert store.items(b"s", T0 + 20) == {b"big": b"z" * 2000}

@@ -171,8 +171,55 @@ def unpack(packed: bytes) -> list[bytes]:
     return flat
 
 
+class PackedPairs:
+    """The reads of a mapping kept packed (``_packed``, the form above) while small, else
+    as a dict (``_map``, None while packed): a hash, a working-memory scratchpad. The class
+    using it declares both slots."""
+
+    __slots__ = ()
+
+    _packed: bytes
+    _map: dict[bytes, bytes] | None
+
+    def __len__(self) -> int:
+        if self._map is not None:
+            return len(self._map)
+        return self._packed.count(0) - 1
+
+    @property
+    def packed(self) -> bool:
+        """Whether the pairs are in the packed form (else a dict)."""
+        return self._map is None
+
+    def get(self, name: bytes) -> bytes | None:
+        """The value of ``name``, None when absent."""
+        pairs = self._map
+        if pairs is not None:
+            return pairs.get(name)
+        return packed_get(self._packed, name)
+
+    def __contains__(self, name: object) -> bool:
+        pairs = self._map
+        if pairs is not None:
+            return name in pairs
+        return isinstance(name, bytes) and packed_has(self._packed, name)
+
+    def to_dict(self) -> dict[bytes, bytes]:
+        """A new dict of the pairs, in their order."""
+        pairs = self._map
+        if pairs is not None:
+            return dict(pairs)
+        flat = unpack(self._packed)
+        return dict(zip(flat[::2], flat[1::2], strict=True))
+
+    def names(self) -> list[bytes]:
+        """The names (a hash's fields, a scratchpad's keys), in order."""
+        pairs = self._map
+        return unpack(self._packed)[::2] if pairs is None else list(pairs)
+
+
 @value_type
-class HashValue(TypedValue):
+class HashValue(PackedPairs, TypedValue):
     """One hash, packed or a dict. Read it through its methods; change it only through
     effects."""
 
@@ -193,33 +240,10 @@ class HashValue(TypedValue):
         self._added = 0
         self._scan: ScanOrder | None = None
 
-    def __len__(self) -> int:
-        if self._map is not None:
-            return len(self._map)
-        return self._packed.count(0) - 1
-
-    @property
-    def packed(self) -> bool:
-        """Whether the hash is in the packed form (else a dict)."""
-        return self._map is None
-
     def encoding(self) -> str:
         return "hashtable" if self._big else "listpack"
 
     # --- reads ---------------------------------------------------------------------
-
-    def get(self, field: bytes) -> bytes | None:
-        """The value of ``field``, None when absent."""
-        fields = self._map
-        if fields is not None:
-            return fields.get(field)
-        return packed_get(self._packed, field)
-
-    def __contains__(self, field: object) -> bool:
-        fields = self._map
-        if fields is not None:
-            return field in fields
-        return isinstance(field, bytes) and packed_has(self._packed, field)
 
     def flat(self) -> list[bytes]:
         """``[field, value, ...]`` in the hash's order."""
@@ -230,14 +254,6 @@ class HashValue(TypedValue):
         for item in fields.items():
             out.extend(item)
         return out
-
-    def to_dict(self) -> dict[bytes, bytes]:
-        """A new dict of the fields, in the hash's order."""
-        fields = self._map
-        if fields is not None:
-            return dict(fields)
-        flat = unpack(self._packed)
-        return dict(zip(flat[::2], flat[1::2], strict=True))
 
     def mapping(self) -> Mapping[bytes, bytes]:
         """The fields as a mapping to read at once: the dict itself (hashtable) or a new
@@ -252,11 +268,6 @@ class HashValue(TypedValue):
         if fields is None:
             return unpack(self._packed)[2 * index]
         return next(islice(fields, index, None))
-
-    def names(self) -> list[bytes]:
-        """The fields, in order."""
-        fields = self._map
-        return unpack(self._packed)[::2] if fields is None else list(fields)
 
     def values(self) -> list[bytes]:
         """The values, in the fields' order."""

@@ -21,9 +21,8 @@ from typing import Any
 
 from hotkv_server.stores.hashes import (
     PACKED_BYTES,
+    PackedPairs,
     pack,
-    packed_get,
-    packed_has,
     packed_pop,
     packed_put,
     unpack,
@@ -34,8 +33,10 @@ _SEP = b"\x01"  # between a key and its value
 _EMPTY = _END
 
 
-class Scratchpad:
-    """A session's notes (packed or a dict), their deadlines and the session's deadline.
+class Scratchpad(PackedPairs):
+    """A session's notes (packed or a dict), their deadlines and the session's deadline;
+    the reads of the notes (``get``, ``in``, ``len``, ``names``, ``to_dict``) are
+    ``PackedPairs``'.
 
     Change it only through ``set``, ``pop`` and ``set_deadline``/``drop_deadline``: they keep
     the packed form and the deadlines in step."""
@@ -52,51 +53,14 @@ class Scratchpad:
         self.expires_at = expires_at
 
     # --- the form ----------------------------------------------------------------------
-    @property
-    def packed(self) -> bool:
-        """Whether the notes are in the packed form (else a dict)."""
-        return self._map is None
-
     def buffer_size(self) -> int:
         """The packed form's length in bytes (1 once in a dict)."""
         return len(self._packed)
 
-    # --- reads -------------------------------------------------------------------------
-    def __len__(self) -> int:
-        notes = self._map
-        if notes is not None:
-            return len(notes)
-        return self._packed.count(0) - 1
-
+    # --- reads (and PackedPairs') -----------------------------------------------------
     def __bool__(self) -> bool:
         notes = self._map
         return bool(notes) if notes is not None else len(self._packed) > 1
-
-    def get(self, key: bytes) -> bytes | None:
-        """The note's value whatever its deadline, None when absent."""
-        notes = self._map
-        if notes is not None:
-            return notes.get(key)
-        return packed_get(self._packed, key)
-
-    def __contains__(self, key: object) -> bool:
-        notes = self._map
-        if notes is not None:
-            return key in notes
-        return isinstance(key, bytes) and packed_has(self._packed, key)
-
-    def keys(self) -> list[bytes]:
-        """The keys, in insertion order."""
-        notes = self._map
-        return unpack(self._packed)[::2] if notes is None else list(notes)
-
-    def to_dict(self) -> dict[bytes, bytes]:
-        """A new dict of the notes, in insertion order."""
-        notes = self._map
-        if notes is not None:
-            return dict(notes)
-        flat = unpack(self._packed)
-        return dict(zip(flat[::2], flat[1::2], strict=True))
 
     def pairs(self) -> Iterator[tuple[bytes, bytes]]:
         """``(key, value)`` in insertion order."""
