@@ -203,9 +203,13 @@ command("cluster|slaves", arity=3, flags="admin stale", group="cluster", tips="n
         syntax="node-id", since="3.0.0")(cluster_replicas)
 
 
-@command("cluster|countkeysinslot", arity=3, flags="stale",
+#: what COUNTKEYSINSLOT and GETKEYSINSLOT share
+_SLOT_KEYS = SpecFields(flags="stale",
+                        complexity="O(N) where N is the number of keys of the node (hotkv keeps no slot index)")
+
+
+@command("cluster|countkeysinslot", _SLOT_KEYS, arity=3,
          summary="Returns the number of keys in a hash slot.", syntax="slot",
-         complexity="O(N) where N is the number of keys of the node (hotkv keeps no slot index)",
          help="COUNTKEYSINSLOT <slot>\n    Return the number of keys in <slot>.")
 def cluster_countkeysinslot(ctx: Context, argv: list[bytes]) -> Any:
     """CLUSTER COUNTKEYSINSLOT slot"""
@@ -214,9 +218,8 @@ def cluster_countkeysinslot(ctx: Context, argv: list[bytes]) -> Any:
     return len(state.ids_in_slot(ctx, slot))
 
 
-@command("cluster|getkeysinslot", arity=4, flags="stale", tips="nondeterministic_output",
+@command("cluster|getkeysinslot", _SLOT_KEYS, arity=4, tips="nondeterministic_output",
          summary="Returns the key names in a hash slot.", syntax="slot count",
-         complexity="O(N) where N is the number of keys of the node (hotkv keeps no slot index)",
          help="GETKEYSINSLOT <slot> <count>\n    Return key names stored by current node in a slot.")
 def cluster_getkeysinslot(ctx: Context, argv: list[bytes]) -> Any:
     """CLUSTER GETKEYSINSLOT slot count"""
@@ -437,19 +440,12 @@ def asking(ctx: Context, argv: list[bytes]) -> Any:
 _READ_MODE = SpecFields(arity=1, flags="fast loading stale", acl="@connection")
 
 
-@command("readonly", _READ_MODE,
-         summary="Enables read-only queries for a connection to a Redis Cluster replica node.")
-def readonly(ctx: Context, argv: list[bytes]) -> Any:
-    """READONLY"""
-    _cluster(ctx)
-    ctx.cluster_readonly = True
-    return OK
-
-
 @command("readwrite", _READ_MODE,
          summary="Enables read-write queries for a connection to a Redis Cluster replica node.")
-def readwrite(ctx: Context, argv: list[bytes]) -> Any:
-    """READWRITE"""
+@command("readonly", _READ_MODE,
+         summary="Enables read-only queries for a connection to a Redis Cluster replica node.")
+def read_mode(ctx: Context, argv: list[bytes]) -> Any:
+    """READONLY, READWRITE"""
     _cluster(ctx)
-    ctx.cluster_readonly = False
+    ctx.cluster_readonly = argv[0].lower() == b"readonly"
     return OK
