@@ -2,17 +2,9 @@
 
 from __future__ import annotations
 
+from hotkv_server.clients import errors
 from hotkv_server.clients.aio import Hotkv, Pipeline, from_url
-from hotkv_server.clients.errors import AmemError, Conflict, DimensionError, Exists, Full, NotFound
+from hotkv_server.clients.errors import *  # noqa: F403 (its __all__: the error classes)
 
-__all__ = [
-    "AmemError",
-    "Conflict",
-    "DimensionError",
-    "Exists",
-    "Full",
-    "Hotkv",
-    "NotFound",
-    "Pipeline",
-    "from_url",
-]
+__all__ = ["Hotkv", "Pipeline", "from_url"]
+__all__ += errors.__all__

@@ -3,20 +3,10 @@ server (``hotkv-memory-mcp``) and the container health check."""
 
 from __future__ import annotations
 
-from hotkv_server.clients.errors import AmemError, Conflict, DimensionError, Exists, Full, NotFound
+from hotkv_server.clients import errors
+from hotkv_server.clients.errors import *  # noqa: F403 (its __all__: the error classes)
 from hotkv_server.clients.sync import Hotkv, Pipeline, from_url
 from hotkv_server.clients.vectors import from_fp32, to_fp32
 
-__all__ = [
-    "AmemError",
-    "Conflict",
-    "DimensionError",
-    "Exists",
-    "Full",
-    "Hotkv",
-    "NotFound",
-    "Pipeline",
-    "from_fp32",
-    "from_url",
-    "to_fp32",
-]
+__all__ = ["Hotkv", "Pipeline", "from_fp32", "from_url", "to_fp32"]
+__all__ += errors.__all__

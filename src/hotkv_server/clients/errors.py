@@ -22,16 +22,9 @@ from redis._parsers import (
 from redis.exceptions import ResponseError
 from redis.utils import HIREDIS_AVAILABLE
 
-__all__ = [
-    "AmemError",
-    "AsyncHotkvParser",
-    "Conflict",
-    "DimensionError",
-    "Exists",
-    "Full",
-    "HotkvParser",
-    "NotFound",
-]
+#: the error classes, which the clients' modules (``hotkv_server``, ``hotkv_server.asyncio``)
+#: export with their own names; the parsers are the clients' own (sync.py, aio.py)
+__all__ = ["AmemError", "Conflict", "DimensionError", "Exists", "Full", "NotFound"]
 
 
 class AmemError(ResponseError):

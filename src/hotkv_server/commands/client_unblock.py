@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from hotkv_server.engine import errors
-from hotkv_server.engine.args import parse_int
+from hotkv_server.engine.args import either, parse_int
 from hotkv_server.engine.context import Context
 from hotkv_server.engine.errors import CommandError
 from hotkv_server.engine.registry import command
@@ -27,10 +27,5 @@ def client_unblock(ctx: Context, argv: list[bytes]) -> Any:
     client_id = parse_int(argv[2])
     if client_id is None:
         raise CommandError(errors.NOT_INTEGER)
-    error = False
-    if len(argv) == 4:
-        reason = argv[3].upper()
-        if reason not in (b"TIMEOUT", b"ERROR"):
-            raise CommandError("ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR")
-        error = reason == b"ERROR"
+    error = either(argv, 3, b"TIMEOUT", b"ERROR", "ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR")
     return 1 if ctx.core.blocking.unblock(client_id, error) else 0

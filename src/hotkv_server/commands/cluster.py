@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from hotkv_server.engine.args import either
 from hotkv_server.engine.context import Context
 from hotkv_server.engine.core import ClusterService
 from hotkv_server.engine.errors import CommandError
@@ -42,6 +43,18 @@ def _slot_arg(raw: bytes) -> int:
     if not 0 <= slot < SLOTS or not raw.lstrip(b"-").isdigit():
         raise CommandError("ERR Invalid or out of range slot")
     return slot
+
+
+def _slot_and_count(argv: list[bytes], error: str) -> list[int]:
+    """COUNTKEYSINSLOT's slot, GETKEYSINSLOT's slot and count: ``error`` when one is not an
+    integer, the slot is out of range or the count negative."""
+    try:
+        values = [int(raw) for raw in argv[2:]]
+    except ValueError:
+        raise CommandError(error) from None
+    if not 0 <= values[0] < SLOTS or any(value < 0 for value in values[1:]):
+        raise CommandError(error)
+    return values
 
 
 container("cluster", group="cluster", summary="A container for Redis Cluster commands.")
@@ -190,35 +203,28 @@ command("cluster|slaves", arity=3, flags="admin stale", group="cluster", tips="n
         syntax="node-id", since="3.0.0")(cluster_replicas)
 
 
-@command("cluster|countkeysinslot", arity=3, flags="stale",
+#: what COUNTKEYSINSLOT and GETKEYSINSLOT share
+_SLOT_KEYS = SpecFields(flags="stale",
+                        complexity="O(N) where N is the number of keys of the node (hotkv keeps no slot index)")
+
+
+@command("cluster|countkeysinslot", _SLOT_KEYS, arity=3,
          summary="Returns the number of keys in a hash slot.", syntax="slot",
-         complexity="O(N) where N is the number of keys of the node (hotkv keeps no slot index)",
          help="COUNTKEYSINSLOT <slot>\n    Return the number of keys in <slot>.")
 def cluster_countkeysinslot(ctx: Context, argv: list[bytes]) -> Any:
     """CLUSTER COUNTKEYSINSLOT slot"""
     state = _cluster(ctx)
-    try:
-        slot = int(argv[2])
-    except ValueError:
-        raise CommandError("ERR Invalid slot") from None
-    if not 0 <= slot < SLOTS:
-        raise CommandError("ERR Invalid slot")
+    (slot,) = _slot_and_count(argv, "ERR Invalid slot")
     return len(state.ids_in_slot(ctx, slot))
 
 
-@command("cluster|getkeysinslot", arity=4, flags="stale", tips="nondeterministic_output",
+@command("cluster|getkeysinslot", _SLOT_KEYS, arity=4, tips="nondeterministic_output",
          summary="Returns the key names in a hash slot.", syntax="slot count",
-         complexity="O(N) where N is the number of keys of the node (hotkv keeps no slot index)",
          help="GETKEYSINSLOT <slot> <count>\n    Return key names stored by current node in a slot.")
 def cluster_getkeysinslot(ctx: Context, argv: list[bytes]) -> Any:
     """CLUSTER GETKEYSINSLOT slot count"""
     state = _cluster(ctx)
-    try:
-        slot, count = int(argv[2]), int(argv[3])
-    except ValueError:
-        raise CommandError("ERR Invalid slot or number of keys") from None
-    if not 0 <= slot < SLOTS or count < 0:
-        raise CommandError("ERR Invalid slot or number of keys")
+    slot, count = _slot_and_count(argv, "ERR Invalid slot or number of keys")
     return state.ids_in_slot(ctx, slot)[:count]
 
 
@@ -348,14 +354,9 @@ def cluster_setslot(ctx: Context, argv: list[bytes]) -> Any:
 def cluster_reset(ctx: Context, argv: list[bytes]) -> Any:
     """CLUSTER RESET [HARD|SOFT]"""
     state = _cluster(ctx)
-    hard = False
-    if len(argv) == 3:
-        mode = argv[2].lower()
-        if mode not in (b"hard", b"soft"):
-            raise CommandError("ERR syntax error")
-        hard = mode == b"hard"
-    elif len(argv) > 3:
+    if len(argv) > 3:
         raise CommandError("ERR syntax error")
+    hard = either(argv, 2, b"SOFT", b"HARD", "ERR syntax error")
     me = state.topology.nodes.get(state.myid)
     if (me is None or me.is_primary) and not _db_empty(ctx):
         raise CommandError("ERR CLUSTER RESET can't be called with master nodes containing keys")
@@ -439,19 +440,12 @@ def asking(ctx: Context, argv: list[bytes]) -> Any:
 _READ_MODE = SpecFields(arity=1, flags="fast loading stale", acl="@connection")
 
 
-@command("readonly", _READ_MODE,
-         summary="Enables read-only queries for a connection to a Redis Cluster replica node.")
-def readonly(ctx: Context, argv: list[bytes]) -> Any:
-    """READONLY"""
-    _cluster(ctx)
-    ctx.cluster_readonly = True
-    return OK
-
-
 @command("readwrite", _READ_MODE,
          summary="Enables read-write queries for a connection to a Redis Cluster replica node.")
-def readwrite(ctx: Context, argv: list[bytes]) -> Any:
-    """READWRITE"""
+@command("readonly", _READ_MODE,
+         summary="Enables read-only queries for a connection to a Redis Cluster replica node.")
+def read_mode(ctx: Context, argv: list[bytes]) -> Any:
+    """READONLY, READWRITE"""
     _cluster(ctx)
-    ctx.cluster_readonly = False
+    ctx.cluster_readonly = argv[0].lower() == b"readonly"
     return OK

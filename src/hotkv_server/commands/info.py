@@ -268,21 +268,16 @@ def section_amem(core: Core) -> Fields:
     return fields
 
 
-#: built-in sections in the order INFO prints them (as Redis orders its own)
-SECTIONS: dict[str, tuple[str, Callable[[Core], Fields]]] = {
-    "server": ("Server", section_server),
-    "clients": ("Clients", section_clients),
-    "memory": ("Memory", section_memory),
-    "persistence": ("Persistence", section_persistence),
-    "stats": ("Stats", section_stats),
-    "replication": ("Replication", section_replication),
-    "cpu": ("CPU", section_cpu),
-    "commandstats": ("Commandstats", section_commandstats),
-    "errorstats": ("Errorstats", section_errorstats),
-    "cluster": ("Cluster", section_cluster),
-    "keyspace": ("Keyspace", section_keyspace),
-    "amem": ("Amem", section_amem),
+#: built-in sections in the order INFO prints them (as Redis orders its own), each named by
+#: its function's name without ``section_``
+SECTIONS: dict[str, Callable[[Core], Fields]] = {
+    fn.__name__.removeprefix("section_"): fn
+    for fn in (section_server, section_clients, section_memory, section_persistence,
+               section_stats, section_replication, section_cpu, section_commandstats,
+               section_errorstats, section_cluster, section_keyspace, section_amem)
 }
+#: the title of a section whose name capitalized is not its title (Redis's ``# CPU``)
+_TITLES = {"cpu": "CPU"}
 
 #: what a bare ``INFO`` (or ``INFO default``) shows: everything but the per-command table
 DEFAULT_SECTIONS = frozenset(SECTIONS) - {"commandstats"}
@@ -321,7 +316,7 @@ def wanted_sections(core: Core, args: list[bytes]) -> list[str]:
 
 def section_fields(core: Core, name: str) -> Fields:
     builtin = SECTIONS.get(name)
-    fields: Fields = builtin[1](core) if builtin else []
+    fields: Fields = builtin(core) if builtin else []
     plugins = core.info_sections.get(name)
     if plugins:
         added = [item for plugin in plugins for item in plugin()]
@@ -376,7 +371,7 @@ def info_text(core: Core, args: list[bytes]) -> str:
     """The INFO body: ``# Section`` blocks of ``field:value`` lines, CRLF, blank between."""
     blocks = []
     for name in wanted_sections(core, args):
-        title = SECTIONS[name][0] if name in SECTIONS else name.capitalize()
+        title = _TITLES.get(name, name.capitalize())
         lines = [f"# {title}"]
         lines.extend(f"{field}:{_format(value)}" for field, value in section_fields(core, name))
         blocks.append("".join(line + "\r\n" for line in lines))

@@ -111,7 +111,20 @@ def _visible(ctx: Context, kind: str, names: list[bytes]) -> list[bytes]:
     return [name for name in names if user.channel_visible(name, pattern=kind == PATTERN)]
 
 
-def _active(ctx: Context, kind: str, argv: list[bytes]) -> list[bytes]:
+#: the subscriptions each listing subcommand is about (its handler looks it up by argv[1])
+_LISTED = {b"channels": CHANNEL, b"numsub": CHANNEL, b"shardchannels": SHARD, b"shardnumsub": SHARD}
+#: what PUBSUB CHANNELS, NUMSUB, SHARDCHANNELS and SHARDNUMSUB share
+_LISTING = SpecFields(arity=-2, flags="pubsub loading stale")
+
+
+@command("pubsub|channels", _LISTING, summary="Returns the active channels.", syntax="[pattern]",
+         since="2.8.0",
+         complexity="O(N) where N is the number of active channels, and assuming constant time "
+                    "pattern matching (relatively short channels and patterns)",
+         help="CHANNELS [<pattern>]\n    Return the currently active channels matching a <pattern> (default: '*').")
+def pubsub_channels(ctx: Context, argv: list[bytes]) -> Any:
+    """PUBSUB CHANNELS [pattern], PUBSUB SHARDCHANNELS [pattern]"""
+    kind = _LISTED[argv[1].lower()]
     table = ctx.core.pubsub.table(kind)
     names = list(table)
     if len(argv) == 3:
@@ -119,7 +132,13 @@ def _active(ctx: Context, kind: str, argv: list[bytes]) -> list[bytes]:
     return _visible(ctx, kind, names)
 
 
-def _numsub(ctx: Context, kind: str, argv: list[bytes]) -> list[Any]:
+@command("pubsub|numsub", _LISTING, summary="Returns a count of subscribers to channels.",
+         syntax="[channel [channel ...]]", since="2.8.0",
+         complexity="O(N) for the NUMSUB subcommand, where N is the number of requested channels",
+         help="NUMSUB [<channel> ...]\n    Return the number of subscribers for the specified channels, excluding\n    pattern subscriptions(default: no channels).")
+def pubsub_numsub(ctx: Context, argv: list[bytes]) -> Any:
+    """PUBSUB NUMSUB [channel [channel ...]], PUBSUB SHARDNUMSUB [shardchannel [shardchannel ...]]"""
+    kind = _LISTED[argv[1].lower()]
     table = ctx.core.pubsub.table(kind)
     allowed = set(_visible(ctx, kind, argv[2:]))
     out: list[Any] = []
@@ -127,26 +146,6 @@ def _numsub(ctx: Context, kind: str, argv: list[bytes]) -> list[Any]:
         out.append(name)
         out.append(len(table.get(name, ())) if name in allowed else 0)
     return out
-
-
-@command("pubsub|channels", arity=-2, flags="pubsub loading stale",
-         summary="Returns the active channels.", syntax="[pattern]", since="2.8.0",
-         complexity="O(N) where N is the number of active channels, and assuming constant time "
-                    "pattern matching (relatively short channels and patterns)",
-         help="CHANNELS [<pattern>]\n    Return the currently active channels matching a <pattern> (default: '*').")
-def pubsub_channels(ctx: Context, argv: list[bytes]) -> Any:
-    """PUBSUB CHANNELS [pattern]"""
-    return _active(ctx, CHANNEL, argv)
-
-
-@command("pubsub|numsub", arity=-2, flags="pubsub loading stale",
-         summary="Returns a count of subscribers to channels.", syntax="[channel [channel ...]]",
-         since="2.8.0", complexity="O(N) for the NUMSUB subcommand, where N is the number of "
-                                   "requested channels",
-         help="NUMSUB [<channel> ...]\n    Return the number of subscribers for the specified channels, excluding\n    pattern subscriptions(default: no channels).")
-def pubsub_numsub(ctx: Context, argv: list[bytes]) -> Any:
-    """PUBSUB NUMSUB [channel [channel ...]]"""
-    return _numsub(ctx, CHANNEL, argv)
 
 
 @command("pubsub|numpat", arity=2, flags="pubsub loading stale",
@@ -157,25 +156,16 @@ def pubsub_numpat(ctx: Context, argv: list[bytes]) -> Any:
     return len(ctx.core.pubsub.patterns)
 
 
-@command("pubsub|shardchannels", arity=-2, flags="pubsub loading stale",
-         summary="Returns the active shard channels.", syntax="[pattern]", since="7.0.0",
-         complexity="O(N) where N is the number of active shard channels, and assuming constant "
-                    "time pattern matching (relatively short shard channels).",
-         help="SHARDCHANNELS [<pattern>]\n    Return the currently active shard level channels matching a <pattern> (default: '*').")
-def pubsub_shardchannels(ctx: Context, argv: list[bytes]) -> Any:
-    """PUBSUB SHARDCHANNELS [pattern]"""
-    return _active(ctx, SHARD, argv)
-
-
-@command("pubsub|shardnumsub", arity=-2, flags="pubsub loading stale",
-         summary="Returns the count of subscribers of shard channels.",
-         syntax="[shardchannel [shardchannel ...]]", since="7.0.0",
-         complexity="O(N) for the SHARDNUMSUB subcommand, where N is the number of requested "
-                    "shard channels",
-         help="SHARDNUMSUB [<shardchannel> ...]\n    Return the number of subscribers for the specified shard level channel(s)")
-def pubsub_shardnumsub(ctx: Context, argv: list[bytes]) -> Any:
-    """PUBSUB SHARDNUMSUB [shardchannel [shardchannel ...]]"""
-    return _numsub(ctx, SHARD, argv)
+command("pubsub|shardchannels", _LISTING, summary="Returns the active shard channels.",
+        syntax="[pattern]", since="7.0.0",
+        complexity="O(N) where N is the number of active shard channels, and assuming constant "
+                   "time pattern matching (relatively short shard channels).",
+        help="SHARDCHANNELS [<pattern>]\n    Return the currently active shard level channels matching a <pattern> (default: '*').")(pubsub_channels)
+command("pubsub|shardnumsub", _LISTING, summary="Returns the count of subscribers of shard channels.",
+        syntax="[shardchannel [shardchannel ...]]", since="7.0.0",
+        complexity="O(N) for the SHARDNUMSUB subcommand, where N is the number of requested "
+                   "shard channels",
+        help="SHARDNUMSUB [<shardchannel> ...]\n    Return the number of subscribers for the specified shard level channel(s)")(pubsub_numsub)
 
 
 @command("pubsub|help", arity=2, flags="loading stale", group="server",

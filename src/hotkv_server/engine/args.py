@@ -171,6 +171,17 @@ class Args:
             raise CommandError(unexpected(self.argv[self.pos]))
 
 
+def either(argv: list[bytes], i: int, no: bytes, yes: bytes, error: str) -> bool:
+    """An optional argument ``argv[i]``, one of two words in any case (upper-case ``no`` and
+    ``yes``): True when it is ``yes``, False when it is ``no`` or absent, else ``error``."""
+    if len(argv) <= i:
+        return False
+    word = argv[i].upper()
+    if word != no and word != yes:
+        raise CommandError(error)
+    return word == yes
+
+
 def unexpected(raw: bytes) -> str:
     text = raw[:64].decode("utf-8", "replace")
     return f"ERR syntax error: unexpected argument '{text}'"

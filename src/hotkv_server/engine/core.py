@@ -23,6 +23,7 @@ from hotkv_server.engine.effects import EffectLog
 from hotkv_server.engine.notify import Notifier
 from hotkv_server.engine.pubsub import Hub
 from hotkv_server.engine.turn import RepliesWithheld, Turn
+from hotkv_server.engine.watched import Watched
 from hotkv_server.stores.database import Database, default_database
 from hotkv_server.stores.hashes import set_listpack_limits
 
@@ -172,59 +173,20 @@ class Core:
         self.normal_output_hard_limit = self._normal_output_limit()
         self._update_gated()
 
-    # --- the dispatch point's gates ---------------------------------------------------
-    @property
-    def loading(self) -> bool:
-        """Data is being loaded: commands not flagged ``loading`` answer -LOADING."""
-        return self._loading
+    # --- the dispatch point's gates: setting one recomputes ``gated`` ---------------------
+    #: data is being loaded: commands not flagged ``loading`` answer -LOADING
+    loading: Watched[bool] = Watched("_loading", "_update_gated")
+    #: the script running past busy-reply-threshold (scripting/engine.py ``Run``), else
+    #: None: while set, commands not flagged ``allow_busy`` answer -BUSY
+    busy: Watched[Any] = Watched("_busy", "_update_gated")
+    #: ``"master"`` or ``"slave"`` (INFO's words)
+    role: Watched[str] = Watched("_role", "_update_gated")
+    #: why writes are refused with -MISCONF (the AOF can't be written), else None
+    write_error: Watched[str | None] = Watched("_write_error", "_update_gated")
+    #: the cluster subsystem when ``cluster-enabled`` is on: commands with keys are routed
+    cluster: Watched[ClusterService | None] = Watched("_cluster", "_update_gated")
 
-    @loading.setter
-    def loading(self, value: bool) -> None:
-        self._loading = value
-        self._update_gated()
-
-    @property
-    def busy(self) -> Any:
-        """The script running past busy-reply-threshold (scripting/engine.py ``Run``), else
-        None: while set, commands not flagged ``allow_busy`` answer -BUSY."""
-        return self._busy
-
-    @busy.setter
-    def busy(self, value: Any) -> None:
-        self._busy = value
-        self._update_gated()
-
-    @property
-    def role(self) -> str:
-        """``"master"`` or ``"slave"`` (INFO's words)."""
-        return self._role
-
-    @role.setter
-    def role(self, value: str) -> None:
-        self._role = value
-        self._update_gated()
-
-    @property
-    def write_error(self) -> str | None:
-        """Why writes are refused with -MISCONF (the AOF can't be written), else None."""
-        return self._write_error
-
-    @write_error.setter
-    def write_error(self, value: str | None) -> None:
-        self._write_error = value
-        self._update_gated()
-
-    @property
-    def cluster(self) -> ClusterService | None:
-        """The cluster subsystem when ``cluster-enabled`` is on: commands with keys are routed."""
-        return self._cluster
-
-    @cluster.setter
-    def cluster(self, value: ClusterService | None) -> None:
-        self._cluster = value
-        self._update_gated()
-
-    def _update_gated(self) -> None:
+    def _update_gated(self, _changed: object = None) -> None:
         self.gated = bool(
             self._loading
             or getattr(self, "_cluster", None) is not None

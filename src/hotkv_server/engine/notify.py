@@ -68,6 +68,19 @@ _SET_EVENTS = {"incr": b"incrby", "decr": b"incrby", "incrby": b"incrby", "decrb
                "incrbyfloat": b"incrbyfloat", "append": b"append", "setrange": b"setrange",
                "getdel": b"del"}
 _EXPIRING_SETS = frozenset({"set", "setex", "psetex"})
+#: the events of a memory record, in order: (event, the record's field its detail is, or
+#: None; whether that field is a list, one event per item). A verb not listed announces
+#: itself on its id (CONV.DEL and EPIS.LOG are ``_amem``'s own cases)
+_AMEM_EVENTS: dict[tuple[str, str], tuple[tuple[str, int | None, bool], ...]] = {
+    ("conv", "append"): (("append", 2, False),),
+    ("sem", "store"): (("evicted", 13, True), ("store", 2, False)),
+    ("sem", "update"): (("evicted", 3, True), ("update", None, False)),
+    ("sem", "del"): (("forget", 2, True),),
+    ("work", "set"): (("set", 2, False),),
+    ("work", "del"): (("del", 2, True),),
+    ("summary", "set"): (("set", 3, False),),
+    ("summary", "append"): (("append", 3, False),),
+}
 
 
 def may_see(ctx: Any, key: bytes) -> bool:
@@ -227,41 +240,20 @@ class Notifier:
             self.keyspace(GENERIC, b"del", emptied)
 
     def _amem(self, store: str, verb: str, effect: list[Any]) -> None:
+        if store.encode() not in AMEM_STORES:
+            return
         ident = effect[1]
-        if store == "conv":
-            if verb == "append":
-                self.amem(store, ident, "append", effect[2])
-            elif verb == "del":
-                for session in ident:
-                    self.amem(store, session, "del")
-            else:
-                self.amem(store, ident, verb)
-        elif store == "sem":
-            if verb == "store":
-                for victim in effect[13]:
-                    self.amem(store, ident, "evicted", victim)
-                self.amem(store, ident, "store", effect[2])
-            elif verb == "update":
-                for victim in effect[3]:
-                    self.amem(store, ident, "evicted", victim)
-                self.amem(store, ident, "update")
-            elif verb == "del":
-                for fact in effect[2]:
-                    self.amem(store, ident, "forget", fact)
-            else:
-                self.amem(store, ident, verb)
-        elif store == "work":
-            if verb == "set":
-                self.amem(store, ident, "set", effect[2])
-            elif verb == "del":
-                for key in effect[2]:
-                    self.amem(store, ident, "del", key)
-            else:
-                self.amem(store, ident, verb)
-        elif store == "epis":
-            if verb == "log":
-                self.amem(store, ident, "log", b"%d-%d" % (effect[2], effect[3]))
-            else:
-                self.amem(store, ident, verb)
-        elif store == "summary":
-            self.amem(store, ident, verb, effect[3] if verb in ("set", "append") else None)
+        if store == "conv" and verb == "del":  # one record, several conversations
+            for session in ident:
+                self.amem(store, session, "del")
+        elif store == "epis" and verb == "log":
+            self.amem(store, ident, "log", b"%d-%d" % (effect[2], effect[3]))
+        else:
+            for event, field, each in _AMEM_EVENTS.get((store, verb), ((verb, None, False),)):
+                if field is None:
+                    self.amem(store, ident, event)
+                elif each:
+                    for item in effect[field]:
+                        self.amem(store, ident, event, item)
+                else:
+                    self.amem(store, ident, event, effect[field])

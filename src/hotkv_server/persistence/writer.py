@@ -17,6 +17,7 @@ import time
 from typing import TYPE_CHECKING
 
 from hotkv_server.engine.turn import RepliesWithheld
+from hotkv_server.engine.watched import Watched
 from hotkv_server.persistence.aof import AofFile, FsyncWorker
 from hotkv_server.stores.effect import TX
 
@@ -50,14 +51,11 @@ class AofWriter:
         self.retry_at = 0.0  # monotonic time of the next retry (a write, or a job start)
         self.last_fsync_request = time.monotonic()
 
-    @property
-    def aof(self) -> AofFile | None:
-        """The open incremental AOF file, None with ``appendonly no`` (or not yet open)."""
-        return self._aof
+    #: the open incremental AOF file, None with ``appendonly no`` (or not yet open); the
+    #: writer is the effect sink while there is one
+    aof: Watched[AofFile | None] = Watched("_aof", "_aof_changed")
 
-    @aof.setter
-    def aof(self, aof: AofFile | None) -> None:
-        self._aof = aof
+    def _aof_changed(self, aof: AofFile | None) -> None:
         self.core.effects.set_sink(self, aof is not None)
 
     def always(self) -> bool:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 
+from hotkv_server.engine.watched import Watched
 from hotkv_server.replication.backlog import Backlog
 
 NO_REPLID2 = "0" * 40
@@ -40,14 +41,10 @@ class History:
         #: our copy can't be trusted: the next sync must be a full one
         self.diverged = False
 
-    @property
-    def backlog(self) -> Backlog | None:
-        """The replication backlog, None until the first replica comes (as in Redis)."""
-        return self._backlog
+    #: the replication backlog, None until the first replica comes (as in Redis)
+    backlog: Watched[Backlog | None] = Watched("_backlog", "_backlog_set")
 
-    @backlog.setter
-    def backlog(self, backlog: Backlog | None) -> None:
-        self._backlog = backlog
+    def _backlog_set(self, backlog: Backlog | None) -> None:
         self._backlog_changed(backlog is not None)
 
     def ensure_backlog(self, size: int) -> Backlog:

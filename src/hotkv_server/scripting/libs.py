@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import math
 import struct as pystruct
+from collections.abc import Callable
 from importlib import resources
 from typing import Any
 
@@ -115,6 +116,34 @@ def _bit_call(name: bytes, *args: Any) -> tuple[Any, ...]:
 _STRUCT_INTS = {"b": 1, "B": 1, "h": 2, "H": 2, "l": 8, "L": 8, "T": 8, "i": 4, "I": 4}
 
 
+class _StructError(Exception):
+    """A struct function's error: the message Lua's ``error`` is given."""
+
+
+def _lua_result(fn: Callable[..., tuple[Any, ...]]) -> Callable[..., tuple[Any, ...]]:
+    """``fn`` answering as a host function (``_expose``): its values, or ``(False, message)``
+    when it raised ``_StructError``."""
+
+    def call(*args: Any) -> tuple[Any, ...]:
+        try:
+            return fn(*args)
+        except _StructError as exc:
+            return False, str(exc)
+
+    return call
+
+
+def _struct_format(fmt: Any, type_error: str) -> list[tuple[str, int, str]]:
+    """The items of a struct function's format argument; ``_StructError`` when it is not a
+    string (``type_error``) or invalid."""
+    if type(fmt) is not bytes:
+        raise _StructError(type_error)
+    try:
+        return _struct_items(fmt)
+    except ValueError as exc:
+        raise _StructError(str(exc)) from None
+
+
 def _struct_items(fmt: bytes) -> list[tuple[str, int, str]]:
     """(kind, size, byte order) of each item of a struct format; ValueError when invalid."""
     items: list[tuple[str, int, str]] = []
@@ -154,13 +183,9 @@ def _struct_items(fmt: bytes) -> list[tuple[str, int, str]]:
     return items
 
 
+@_lua_result
 def _struct_pack(fmt: Any, *values: Any) -> tuple[Any, ...]:
-    if type(fmt) is not bytes:
-        return False, "bad argument #1 to 'pack' (string expected)"
-    try:
-        items = _struct_items(fmt)
-    except ValueError as exc:
-        return False, str(exc)
+    items = _struct_format(fmt, "bad argument #1 to 'pack' (string expected)")
     out = bytearray()
     vi = 0
     for kind, size, order in items:
@@ -168,12 +193,12 @@ def _struct_pack(fmt: Any, *values: Any) -> tuple[Any, ...]:
             out += b"\0"
             continue
         if vi >= len(values):
-            return False, f"bad argument #{vi + 2} to 'pack' (number expected, got no value)"
+            raise _StructError(f"bad argument #{vi + 2} to 'pack' (number expected, got no value)")
         value = values[vi]
         vi += 1
         if kind in _STRUCT_INTS:
             if type(value) not in (int, float):
-                return False, f"bad argument #{vi + 1} to 'pack' (number expected, got {lua_type(value) or 'string'})"
+                raise _StructError(f"bad argument #{vi + 1} to 'pack' (number expected, got {lua_type(value) or 'string'})")
             n = int(value) & ((1 << (8 * size)) - 1)
             out += n.to_bytes(size, "little" if order == "<" else "big")
         elif kind in "fd":
@@ -183,35 +208,34 @@ def _struct_pack(fmt: Any, *values: Any) -> tuple[Any, ...]:
             if size == 0:
                 size = len(data)
             if len(data) < size:
-                return False, f"bad argument #{vi + 1} to 'pack' (string too short)"
+                raise _StructError(f"bad argument #{vi + 1} to 'pack' (string too short)")
             out += data[:size]
         elif kind == "s":
             data = value if type(value) is bytes else str(value).encode()
             if b"\0" in data:
-                return False, f"bad argument #{vi + 1} to 'pack' (string contains zeros)"
+                raise _StructError(f"bad argument #{vi + 1} to 'pack' (string contains zeros)")
             out += data + b"\0"
     return True, bytes(out)
 
 
+@_lua_result
 def _struct_unpack(fmt: Any, data: Any, start: Any = None) -> tuple[Any, ...]:
-    if type(fmt) is not bytes or type(data) is not bytes:
-        return False, "bad argument to 'unpack' (string expected)"
-    try:
-        items = _struct_items(fmt)
-    except ValueError as exc:
-        return False, str(exc)
+    type_error = "bad argument to 'unpack' (string expected)"
+    if type(data) is not bytes:
+        raise _StructError(type_error)
+    items = _struct_format(fmt, type_error)
     pos = int(start) - 1 if type(start) in (int, float) else 0
     values: list[Any] = []
     for kind, size, order in items:
         if kind == "s":
             end = data.find(b"\0", pos)
             if end < 0:
-                return False, "unfinished string in data"
+                raise _StructError("unfinished string in data")
             values.append(data[pos:end])
             pos = end + 1
             continue
         if pos + size > len(data):
-            return False, "bad argument #2 to 'unpack' (data string too short)"
+            raise _StructError("bad argument #2 to 'unpack' (data string too short)")
         chunk = data[pos : pos + size]
         pos += size
         if kind == "x":
@@ -229,15 +253,11 @@ def _struct_unpack(fmt: Any, data: Any, start: Any = None) -> tuple[Any, ...]:
     return (True, *values)
 
 
+@_lua_result
 def _struct_size(fmt: Any) -> tuple[Any, ...]:
-    if type(fmt) is not bytes:
-        return False, "bad argument #1 to 'size' (string expected)"
-    try:
-        items = _struct_items(fmt)
-    except ValueError as exc:
-        return False, str(exc)
+    items = _struct_format(fmt, "bad argument #1 to 'size' (string expected)")
     if any(kind == "s" for kind, _, _ in items):
-        return False, "options 'c0' - 's' have undefined sizes"
+        raise _StructError("options 'c0' - 's' have undefined sizes")
     return True, sum(size for _, size, _ in items)
 
 
