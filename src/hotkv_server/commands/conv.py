@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from hotkv_server.commands.amem import Options, arg, delete_one, flag
 from hotkv_server.engine import errors
 from hotkv_server.engine.args import MAX_ID_LEN, Args
 from hotkv_server.engine.context import Context
@@ -29,7 +30,14 @@ from hotkv_server.stores.conv_effects import ConvAppend, ConvClear, ConvCreate, 
 command = family(group="conv")
 
 _ROLES_TEXT = "one of " + "|".join(r.decode() for r in ROLES)
-_CREATE_OPTIONS = "WINDOW, TTL, PX, PXAT or UPDATE"
+_CREATE_OPTIONS = Options("WINDOW, TTL, PX, PXAT or UPDATE", {
+    b"WINDOW": arg(Args.int, "WINDOW", 1, MAX_WINDOW),
+    b"UPDATE": flag,
+})
+_APPEND_OPTIONS = Options("META or WITHSEQ", {
+    b"META": arg(Args.json_object, "META"),
+    b"WITHSEQ": flag,
+})
 
 
 @command("amem.conv.create", arity=-2, flags="write denyoom", key="RW update",
@@ -42,18 +50,10 @@ def conv_create(ctx: Context, argv: list[bytes]) -> Any:
     args = Args(argv, 1)
     session = args.ident("session")
     now = ctx.now_ms
-    window: int | None = None
     opts = WriteOptions(AMEM_TTL_TOKENS)  # TTL, PX: an idle TTL; PXAT: a fixed end
-    update = False
-    while args:
-        raw = args.next("option")
-        opt = raw.upper()
-        if opt == b"WINDOW":
-            window = args.int("WINDOW", 1, MAX_WINDOW)
-        elif opt == b"UPDATE":
-            update = True
-        elif not opts.take(opt, args, now):
-            raise CommandError(errors.bad_argument("option", _CREATE_OPTIONS, raw))
+    given = _CREATE_OPTIONS.read(args, lambda opt, args: opts.take(opt, args, now))
+    window: int | None = given.get(b"WINDOW")
+    update = b"UPDATE" in given
 
     store = ctx.db.conv
     conv = store.get(session, now)
@@ -91,15 +91,9 @@ def conv_append(ctx: Context, argv: list[bytes]) -> Any:
         session = args.ident("session")
         role = _role(args.next("role"))  # named before any option error, as documented
         content = args.text("content")
-        while args:
-            raw = args.next("option")
-            opt = raw.upper()
-            if opt == b"META":
-                meta = args.json_object("META")
-            elif opt == b"WITHSEQ":
-                withseq = True
-            else:
-                raise CommandError(errors.bad_argument("option", "META or WITHSEQ", raw))
+        given = _APPEND_OPTIONS.read(args)
+        meta = given.get(b"META")
+        withseq = b"WITHSEQ" in given
 
     now = ctx.now_ms
     conv = ctx.db.conv.get(session, now)
@@ -207,6 +201,4 @@ def conv_clear(ctx: Context, argv: list[bytes]) -> int:
 def conv_drop(ctx: Context, argv: list[bytes]) -> int:
     """session"""
     session = Args(argv, 1).ident("session")
-    if not ctx.db.conv.exists(session, ctx.now_ms):
-        return 0
-    return int(ctx.emit(ConvDel([session])))
+    return delete_one(ctx, ctx.db.conv, session, ConvDel([session]))
