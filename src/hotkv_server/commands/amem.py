@@ -15,8 +15,10 @@ A user confined by ACL key patterns walks only the ids it may read: the others a
 out before COUNT and the cursor are decided, so neither the ids returned, nor the cursor,
 nor how the walk advances depends on another tenant's ids.
 
-Also what the memory commands (AMEM.*, EMBED.DEDUP.*) share: :class:`Options`, the one loop
-that reads their options by a table, and :func:`delete_one`, their DEL/DROP of one id.
+Also what the memory commands (AMEM.*, EMBED.DEDUP.*) share: :class:`Options`, the loop
+that reads their options by a table, and :func:`delete_one`, their DEL/DROP of one id. The
+two benchmarked commands with options, AMEM.WORK.SET and AMEM.CONV.APPEND, keep a loop of
+their own: a table costs a command a few calls more per option.
 """
 
 from __future__ import annotations

@@ -14,6 +14,7 @@ conversation and keeps it, DROP removes it.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from hotkv_server.commands.amem import Options, arg, delete_one, flag
@@ -34,10 +35,6 @@ _CREATE_OPTIONS = Options("WINDOW, TTL, PX, PXAT or UPDATE", {
     b"WINDOW": arg(Args.int, "WINDOW", 1, MAX_WINDOW),
     b"UPDATE": flag,
 })
-_APPEND_OPTIONS = Options("META or WITHSEQ", {
-    b"META": arg(Args.json_object, "META"),
-    b"WITHSEQ": flag,
-})
 
 
 @command("amem.conv.create", arity=-2, flags="write denyoom", key="RW update",
@@ -51,7 +48,7 @@ def conv_create(ctx: Context, argv: list[bytes]) -> Any:
     session = args.ident("session")
     now = ctx.now_ms
     opts = WriteOptions(AMEM_TTL_TOKENS)  # TTL, PX: an idle TTL; PXAT: a fixed end
-    given = _CREATE_OPTIONS.read(args, lambda opt, args: opts.take(opt, args, now))
+    given = _CREATE_OPTIONS.read(args, partial(opts.take, now_ms=now))
     window: int | None = given.get(b"WINDOW")
     update = b"UPDATE" in given
 
@@ -91,9 +88,15 @@ def conv_append(ctx: Context, argv: list[bytes]) -> Any:
         session = args.ident("session")
         role = _role(args.next("role"))  # named before any option error, as documented
         content = args.text("content")
-        given = _APPEND_OPTIONS.read(args)
-        meta = given.get(b"META")
-        withseq = b"WITHSEQ" in given
+        while args:  # not an Options table: APPEND is a hot command, a table costs it per call
+            raw = args.next("option")
+            opt = raw.upper()
+            if opt == b"META":
+                meta = args.json_object("META")
+            elif opt == b"WITHSEQ":
+                withseq = True
+            else:
+                raise CommandError(errors.bad_argument("option", "META or WITHSEQ", raw))
 
     now = ctx.now_ms
     conv = ctx.db.conv.get(session, now)

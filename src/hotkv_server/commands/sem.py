@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import logging
 import re
+from functools import partial
 from typing import Any
 
 from hotkv_server.commands.amem import Options, arg, delete_one, flag
@@ -270,7 +271,7 @@ def sem_store(ctx: Context, argv: list[bytes]) -> Any:
     text = args.text("text")
     vector = None if ns.embedder is not None and not vector_follows(args) else read_vector(args, ns)
     opts = WriteOptions(_STORE_TOKENS)
-    given = _STORE_OPTIONS.read(args, lambda opt, args: opts.take(opt, args, ctx.now_ms))
+    given = _STORE_OPTIONS.read(args, partial(opts.take, now_ms=ctx.now_ms))
     kind: bytes = given.get(b"KIND", DEFAULT_KIND)
     confidence: float = given.get(b"CONFIDENCE", 1.0)
     source: bytes | None = given.get(b"SOURCE")
