@@ -14,8 +14,10 @@ conversation and keeps it, DROP removes it.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
+from hotkv_server.commands.amem import Options, arg, delete_one, flag
 from hotkv_server.engine import errors
 from hotkv_server.engine.args import MAX_ID_LEN, Args
 from hotkv_server.engine.context import Context
@@ -29,7 +31,10 @@ from hotkv_server.stores.conv_effects import ConvAppend, ConvClear, ConvCreate, 
 command = family(group="conv")
 
 _ROLES_TEXT = "one of " + "|".join(r.decode() for r in ROLES)
-_CREATE_OPTIONS = "WINDOW, TTL, PX, PXAT or UPDATE"
+_CREATE_OPTIONS = Options("WINDOW, TTL, PX, PXAT or UPDATE", {
+    b"WINDOW": arg(Args.int, "WINDOW", 1, MAX_WINDOW),
+    b"UPDATE": flag,
+})
 
 
 @command("amem.conv.create", arity=-2, flags="write denyoom", key="RW update",
@@ -42,18 +47,10 @@ def conv_create(ctx: Context, argv: list[bytes]) -> Any:
     args = Args(argv, 1)
     session = args.ident("session")
     now = ctx.now_ms
-    window: int | None = None
     opts = WriteOptions(AMEM_TTL_TOKENS)  # TTL, PX: an idle TTL; PXAT: a fixed end
-    update = False
-    while args:
-        raw = args.next("option")
-        opt = raw.upper()
-        if opt == b"WINDOW":
-            window = args.int("WINDOW", 1, MAX_WINDOW)
-        elif opt == b"UPDATE":
-            update = True
-        elif not opts.take(opt, args, now):
-            raise CommandError(errors.bad_argument("option", _CREATE_OPTIONS, raw))
+    given = _CREATE_OPTIONS.read(args, partial(opts.take, now_ms=now))
+    window: int | None = given.get(b"WINDOW")
+    update = b"UPDATE" in given
 
     store = ctx.db.conv
     conv = store.get(session, now)
@@ -91,7 +88,7 @@ def conv_append(ctx: Context, argv: list[bytes]) -> Any:
         session = args.ident("session")
         role = _role(args.next("role"))  # named before any option error, as documented
         content = args.text("content")
-        while args:
+        while args:  # not an Options table: APPEND is a hot command, a table costs it per call
             raw = args.next("option")
             opt = raw.upper()
             if opt == b"META":
@@ -207,6 +204,4 @@ def conv_clear(ctx: Context, argv: list[bytes]) -> int:
 def conv_drop(ctx: Context, argv: list[bytes]) -> int:
     """session"""
     session = Args(argv, 1).ident("session")
-    if not ctx.db.conv.exists(session, ctx.now_ms):
-        return 0
-    return int(ctx.emit(ConvDel([session])))
+    return delete_one(ctx, ctx.db.conv, session, ConvDel([session]))

@@ -13,6 +13,7 @@ by ACL key patterns sees only the names it may read). The embedding is opaque by
 
 from __future__ import annotations
 
+from hotkv_server.commands.amem import delete_one
 from hotkv_server.commands.tenancy import readable_ids
 from hotkv_server.engine.args import Args
 from hotkv_server.engine.context import Context
@@ -23,14 +24,19 @@ from hotkv_server.stores.dedup_effects import DedupDrop, DedupPurge, DedupPut, D
 command = family(group="embed")
 
 
+def _entry(argv: list[bytes]) -> tuple[bytes, bytes]:
+    """The ``ns hash`` an entry's commands (PUT, GET, RELEASE) start with."""
+    args = Args(argv, 1)
+    return args.ident("ns"), args.ident("hash")
+
+
 @command("embed.dedup.put", arity=5, flags="write denyoom", key="RW update",
          summary="Stores an embedding under a content hash, or takes one more reference to the "
                  "stored one; 1 if newly stored, else 0.", syntax="ns hash model embedding")
 def dedup_put(ctx: Context, argv: list[bytes]) -> int:
     """ns hash model embedding"""
-    args = Args(argv, 1)
-    ns = args.ident("ns")
-    ident = args.ident("hash")
+    ns, ident = _entry(argv)
+    args = Args(argv, 3)
     model = args.ident("model")
     embedding = args.next("embedding")
     if not embedding:
@@ -44,9 +50,8 @@ def dedup_put(ctx: Context, argv: list[bytes]) -> int:
                  "or a miss).", syntax="ns hash")
 def dedup_get(ctx: Context, argv: list[bytes]) -> bytes | None:
     """ns hash"""
-    args = Args(argv, 1)
-    ns = args.ident("ns")
-    entry = ctx.db.dedup.lookup(ns, args.ident("hash"))
+    ns, ident = _entry(argv)
+    entry = ctx.db.dedup.lookup(ns, ident)
     return None if entry is None else entry.embedding
 
 
@@ -55,9 +60,7 @@ def dedup_get(ctx: Context, argv: list[bytes]) -> bytes | None:
                  "held, else 0.", syntax="ns hash")
 def dedup_release(ctx: Context, argv: list[bytes]) -> int:
     """ns hash"""
-    args = Args(argv, 1)
-    ns = args.ident("ns")
-    ident = args.ident("hash")
+    ns, ident = _entry(argv)
     space = ctx.db.dedup.get(ns)
     if space is None or ident not in space.entries:
         return 0
@@ -82,10 +85,7 @@ def dedup_stats(ctx: Context, argv: list[bytes]) -> dict[str, int]:
 def dedup_drop(ctx: Context, argv: list[bytes]) -> int:
     """ns"""
     ns = Args(argv, 1).ident("ns")
-    if ctx.db.dedup.get(ns) is None:
-        return 0
-    ctx.emit(DedupDrop(ns))
-    return 1
+    return delete_one(ctx, ctx.db.dedup, ns, DedupDrop(ns))
 
 
 @command("embed.dedup.purge", arity=2, flags="write", key="RW update",

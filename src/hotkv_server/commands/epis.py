@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from hotkv_server.commands.amem import Options, arg, delete_one, flag
 from hotkv_server.engine import errors
 from hotkv_server.engine.args import Args, parse_int
 from hotkv_server.engine.context import Context
@@ -91,6 +92,25 @@ def event_record(event: Event) -> dict[str, Any]:
     return record
 
 
+def _bound(args: Args, name: str, end: bool) -> int:
+    return parse_bound(args.next(name), name, end=end)
+
+
+_LOG_OPTIONS = Options("METADATA, META, SOURCE or WITHID", {
+    b"META": arg(Args.json_object, "META"),
+    b"METADATA": arg(Args.text, "METADATA"),
+    b"SOURCE": arg(Args.text, "SOURCE"),
+    b"WITHID": flag,
+}, into={b"METADATA": b"META"})  # either fills the record's meta, the last one given wins
+_QUERY_OPTIONS = Options("TYPE, FROM, TO, LIMIT or REV", {
+    b"TYPE": lambda args, given: check_type(args.next("TYPE"), "TYPE"),
+    b"FROM": arg(_bound, "FROM", False),
+    b"TO": arg(_bound, "TO", True),
+    b"LIMIT": arg(Args.int, "LIMIT", 1, LIMIT_MAX),
+    b"REV": flag,
+})
+
+
 @command("amem.epis.log", arity=-4, flags="write denyoom", key="RW insert",
          tips="nondeterministic_output",
          summary="Appends an event to an agent's episodic log: OK, or with WITHID its id.",
@@ -101,28 +121,10 @@ def epis_log(ctx: Context, argv: list[bytes]) -> Any:
     agent = Args(argv, 1).ident("agent")
     type_ = check_type(argv[2])
     text = argv[3]
-    args = Args(argv, 4)
-    meta: bytes | None = None
-    source: bytes | None = None
-    withid = False
-    while args:
-        raw = args.next("option")
-        opt = raw.upper()
-        if opt == b"META":
-            meta = args.json_object("META")
-        elif opt == b"METADATA":
-            meta = args.text("METADATA")
-        elif opt == b"SOURCE":
-            source = args.text("SOURCE")
-        elif opt == b"WITHID":
-            withid = True
-        else:
-            raise CommandError(
-                errors.bad_argument("option", "METADATA, META, SOURCE or WITHID", raw))
-    store = ctx.db.epis
-    ms, seq = store.next_id(agent, ctx.now_ms)
-    ctx.emit(EpisLog(agent, ms, seq, type_, text, source, meta))
-    return format_id(ms, seq) if withid else OK
+    given = _LOG_OPTIONS.read(Args(argv, 4))
+    ms, seq = ctx.db.epis.next_id(agent, ctx.now_ms)
+    ctx.emit(EpisLog(agent, ms, seq, type_, text, given.get(b"SOURCE"), given.get(b"META")))
+    return format_id(ms, seq) if b"WITHID" in given else OK
 
 
 @command("amem.epis.query", arity=-2, flags="readonly", key="RO access",
@@ -134,28 +136,10 @@ def epis_query(ctx: Context, argv: list[bytes]) -> list[dict[str, Any]]:
     """agent [TYPE type] [FROM start] [TO end] [LIMIT n] [REV]"""
     args = Args(argv, 1)
     agent = args.ident("agent")
-    type_: bytes | None = None
-    start = MIN_KEY
-    end = MAX_KEY
-    limit = LIMIT_DEFAULT
-    rev = False
-    while args:
-        raw = args.next("option")
-        opt = raw.upper()
-        if opt == b"TYPE":
-            type_ = check_type(args.next("TYPE"), "TYPE")
-        elif opt == b"FROM":
-            start = parse_bound(args.next("FROM"), "FROM", end=False)
-        elif opt == b"TO":
-            end = parse_bound(args.next("TO"), "TO", end=True)
-        elif opt == b"LIMIT":
-            limit = args.int("LIMIT", 1, LIMIT_MAX)
-        elif opt == b"REV":
-            rev = True
-        else:
-            raise CommandError(errors.bad_argument("option", "TYPE, FROM, TO, LIMIT or REV", raw))
-    store = ctx.db.epis
-    events = store.query(agent, start, end, type_, limit, rev)
+    given = _QUERY_OPTIONS.read(args)
+    events = ctx.db.epis.query(agent, given.get(b"FROM", MIN_KEY), given.get(b"TO", MAX_KEY),
+                               given.get(b"TYPE"), given.get(b"LIMIT", LIMIT_DEFAULT),
+                               b"REV" in given)
     return [event_record(event) for event in events]
 
 
@@ -182,6 +166,11 @@ def epis_trim(ctx: Context, argv: list[bytes]) -> int:
     else:
         start = parse_bound(args.next("BEFORE"), "BEFORE", end=False)
         boundary = store.trim_boundary_before(agent, start)
+    return _trim(ctx, agent, boundary)
+
+
+def _trim(ctx: Context, agent: bytes, boundary: tuple[int, int] | None) -> int:
+    """TRIM and CLEAR: remove the events below ``boundary``; how many went."""
     if boundary is None:
         return 0
     return int(ctx.emit(EpisTrim(agent, boundary[0], boundary[1])))
@@ -192,9 +181,7 @@ def epis_trim(ctx: Context, argv: list[bytes]) -> int:
 def epis_del(ctx: Context, argv: list[bytes]) -> int:
     """agent"""
     agent = Args(argv, 1).ident("agent")
-    if not ctx.db.epis.exists(agent, ctx.now_ms):
-        return 0
-    return int(ctx.emit(EpisDel(agent)))
+    return delete_one(ctx, ctx.db.epis, agent, EpisDel(agent))
 
 
 @command("amem.epis.clear", arity=2, flags="write", key="RW delete",
@@ -203,12 +190,8 @@ def epis_del(ctx: Context, argv: list[bytes]) -> int:
 def epis_clear(ctx: Context, argv: list[bytes]) -> int:
     """agent"""
     agent = Args(argv, 1).ident("agent")
-    store = ctx.db.epis
-    boundary = store.trim_boundary_maxlen(agent, 0)
-    if boundary is None:
-        return 0
-    ctx.emit(EpisTrim(agent, boundary[0], boundary[1]))
-    return 1
+    removed = _trim(ctx, agent, ctx.db.epis.trim_boundary_maxlen(agent, 0))
+    return 1 if removed else 0
 
 
 @command("amem.epis.stats", arity=2, flags="readonly fast", key="RO",

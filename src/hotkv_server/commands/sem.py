@@ -34,8 +34,10 @@ from __future__ import annotations
 
 import logging
 import re
+from functools import partial
 from typing import Any
 
+from hotkv_server.commands.amem import Options, arg, delete_one, flag
 from hotkv_server.commands.embed import (
     check_embedder,
     embed_then,
@@ -91,17 +93,67 @@ _METRIC_TOKENS = tuple(m.encode() for m in METRICS)
 _EVICT_TOKENS = tuple(p.encode() for p in EVICT_POLICIES)
 _FUSION_TOKENS = tuple(f.encode() for f in FUSIONS)
 
-_CREATE_OPTIONS = "METRIC, M, EF_CONSTRUCTION, EF, CAPACITY, EVICT, EMBEDDER or UPDATE"
-_CREATE_TOKENS = frozenset((b"METRIC", b"M", b"EF_CONSTRUCTION", b"EF", b"CAPACITY", b"EVICT",
-                            b"EMBEDDER", b"UPDATE"))
 _EMBEDDER_RE = re.compile(rb"[a-z0-9_-]{1,32}")
-_STORE_OPTIONS = ("NX, XX, TTL, PX, PXAT, KIND, CONFIDENCE, SOURCE, DESCRIPTION, META or "
-                  "WITHCREATED")
 _STORE_TOKENS = AMEM_TTL_TOKENS | {NX, XX}
-_RECALL_OPTIONS = "MINSIM, KIND, MINCONF, PREFIX, EF, EXACT or WITHVECTORS"
-_SEARCH_OPTIONS = "TEXT, VECTOR, FUSION, ALPHA, MINSCORE, KIND, MINCONF or PREFIX"
 
-_LIST_OPTIONS = "PREFIX, KIND, CURSOR or COUNT"
+
+def _setting(args: Args, name: str, tokens: tuple[bytes, ...]) -> str:
+    """A choice, as the str the stores keep (METRIC, FUSION)."""
+    return args.choice(name, tokens).decode()
+
+
+def _evict(args: Args, given: dict[bytes, Any]) -> str:
+    if b"CAPACITY" not in given:
+        raise CommandError("ERR syntax error: EVICT must follow CAPACITY n")
+    return _setting(args, "EVICT", _EVICT_TOKENS)
+
+
+def _embedder(args: Args, given: dict[bytes, Any]) -> str:
+    raw_name = args.next("EMBEDDER")
+    if _EMBEDDER_RE.fullmatch(raw_name) is None:
+        raise CommandError(errors.bad_argument(
+            "EMBEDDER", "an embedder name (1..32 characters of a-z 0-9 _ -)", raw_name))
+    return raw_name.decode()
+
+
+_CREATE_OPTIONS = Options("METRIC, M, EF_CONSTRUCTION, EF, CAPACITY, EVICT, EMBEDDER or UPDATE", {
+    b"METRIC": arg(_setting, "METRIC", _METRIC_TOKENS),
+    b"M": arg(Args.int, "M", 2, MAX_M),
+    b"EF_CONSTRUCTION": arg(Args.int, "EF_CONSTRUCTION", 1, MAX_EF),
+    b"EF": arg(Args.int, "EF", 1, MAX_EF),
+    b"CAPACITY": arg(Args.int, "CAPACITY", 0, MAX_CAPACITY),
+    b"EVICT": _evict,
+    b"EMBEDDER": _embedder,
+    b"UPDATE": flag,
+})
+_STORE_OPTIONS = Options(
+    "NX, XX, TTL, PX, PXAT, KIND, CONFIDENCE, SOURCE, DESCRIPTION, META or WITHCREATED", {
+        b"WITHCREATED": flag,
+        b"KIND": arg(read_kind),
+        b"CONFIDENCE": arg(Args.float, "CONFIDENCE", 0.0, 1.0),
+        b"SOURCE": arg(Args.text, "SOURCE"),
+        b"DESCRIPTION": arg(Args.text, "DESCRIPTION"),
+        b"META": arg(Args.json_object, "META"),
+    })
+_RECALL_OPTIONS = Options("MINSIM, KIND, MINCONF, PREFIX, EF, EXACT or WITHVECTORS", {
+    b"MINSIM": arg(Args.float, "MINSIM"),
+    b"EF": arg(Args.int, "EF", 1, MAX_EF),
+    b"EXACT": flag,
+    b"WITHVECTORS": flag,
+})
+_SEARCH_OPTIONS = "TEXT, VECTOR, FUSION, ALPHA, MINSCORE, KIND, MINCONF or PREFIX"
+_SEARCH_READERS = {
+    b"TEXT": arg(Args.next, "TEXT"),
+    b"FUSION": arg(_setting, "FUSION", _FUSION_TOKENS),
+    b"ALPHA": arg(Args.float, "ALPHA", 0.0, 1.0),
+    b"MINSCORE": arg(Args.float, "MINSCORE"),
+}
+_LIST_OPTIONS = Options("PREFIX, KIND, CURSOR or COUNT", {
+    b"PREFIX": arg(Args.text, "PREFIX"),
+    b"KIND": arg(read_kind),
+    b"CURSOR": arg(read_cursor),
+    b"COUNT": arg(Args.int, "COUNT", 1, MAX_LIST_COUNT),
+})
 
 
 log = logging.getLogger("hotkv")
@@ -137,43 +189,17 @@ def sem_create(ctx: Context, argv: list[bytes]) -> Any:
     name = args.ident("ns")
     dim: int | None = None
     first = args.peek()
-    if first is not None and first.upper() not in _CREATE_TOKENS:  # dim may be left to EMBEDDER
+    if first is not None and first.upper() not in _CREATE_OPTIONS.readers:  # dim may be left to EMBEDDER
         dim = args.int("dim", 1, MAX_DIM)
-    embedder: str | None = None
-    metric: str | None = None
-    m: int | None = None
-    ef_construction: int | None = None
-    ef: int | None = None
-    capacity: int | None = None
-    evict: str | None = None
-    update = False
-    while args:
-        raw = args.next("option")
-        opt = raw.upper()
-        if opt == b"METRIC":
-            metric = args.choice("METRIC", _METRIC_TOKENS).decode()
-        elif opt == b"M":
-            m = args.int("M", 2, MAX_M)
-        elif opt == b"EF_CONSTRUCTION":
-            ef_construction = args.int("EF_CONSTRUCTION", 1, MAX_EF)
-        elif opt == b"EF":
-            ef = args.int("EF", 1, MAX_EF)
-        elif opt == b"CAPACITY":
-            capacity = args.int("CAPACITY", 0, MAX_CAPACITY)
-        elif opt == b"EVICT":
-            if capacity is None:
-                raise CommandError("ERR syntax error: EVICT must follow CAPACITY n")
-            evict = args.choice("EVICT", _EVICT_TOKENS).decode()
-        elif opt == b"UPDATE":
-            update = True
-        elif opt == b"EMBEDDER":
-            raw_name = args.next("EMBEDDER")
-            if _EMBEDDER_RE.fullmatch(raw_name) is None:
-                raise CommandError(errors.bad_argument(
-                    "EMBEDDER", "an embedder name (1..32 characters of a-z 0-9 _ -)", raw_name))
-            embedder = raw_name.decode()
-        else:
-            raise CommandError(errors.bad_argument("option", _CREATE_OPTIONS, raw))
+    given = _CREATE_OPTIONS.read(args)
+    embedder: str | None = given.get(b"EMBEDDER")
+    metric: str | None = given.get(b"METRIC")
+    m: int | None = given.get(b"M")
+    ef_construction: int | None = given.get(b"EF_CONSTRUCTION")
+    ef: int | None = given.get(b"EF")
+    capacity: int | None = given.get(b"CAPACITY")
+    evict: str | None = given.get(b"EVICT")
+    update = b"UPDATE" in given
 
     store = ctx.db.sem
     ns = store.get(name)
@@ -245,29 +271,13 @@ def sem_store(ctx: Context, argv: list[bytes]) -> Any:
     text = args.text("text")
     vector = None if ns.embedder is not None and not vector_follows(args) else read_vector(args, ns)
     opts = WriteOptions(_STORE_TOKENS)
-    kind = DEFAULT_KIND
-    confidence = 1.0
-    source: bytes | None = None
-    description: bytes | None = None
-    meta: bytes | None = None
-    withcreated = False
-    while args:
-        raw = args.next("option")
-        opt = raw.upper()
-        if opt == b"WITHCREATED":
-            withcreated = True
-        elif opt == b"KIND":
-            kind = read_kind(args)
-        elif opt == b"CONFIDENCE":
-            confidence = args.float("CONFIDENCE", 0.0, 1.0)
-        elif opt == b"SOURCE":
-            source = args.text("SOURCE")
-        elif opt == b"DESCRIPTION":
-            description = args.text("DESCRIPTION")
-        elif opt == b"META":
-            meta = args.json_object("META")
-        elif not opts.take(opt, args, ctx.now_ms):
-            raise CommandError(errors.bad_argument("option", _STORE_OPTIONS, raw))
+    given = _STORE_OPTIONS.read(args, partial(opts.take, now_ms=ctx.now_ms))
+    kind: bytes = given.get(b"KIND", DEFAULT_KIND)
+    confidence: float = given.get(b"CONFIDENCE", 1.0)
+    source: bytes | None = given.get(b"SOURCE")
+    description: bytes | None = given.get(b"DESCRIPTION")
+    meta: bytes | None = given.get(b"META")
+    withcreated = b"WITHCREATED" in given
 
     def store(vector: bytes) -> Any:
         return _store_fact(ctx, name, ident, text, vector, opts, kind,
@@ -325,26 +335,12 @@ def sem_recall(ctx: Context, argv: list[bytes]) -> Any:
         vector = b""
     else:
         vector = read_vector(args, ns)
-    minsim: float | None = None
     filters = FactFilter()
-    ef: int | None = None
-    exact = False
-    withvectors = False
-    while args:
-        raw = args.next("option")
-        opt = raw.upper()
-        if filters.take(opt, args):
-            continue
-        if opt == b"MINSIM":
-            minsim = args.float("MINSIM")
-        elif opt == b"EF":
-            ef = args.int("EF", 1, MAX_EF)
-        elif opt == b"EXACT":
-            exact = True
-        elif opt == b"WITHVECTORS":
-            withvectors = True
-        else:
-            raise CommandError(errors.bad_argument("option", _RECALL_OPTIONS, raw))
+    given = _RECALL_OPTIONS.read(args, filters.take)
+    minsim: float | None = given.get(b"MINSIM")
+    ef: int | None = given.get(b"EF")
+    exact = b"EXACT" in given
+    withvectors = b"WITHVECTORS" in given
 
     def recall(vector: bytes) -> Any:
         return _recall(ctx, name, vector, k, minsim, filters, ef, exact, withvectors)
@@ -402,29 +398,15 @@ def sem_search(ctx: Context, argv: list[bytes]) -> Any:
     args = Args(argv, 1)
     ns = _namespace(ctx, args.ident("ns"))
     k = args.int("k", 1, MAX_K)
-    text: bytes | None = None
-    vector: bytes | None = None
-    fusion: str | None = None
-    alpha: float | None = None
-    minscore: float | None = None
     filters = FactFilter()
-    while args:
-        raw = args.next("option")
-        opt = raw.upper()
-        if filters.take(opt, args):
-            continue
-        if opt == b"TEXT":
-            text = args.next("TEXT")
-        elif opt == b"VECTOR":
-            vector = read_vector(args, ns)
-        elif opt == b"FUSION":
-            fusion = args.choice("FUSION", _FUSION_TOKENS).decode()
-        elif opt == b"ALPHA":
-            alpha = args.float("ALPHA", 0.0, 1.0)
-        elif opt == b"MINSCORE":
-            minscore = args.float("MINSCORE")
-        else:
-            raise CommandError(errors.bad_argument("option", _SEARCH_OPTIONS, raw))
+    options = Options(_SEARCH_OPTIONS,
+                      {**_SEARCH_READERS, b"VECTOR": lambda args, given: read_vector(args, ns)})
+    given = options.read(args, filters.take)
+    text: bytes | None = given.get(b"TEXT")
+    vector: bytes | None = given.get(b"VECTOR")
+    fusion: str | None = given.get(b"FUSION")
+    alpha: float | None = given.get(b"ALPHA")
+    minscore: float | None = given.get(b"MINSCORE")
     if text is None:
         raise CommandError("ERR syntax error: AMEM.SEM.SEARCH needs TEXT query")
     embeds = vector is None and ns.embedder is not None  # hybrid with the text's embedding
@@ -499,26 +481,12 @@ def sem_list(ctx: Context, argv: list[bytes]) -> list[Any]:
     """ns [PREFIX p] [KIND kind] [CURSOR c] [COUNT n]"""
     args = Args(argv, 1)
     name = args.ident("ns")
-    prefix: bytes | None = None
-    kind: bytes | None = None
-    after: bytes | None = None
-    count = DEFAULT_LIST_COUNT
-    paged = False  # CURSOR or COUNT ask for hotkv's paged form
-    while args:
-        raw = args.next("option")
-        opt = raw.upper()
-        if opt == b"PREFIX":
-            prefix = args.text("PREFIX")
-        elif opt == b"KIND":
-            kind = read_kind(args)
-        elif opt == b"CURSOR":
-            after = read_cursor(args)
-            paged = True
-        elif opt == b"COUNT":
-            count = args.int("COUNT", 1, MAX_LIST_COUNT)
-            paged = True
-        else:
-            raise CommandError(errors.bad_argument("option", _LIST_OPTIONS, raw))
+    given = _LIST_OPTIONS.read(args)
+    prefix: bytes | None = given.get(b"PREFIX")
+    kind: bytes | None = given.get(b"KIND")
+    after: bytes | None = given.get(b"CURSOR")
+    count: int = given.get(b"COUNT", DEFAULT_LIST_COUNT)
+    paged = b"CURSOR" in given or b"COUNT" in given  # hotkv's paged form
     ns = ctx.db.sem.get(name)
     if not paged:  # the dialect's form: every id, no cursor
         if ns is None:
@@ -565,7 +533,4 @@ def sem_info(ctx: Context, argv: list[bytes]) -> dict[str, Any] | None:
 def sem_drop(ctx: Context, argv: list[bytes]) -> int:
     """ns"""
     name = Args(argv, 1).ident("ns")
-    if ctx.db.sem.get(name) is None:
-        return 0
-    ctx.emit(SemDrop(name))
-    return 1
+    return delete_one(ctx, ctx.db.sem, name, SemDrop(name))

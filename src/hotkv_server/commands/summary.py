@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from hotkv_server.commands.amem import Options, arg, delete_one
 from hotkv_server.commands.epis import parse_event_id
 from hotkv_server.commands.tenancy import readable_ids
 from hotkv_server.engine import errors
@@ -35,6 +36,18 @@ def _check_version(store: SummaryStore, agent: bytes, expected: int | None) -> i
     return current
 
 
+def _upto(args: Args, given: dict[bytes, Any]) -> bytes:
+    upto = args.next("UPTO")
+    if parse_event_id(upto) is None:
+        raise CommandError(errors.bad_argument("UPTO", "an event id <ms>-<seq>", upto))
+    return upto
+
+
+_IFVERSION = arg(Args.int, "IFVERSION", 0, None)
+_SET_OPTIONS = Options("IFVERSION or UPTO", {b"IFVERSION": _IFVERSION, b"UPTO": _upto})
+_APPEND_OPTIONS = Options("IFVERSION", {b"IFVERSION": _IFVERSION})
+
+
 @command("amem.summary.set", arity=-3, flags="write denyoom", key="RW update",
          summary="Replaces an agent's summary and returns its new version.",
          syntax="agent text [IFVERSION v] [UPTO event-id]", dialect=True,
@@ -44,22 +57,9 @@ def summary_set(ctx: Context, argv: list[bytes]) -> int:
     args = Args(argv, 1)
     agent = args.ident("agent")
     text = args.text("text")
-    expected: int | None = None
-    upto: bytes | None = None
-    while args:
-        raw = args.next("option")
-        opt = raw.upper()
-        if opt == b"IFVERSION":
-            expected = args.int("IFVERSION", 0, None)
-        elif opt == b"UPTO":
-            upto = args.next("UPTO")
-            if parse_event_id(upto) is None:
-                raise CommandError(errors.bad_argument("UPTO", "an event id <ms>-<seq>", upto))
-        else:
-            raise CommandError(errors.bad_argument("option", "IFVERSION or UPTO", raw))
-    store = ctx.db.summary
-    version = _check_version(store, agent, expected) + 1
-    ctx.emit(SummarySet(agent, text, version, ctx.now_ms, upto))
+    given = _SET_OPTIONS.read(args)
+    version = _check_version(ctx.db.summary, agent, given.get(b"IFVERSION")) + 1
+    ctx.emit(SummarySet(agent, text, version, ctx.now_ms, given.get(b"UPTO")))
     return version
 
 
@@ -72,15 +72,8 @@ def summary_append(ctx: Context, argv: list[bytes]) -> int:
     args = Args(argv, 1)
     agent = args.ident("agent")
     line = args.text("line")
-    expected: int | None = None
-    while args:
-        raw = args.next("option")
-        if raw.upper() == b"IFVERSION":
-            expected = args.int("IFVERSION", 0, None)
-        else:
-            raise CommandError(errors.bad_argument("option", "IFVERSION", raw))
-    store = ctx.db.summary
-    version = _check_version(store, agent, expected) + 1
+    expected = _APPEND_OPTIONS.read(args).get(b"IFVERSION")
+    version = _check_version(ctx.db.summary, agent, expected) + 1
     ctx.emit(SummaryAppend(agent, line, version, ctx.now_ms))
     return version
 
@@ -114,9 +107,7 @@ _SUMMARY_DEL = SpecFields(arity=2, flags="write", key="RM delete", syntax="agent
 def summary_del(ctx: Context, argv: list[bytes]) -> int:
     """agent"""
     agent = Args(argv, 1).ident("agent")
-    if not ctx.db.summary.exists(agent, ctx.now_ms):
-        return 0
-    return int(ctx.emit(SummaryDel(agent)))
+    return delete_one(ctx, ctx.db.summary, agent, SummaryDel(agent))
 
 
 @command("amem.summary.drop", _SUMMARY_DEL,
