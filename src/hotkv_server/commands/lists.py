@@ -13,7 +13,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from hotkv_server.commands.containers import list_if_any, put_list, read_list, target_list
+from hotkv_server.commands.containers import (
+    list_if_any,
+    pop_count,
+    put_list,
+    read_list,
+    target_list,
+)
 from hotkv_server.engine import errors
 from hotkv_server.engine.args import parse_int
 from hotkv_server.engine.context import Context
@@ -35,7 +41,6 @@ from hotkv_server.stores.listvalue import ListValue
 
 command = family(group="list")
 
-MUST_BE_POSITIVE = "ERR value is out of range, must be positive"
 NO_SUCH_KEY = "ERR no such key"
 INDEX_RANGE = "ERR index out of range"
 NUMKEYS_POSITIVE = "ERR numkeys should be greater than 0"
@@ -140,11 +145,7 @@ def pop(ctx: Context, argv: list[bytes]) -> Any:
     left = _POPS[argv[0].lower()]
     if len(argv) > 3:
         raise CommandError(errors.wrong_arity(argv[0].decode(errors="replace").lower()))
-    count = None
-    if len(argv) == 3:
-        count = parse_int(argv[2])
-        if count is None or count < 0:
-            raise CommandError(MUST_BE_POSITIVE)
+    count = pop_count(argv[2]) if len(argv) == 3 else None
     key = argv[1]
     lst = target_list(ctx, key)
     if lst is None:

@@ -14,14 +14,19 @@ import math
 import random
 from typing import Any
 
-from hotkv_server.commands.containers import put_zset, read_zset, target_zset, zset_if_any
+from hotkv_server.commands.containers import (
+    pop_count,
+    put_zset,
+    read_zset,
+    target_zset,
+    zset_if_any,
+)
 from hotkv_server.commands.glob import glob_match
 from hotkv_server.commands.hashes import check_repeats
-from hotkv_server.commands.lists import MUST_BE_POSITIVE, Poppable, int_arg, mpop
+from hotkv_server.commands.lists import Poppable, int_arg, mpop
 from hotkv_server.commands.numbers import parse_lex_range, parse_score, parse_score_range
 from hotkv_server.commands.scanning import ELEMENT_SCAN, scan_options
 from hotkv_server.engine import errors
-from hotkv_server.engine.args import parse_int
 from hotkv_server.engine.context import Context
 from hotkv_server.engine.errors import CommandError
 from hotkv_server.engine.registry import SpecFields, family, key_spec
@@ -319,12 +324,7 @@ def zpop(ctx: Context, argv: list[bytes]) -> Any:
     highest = _ZPOPS[argv[0].lower()]
     if len(argv) > 3:
         raise CommandError(errors.SYNTAX)
-    count = 1
-    if len(argv) == 3:
-        value = parse_int(argv[2])
-        if value is None or value < 0:
-            raise CommandError(MUST_BE_POSITIVE)
-        count = value
+    count = pop_count(argv[2]) if len(argv) == 3 else 1
     key = argv[1]
     zset = target_zset(ctx, key)
     if zset is None or count == 0:
