@@ -53,20 +53,21 @@ def blocking_mpop(ctx: Context, argv: list[bytes], kind: Poppable) -> Any:
     return pop_or_block(ctx, keys, timeout_ms, kind, lambda key: kind.pop(ctx, key, side, count))
 
 
-#: what BLPOP and BRPOP share
-_BPOP = SpecFields(arity=-3, flags="write noscript blocking", keys=(1, -2, 1),
-                   key_flags="RW access delete", acl="@blocking", since="2.0.0",
-                   syntax="key [key ...] timeout",
+#: what the blocking pops of one element (BLPOP BRPOP BZPOPMIN BZPOPMAX) share
+BLOCKING_POP = SpecFields(arity=-3, keys=(1, -2, 1), key_flags="RW access delete", acl="@blocking",
+                          syntax="key [key ...] timeout")
+#: and BLPOP and BRPOP
+_BPOP = SpecFields(flags="write noscript blocking", since="2.0.0",
                    complexity="O(N) where N is the number of provided keys.")
 #: each by name: from the head
 _BPOPS = {b"blpop": True, b"brpop": False}
 
 
 # (stacked specs register bottom-up: BLPOP first, as ACL CAT lists them)
-@command("brpop", _BPOP,
+@command("brpop", BLOCKING_POP, _BPOP,
          summary="Removes and returns the last element in a list. Blocks until an element is "
                  "available otherwise. Deletes the list if the last element was popped.")
-@command("blpop", _BPOP,
+@command("blpop", BLOCKING_POP, _BPOP,
          summary="Removes and returns the first element in a list. Blocks until an element is "
                  "available otherwise. Deletes the list if the last element was popped.")
 def blocking_pop(ctx: Context, argv: list[bytes]) -> Any:

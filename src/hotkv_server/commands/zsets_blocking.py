@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hotkv_server.commands.lists_blocking import blocking_mpop, pop_or_block
+from hotkv_server.commands.lists_blocking import BLOCKING_POP, blocking_mpop, pop_or_block
 from hotkv_server.commands.numbers import parse_timeout_ms
 from hotkv_server.commands.zsets import ZSET_POPS, pop_members
 from hotkv_server.engine.context import Context
@@ -19,21 +19,19 @@ from hotkv_server.engine.replies import Double
 command = family(group="sorted-set")
 
 
-#: what BZPOPMIN and BZPOPMAX share
-_BZPOP = SpecFields(arity=-3, flags="write noscript blocking fast", keys=(1, -2, 1),
-                    key_flags="RW access delete", acl="@blocking", since="5.0.0",
-                    syntax="key [key ...] timeout",
+#: what BZPOPMIN and BZPOPMAX share beyond the blocking pops' fields
+_BZPOP = SpecFields(flags="write noscript blocking fast", since="5.0.0",
                     complexity="O(log(N)) with N being the number of elements in the sorted set.")
 #: each by name: the highest score
 _BZPOPS = {b"bzpopmin": False, b"bzpopmax": True}
 
 
 # (stacked specs register bottom-up: BZPOPMIN first, as ACL CAT lists them)
-@command("bzpopmax", _BZPOP,
+@command("bzpopmax", BLOCKING_POP, _BZPOP,
          summary="Removes and returns the member with the highest score from one or more sorted "
                  "sets. Blocks until a member available otherwise. Deletes the sorted set if the "
                  "last element was popped.")
-@command("bzpopmin", _BZPOP,
+@command("bzpopmin", BLOCKING_POP, _BZPOP,
          summary="Removes and returns the member with the lowest score from one or more sorted "
                  "sets. Blocks until a member is available otherwise. Deletes the sorted set if "
                  "the last element was popped.")
