@@ -133,7 +133,7 @@ _POP = SpecFields(arity=-2, flags="write fast", key="RW access delete", since="1
 _POPS = {b"lpop": True, b"rpop": False}
 
 
-# (registered bottom-up: LPOP first, as ACL CAT lists them)
+# (stacked specs register bottom-up: LPOP first, as ACL CAT lists them)
 @command("rpop", _POP,
          summary="Returns and removes the last elements of a list. Deletes the list if the last "
                  "element was popped.")
@@ -386,18 +386,20 @@ class Poppable:
     pop: Callable[[Context, bytes, bytes, int], list[Any]]
 
 
-def pop_first(ctx: Context, keys: list[bytes], kind: Poppable, side: bytes, count: int) -> list[Any] | None:
-    """The MPOPs' work: ``kind.pop`` of the first of ``keys`` holding a value, else None."""
+def pop_first(ctx: Context, keys: list[bytes], kind: Poppable,
+              pop: Callable[[bytes], list[Any]]) -> list[Any] | None:
+    """The pops of several keys: ``pop(key)`` of the first of ``keys`` holding a value of
+    the type, else None."""
     for key in keys:
         if kind.target(ctx, key) is not None:
-            return kind.pop(ctx, key, side, count)
+            return pop(key)
     return None
 
 
 def mpop(ctx: Context, argv: list[bytes], kind: Poppable) -> Any:
     """LMPOP and ZMPOP: ``numkeys key [key ...] <side> [COUNT count]``."""
     keys, side, count = parse_mpop(argv, 1, kind.sides)
-    found = pop_first(ctx, keys, kind, side, count)
+    found = pop_first(ctx, keys, kind, lambda key: kind.pop(ctx, key, side, count))
     return NULL_ARRAY if found is None else found
 
 
@@ -405,7 +407,7 @@ def _pop_for_mpop(ctx: Context, key: bytes, side: bytes, count: int) -> list[Any
     return [key, pop_from(ctx, key, side == b"LEFT", count)]
 
 
-#: the lists' (LMPOP, BLMPOP, BLPOP, BRPOP)
+#: what LMPOP, BLMPOP, BLPOP and BRPOP need of a list
 LIST_POPS = Poppable((b"LEFT", b"RIGHT"), target_list, list_if_any, _pop_for_mpop)
 
 

@@ -12,7 +12,15 @@ from collections.abc import Callable
 from typing import Any
 
 from hotkv_server.commands.containers import list_if_any
-from hotkv_server.commands.lists import LIST_POPS, Poppable, move, parse_mpop, pop_from, side_arg
+from hotkv_server.commands.lists import (
+    LIST_POPS,
+    Poppable,
+    move,
+    parse_mpop,
+    pop_first,
+    pop_from,
+    side_arg,
+)
 from hotkv_server.commands.numbers import parse_timeout_ms
 from hotkv_server.engine.context import Context
 from hotkv_server.engine.registry import SpecFields, family, key_spec
@@ -28,13 +36,13 @@ def cannot_block(ctx: Context) -> bool:
 
 
 def pop_or_block(ctx: Context, keys: list[bytes], timeout_ms: int, kind: Poppable,
-                 pop: Callable[[bytes], Any]) -> Any:
+                 pop: Callable[[bytes], list[Any]]) -> Any:
     """The blocking pops: ``pop(key)`` of the first of ``keys`` that holds a value of the type
     (``kind.target``); with none, wait until a write makes one of them hold one
     (``kind.holds``) and answer ``pop(key)`` of it; inside EXEC a null array at once."""
-    for key in keys:
-        if kind.target(ctx, key) is not None:
-            return pop(key)
+    found = pop_first(ctx, keys, kind, pop)
+    if found is not None:
+        return found
     if cannot_block(ctx):
         return NULL_ARRAY
 

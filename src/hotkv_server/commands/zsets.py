@@ -341,7 +341,7 @@ def _pop_for_mpop(ctx: Context, key: bytes, side: bytes, count: int) -> list[Any
     return [key, [[m, score_reply(ctx, s)] for m, s in popped]]
 
 
-#: the sorted sets' (ZMPOP, BZMPOP, BZPOPMIN, BZPOPMAX)
+#: what ZMPOP, BZMPOP, BZPOPMIN and BZPOPMAX need of a sorted set
 ZSET_POPS = Poppable((b"MIN", b"MAX"), target_zset, zset_if_any, _pop_for_mpop)
 
 
