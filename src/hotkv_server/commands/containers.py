@@ -12,10 +12,23 @@ from __future__ import annotations
 from typing import Any
 
 from hotkv_server.commands.typed import read
+from hotkv_server.engine.args import parse_int
 from hotkv_server.engine.context import Context
+from hotkv_server.engine.errors import CommandError
 from hotkv_server.stores.keyspace_effects import KvDel, KvPut
 from hotkv_server.stores.listvalue import ListValue
 from hotkv_server.stores.zsetvalue import SortedSetValue
+
+MUST_BE_POSITIVE = "ERR value is out of range, must be positive"
+
+
+def pop_count(raw: bytes) -> int:
+    """The ``count`` of LPOP, RPOP, SPOP, ZPOPMIN and ZPOPMAX: a negative or non-integer one is
+    Redis's one error for both."""
+    count = parse_int(raw)
+    if count is None or count < 0:
+        raise CommandError(MUST_BE_POSITIVE)
+    return count
 
 
 def read_list(ctx: Context, key: bytes) -> ListValue | None:

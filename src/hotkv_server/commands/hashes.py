@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Container
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from hotkv_server.commands.floats import (
     add_long_doubles,
@@ -201,60 +201,83 @@ def hstrlen(ctx: Context, argv: list[bytes]) -> Any:
     return 0 if value is None else len(value)
 
 
+def _integer_increment(raw: bytes) -> int:
+    delta = parse_int(raw)
+    if delta is None:
+        raise CommandError(errors.NOT_INTEGER)
+    return delta
+
+
+def _integer_sum(current: int, delta: int) -> int:
+    new = current + delta
+    if new > LLONG_MAX or new < LLONG_MIN:
+        raise CommandError(errors.INCR_OVERFLOW)
+    return new
+
+
+def _float_increment(raw: bytes) -> Any:
+    delta = parse_long_double(raw)
+    if delta is None:
+        raise CommandError(errors.NOT_FLOAT)
+    if not is_finite(delta):  # HINCRBYFLOAT refuses an infinite increment up front
+        raise CommandError(NAN_OR_INF_VALUE)
+    return delta
+
+
+def _float_sum(current: Any, delta: Any) -> Any:
+    total = add_long_doubles(current, delta)
+    if total is None:
+        raise CommandError(NAN_OR_INF)
+    return total
+
+
+class _Numbers(NamedTuple):
+    """How HINCRBY and HINCRBYFLOAT read, add and write their numbers."""
+
+    increment: Callable[[bytes], Any]  # the increment argument (or its error)
+    parse: Callable[[bytes], Any]  # a field's value as a number, None when it is not one
+    not_number: str  # the error for a field that is not
+    zero: Any  # a missing field's value
+    add: Callable[[Any, Any], Any]  # the sum (or its error)
+    text: Callable[[Any], bytes]  # the sum as the field holds it (and the effect writes it)
+    reply_text: bool  # the reply is that text (HINCRBYFLOAT), else the number
+
+
+_NUMBERS = {
+    b"hincrby": _Numbers(_integer_increment, parse_int, HASH_NOT_INTEGER, 0, _integer_sum,
+                         lambda new: b"%d" % new, False),
+    b"hincrbyfloat": _Numbers(_float_increment, parse_long_double, HASH_NOT_FLOAT,
+                              parse_long_double(b"0"), _float_sum, format_long_double, True),
+}
 #: what HINCRBY and HINCRBYFLOAT share
 _HINCR = SpecFields(arity=4, flags="write denyoom fast", key="RW access update",
                     syntax="key field increment")
 
 
-@command("hincrby", _HINCR,
-         summary="Increments the integer value of a field in a hash by a number. Uses 0 as "
-                 "initial value if the field doesn't exist.")
-def hincrby(ctx: Context, argv: list[bytes]) -> Any:
-    """HINCRBY key field increment"""
-    delta = parse_int(argv[3])
-    if delta is None:
-        raise CommandError(errors.NOT_INTEGER)
-    key, field = argv[1], argv[2]
-    found = target(ctx, key, HashValue)
-    old = None if found is None else found.get(field)
-    current = 0
-    if old is not None:
-        parsed = parse_int(old)
-        if parsed is None:
-            raise CommandError(HASH_NOT_INTEGER)
-        current = parsed
-    new = current + delta
-    if new > LLONG_MAX or new < LLONG_MIN:
-        raise CommandError(errors.INCR_OVERFLOW)
-    set_fields(ctx, key, found, [field, b"%d" % new])
-    return new
-
-
+# (stacked specs register bottom-up: HINCRBY first, as ACL CAT lists them)
 @command("hincrbyfloat", _HINCR,
          summary="Increments the floating point value of a field by a number. Uses 0 as "
                  "initial value if the field doesn't exist.")
-def hincrbyfloat(ctx: Context, argv: list[bytes]) -> Any:
-    """HINCRBYFLOAT key field increment"""
-    delta = parse_long_double(argv[3])
-    if delta is None:
-        raise CommandError(errors.NOT_FLOAT)
-    if not is_finite(delta):  # HINCRBYFLOAT refuses an infinite increment up front
-        raise CommandError(NAN_OR_INF_VALUE)
+@command("hincrby", _HINCR,
+         summary="Increments the integer value of a field in a hash by a number. Uses 0 as "
+                 "initial value if the field doesn't exist.")
+def hincr(ctx: Context, argv: list[bytes]) -> Any:
+    """HINCRBY|HINCRBYFLOAT key field increment"""
+    numbers = _NUMBERS[argv[0].lower()]
+    delta = numbers.increment(argv[3])
     key, field = argv[1], argv[2]
     found = target(ctx, key, HashValue)
     old = None if found is None else found.get(field)
-    current = parse_long_double(b"0")
+    current = numbers.zero
     if old is not None:
-        current = parse_long_double(old)
+        current = numbers.parse(old)
         if current is None:
-            raise CommandError(HASH_NOT_FLOAT)
-    total = add_long_doubles(current, delta)
-    if total is None:
-        raise CommandError(NAN_OR_INF)
-    text = format_long_double(total)
+            raise CommandError(numbers.not_number)
+    new = numbers.add(current, delta)
+    text = numbers.text(new)
     # the effect holds the resulting text (Redis propagates an HSET of it)
     set_fields(ctx, key, found, [field, text])
-    return text
+    return text if numbers.reply_text else new
 
 
 @command("hrandfield", arity=-2, flags="readonly", key="RO access", tips="nondeterministic_output",

@@ -9,9 +9,17 @@ forms are in ``commands.lists_blocking`` and reuse the pops defined here.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
-from hotkv_server.commands.containers import put_list, read_list, target_list
+from hotkv_server.commands.containers import (
+    list_if_any,
+    pop_count,
+    put_list,
+    read_list,
+    target_list,
+)
 from hotkv_server.engine import errors
 from hotkv_server.engine.args import parse_int
 from hotkv_server.engine.context import Context
@@ -33,7 +41,6 @@ from hotkv_server.stores.listvalue import ListValue
 
 command = family(group="list")
 
-MUST_BE_POSITIVE = "ERR value is out of range, must be positive"
 NO_SUCH_KEY = "ERR no such key"
 INDEX_RANGE = "ERR index out of range"
 NUMKEYS_POSITIVE = "ERR numkeys should be greater than 0"
@@ -90,29 +97,26 @@ _PUSH = SpecFields(arity=-3, flags="write denyoom fast", key="RW insert",
 @command("lpush", _PUSH, since="1.0.0",
          summary="Prepends one or more elements to a list. Creates the key if it doesn't exist.")
 def lpush(ctx: Context, argv: list[bytes]) -> Any:
-    """LPUSH key element [element ...]"""
+    """LPUSH key element [element ...] (a benchmarked command: its own handler, so that it
+    pays for no look-up by name)"""
     return _push(ctx, argv, True, False)
 
 
-@command("rpush", _PUSH, since="1.0.0",
-         summary="Appends one or more elements to a list. Creates the key if it doesn't exist.")
-def rpush(ctx: Context, argv: list[bytes]) -> Any:
-    """RPUSH key element [element ...]"""
-    return _push(ctx, argv, False, False)
+#: the other pushes by name: (onto the head, only onto an existing list)
+_PUSHES = {b"rpush": (False, False), b"lpushx": (True, True), b"rpushx": (False, True)}
 
 
-@command("lpushx", _PUSH, since="2.2.0",
-         summary="Prepends one or more elements to a list only when the list exists.")
-def lpushx(ctx: Context, argv: list[bytes]) -> Any:
-    """LPUSHX key element [element ...]"""
-    return _push(ctx, argv, True, True)
-
-
+# (stacked specs register bottom-up: RPUSH, LPUSHX, RPUSHX, the order ACL CAT lists them in)
 @command("rpushx", _PUSH, since="2.2.0",
          summary="Appends one or more elements to a list only when the list exists.")
-def rpushx(ctx: Context, argv: list[bytes]) -> Any:
-    """RPUSHX key element [element ...]"""
-    return _push(ctx, argv, False, True)
+@command("lpushx", _PUSH, since="2.2.0",
+         summary="Prepends one or more elements to a list only when the list exists.")
+@command("rpush", _PUSH, since="1.0.0",
+         summary="Appends one or more elements to a list. Creates the key if it doesn't exist.")
+def push(ctx: Context, argv: list[bytes]) -> Any:
+    """RPUSH|LPUSHX|RPUSHX key element [element ...]"""
+    left, only_existing = _PUSHES[argv[0].lower()]
+    return _push(ctx, argv, left, only_existing)
 
 
 # --- pops -----------------------------------------------------------------------------
@@ -121,14 +125,27 @@ def pop_from(ctx: Context, key: bytes, left: bool, count: int) -> list[bytes]:
     return list(ctx.emit(KvLpop(key, count) if left else KvRpop(key, count)))
 
 
-def _pop(ctx: Context, argv: list[bytes], left: bool) -> Any:
+#: what LPOP and RPOP share
+_POP = SpecFields(arity=-2, flags="write fast", key="RW access delete", since="1.0.0",
+                  syntax="key [count]",
+                  complexity="O(N) where N is the number of elements returned")
+#: each pop by name: from the head
+_POPS = {b"lpop": True, b"rpop": False}
+
+
+# (stacked specs register bottom-up: LPOP first, as ACL CAT lists them)
+@command("rpop", _POP,
+         summary="Returns and removes the last elements of a list. Deletes the list if the last "
+                 "element was popped.")
+@command("lpop", _POP,
+         summary="Returns the first elements in a list after removing it. Deletes the list if the "
+                 "last element was popped.")
+def pop(ctx: Context, argv: list[bytes]) -> Any:
+    """LPOP|RPOP key [count]"""
+    left = _POPS[argv[0].lower()]
     if len(argv) > 3:
         raise CommandError(errors.wrong_arity(argv[0].decode(errors="replace").lower()))
-    count = None
-    if len(argv) == 3:
-        count = parse_int(argv[2])
-        if count is None or count < 0:
-            raise CommandError(MUST_BE_POSITIVE)
+    count = pop_count(argv[2]) if len(argv) == 3 else None
     key = argv[1]
     lst = target_list(ctx, key)
     if lst is None:
@@ -138,28 +155,6 @@ def _pop(ctx: Context, argv: list[bytes], left: bool) -> Any:
     if count == 0:
         return []
     return pop_from(ctx, key, left, count)
-
-
-#: what LPOP and RPOP share
-_POP = SpecFields(arity=-2, flags="write fast", key="RW access delete", since="1.0.0",
-                  syntax="key [count]",
-                  complexity="O(N) where N is the number of elements returned")
-
-
-@command("lpop", _POP,
-         summary="Returns the first elements in a list after removing it. Deletes the list if the "
-                 "last element was popped.")
-def lpop(ctx: Context, argv: list[bytes]) -> Any:
-    """LPOP key [count]"""
-    return _pop(ctx, argv, True)
-
-
-@command("rpop", _POP,
-         summary="Returns and removes the last elements of a list. Deletes the list if the last "
-                 "element was popped.")
-def rpop(ctx: Context, argv: list[bytes]) -> Any:
-    """RPOP key [count]"""
-    return _pop(ctx, argv, False)
 
 
 # --- reads ----------------------------------------------------------------------------
@@ -376,12 +371,44 @@ def parse_mpop(argv: list[bytes], at: int, sides: tuple[bytes, bytes]) -> tuple[
     return keys, side, count
 
 
-def mpop_first(ctx: Context, keys: list[bytes], left: bool, count: int) -> Any:
-    """LMPOP's work: ``[key, [elements]]`` from the first non-empty list, else None."""
+@dataclass(frozen=True, slots=True)
+class Poppable:
+    """What the pops of several keys (LMPOP, ZMPOP and the blocking pops) need of a type."""
+
+    #: the two words of ``<side>``
+    sides: tuple[bytes, bytes]
+    #: the value at a key a write changes: None when missing, WRONGTYPE for another type
+    target: Callable[[Context, bytes], object]
+    #: the value at a key, None for another type too (a blocked client is not served from a
+    #: key that became a string)
+    holds: Callable[[Context, bytes], object]
+    #: pop up to ``count`` from the ``side`` of the value at ``key``: ``[key, popped]``
+    pop: Callable[[Context, bytes, bytes, int], list[Any]]
+
+
+def pop_first(ctx: Context, keys: list[bytes], kind: Poppable,
+              pop: Callable[[bytes], list[Any]]) -> list[Any] | None:
+    """The pops of several keys: ``pop(key)`` of the first of ``keys`` holding a value of
+    the type, else None."""
     for key in keys:
-        if target_list(ctx, key) is not None:
-            return [key, pop_from(ctx, key, left, count)]
+        if kind.target(ctx, key) is not None:
+            return pop(key)
     return None
+
+
+def mpop(ctx: Context, argv: list[bytes], kind: Poppable) -> Any:
+    """LMPOP and ZMPOP: ``numkeys key [key ...] <side> [COUNT count]``."""
+    keys, side, count = parse_mpop(argv, 1, kind.sides)
+    found = pop_first(ctx, keys, kind, lambda key: kind.pop(ctx, key, side, count))
+    return NULL_ARRAY if found is None else found
+
+
+def _pop_for_mpop(ctx: Context, key: bytes, side: bytes, count: int) -> list[Any]:
+    return [key, pop_from(ctx, key, side == b"LEFT", count)]
+
+
+#: what LMPOP, BLMPOP, BLPOP and BRPOP need of a list
+LIST_POPS = Poppable((b"LEFT", b"RIGHT"), target_list, list_if_any, _pop_for_mpop)
 
 
 def mpop_keys(argv: list[bytes], at: int) -> list[bytes]:
@@ -401,6 +428,4 @@ def mpop_keys(argv: list[bytes], at: int) -> list[bytes]:
                     "returned.")
 def lmpop(ctx: Context, argv: list[bytes]) -> Any:
     """LMPOP numkeys key [key ...] LEFT|RIGHT [COUNT count]"""
-    keys, side, count = parse_mpop(argv, 1, (b"LEFT", b"RIGHT"))
-    found = mpop_first(ctx, keys, side == b"LEFT", count)
-    return NULL_ARRAY if found is None else found
+    return mpop(ctx, argv, LIST_POPS)

@@ -11,8 +11,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from hotkv_server.commands.containers import list_if_any, target_list
-from hotkv_server.commands.lists import move, mpop_first, parse_mpop, pop_from, side_arg
+from hotkv_server.commands.containers import list_if_any
+from hotkv_server.commands.lists import (
+    LIST_POPS,
+    Poppable,
+    move,
+    parse_mpop,
+    pop_first,
+    pop_from,
+    side_arg,
+)
 from hotkv_server.commands.numbers import parse_timeout_ms
 from hotkv_server.engine.context import Context
 from hotkv_server.engine.registry import SpecFields, family, key_spec
@@ -27,56 +35,58 @@ def cannot_block(ctx: Context) -> bool:
     return ctx.core.effects.grouped
 
 
-def block_to_pop(ctx: Context, keys: list[bytes], timeout_ms: int,
-                 holds: Callable[[bytes], object], pop: Callable[[bytes], Any]) -> Any:
-    """The blocking pops once nothing was there to pop at once: wait until a write makes one
-    of ``keys`` hold a value of the type (``holds``: the value or None, and None for another
-    type) and answer ``pop(key)`` of it; inside EXEC a null array at once."""
+def pop_or_block(ctx: Context, keys: list[bytes], timeout_ms: int, kind: Poppable,
+                 pop: Callable[[bytes], list[Any]]) -> Any:
+    """The blocking pops: ``pop(key)`` of the first of ``keys`` that holds a value of the type
+    (``kind.target``); with none, wait until a write makes one of them hold one
+    (``kind.holds``) and answer ``pop(key)`` of it; inside EXEC a null array at once."""
+    found = pop_first(ctx, keys, kind, pop)
+    if found is not None:
+        return found
     if cannot_block(ctx):
         return NULL_ARRAY
 
     def serve(key: bytes) -> tuple[Any, list[bytes]] | None:
-        if holds(key) is None:
+        if kind.holds(ctx, key) is None:
             return None
         return pop(key), [key]
 
     return ctx.core.blocking.block(ctx, keys, timeout_ms, serve, NULL_ARRAY)
 
 
-def _blocking_pop(ctx: Context, argv: list[bytes], left: bool) -> Any:
+def blocking_mpop(ctx: Context, argv: list[bytes], kind: Poppable) -> Any:
+    """BLMPOP and BZMPOP: ``timeout numkeys key [key ...] <side> [COUNT count]``."""
+    timeout_ms = parse_timeout_ms(argv[1])
+    keys, side, count = parse_mpop(argv, 2, kind.sides)
+    return pop_or_block(ctx, keys, timeout_ms, kind, lambda key: kind.pop(ctx, key, side, count))
+
+
+#: what the blocking pops of one element (BLPOP BRPOP BZPOPMIN BZPOPMAX) share
+BLOCKING_POP = SpecFields(arity=-3, keys=(1, -2, 1), key_flags="RW access delete", acl="@blocking",
+                          syntax="key [key ...] timeout")
+#: and BLPOP and BRPOP
+_BPOP = SpecFields(flags="write noscript blocking", since="2.0.0",
+                   complexity="O(N) where N is the number of provided keys.")
+#: each by name: from the head
+_BPOPS = {b"blpop": True, b"brpop": False}
+
+
+# (stacked specs register bottom-up: BLPOP first, as ACL CAT lists them)
+@command("brpop", BLOCKING_POP, _BPOP,
+         summary="Removes and returns the last element in a list. Blocks until an element is "
+                 "available otherwise. Deletes the list if the last element was popped.")
+@command("blpop", BLOCKING_POP, _BPOP,
+         summary="Removes and returns the first element in a list. Blocks until an element is "
+                 "available otherwise. Deletes the list if the last element was popped.")
+def blocking_pop(ctx: Context, argv: list[bytes]) -> Any:
+    """BLPOP|BRPOP key [key ...] timeout"""
+    left = _BPOPS[argv[0].lower()]
     timeout_ms = parse_timeout_ms(argv[-1])
-    keys = argv[1:-1]
 
     def pop(key: bytes) -> list[bytes]:
         return [key, pop_from(ctx, key, left, 1)[0]]
 
-    for key in keys:
-        if target_list(ctx, key) is not None:
-            return pop(key)
-    return block_to_pop(ctx, keys, timeout_ms, lambda key: list_if_any(ctx, key), pop)
-
-
-#: what BLPOP and BRPOP share
-_BPOP = SpecFields(arity=-3, flags="write noscript blocking", keys=(1, -2, 1),
-                   key_flags="RW access delete", acl="@blocking", since="2.0.0",
-                   syntax="key [key ...] timeout",
-                   complexity="O(N) where N is the number of provided keys.")
-
-
-@command("blpop", _BPOP,
-         summary="Removes and returns the first element in a list. Blocks until an element is "
-                 "available otherwise. Deletes the list if the last element was popped.")
-def blpop(ctx: Context, argv: list[bytes]) -> Any:
-    """BLPOP key [key ...] timeout"""
-    return _blocking_pop(ctx, argv, True)
-
-
-@command("brpop", _BPOP,
-         summary="Removes and returns the last element in a list. Blocks until an element is "
-                 "available otherwise. Deletes the list if the last element was popped.")
-def brpop(ctx: Context, argv: list[bytes]) -> Any:
-    """BRPOP key [key ...] timeout"""
-    return _blocking_pop(ctx, argv, False)
+    return pop_or_block(ctx, argv[1:-1], timeout_ms, LIST_POPS, pop)
 
 
 def _blocking_move(ctx: Context, src: bytes, dst: bytes, from_left: bool, to_left: bool,
@@ -129,11 +139,4 @@ def brpoplpush(ctx: Context, argv: list[bytes]) -> Any:
                     "returned.")
 def blmpop(ctx: Context, argv: list[bytes]) -> Any:
     """BLMPOP timeout numkeys key [key ...] LEFT|RIGHT [COUNT count]"""
-    timeout_ms = parse_timeout_ms(argv[1])
-    keys, side, count = parse_mpop(argv, 2, (b"LEFT", b"RIGHT"))
-    left = side == b"LEFT"
-    found = mpop_first(ctx, keys, left, count)
-    if found is not None:
-        return found
-    return block_to_pop(ctx, keys, timeout_ms, lambda key: list_if_any(ctx, key),
-                        lambda key: [key, pop_from(ctx, key, left, count)])
+    return blocking_mpop(ctx, argv, LIST_POPS)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
+from hotkv_server.commands.containers import pop_count
 from hotkv_server.commands.hashes import (
     check_repeats,
     pick,
@@ -22,7 +23,6 @@ from hotkv_server.commands.hashes import (
 from hotkv_server.commands.scanning import ELEMENT_SCAN
 from hotkv_server.commands.typed import read, target
 from hotkv_server.engine import errors
-from hotkv_server.engine.args import parse_int
 from hotkv_server.engine.context import Context
 from hotkv_server.engine.errors import CommandError, WrongTypeError
 from hotkv_server.engine.registry import family, key_spec
@@ -31,9 +31,6 @@ from hotkv_server.stores.sets import SetValue
 from hotkv_server.stores.sets_effects import KvSadd, KvSrem
 
 command = family(group="set")
-
-NOT_POSITIVE = "ERR value is out of range, must be positive"
-
 
 def add_members(ctx: Context, key: bytes, found: SetValue | None, members: list[bytes]) -> int:
     """Add ``members`` to the set at ``key`` (``found``, None for a new set); returns how
@@ -133,9 +130,7 @@ def spop(ctx: Context, argv: list[bytes]) -> Any:
         member = found.members[random.randrange(len(found))]
         ctx.emit(KvSrem(key, [member]))
         return member
-    count = parse_int(argv[2])
-    if count is None or count < 0:  # Redis answers both with the one message
-        raise CommandError(NOT_POSITIVE)
+    count = pop_count(argv[2])
     found = target(ctx, key, SetValue)
     if found is None or count == 0:
         return set()

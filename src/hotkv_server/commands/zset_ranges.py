@@ -130,28 +130,39 @@ _BY_SCORE_COMPLEXITY = ("O(log(N)+M) with N being the number of elements in the 
 _LEGACY = SpecFields(arity=-4, flags="readonly", key="RO access")
 
 
-@command("zrevrange", _LEGACY, since="1.2.0",
-         summary="Returns members in a sorted set within a range of indexes in reverse order.",
-         syntax="key start stop [WITHSCORES]", complexity=_COMPLEXITY)
-def zrevrange(ctx: Context, argv: list[bytes]) -> Any:
-    """ZREVRANGE key start stop [WITHSCORES]"""
-    return zrange_generic(ctx, argv, 1, RANK, True)
-
-
 @command("zrangebyscore", _LEGACY, since="1.0.5",
          summary="Returns members in a sorted set within a range of scores.",
          syntax="key min max [WITHSCORES] [LIMIT offset count]", complexity=_BY_SCORE_COMPLEXITY)
 def zrangebyscore(ctx: Context, argv: list[bytes]) -> Any:
-    """ZRANGEBYSCORE key min max [WITHSCORES] [LIMIT offset count]"""
+    """ZRANGEBYSCORE key min max [WITHSCORES] [LIMIT offset count] (a benchmarked command: its
+    own handler, so that it pays for no look-up by name)"""
     return _by_score(ctx, argv, False)
 
 
+#: the other forms by name: (the range type, reversed)
+_LEGACY_FORMS = {b"zrevrange": (RANK, True), b"zrevrangebyscore": (SCORE, True),
+                 b"zrangebylex": (LEX, False), b"zrevrangebylex": (LEX, True)}
+
+
+# (stacked specs register bottom-up: ZREVRANGE first)
+@command("zrevrangebylex", _LEGACY, since="2.8.9",
+         summary="Returns members in a sorted set within a lexicographical range in reverse order.",
+         syntax="key max min [LIMIT offset count]", complexity=_BY_SCORE_COMPLEXITY)
+@command("zrangebylex", _LEGACY, since="2.8.9",
+         summary="Returns members in a sorted set within a lexicographical range.",
+         syntax="key min max [LIMIT offset count]", complexity=_BY_SCORE_COMPLEXITY)
 @command("zrevrangebyscore", _LEGACY, since="2.2.0",
          summary="Returns members in a sorted set within a range of scores in reverse order.",
          syntax="key max min [WITHSCORES] [LIMIT offset count]", complexity=_BY_SCORE_COMPLEXITY)
-def zrevrangebyscore(ctx: Context, argv: list[bytes]) -> Any:
-    """ZREVRANGEBYSCORE key max min [WITHSCORES] [LIMIT offset count]"""
-    return _by_score(ctx, argv, True)
+@command("zrevrange", _LEGACY, since="1.2.0",
+         summary="Returns members in a sorted set within a range of indexes in reverse order.",
+         syntax="key start stop [WITHSCORES]", complexity=_COMPLEXITY)
+def zrange_legacy(ctx: Context, argv: list[bytes]) -> Any:
+    """ZREVRANGE|ZREVRANGEBYSCORE|ZRANGEBYLEX|ZREVRANGEBYLEX key range [options]"""
+    kind, reverse = _LEGACY_FORMS[argv[0].lower()]
+    if kind is SCORE:
+        return _by_score(ctx, argv, reverse)
+    return zrange_generic(ctx, argv, 1, kind, reverse)
 
 
 def _by_score(ctx: Context, argv: list[bytes], reverse: bool) -> Any:
@@ -180,19 +191,3 @@ def _by_score(ctx: Context, argv: list[bytes], reverse: bool) -> Any:
     if zset is None:
         return []
     return zset.range_by_score(score_range, reverse, offset, limit, members=True)
-
-
-@command("zrangebylex", _LEGACY, since="2.8.9",
-         summary="Returns members in a sorted set within a lexicographical range.",
-         syntax="key min max [LIMIT offset count]", complexity=_BY_SCORE_COMPLEXITY)
-def zrangebylex(ctx: Context, argv: list[bytes]) -> Any:
-    """ZRANGEBYLEX key min max [LIMIT offset count]"""
-    return zrange_generic(ctx, argv, 1, LEX, False)
-
-
-@command("zrevrangebylex", _LEGACY, since="2.8.9",
-         summary="Returns members in a sorted set within a lexicographical range in reverse order.",
-         syntax="key max min [LIMIT offset count]", complexity=_BY_SCORE_COMPLEXITY)
-def zrevrangebylex(ctx: Context, argv: list[bytes]) -> Any:
-    """ZREVRANGEBYLEX key max min [LIMIT offset count]"""
-    return zrange_generic(ctx, argv, 1, LEX, True)

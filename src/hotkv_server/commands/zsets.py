@@ -14,14 +14,19 @@ import math
 import random
 from typing import Any
 
-from hotkv_server.commands.containers import put_zset, read_zset, target_zset
+from hotkv_server.commands.containers import (
+    pop_count,
+    put_zset,
+    read_zset,
+    target_zset,
+    zset_if_any,
+)
 from hotkv_server.commands.glob import glob_match
 from hotkv_server.commands.hashes import check_repeats
-from hotkv_server.commands.lists import MUST_BE_POSITIVE, int_arg, parse_mpop
+from hotkv_server.commands.lists import Poppable, int_arg, mpop
 from hotkv_server.commands.numbers import parse_lex_range, parse_score, parse_score_range
 from hotkv_server.commands.scanning import ELEMENT_SCAN, scan_options
 from hotkv_server.engine import errors
-from hotkv_server.engine.args import parse_int
 from hotkv_server.engine.context import Context
 from hotkv_server.engine.errors import CommandError
 from hotkv_server.engine.registry import SpecFields, family, key_spec
@@ -298,15 +303,28 @@ def pop_members(ctx: Context, key: bytes, count: int, highest: bool) -> list[tup
     return list(ctx.emit(KvZpop(key, count, highest)))
 
 
-def _zpop(ctx: Context, argv: list[bytes], highest: bool) -> Any:
+#: what ZPOPMIN and ZPOPMAX share
+_ZPOP = SpecFields(arity=-2, flags="write fast", key="RW access delete", since="5.0.0",
+                   syntax="key [count]",
+                   complexity="O(log(N)*M) with N being the number of elements in the sorted set, and M "
+                              "being the number of elements popped.")
+#: each pop by name: the highest scores
+_ZPOPS = {b"zpopmin": False, b"zpopmax": True}
+
+
+# (stacked specs register bottom-up: ZPOPMIN first, as ACL CAT lists them)
+@command("zpopmax", _ZPOP,
+         summary="Returns the highest-scoring members from a sorted set after removing them. "
+                 "Deletes the sorted set if the last member was popped.")
+@command("zpopmin", _ZPOP,
+         summary="Returns the lowest-scoring members from a sorted set after removing them. "
+                 "Deletes the sorted set if the last member was popped.")
+def zpop(ctx: Context, argv: list[bytes]) -> Any:
+    """ZPOPMIN|ZPOPMAX key [count]"""
+    highest = _ZPOPS[argv[0].lower()]
     if len(argv) > 3:
         raise CommandError(errors.SYNTAX)
-    count = 1
-    if len(argv) == 3:
-        value = parse_int(argv[2])
-        if value is None or value < 0:
-            raise CommandError(MUST_BE_POSITIVE)
-        count = value
+    count = pop_count(argv[2]) if len(argv) == 3 else 1
     key = argv[1]
     zset = target_zset(ctx, key)
     if zset is None or count == 0:
@@ -318,36 +336,13 @@ def _zpop(ctx: Context, argv: list[bytes], highest: bool) -> Any:
     return pairs_reply(ctx, popped)
 
 
-#: what ZPOPMIN and ZPOPMAX share
-_ZPOP = SpecFields(arity=-2, flags="write fast", key="RW access delete", since="5.0.0",
-                   syntax="key [count]",
-                   complexity="O(log(N)*M) with N being the number of elements in the sorted set, and M "
-                              "being the number of elements popped.")
+def _pop_for_mpop(ctx: Context, key: bytes, side: bytes, count: int) -> list[Any]:
+    popped = pop_members(ctx, key, count, side == b"MAX")
+    return [key, [[m, score_reply(ctx, s)] for m, s in popped]]
 
 
-@command("zpopmin", _ZPOP,
-         summary="Returns the lowest-scoring members from a sorted set after removing them. "
-                 "Deletes the sorted set if the last member was popped.")
-def zpopmin(ctx: Context, argv: list[bytes]) -> Any:
-    """ZPOPMIN key [count]"""
-    return _zpop(ctx, argv, False)
-
-
-@command("zpopmax", _ZPOP,
-         summary="Returns the highest-scoring members from a sorted set after removing them. "
-                 "Deletes the sorted set if the last member was popped.")
-def zpopmax(ctx: Context, argv: list[bytes]) -> Any:
-    """ZPOPMAX key [count]"""
-    return _zpop(ctx, argv, True)
-
-
-def zmpop_first(ctx: Context, keys: list[bytes], highest: bool, count: int) -> Any:
-    """ZMPOP's work: ``[key, [[member, score] ...]]`` from the first non-empty set, else None."""
-    for key in keys:
-        if target_zset(ctx, key) is not None:
-            popped = pop_members(ctx, key, count, highest)
-            return [key, [[m, score_reply(ctx, s)] for m, s in popped]]
-    return None
+#: what ZMPOP, BZMPOP, BZPOPMIN and BZPOPMAX need of a sorted set
+ZSET_POPS = Poppable((b"MIN", b"MAX"), target_zset, zset_if_any, _pop_for_mpop)
 
 
 @command("zmpop", arity=-4, flags="write", since="7.0.0",
@@ -359,9 +354,7 @@ def zmpop_first(ctx: Context, keys: list[bytes], highest: bool, count: int) -> A
                     "of elements in the sorted set, and M being the number of elements popped.")
 def zmpop(ctx: Context, argv: list[bytes]) -> Any:
     """ZMPOP numkeys key [key ...] MIN|MAX [COUNT count]"""
-    keys, side, count = parse_mpop(argv, 1, (b"MIN", b"MAX"))
-    found = zmpop_first(ctx, keys, side == b"MAX", count)
-    return NULL_ARRAY if found is None else found
+    return mpop(ctx, argv, ZSET_POPS)
 
 
 # --- removals by range ----------------------------------------------------------------
