@@ -6,6 +6,7 @@ arguments) and end-to-end checks through a real server in RESP2 and RESP3.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -291,23 +292,45 @@ def _registered(name: str) -> Iterator[CommandSpec]:
         LOOKUP.pop(name.upper().encode(), None)
 
 
+def _handler(doc: str | None) -> Any:
+    def handler(ctx: Any, argv: list[bytes]) -> Any:
+        return None
+
+    handler.__doc__ = doc
+    return handler
+
+
 def test_presets_then_fields_make_the_spec_and_key_is_one_key_at_argument_1() -> None:
-    shared = SpecFields(arity=-3, flags="write", key="RW insert", summary="shared", since="1.0.0")
-    family_command = family(group="list", flags="readonly")
-    family_command("test.preset.push", shared, summary="own")(lambda ctx, argv: None)
+    shared = SpecFields(arity=-3, flags="write", key="RW insert", since="1.0.0")
+    family_command = family(group="list", flags="readonly", since="0.9.0")
+    family_command("test.preset.push", shared)(_handler("TEST.PRESET.PUSH key value\nOwn."))
     with _registered("test.preset.push") as spec:
-        # later presets override the family's defaults, the command's fields override both
-        assert (spec.group, spec.arity, spec.flags, spec.summary, spec.since) == (
-            "list", -3, frozenset({"write"}), "own", "1.0.0")
+        # later presets override the family's defaults, the command's fields override both;
+        # the syntax and the summary are the handler's docstring
+        assert (spec.group, spec.arity, spec.flags, spec.summary, spec.syntax, spec.since) == (
+            "list", -3, frozenset({"write"}), "Own.", "key value", "1.0.0")
         assert (spec.first_key, spec.last_key, spec.step, spec.key_flags) == (1, 1, 1, ("RW", "insert"))
         assert spec.keys_of([b"test.preset.push", b"k", b"v"]) == [b"k"]
 
 
 def test_a_commands_own_keys_override_a_presets_key() -> None:
     command("test.preset.keys", SpecFields(key="RO access", flags="readonly"), arity=-2,
-            keys=(1, -1, 1), key_flags="RO", group="amem", summary="x")(lambda ctx, argv: None)
+            keys=(1, -1, 1), key_flags="RO", group="amem")(_handler("TEST.PRESET.KEYS key [key ...]\nx"))
     with _registered("test.preset.keys") as spec:
         assert (spec.first_key, spec.last_key, spec.key_flags) == (1, -1, ("RO",))
+
+
+@pytest.mark.parametrize(
+    "doc",
+    [None, "", "test.no.doc key\nlower case", "TEST.NO.DOC key", "OTHER.COMMAND key\nIts summary.",
+     "A note first.\n\nTEST.NO.DOC key\nIts summary."],
+)
+def test_a_handler_without_its_reference_paragraph_is_refused(doc: str | None) -> None:
+    # no docstring, a lower-case or summary-less paragraph, another command's, or the
+    # paragraph after a note: the error says what the docstring needs
+    with pytest.raises(ValueError, match=re.escape("needs a paragraph 'TEST.NO.DOC <syntax>' followed by the summary")):
+        command("test.no.doc", arity=2, group="amem")(_handler(doc))
+    assert find("test.no.doc") is None
 
 
 @pytest.mark.parametrize(
@@ -316,11 +339,11 @@ def test_a_commands_own_keys_override_a_presets_key() -> None:
         ({"key": "RO", "keys": (1, 1, 1)}, "key= or keys=/key_flags="),
         ({"key": "RO", "key_flags": "RO"}, "key= or keys=/key_flags="),
         ({"arity": None}, "no arity"),
-        ({"summary": None, "group": None}, "no group, summary"),
+        ({"arity": None, "group": None}, "no arity, group"),
     ],
 )
 def test_incomplete_or_doubled_fields_are_refused(fields: dict[str, Any], message: str) -> None:
-    spec: dict[str, Any] = {"arity": 2, "group": "amem", "summary": "x", **fields}
+    spec: dict[str, Any] = {"arity": 2, "group": "amem", **fields}
     with pytest.raises(ValueError, match=message):
         command("test.never.registered", **{k: v for k, v in spec.items() if v is not None})
     assert find("test.never.registered") is None

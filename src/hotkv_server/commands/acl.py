@@ -145,10 +145,11 @@ def _table(ctx: Context) -> UserTable:
     return users
 
 
-@command("acl|setuser", arity=-3, flags="admin noscript loading stale",
-         summary="Creates and modifies an ACL user and its rules.", syntax="username [rule ...]")
+@command("acl|setuser", arity=-3, flags="admin noscript loading stale")
 def acl_setuser(ctx: Context, argv: list[bytes]) -> Any:
-    """ACL SETUSER username [rule ...]"""
+    """ACL SETUSER username [rule ...]
+    Creates and modifies an ACL user and its rules.
+    """
     table = _table(ctx)
     name = argv[2].decode("utf-8", "replace")
     if any(c.isspace() for c in name) or not name:
@@ -165,10 +166,11 @@ def acl_setuser(ctx: Context, argv: list[bytes]) -> Any:
     return OK
 
 
-@command("acl|getuser", arity=3, flags="admin noscript loading stale",
-         summary="Lists the ACL rules of a user.", syntax="username")
+@command("acl|getuser", arity=3, flags="admin noscript loading stale")
 def acl_getuser(ctx: Context, argv: list[bytes]) -> Any:
-    """ACL GETUSER username"""
+    """ACL GETUSER username
+    Lists the ACL rules of a user.
+    """
     user = _table(ctx).users.get(argv[2].decode("utf-8", "replace"))
     if user is None:
         return None
@@ -182,11 +184,11 @@ def acl_getuser(ctx: Context, argv: list[bytes]) -> Any:
     }
 
 
-@command("acl|deluser", arity=-3, flags="admin noscript loading stale",
-         summary="Deletes ACL users and terminates their connections.",
-         syntax="username [username ...]")
+@command("acl|deluser", arity=-3, flags="admin noscript loading stale")
 def acl_deluser(ctx: Context, argv: list[bytes]) -> Any:
-    """ACL DELUSER username [username ...]"""
+    """ACL DELUSER username [username ...]
+    Deletes ACL users and terminates their connections.
+    """
     table = _table(ctx)
     removed = 0
     for raw in argv[2:]:
@@ -205,32 +207,36 @@ def acl_deluser(ctx: Context, argv: list[bytes]) -> Any:
     return removed
 
 
-@command("acl|users", arity=2, flags="admin noscript loading stale", summary="Lists all ACL users.")
+@command("acl|users", arity=2, flags="admin noscript loading stale")
 def acl_users(ctx: Context, argv: list[bytes]) -> Any:
-    """ACL USERS"""
+    """ACL USERS
+    Lists all ACL users.
+    """
     return sorted(_table(ctx).users)
 
 
-@command("acl|whoami", arity=2, flags="noscript loading stale",
-         summary="Returns the authenticated username of the current connection.")
+@command("acl|whoami", arity=2, flags="noscript loading stale")
 def acl_whoami(ctx: Context, argv: list[bytes]) -> Any:
-    """ACL WHOAMI"""
+    """ACL WHOAMI
+    Returns the authenticated username of the current connection.
+    """
     return ctx.username
 
 
-@command("acl|list", arity=2, flags="admin noscript loading stale",
-         summary="Dumps the effective rules in ACL file format.")
+@command("acl|list", arity=2, flags="admin noscript loading stale")
 def acl_list(ctx: Context, argv: list[bytes]) -> Any:
-    """ACL LIST"""
+    """ACL LIST
+    Dumps the effective rules in ACL file format.
+    """
     table = _table(ctx)
     return [table.users[name].describe() for name in sorted(table.users)]
 
 
-@command("acl|cat", arity=-2, flags="noscript loading stale",
-         summary="Lists the ACL categories, or the commands inside a category.",
-         syntax="[category]")
+@command("acl|cat", arity=-2, flags="noscript loading stale")
 def acl_cat(ctx: Context, argv: list[bytes]) -> Any:
-    """ACL CAT [category]"""
+    """ACL CAT [category]
+    Lists the ACL categories, or the commands inside a category.
+    """
     if len(argv) > 3:
         raise CommandError("ERR unknown subcommand or wrong number of arguments for "
                            f"'{argv[1].decode('utf-8', 'replace')}'. Try ACL HELP.")
@@ -242,10 +248,11 @@ def acl_cat(ctx: Context, argv: list[bytes]) -> Any:
     return sorted(commands_in(category))
 
 
-@command("acl|log", arity=-2, flags="admin noscript loading stale",
-         summary="Lists recent security events generated due to ACL rules.", syntax="[count|RESET]")
+@command("acl|log", arity=-2, flags="admin noscript loading stale")
 def acl_log(ctx: Context, argv: list[bytes]) -> Any:
-    """ACL LOG [count|RESET]"""
+    """ACL LOG [count|RESET]
+    Lists recent security events generated due to ACL rules.
+    """
     table = _table(ctx)
     limit = len(table.log)
     if len(argv) == 3:
@@ -283,10 +290,11 @@ def _aclfile(ctx: Context) -> str:
     return path
 
 
-@command("acl|save", arity=2, flags="admin noscript loading stale",
-         summary="Saves the effective ACL rules in the configured ACL file.")
+@command("acl|save", arity=2, flags="admin noscript loading stale")
 def acl_save(ctx: Context, argv: list[bytes]) -> Any:
-    """ACL SAVE"""
+    """ACL SAVE
+    Saves the effective ACL rules in the configured ACL file.
+    """
     path = _aclfile(ctx)
     try:
         _table(ctx).save_file(path)
@@ -295,10 +303,11 @@ def acl_save(ctx: Context, argv: list[bytes]) -> Any:
     return OK
 
 
-@command("acl|load", arity=2, flags="admin noscript loading stale",
-         summary="Reloads the rules from the configured ACL file.")
+@command("acl|load", arity=2, flags="admin noscript loading stale")
 def acl_load(ctx: Context, argv: list[bytes]) -> Any:
-    """ACL LOAD"""
+    """ACL LOAD
+    Reloads the rules from the configured ACL file.
+    """
     path = _aclfile(ctx)
     table = _table(ctx)
     try:
@@ -317,10 +326,11 @@ def acl_load(ctx: Context, argv: list[bytes]) -> Any:
     return OK
 
 
-@command("acl|genpass", arity=-2, flags="noscript loading stale",
-         summary="Generates a pseudorandom, secure password for ACL users.", syntax="[bits]")
+@command("acl|genpass", arity=-2, flags="noscript loading stale")
 def acl_genpass(ctx: Context, argv: list[bytes]) -> Any:
-    """ACL GENPASS [bits]"""
+    """ACL GENPASS [bits]
+    Generates a pseudorandom, secure password for ACL users.
+    """
     bits = 256
     if len(argv) == 3:
         value = parse_int(argv[2])
@@ -331,11 +341,11 @@ def acl_genpass(ctx: Context, argv: list[bytes]) -> Any:
     return os.urandom((bits + 7) // 8).hex()[: (bits + 3) // 4]
 
 
-@command("acl|dryrun", arity=-4, flags="admin noscript loading stale",
-         summary="Simulates the execution of a command by a user without executing it.",
-         syntax="username command [arg ...]")
+@command("acl|dryrun", arity=-4, flags="admin noscript loading stale")
 def acl_dryrun(ctx: Context, argv: list[bytes]) -> Any:
-    """ACL DRYRUN username command [arg ...]"""
+    """ACL DRYRUN username command [arg ...]
+    Simulates the execution of a command by a user without executing it.
+    """
     from hotkv_server.engine.dispatch import resolve
 
     table = _table(ctx)
@@ -360,10 +370,11 @@ def acl_dryrun(ctx: Context, argv: list[bytes]) -> Any:
     return f"This user has no permissions to access the '{obj.decode('utf-8', 'replace')}' key"
 
 
-@command("acl|help", arity=2, flags="loading stale",
-         summary="Returns helpful text about the different subcommands.")
+@command("acl|help", arity=2, flags="loading stale")
 def acl_help(ctx: Context, argv: list[bytes]) -> Any:
-    """ACL HELP"""
+    """ACL HELP
+    Returns helpful text about the different subcommands.
+    """
     lines = [
         "ACL <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
         "CAT [<category>]", "SETUSER <username> <rule> [<rule> ...]", "GETUSER <username>",

@@ -34,24 +34,28 @@ log = logging.getLogger("hotkv")
 
 @command("flushall", arity=-1, flags="write", acl="keyspace dangerous",
          tips="request_policy:all_shards response_policy:all_succeeded",
-         summary="Removes all keys and memories from every store.", syntax="[ASYNC|SYNC]",
          complexity="O(N) where N is the total number of keys and memories")
 def flushall(ctx: Context, argv: list[bytes]) -> Any:
-    """FLUSHALL [ASYNC|SYNC] (and FLUSHDB: there is one database)"""
+    """FLUSHALL [ASYNC|SYNC]
+    Removes all keys and memories from every store.
+
+    FLUSHDB [ASYNC|SYNC]
+    Removes all keys and memories (there is one database, so as FLUSHALL).
+    """
     if len(argv) > 2 or (len(argv) == 2 and argv[1].upper() not in (b"ASYNC", b"SYNC")):
         raise CommandError(errors.SYNTAX)
     ctx.emit(FlushAll())  # (the effect log breaks only the WATCHes of ids that existed)
     return OK
 
 
-alias("flushdb", of="flushall",
-      summary="Removes all keys and memories (there is one database, so as FLUSHALL).")
+alias("flushdb", of="flushall")
 
 
-@command("time", arity=1, flags="loading stale fast", tips="nondeterministic_output",
-         summary="Returns the server time.")
+@command("time", arity=1, flags="loading stale fast", tips="nondeterministic_output")
 def time_(ctx: Context, argv: list[bytes]) -> Any:
-    """TIME"""
+    """TIME
+    Returns the server time.
+    """
     # the clock read now, not the call's snapshot (ctx.now_ms, which a whole script or
     # EXEC shares for expiry): a script that polls TIME sees it move, as in Redis
     now_us = ctx.core.clock.now_us()
@@ -59,10 +63,11 @@ def time_(ctx: Context, argv: list[bytes]) -> Any:
 
 
 @command("lastsave", arity=1, flags="loading stale fast", acl="admin dangerous",
-         tips="nondeterministic_output",
-         summary="Returns the Unix timestamp of the last successful save to disk.")
+         tips="nondeterministic_output")
 def lastsave(ctx: Context, argv: list[bytes]) -> Any:
-    """LASTSAVE"""
+    """LASTSAVE
+    Returns the Unix timestamp of the last successful save to disk.
+    """
     return lastsave_s(ctx.core)
 
 
@@ -89,18 +94,20 @@ def _persistence_call(ctx: Context, call: Callable[[PersistenceService], str | D
 
 
 @command("save", arity=1, flags="admin noscript no_async_loading no_multi",
-         summary="Synchronously saves the whole state to disk.",
          complexity="O(N) where N is the total number of keys and memories")
 def save(ctx: Context, argv: list[bytes]) -> Any:
-    """SAVE"""
+    """SAVE
+    Synchronously saves the whole state to disk.
+    """
     return _persistence_call(ctx, lambda p: p.save(), "OK")
 
 
 @command("bgsave", arity=-1, flags="admin noscript no_async_loading",
-         summary="Asynchronously saves the whole state to disk.", syntax="[SCHEDULE]",
          complexity="O(N) where N is the total number of keys and memories")
 def bgsave(ctx: Context, argv: list[bytes]) -> Any:
-    """BGSAVE [SCHEDULE]"""
+    """BGSAVE [SCHEDULE]
+    Asynchronously saves the whole state to disk.
+    """
     if len(argv) > 2 or (len(argv) == 2 and argv[1].upper() != b"SCHEDULE"):
         raise CommandError(errors.SYNTAX)
     # inside MULTI the block cannot stay open while the start's file steps run: answered
@@ -110,10 +117,11 @@ def bgsave(ctx: Context, argv: list[bytes]) -> Any:
 
 
 @command("bgrewriteaof", arity=1, flags="admin noscript no_async_loading",
-         summary="Asynchronously rewrites the append-only file to a compact base snapshot.",
          complexity="O(N) where N is the total number of keys and memories")
 def bgrewriteaof(ctx: Context, argv: list[bytes]) -> Any:
-    """BGREWRITEAOF"""
+    """BGREWRITEAOF
+    Asynchronously rewrites the append-only file to a compact base snapshot.
+    """
     if ctx.core.effects.grouped:
         # as Redis: inside a transaction the rewrite is scheduled for after it
         asyncio.get_running_loop().call_soon(_scheduled_rewrite, _persistence(ctx))
@@ -135,11 +143,12 @@ container("slowlog", group="server", summary="A container for slow log commands.
 
 @command("slowlog|get", arity=-2, flags="admin loading stale",
          tips="request_policy:all_nodes nondeterministic_output",
-         summary="Returns the slow log's entries.", syntax="[count]",
          complexity="O(N) where N is the number of entries returned",
          help="GET [<count>]\n    Return top <count> entries from the slowlog (default: 10, -1 mean all).\n    Entries are made of:\n    id, timestamp, time in microseconds, arguments array, client IP and port,\n    client name")
 def slowlog_get(ctx: Context, argv: list[bytes]) -> Any:
-    """SLOWLOG GET [count]"""
+    """SLOWLOG GET [count]
+    Returns the slow log's entries.
+    """
     if len(argv) > 3:
         raise CommandError(errors.SYNTAX)
     count = 10
@@ -156,51 +165,55 @@ def slowlog_get(ctx: Context, argv: list[bytes]) -> Any:
 
 @command("slowlog|len", arity=2, flags="admin loading stale",
          tips="request_policy:all_nodes response_policy:agg_sum nondeterministic_output",
-         summary="Returns the number of entries in the slow log.",
          help="LEN\n    Return the length of the slowlog.")
 def slowlog_len(ctx: Context, argv: list[bytes]) -> Any:
-    """SLOWLOG LEN"""
+    """SLOWLOG LEN
+    Returns the number of entries in the slow log.
+    """
     return len(ctx.core.slowlog)
 
 
 @command("slowlog|reset", arity=2, flags="admin loading stale",
          tips="request_policy:all_nodes response_policy:all_succeeded",
-         summary="Clears all entries from the slow log.",
          complexity="O(N) where N is the number of entries in the slowlog",
          help="RESET\n    Reset the slowlog.")
 def slowlog_reset(ctx: Context, argv: list[bytes]) -> Any:
-    """SLOWLOG RESET"""
+    """SLOWLOG RESET
+    Clears all entries from the slow log.
+    """
     ctx.core.slowlog.clear()
     return OK
 
 
 
 
-@command("slowlog|help", arity=2, flags="loading stale",
-         summary="Returns helpful text about the different subcommands.")
+@command("slowlog|help", arity=2, flags="loading stale")
 def slowlog_help(ctx: Context, argv: list[bytes]) -> Any:
-    """SLOWLOG HELP"""
+    """SLOWLOG HELP
+    Returns helpful text about the different subcommands.
+    """
     return [Simple(line) for line in help_lines("slowlog")]
 
 
 # --- MONITOR, SHUTDOWN, DEBUG ----------------------------------------------------------
 
 
-@command("monitor", arity=1, flags="admin noscript loading stale",
-         summary="Listens for all requests received by the server in real time.")
+@command("monitor", arity=1, flags="admin noscript loading stale")
 def monitor(ctx: Context, argv: list[bytes]) -> Any:
-    """MONITOR"""
+    """MONITOR
+    Listens for all requests received by the server in real time.
+    """
     # dispatch writes every later command's line to this client through ctx.writer
     ctx.core.monitors.add(ctx)
     return OK
 
 
 @command("shutdown", arity=-1, flags="admin noscript loading stale no_multi allow_busy",
-         summary="Synchronously saves the state to disk and shuts down the server.",
-         syntax="[NOSAVE|SAVE] [NOW] [FORCE]",
          complexity="O(N) when saving, where N is the total number of keys and memories")
 def shutdown(ctx: Context, argv: list[bytes]) -> Any:
-    """SHUTDOWN [NOSAVE|SAVE] [NOW] [FORCE]"""
+    """SHUTDOWN [NOSAVE|SAVE] [NOW] [FORCE]
+    Synchronously saves the state to disk and shuts down the server.
+    """
     save: bool | None = None
     for raw in argv[1:]:
         opt = raw.upper()
@@ -236,10 +249,11 @@ _DEBUG_HELP = [
 
 
 @command("debug", arity=-2, flags="admin noscript loading stale",
-         summary="A container for debugging commands (only SLEEP).", syntax="SLEEP seconds",
          complexity="Depends on subcommand.")
 def debug(ctx: Context, argv: list[bytes]) -> Any:
-    """DEBUG SLEEP seconds | DEBUG HELP"""
+    """DEBUG SLEEP seconds
+    A container for debugging commands (only SLEEP).
+    """
     sub = argv[1].upper()
     if sub == b"HELP" and len(argv) == 2:
         return [Simple(line) for line in _DEBUG_HELP]

@@ -128,18 +128,13 @@ _SCAN_OPTIONS = Options("TYPE, MATCH or COUNT", {
 })
 
 
-@command(
-    "amem.scan",
-    arity=-4,
-    flags="readonly",
-    group="amem",
-    tips="nondeterministic_output request_policy:special",  # as SCAN
-    summary="Iterates the ids of one memory store (conversations, namespaces, agents ...).",
-    syntax="cursor TYPE (CONV|SEM|WORK|EPIS|SUMMARY) [MATCH glob] [COUNT n]",
-    complexity="O(N log COUNT) per call with N the ids of the store.",
-)
+@command("amem.scan", arity=-4, flags="readonly", group="amem",
+         tips="nondeterministic_output request_policy:special",
+         complexity="O(N log COUNT) per call with N the ids of the store.")
 def amem_scan(ctx: Context, argv: list[bytes]) -> list[Any]:
-    """cursor TYPE (CONV|SEM|WORK|EPIS|SUMMARY) [MATCH glob] [COUNT n]"""
+    """AMEM.SCAN cursor TYPE (CONV|SEM|WORK|EPIS|SUMMARY) [MATCH glob] [COUNT n]
+    Iterates the ids of one memory store (conversations, namespaces, agents ...).
+    """
     given = _SCAN_OPTIONS.read(Args(argv, 2))
     store_name: bytes | None = given.get(b"TYPE")
     pattern: bytes | None = given.get(b"MATCH")

@@ -17,11 +17,11 @@ from hotkv_server.engine.registry import command
 
 
 @command("client|unblock", arity=-3, flags="admin noscript loading stale", group="connection",
-         since="5.0.0", summary="Unblocks a client blocked by a blocking command from a different "
-                                "connection.", syntax="client-id [TIMEOUT|ERROR]",
-         complexity="O(log N) where N is the number of client connections")
+         since="5.0.0", complexity="O(log N) where N is the number of client connections")
 def client_unblock(ctx: Context, argv: list[bytes]) -> Any:
-    """CLIENT UNBLOCK client-id [TIMEOUT|ERROR]"""
+    """CLIENT UNBLOCK client-id [TIMEOUT|ERROR]
+    Unblocks a client blocked by a blocking command from a different connection.
+    """
     if len(argv) > 4:
         raise CommandError(errors.SYNTAX)
     client_id = parse_int(argv[2])

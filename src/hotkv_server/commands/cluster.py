@@ -16,7 +16,7 @@ from hotkv_server.engine.args import either
 from hotkv_server.engine.context import Context
 from hotkv_server.engine.core import ClusterService
 from hotkv_server.engine.errors import CommandError
-from hotkv_server.engine.registry import SpecFields, container, family, help_lines
+from hotkv_server.engine.registry import SpecFields, add_spec, container, family, help_lines
 from hotkv_server.engine.replies import OK, Verbatim
 from hotkv_server.engine.slots import SLOTS, key_slot
 from hotkv_server.engine.topology import Node, Topology, TopologyError
@@ -60,27 +60,31 @@ def _slot_and_count(argv: list[bytes], error: str) -> list[int]:
 container("cluster", group="cluster", summary="A container for Redis Cluster commands.")
 
 
-@command("cluster|myid", arity=2, flags="stale", summary="Returns the ID of a node.",
-         help="MYID\n    Return the node id.")
+@command("cluster|myid", arity=2, flags="stale", help="MYID\n    Return the node id.")
 def cluster_myid(ctx: Context, argv: list[bytes]) -> Any:
-    """CLUSTER MYID"""
+    """CLUSTER MYID
+    Returns the ID of a node.
+    """
     return _cluster(ctx).myid.encode()
 
 
-@command("cluster|keyslot", arity=3, flags="stale", summary="Returns the hash slot for a key.",
-         syntax="key", complexity="O(N) where N is the number of bytes in the key",
+@command("cluster|keyslot", arity=3, flags="stale",
+         complexity="O(N) where N is the number of bytes in the key",
          help="KEYSLOT <key>\n    Return the hash slot for <key>.")
 def cluster_keyslot(ctx: Context, argv: list[bytes]) -> Any:
-    """CLUSTER KEYSLOT key"""
+    """CLUSTER KEYSLOT key
+    Returns the hash slot for a key.
+    """
     _cluster(ctx)
     return key_slot(argv[2])
 
 
 @command("cluster|info", arity=2, flags="stale", tips="nondeterministic_output",
-         summary="Returns information about the state of a node.",
          help="INFO\n    Return information about the cluster.")
 def cluster_info(ctx: Context, argv: list[bytes]) -> Any:
-    """CLUSTER INFO"""
+    """CLUSTER INFO
+    Returns information about the state of a node.
+    """
     state = _cluster(ctx)
     topo = state.topology
     assigned = topo.assigned()
@@ -107,11 +111,12 @@ def _node_entry(node: Node) -> list[Any]:
 
 
 @command("cluster|slots", arity=2, flags="stale", tips="nondeterministic_output",
-         summary="Returns the mapping of cluster slots to nodes.",
          complexity="O(N) where N is the total number of Cluster nodes",
          help="SLOTS\n    Return information about slots range mappings. Each range is made of:\n    start, end, master and replicas IP addresses, ports and ids")
 def cluster_slots(ctx: Context, argv: list[bytes]) -> Any:
-    """CLUSTER SLOTS"""
+    """CLUSTER SLOTS
+    Returns the mapping of cluster slots to nodes.
+    """
     topo = _cluster(ctx).topology
     out: list[Any] = []
     for node in topo.primaries():
@@ -123,11 +128,12 @@ def cluster_slots(ctx: Context, argv: list[bytes]) -> Any:
 
 
 @command("cluster|shards", arity=2, flags="stale", tips="nondeterministic_output",
-         summary="Returns the mapping of cluster slots to shards.",
          complexity="O(N) where N is the total number of cluster nodes",
          help="SHARDS\n    Return information about slot range mappings and the nodes associated with them.")
 def cluster_shards(ctx: Context, argv: list[bytes]) -> Any:
-    """CLUSTER SHARDS"""
+    """CLUSTER SHARDS
+    Returns the mapping of cluster slots to shards.
+    """
     state = _cluster(ctx)
     topo = state.topology
     offset = _offset(ctx)
@@ -174,20 +180,25 @@ def nodes_lines(state: ClusterService, only: list[Node] | None = None) -> str:
 
 
 @command("cluster|nodes", arity=2, flags="stale", tips="nondeterministic_output",
-         summary="Returns the cluster configuration for a node.",
          complexity="O(N) where N is the total number of Cluster nodes",
          help="NODES\n    Return cluster configuration seen by node. Output format:\n    <id> <ip:port@bus-port> <flags> <master> <pings> <pongs> <epoch> <link> <slot> ...")
 def cluster_nodes(ctx: Context, argv: list[bytes]) -> Any:
-    """CLUSTER NODES"""
+    """CLUSTER NODES
+    Returns the cluster configuration for a node.
+    """
     return Verbatim(nodes_lines(_cluster(ctx)))
 
 
 @command("cluster|replicas", arity=3, flags="admin stale", tips="nondeterministic_output",
-         summary="Lists the replica nodes of a master node.", syntax="node-id",
          complexity="O(N) where N is the number of replicas.",
          help="REPLICAS <node-id>\n    Return <node-id> replicas.")
 def cluster_replicas(ctx: Context, argv: list[bytes]) -> Any:
-    """CLUSTER REPLICAS node-id"""
+    """CLUSTER REPLICAS node-id
+    Lists the replica nodes of a master node.
+
+    CLUSTER SLAVES node-id
+    Lists the replica nodes of a master node (an old name of CLUSTER REPLICAS).
+    """
     state = _cluster(ctx)
     node_id = argv[2].decode("utf-8", "replace")
     node = state.topology.nodes.get(node_id)
@@ -199,8 +210,7 @@ def cluster_replicas(ctx: Context, argv: list[bytes]) -> Any:
 
 
 command("cluster|slaves", arity=3, flags="admin stale", group="cluster", tips="nondeterministic_output",
-        summary="Lists the replica nodes of a master node (an old name of CLUSTER REPLICAS).",
-        syntax="node-id", since="3.0.0")(cluster_replicas)
+        since="3.0.0")(cluster_replicas)
 
 
 #: what COUNTKEYSINSLOT and GETKEYSINSLOT share
@@ -209,20 +219,22 @@ _SLOT_KEYS = SpecFields(flags="stale",
 
 
 @command("cluster|countkeysinslot", _SLOT_KEYS, arity=3,
-         summary="Returns the number of keys in a hash slot.", syntax="slot",
          help="COUNTKEYSINSLOT <slot>\n    Return the number of keys in <slot>.")
 def cluster_countkeysinslot(ctx: Context, argv: list[bytes]) -> Any:
-    """CLUSTER COUNTKEYSINSLOT slot"""
+    """CLUSTER COUNTKEYSINSLOT slot
+    Returns the number of keys in a hash slot.
+    """
     state = _cluster(ctx)
     (slot,) = _slot_and_count(argv, "ERR Invalid slot")
     return len(state.ids_in_slot(ctx, slot))
 
 
 @command("cluster|getkeysinslot", _SLOT_KEYS, arity=4, tips="nondeterministic_output",
-         summary="Returns the key names in a hash slot.", syntax="slot count",
          help="GETKEYSINSLOT <slot> <count>\n    Return key names stored by current node in a slot.")
 def cluster_getkeysinslot(ctx: Context, argv: list[bytes]) -> Any:
-    """CLUSTER GETKEYSINSLOT slot count"""
+    """CLUSTER GETKEYSINSLOT slot count
+    Returns the key names in a hash slot.
+    """
     state = _cluster(ctx)
     slot, count = _slot_and_count(argv, "ERR Invalid slot or number of keys")
     return state.ids_in_slot(ctx, slot)[:count]
@@ -247,24 +259,33 @@ def _slots_of(argv: list[bytes], ranged: bool) -> list[int]:
 
 
 #: what ADDSLOTS and DELSLOTS share, and ADDSLOTSRANGE and DELSLOTSRANGE
-_SLOTS = SpecFields(arity=-3, flags="admin stale no_async_loading", syntax="slot [slot ...]",
-                    complexity="O(N) where N is the total number of hash slot arguments")
+_SLOTS = SpecFields(arity=-3, flags="admin stale no_async_loading", complexity="O(N) where N is the total number of hash slot arguments")
 _RANGES = SpecFields(arity=-4, flags="admin stale no_async_loading", since="7.0.0",
-                     syntax="start-slot end-slot [start-slot end-slot ...]",
                      complexity="O(N) where N is the total number of the slots between the start "
                                 "slot and end slot arguments.")
 
 
-@command("cluster|addslots", _SLOTS, summary="Assigns new hash slots to a node.",
+@command("cluster|addslots", _SLOTS,
          help="ADDSLOTS <slot> [<slot> ...]\n    Assign slots to current node.")
-@command("cluster|addslotsrange", _RANGES, summary="Assigns new hash slot ranges to a node.",
+@command("cluster|addslotsrange", _RANGES,
          help="ADDSLOTSRANGE <start slot> <end slot> [<start slot> <end slot> ...]\n    Assign slots which are between <start-slot> and <end-slot> to current node.")
-@command("cluster|delslots", _SLOTS, summary="Sets hash slots as unbound for a node.",
+@command("cluster|delslots", _SLOTS,
          help="DELSLOTS <slot> [<slot> ...]\n    Delete slots information from current node.")
-@command("cluster|delslotsrange", _RANGES, summary="Sets hash slot ranges as unbound for a node.",
+@command("cluster|delslotsrange", _RANGES,
          help="DELSLOTSRANGE <start slot> <end slot> [<start slot> <end slot> ...]\n    Delete slots information which are between <start-slot> and <end-slot> from current node.")
 def cluster_change_slots(ctx: Context, argv: list[bytes]) -> Any:
-    """CLUSTER ADDSLOTS|DELSLOTS slot [slot ...], CLUSTER ADDSLOTSRANGE|DELSLOTSRANGE start-slot end-slot [start-slot end-slot ...]"""
+    """CLUSTER ADDSLOTS slot [slot ...]
+    Assigns new hash slots to a node.
+
+    CLUSTER ADDSLOTSRANGE start-slot end-slot [start-slot end-slot ...]
+    Assigns new hash slot ranges to a node.
+
+    CLUSTER DELSLOTS slot [slot ...]
+    Sets hash slots as unbound for a node.
+
+    CLUSTER DELSLOTSRANGE start-slot end-slot [start-slot end-slot ...]
+    Sets hash slot ranges as unbound for a node.
+    """
     sub = argv[1].lower()
     add, ranged = sub.startswith(b"add"), sub.endswith(b"range")
     state = _cluster(ctx)
@@ -288,10 +309,11 @@ def _db_empty(ctx: Context) -> bool:
 
 
 @command("cluster|flushslots", arity=2, flags="admin stale no_async_loading",
-         summary="Deletes all slots information from a node.",
          help="FLUSHSLOTS\n    Delete current node own slots information.")
 def cluster_flushslots(ctx: Context, argv: list[bytes]) -> Any:
-    """CLUSTER FLUSHSLOTS"""
+    """CLUSTER FLUSHSLOTS
+    Deletes all slots information from a node.
+    """
     state = _cluster(ctx)
     if not _db_empty(ctx):
         raise CommandError("ERR DB must be empty to perform CLUSTER FLUSHSLOTS.")
@@ -302,11 +324,11 @@ def cluster_flushslots(ctx: Context, argv: list[bytes]) -> Any:
 
 
 @command("cluster|setslot", arity=-4, flags="admin stale no_async_loading",
-         summary="Binds a hash slot to a node.",
-         syntax="slot IMPORTING node-id|MIGRATING node-id|NODE node-id|STABLE",
          help="SETSLOT <slot> (IMPORTING <node-id>|MIGRATING <node-id>|STABLE|NODE <node-id>)\n    Set slot state.")
 def cluster_setslot(ctx: Context, argv: list[bytes]) -> Any:
-    """CLUSTER SETSLOT slot IMPORTING node-id|MIGRATING node-id|NODE node-id|STABLE"""
+    """CLUSTER SETSLOT slot IMPORTING node-id|MIGRATING node-id|NODE node-id|STABLE
+    Binds a hash slot to a node.
+    """
     state = _cluster(ctx)
     slot = _slot_arg(argv[2])
     action = argv[3].lower()
@@ -347,12 +369,13 @@ def cluster_setslot(ctx: Context, argv: list[bytes]) -> Any:
     return OK
 
 
-@command("cluster|reset", arity=-2, flags="admin noscript stale", summary="Resets a node.",
-         syntax="[HARD|SOFT]",
+@command("cluster|reset", arity=-2, flags="admin noscript stale",
          complexity="O(N) where N is the number of known nodes. The command may execute a FLUSHALL as a side effect.",
          help="RESET [HARD|SOFT]\n    Reset current node (default: soft).")
 def cluster_reset(ctx: Context, argv: list[bytes]) -> Any:
-    """CLUSTER RESET [HARD|SOFT]"""
+    """CLUSTER RESET [HARD|SOFT]
+    Resets a node.
+    """
     state = _cluster(ctx)
     if len(argv) > 3:
         raise CommandError("ERR syntax error")
@@ -365,20 +388,23 @@ def cluster_reset(ctx: Context, argv: list[bytes]) -> Any:
 
 
 @command("cluster|saveconfig", arity=2, flags="admin stale no_async_loading",
-         summary="Forces a node to save the cluster configuration to disk.",
          help="SAVECONFIG\n    Force saving cluster configuration on disk.")
 def cluster_saveconfig(ctx: Context, argv: list[bytes]) -> Any:
-    """CLUSTER SAVECONFIG"""
+    """CLUSTER SAVECONFIG
+    Forces a node to save the cluster configuration to disk.
+    """
     _cluster(ctx).save()
     return OK
 
 
 @command("cluster|settopology", arity=3, flags="admin loading stale no_async_loading",
-         summary="Replaces this node's view of the cluster with a topology document (hotkv extension; "
-                 "hotkv-cluster sends it to every node).", syntax="json-topology", since="0.2.0",
+         since="0.2.0",
          help="SETTOPOLOGY <json>\n    Replace this node's topology (hotkv; sent by hotkv-cluster).")
 def cluster_settopology(ctx: Context, argv: list[bytes]) -> Any:
-    """CLUSTER SETTOPOLOGY json-topology"""
+    """CLUSTER SETTOPOLOGY json-topology
+    Replaces this node's view of the cluster with a topology document (hotkv extension;
+    hotkv-cluster sends it to every node).
+    """
     state = _cluster(ctx)
     try:
         topo = Topology.parse(argv[2])
@@ -390,11 +416,12 @@ def cluster_settopology(ctx: Context, argv: list[bytes]) -> Any:
     return OK
 
 
-@command("cluster|topology", arity=2, flags="loading stale",
-         summary="Returns this node's topology document as JSON (hotkv extension).", since="0.2.0",
+@command("cluster|topology", arity=2, flags="loading stale", since="0.2.0",
          help="TOPOLOGY\n    Return this node's topology document as JSON (hotkv).")
 def cluster_topology(ctx: Context, argv: list[bytes]) -> Any:
-    """CLUSTER TOPOLOGY"""
+    """CLUSTER TOPOLOGY
+    Returns this node's topology document as JSON (hotkv extension).
+    """
     return _cluster(ctx).topology.dumps().encode()
 
 
@@ -414,23 +441,25 @@ _GOSSIP = (
     ("count-failure-reports", 3, "admin stale", "nondeterministic_output", "node-id"),
     ("links", 2, "stale", "nondeterministic_output", ""),
 )
-for _name, _arity, _flags, _tips, _syntax in _GOSSIP:
-    command(f"cluster|{_name}", arity=_arity, flags=_flags, tips=_tips,
-            summary="Refused: hotkv has no cluster bus (hotkv-cluster sets the topology).",
-            syntax=_syntax)(_no_gossip)
+for _name, _arity, _flags, _tips, _syntax in _GOSSIP:  # one summary for all: made from the table
+    add_spec(f"cluster|{_name}", handler=_no_gossip, arity=_arity, flags=_flags, tips=_tips,
+             group="cluster", syntax=_syntax,
+             summary="Refused: hotkv has no cluster bus (hotkv-cluster sets the topology).")
 
 
-@command("cluster|help", arity=2, flags="loading stale",
-         summary="Returns helpful text about the different subcommands.")
+@command("cluster|help", arity=2, flags="loading stale")
 def cluster_help(ctx: Context, argv: list[bytes]) -> Any:
-    """CLUSTER HELP"""
+    """CLUSTER HELP
+    Returns helpful text about the different subcommands.
+    """
     return [line.encode() for line in help_lines("cluster", ("addslots", "addslotsrange", "countkeysinslot", "delslots", "delslotsrange", "flushslots", "getkeysinslot", "info", "keyslot", "myid", "nodes", "replicas", "reset", "saveconfig", "setslot", "settopology", "shards", "slots", "topology"))]
 
 
-@command("asking", arity=1, acl="@connection", flags="fast",
-         summary="Signals that a cluster client is following an -ASK redirect.")
+@command("asking", arity=1, acl="@connection", flags="fast")
 def asking(ctx: Context, argv: list[bytes]) -> Any:
-    """ASKING"""
+    """ASKING
+    Signals that a cluster client is following an -ASK redirect.
+    """
     _cluster(ctx)
     ctx.asking = True
     return OK
@@ -440,12 +469,15 @@ def asking(ctx: Context, argv: list[bytes]) -> Any:
 _READ_MODE = SpecFields(arity=1, flags="fast loading stale", acl="@connection")
 
 
-@command("readwrite", _READ_MODE,
-         summary="Enables read-write queries for a connection to a Redis Cluster replica node.")
-@command("readonly", _READ_MODE,
-         summary="Enables read-only queries for a connection to a Redis Cluster replica node.")
+@command("readwrite", _READ_MODE)
+@command("readonly", _READ_MODE)
 def read_mode(ctx: Context, argv: list[bytes]) -> Any:
-    """READONLY, READWRITE"""
+    """READWRITE
+    Enables read-write queries for a connection to a Redis Cluster replica node.
+
+    READONLY
+    Enables read-only queries for a connection to a Redis Cluster replica node.
+    """
     _cluster(ctx)
     ctx.cluster_readonly = argv[0].lower() == b"readonly"
     return OK

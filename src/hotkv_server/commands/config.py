@@ -26,12 +26,12 @@ container("config", group="server", summary="A container for server configuratio
 
 
 @command("config|get", arity=-3, flags="admin noscript loading stale",
-         summary="Returns the effective values of configuration parameters.",
-         syntax="parameter [parameter ...]",
          complexity="O(N) when N is the number of configuration parameters provided",
          help="GET <pattern>\n    Return parameters matching the glob-like <pattern> and their values.")
 def config_get(ctx: Context, argv: list[bytes]) -> Any:
-    """CONFIG GET parameter [parameter ...]"""
+    """CONFIG GET parameter [parameter ...]
+    Returns the effective values of configuration parameters.
+    """
     core = ctx.core
     found: dict[str, str] = {}
     for raw in argv[2:]:
@@ -48,12 +48,12 @@ def _set_failed(name: str, reason: str) -> CommandError:
 
 @command("config|set", arity=-4, flags="admin noscript loading stale",
          tips="request_policy:all_nodes response_policy:all_succeeded",
-         summary="Sets configuration parameters in-flight.",
-         syntax="parameter value [parameter value ...]",
          complexity="O(N) when N is the number of configuration parameters provided",
          help="SET <directive> <value>\n    Set the configuration <directive> to <value>.")
 def config_set(ctx: Context, argv: list[bytes]) -> Any:
-    """CONFIG SET parameter value [parameter value ...]"""
+    """CONFIG SET parameter value [parameter value ...]
+    Sets configuration parameters in-flight.
+    """
     if len(argv) % 2:
         raise CommandError(errors.wrong_arity("config|set"))
     config = ctx.core.config
@@ -94,10 +94,11 @@ def config_set(ctx: Context, argv: list[bytes]) -> Any:
 
 
 @command("config|resetstat", arity=2, flags="admin noscript loading stale",
-         summary="Resets the server's statistics.",
          help="RESETSTAT\n    Reset statistics reported by the INFO command.")
 def config_resetstat(ctx: Context, argv: list[bytes]) -> Any:
-    """CONFIG RESETSTAT"""
+    """CONFIG RESETSTAT
+    Resets the server's statistics.
+    """
     reset_stats(ctx.core)
     return OK
 
@@ -115,10 +116,11 @@ def reset_stats(core: Core) -> None:
 
 
 @command("config|rewrite", arity=2, flags="admin noscript loading stale",
-         summary="Persists the effective configuration to file.",
          help="REWRITE\n    Rewrite the configuration file.")
 def config_rewrite(ctx: Context, argv: list[bytes]) -> Any:
-    """CONFIG REWRITE"""
+    """CONFIG REWRITE
+    Persists the effective configuration to file.
+    """
     config = ctx.core.config
     if not config.path:
         raise CommandError("ERR The server is running without a config file")
@@ -147,8 +149,9 @@ def config_rewrite(ctx: Context, argv: list[bytes]) -> Any:
 
 
 
-@command("config|help", arity=2, flags="loading stale",
-         summary="Returns helpful text about the different subcommands.")
+@command("config|help", arity=2, flags="loading stale")
 def config_help(ctx: Context, argv: list[bytes]) -> Any:
-    """CONFIG HELP"""
+    """CONFIG HELP
+    Returns helpful text about the different subcommands.
+    """
     return [Simple(line) for line in help_lines("config")]

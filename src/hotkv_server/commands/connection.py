@@ -20,10 +20,11 @@ REDIS_COMPAT_VERSION = "7.0.0"
 
 
 @command("ping", arity=-1, flags="fast",
-         tips="request_policy:all_shards response_policy:all_succeeded",
-         summary="Returns the server's liveliness response.", syntax="[message]")
+         tips="request_policy:all_shards response_policy:all_succeeded")
 def ping(ctx: Context, argv: list[bytes]) -> Any:
-    """PING [message]"""
+    """PING [message]
+    Returns the server's liveliness response.
+    """
     if len(argv) > 2:
         raise CommandError(errors.wrong_arity("ping"))
     if ctx.pubsub is not None and ctx.proto == 2:  # subscribed mode: an array, as Redis
@@ -33,17 +34,19 @@ def ping(ctx: Context, argv: list[bytes]) -> Any:
     return PONG
 
 
-@command("echo", arity=2, flags="loading stale fast", summary="Returns the given string.",
-         syntax="message")
+@command("echo", arity=2, flags="loading stale fast")
 def echo(ctx: Context, argv: list[bytes]) -> Any:
-    """ECHO message"""
+    """ECHO message
+    Returns the given string.
+    """
     return argv[1]
 
 
-@command("select", arity=2, flags="loading stale fast",
-         summary="Changes the selected database (only 0 exists).", syntax="index")
+@command("select", arity=2, flags="loading stale fast")
 def select(ctx: Context, argv: list[bytes]) -> Any:
-    """SELECT index"""
+    """SELECT index
+    Changes the selected database (only 0 exists).
+    """
     index = parse_int(argv[1])
     if index is None:
         raise CommandError(errors.NOT_INTEGER)
@@ -52,18 +55,20 @@ def select(ctx: Context, argv: list[bytes]) -> Any:
     return OK
 
 
-@command("quit", arity=-1, flags="noscript no_auth loading stale fast allow_busy",
-         summary="Closes the connection.", syntax="")
+@command("quit", arity=-1, flags="noscript no_auth loading stale fast allow_busy")
 def quit_(ctx: Context, argv: list[bytes]) -> Any:
-    """QUIT"""
+    """QUIT
+    Closes the connection.
+    """
     ctx.close_after_reply = True
     return OK
 
 
-@command("reset", arity=1, flags="noscript no_auth loading stale fast allow_busy",
-         summary="Resets the connection.", syntax="")
+@command("reset", arity=1, flags="noscript no_auth loading stale fast allow_busy")
 def reset(ctx: Context, argv: list[bytes]) -> Any:
-    """RESET"""
+    """RESET
+    Resets the connection.
+    """
     ctx.multi = None
     ctx.multi_error = False
     ctx.unwatch()
@@ -110,10 +115,11 @@ def authenticate(ctx: Context, username: bytes | None, password: bytes) -> str |
     return errors.WRONGPASS
 
 
-@command("auth", arity=-2, flags="noscript no_auth loading stale fast allow_busy",
-         summary="Authenticates the connection.", syntax="[username] password")
+@command("auth", arity=-2, flags="noscript no_auth loading stale fast allow_busy")
 def auth(ctx: Context, argv: list[bytes]) -> Any:
-    """AUTH [username] password"""
+    """AUTH [username] password
+    Authenticates the connection.
+    """
     if len(argv) > 3:
         raise CommandError(errors.SYNTAX)
     username = argv[1] if len(argv) == 3 else None
@@ -123,11 +129,11 @@ def auth(ctx: Context, argv: list[bytes]) -> Any:
     return OK
 
 
-@command("hello", arity=-1, flags="noscript no_auth loading stale fast allow_busy",
-         summary="Handshakes with the server: protocol version, authentication, client name.",
-         syntax="[protover [AUTH username password] [SETNAME clientname]]")
+@command("hello", arity=-1, flags="noscript no_auth loading stale fast allow_busy")
 def hello(ctx: Context, argv: list[bytes]) -> Any:
-    """HELLO [protover [AUTH username password] [SETNAME clientname]]"""
+    """HELLO [protover [AUTH username password] [SETNAME clientname]]
+    Handshakes with the server: protocol version, authentication, client name.
+    """
     proto = ctx.proto
     args = Args(argv, 1)
     if args:
@@ -183,37 +189,40 @@ container("client", group="connection", summary="A container for client connecti
 
 
 @command("client|id", arity=2, flags="noscript loading stale",
-         summary="Returns the unique client ID of the connection.",
          help="ID\n    Return the ID of the current connection.")
 def client_id(ctx: Context, argv: list[bytes]) -> Any:
-    """CLIENT ID"""
+    """CLIENT ID
+    Returns the unique client ID of the connection.
+    """
     return ctx.id
 
 
 @command("client|setname", arity=3, flags="noscript loading stale",
-         summary="Sets the connection name.", syntax="connection-name",
          help="SETNAME <name>\n    Assign the name <name> to the current connection.")
 def client_setname(ctx: Context, argv: list[bytes]) -> Any:
-    """CLIENT SETNAME connection-name"""
+    """CLIENT SETNAME connection-name
+    Sets the connection name.
+    """
     check_client_name(argv[2])
     ctx.name = argv[2]
     return OK
 
 
 @command("client|getname", arity=2, flags="noscript loading stale",
-         summary="Returns the name of the connection.",
          help="GETNAME\n    Return the name of the current connection.")
 def client_getname(ctx: Context, argv: list[bytes]) -> Any:
-    """CLIENT GETNAME"""
+    """CLIENT GETNAME
+    Returns the name of the connection.
+    """
     return ctx.name or None
 
 
 @command("client|setinfo", arity=4, flags="noscript loading stale",
-         summary="Sets information specific to the client or connection.",
-         syntax="LIB-NAME libname|LIB-VER libver",
          help="SETINFO <LIB-NAME|LIB-VER> <value>\n    Set client library name or version.")
 def client_setinfo(ctx: Context, argv: list[bytes]) -> Any:
-    """CLIENT SETINFO LIB-NAME libname|LIB-VER libver"""
+    """CLIENT SETINFO LIB-NAME libname|LIB-VER libver
+    Sets information specific to the client or connection.
+    """
     attr = argv[2].upper()
     value = argv[3]
     if any(c < 33 or c > 126 for c in value):
@@ -271,11 +280,12 @@ def client_line(ctx: Context, now_ms: int, argv: list[bytes] | None = None) -> s
 
 
 @command("client|list", arity=-2, flags="admin noscript loading stale",
-         tips="nondeterministic_output", summary="Lists open connections.",
-         syntax="[TYPE NORMAL|MASTER|REPLICA|PUBSUB] [ID id ...]",
+         tips="nondeterministic_output",
          help="LIST [TYPE <type>] [ID <id> [<id> ...]]\n    Return information about client connections.")
 def client_list(ctx: Context, argv: list[bytes]) -> Any:
-    """CLIENT LIST [TYPE NORMAL|MASTER|REPLICA|PUBSUB] [ID id ...]"""
+    """CLIENT LIST [TYPE NORMAL|MASTER|REPLICA|PUBSUB] [ID id ...]
+    Lists open connections.
+    """
     clients = list(ctx.core.clients.values())
     args = Args(argv, 2)
     kind_filter: str | None = None
@@ -302,20 +312,21 @@ def client_list(ctx: Context, argv: list[bytes]) -> Any:
 
 
 @command("client|info", arity=2, flags="noscript loading stale", tips="nondeterministic_output",
-         summary="Returns information about the connection.",
          help="INFO\n    Return information about the current client connection.")
 def client_info(ctx: Context, argv: list[bytes]) -> Any:
-    """CLIENT INFO"""
+    """CLIENT INFO
+    Returns information about the connection.
+    """
     return (client_line(ctx, ctx.now_ms, argv) + "\n").encode()
 
 
 @command("client|kill", arity=-3, flags="admin noscript loading stale",
-         summary="Terminates open connections.",
-         syntax="ip:port|([ID client-id] [TYPE NORMAL|MASTER|SLAVE|REPLICA|PUBSUB] [USER username] "
-                "[ADDR ip:port] [LADDR ip:port] [SKIPME yes|no])",
          help="KILL <ip:port> | <option> <value> [<option> <value> [...]]\n    Kill connections.")
 def client_kill(ctx: Context, argv: list[bytes]) -> Any:
-    """CLIENT KILL ip:port | [ID id] [TYPE type] [USER name] [ADDR ip:port] [LADDR ip:port] [SKIPME yes|no]"""
+    """CLIENT KILL ip:port|([ID client-id] [TYPE NORMAL|MASTER|SLAVE|REPLICA|PUBSUB] [USER username]
+        [ADDR ip:port] [LADDR ip:port] [SKIPME yes|no])
+    Terminates open connections.
+    """
     clients = list(ctx.core.clients.values())
     if len(argv) == 3:
         addr = argv[2].decode("utf-8", "replace")
@@ -388,11 +399,11 @@ def _type_by_name(raw: bytes) -> str:
     return kind
 
 
-@command("client|no-evict", arity=3, flags="admin noscript loading stale",
-         summary="Sets the client eviction mode of the connection (maxmemory-clients).",
-         syntax="ON|OFF")
+@command("client|no-evict", arity=3, flags="admin noscript loading stale")
 def client_no_evict(ctx: Context, argv: list[bytes]) -> Any:
-    """CLIENT NO-EVICT ON|OFF"""
+    """CLIENT NO-EVICT ON|OFF
+    Sets the client eviction mode of the connection (maxmemory-clients).
+    """
     mode = argv[2].upper()
     if mode not in (b"ON", b"OFF"):
         raise CommandError(errors.SYNTAX)
@@ -405,10 +416,11 @@ def client_no_evict(ctx: Context, argv: list[bytes]) -> Any:
     return OK
 
 
-@command("client|help", arity=2, flags="loading stale",
-         summary="Returns helpful text about the different subcommands.")
+@command("client|help", arity=2, flags="loading stale")
 def client_help(ctx: Context, argv: list[bytes]) -> Any:
-    """CLIENT HELP"""
+    """CLIENT HELP
+    Returns helpful text about the different subcommands.
+    """
     return [Simple(line) for line in help_lines("client", ("id", "info", "getname", "setname", "setinfo", "list", "kill"))]
 
 

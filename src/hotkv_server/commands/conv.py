@@ -38,12 +38,12 @@ _CREATE_OPTIONS = Options("WINDOW, TTL, PX, PXAT or UPDATE", {
 
 
 @command("amem.conv.create", arity=-2, flags="write denyoom", key="RW update",
-         summary="Creates a conversation (or with UPDATE changes its window and idle TTL).",
-         syntax="session [WINDOW n] [TTL s|PX ms|PXAT unix-time-ms] [UPDATE]",
          complexity="O(1), O(N) when UPDATE shrinks the window by N turns", dialect=True,
          extensions="PX UPDATE")
 def conv_create(ctx: Context, argv: list[bytes]) -> Any:
-    """session [WINDOW n] [TTL s|PX ms|PXAT unix-time-ms] [UPDATE]"""
+    """AMEM.CONV.CREATE session [WINDOW n] [TTL s|PX ms|PXAT unix-time-ms] [UPDATE]
+    Creates a conversation (or with UPDATE changes its window and idle TTL).
+    """
     args = Args(argv, 1)
     session = args.ident("session")
     now = ctx.now_ms
@@ -72,12 +72,12 @@ def conv_create(ctx: Context, argv: list[bytes]) -> Any:
     return OK
 
 
-@command("amem.conv.append", arity=-4, flags="write denyoom", key="RW update",
-         summary="Appends a turn to a conversation: OK, or with WITHSEQ its sequence number.",
-         syntax="session role content [META json-object] [WITHSEQ]", dialect=True,
+@command("amem.conv.append", arity=-4, flags="write denyoom", key="RW update", dialect=True,
          extensions="META WITHSEQ")
 def conv_append(ctx: Context, argv: list[bytes]) -> Any:
-    """session role content [META json-object] [WITHSEQ]"""
+    """AMEM.CONV.APPEND session role content [META json-object] [WITHSEQ]
+    Appends a turn to a conversation: OK, or with WITHSEQ its sequence number.
+    """
     meta: bytes | None = None
     withseq = False
     if len(argv) == 4 and 0 < len(argv[1]) <= MAX_ID_LEN:  # no option: nothing to parse
@@ -118,10 +118,11 @@ def _role(raw: bytes) -> bytes:
 
 
 @command("amem.conv.window", arity=-2, flags="readonly", key="RO access",
-         summary="Returns the last n turns of a conversation (default all held), oldest first.",
-         syntax="session [n]", complexity="O(N) with N the turns returned", dialect=True)
+         complexity="O(N) with N the turns returned", dialect=True)
 def conv_window(ctx: Context, argv: list[bytes]) -> list[dict[str, Any]]:
-    """session [n]"""
+    """AMEM.CONV.WINDOW session [n]
+    Returns the last n turns of a conversation (default all held), oldest first.
+    """
     args = Args(argv, 1)
     session = args.ident("session")
     n = args.int("n", 0, None) if args else None
@@ -129,21 +130,21 @@ def conv_window(ctx: Context, argv: list[bytes]) -> list[dict[str, Any]]:
     return [turn.record() for turn in ctx.db.conv.window(session, ctx.now_ms, n)]
 
 
-@command("amem.conv.len", arity=2, flags="readonly fast", key="RO",
-         summary="Returns the number of turns a conversation holds (0 when missing).",
-         syntax="session")
+@command("amem.conv.len", arity=2, flags="readonly fast", key="RO")
 def conv_len(ctx: Context, argv: list[bytes]) -> int:
-    """session"""
+    """AMEM.CONV.LEN session
+    Returns the number of turns a conversation holds (0 when missing).
+    """
     session = Args(argv, 1).ident("session")
     return ctx.db.conv.length(session, ctx.now_ms)
 
 
 @command("amem.conv.info", arity=2, flags="readonly fast", key="RO access",
-         tips="nondeterministic_output",
-         summary="Returns a conversation's window, ttl, turns, appended, created and updated.",
-         syntax="session")
+         tips="nondeterministic_output")
 def conv_info(ctx: Context, argv: list[bytes]) -> dict[str, Any] | None:
-    """session"""
+    """AMEM.CONV.INFO session
+    Returns a conversation's window, ttl, turns, appended, created and updated.
+    """
     session = Args(argv, 1).ident("session")
     now = ctx.now_ms
     conv = ctx.db.conv.get(session, now)
@@ -161,10 +162,11 @@ def conv_info(ctx: Context, argv: list[bytes]) -> dict[str, Any] | None:
 
 @command("amem.conv.del", arity=-2, flags="write", keys=(1, -1, 1), key_flags="RM delete",
          tips="request_policy:multi_shard response_policy:agg_sum",
-         summary="Deletes conversations and returns how many existed.",
-         syntax="session [session ...]", complexity="O(N) with N the sessions named")
+         complexity="O(N) with N the sessions named")
 def conv_del(ctx: Context, argv: list[bytes]) -> int:
-    """session [session ...]"""
+    """AMEM.CONV.DEL session [session ...]
+    Deletes conversations and returns how many existed.
+    """
     args = Args(argv, 1)
     sessions = [args.ident("session") for _ in range(args.remaining())]
     store = ctx.db.conv
@@ -176,19 +178,21 @@ def conv_del(ctx: Context, argv: list[bytes]) -> int:
 
 
 @command("amem.conv.get", arity=2, flags="readonly", key="RO access",
-         summary="Returns every turn a conversation holds, oldest first (empty when missing).",
-         syntax="session", complexity="O(N) with N the turns held", dialect=True)
+         complexity="O(N) with N the turns held", dialect=True)
 def conv_get(ctx: Context, argv: list[bytes]) -> list[dict[str, Any]]:
-    """session"""
+    """AMEM.CONV.GET session
+    Returns every turn a conversation holds, oldest first (empty when missing).
+    """
     session = Args(argv, 1).ident("session")
     return [turn.record() for turn in ctx.db.conv.window(session, ctx.now_ms, None)]
 
 
 @command("amem.conv.clear", arity=2, flags="write", key="RW delete",
-         summary="Removes every turn of a conversation, keeping it and its settings; 1 if turns went.",
-         syntax="session", complexity="O(N) with N the turns held", dialect=True)
+         complexity="O(N) with N the turns held", dialect=True)
 def conv_clear(ctx: Context, argv: list[bytes]) -> int:
-    """session"""
+    """AMEM.CONV.CLEAR session
+    Removes every turn of a conversation, keeping it and its settings; 1 if turns went.
+    """
     session = Args(argv, 1).ident("session")
     now = ctx.now_ms
     conv = ctx.db.conv.get(session, now)
@@ -198,10 +202,10 @@ def conv_clear(ctx: Context, argv: list[bytes]) -> int:
     return 1
 
 
-@command("amem.conv.drop", arity=2, flags="write", key="RM delete",
-         summary="Deletes a conversation with its settings; 1 if it existed, else 0.",
-         syntax="session", dialect=True)
+@command("amem.conv.drop", arity=2, flags="write", key="RM delete", dialect=True)
 def conv_drop(ctx: Context, argv: list[bytes]) -> int:
-    """session"""
+    """AMEM.CONV.DROP session
+    Deletes a conversation with its settings; 1 if it existed, else 0.
+    """
     session = Args(argv, 1).ident("session")
     return delete_one(ctx, ctx.db.conv, session, ConvDel([session]))

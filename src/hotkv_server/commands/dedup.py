@@ -30,11 +30,12 @@ def _entry(argv: list[bytes]) -> tuple[bytes, bytes]:
     return args.ident("ns"), args.ident("hash")
 
 
-@command("embed.dedup.put", arity=5, flags="write denyoom", key="RW update",
-         summary="Stores an embedding under a content hash, or takes one more reference to the "
-                 "stored one; 1 if newly stored, else 0.", syntax="ns hash model embedding")
+@command("embed.dedup.put", arity=5, flags="write denyoom", key="RW update")
 def dedup_put(ctx: Context, argv: list[bytes]) -> int:
-    """ns hash model embedding"""
+    """EMBED.DEDUP.PUT ns hash model embedding
+    Stores an embedding under a content hash, or takes one more reference to the stored one; 1 if
+    newly stored, else 0.
+    """
     ns, ident = _entry(argv)
     args = Args(argv, 3)
     model = args.ident("model")
@@ -45,21 +46,21 @@ def dedup_put(ctx: Context, argv: list[bytes]) -> int:
     return result
 
 
-@command("embed.dedup.get", arity=3, flags="readonly fast", key="RO access",
-         summary="Returns the embedding stored under a content hash, or null (counted as a hit "
-                 "or a miss).", syntax="ns hash")
+@command("embed.dedup.get", arity=3, flags="readonly fast", key="RO access")
 def dedup_get(ctx: Context, argv: list[bytes]) -> bytes | None:
-    """ns hash"""
+    """EMBED.DEDUP.GET ns hash
+    Returns the embedding stored under a content hash, or null (counted as a hit or a miss).
+    """
     ns, ident = _entry(argv)
     entry = ctx.db.dedup.lookup(ns, ident)
     return None if entry is None else entry.embedding
 
 
-@command("embed.dedup.release", arity=3, flags="write", key="RW update",
-         summary="Gives back one reference to a stored embedding (freed at zero); 1 if it was "
-                 "held, else 0.", syntax="ns hash")
+@command("embed.dedup.release", arity=3, flags="write", key="RW update")
 def dedup_release(ctx: Context, argv: list[bytes]) -> int:
-    """ns hash"""
+    """EMBED.DEDUP.RELEASE ns hash
+    Gives back one reference to a stored embedding (freed at zero); 1 if it was held, else 0.
+    """
     ns, ident = _entry(argv)
     space = ctx.db.dedup.get(ns)
     if space is None or ident not in space.entries:
@@ -68,11 +69,12 @@ def dedup_release(ctx: Context, argv: list[bytes]) -> int:
     return 1
 
 
-@command("embed.dedup.stats", arity=2, flags="readonly fast", key="RO access",
-         summary="Returns a dedup namespace's hits, misses, entries, references and bytes "
-                 "(zeros for a namespace that does not exist).", syntax="ns")
+@command("embed.dedup.stats", arity=2, flags="readonly fast", key="RO access")
 def dedup_stats(ctx: Context, argv: list[bytes]) -> dict[str, int]:
-    """ns"""
+    """EMBED.DEDUP.STATS ns
+    Returns a dedup namespace's hits, misses, entries, references and bytes (zeros for a namespace
+    that does not exist).
+    """
     space = ctx.db.dedup.get(Args(argv, 1).ident("ns"))
     if space is None:
         return {"hits": 0, "misses": 0, "entries": 0, "references": 0, "bytes": 0}
@@ -80,20 +82,21 @@ def dedup_stats(ctx: Context, argv: list[bytes]) -> dict[str, int]:
 
 
 @command("embed.dedup.drop", arity=2, flags="write", key="RM delete",
-         summary="Drops a dedup namespace with its entries and counters; 1 if it existed, else 0.",
-         syntax="ns", complexity="O(N) with N the entries held")
+         complexity="O(N) with N the entries held")
 def dedup_drop(ctx: Context, argv: list[bytes]) -> int:
-    """ns"""
+    """EMBED.DEDUP.DROP ns
+    Drops a dedup namespace with its entries and counters; 1 if it existed, else 0.
+    """
     ns = Args(argv, 1).ident("ns")
     return delete_one(ctx, ctx.db.dedup, ns, DedupDrop(ns))
 
 
-@command("embed.dedup.purge", arity=2, flags="write", key="RW update",
-         summary="Frees the expired and unreferenced entries of a dedup namespace (hotkv frees an "
-                 "entry at its last RELEASE and entries never expire, so none are left); 1 if the "
-                 "namespace exists, else 0.", syntax="ns")
+@command("embed.dedup.purge", arity=2, flags="write", key="RW update")
 def dedup_purge(ctx: Context, argv: list[bytes]) -> int:
-    """ns"""
+    """EMBED.DEDUP.PURGE ns
+    Frees the expired and unreferenced entries of a dedup namespace (hotkv frees an entry at its
+    last RELEASE and entries never expire, so none are left); 1 if the namespace exists, else 0.
+    """
     ns = Args(argv, 1).ident("ns")
     space = ctx.db.dedup.get(ns)
     if space is None:
@@ -104,8 +107,9 @@ def dedup_purge(ctx: Context, argv: list[bytes]) -> int:
 
 
 @command("embed.dedup.list", arity=1, flags="readonly",
-         summary="Lists the dedup namespaces, sorted.", syntax="",
          complexity="O(N log N) with N the namespaces")
 def dedup_list(ctx: Context, argv: list[bytes]) -> list[bytes]:
-    """(no arguments)"""
+    """EMBED.DEDUP.LIST
+    Lists the dedup namespaces, sorted.
+    """
     return readable_ids(ctx, sorted(ctx.db.dedup.namespaces))

@@ -112,12 +112,12 @@ _QUERY_OPTIONS = Options("TYPE, FROM, TO, LIMIT or REV", {
 
 
 @command("amem.epis.log", arity=-4, flags="write denyoom", key="RW insert",
-         tips="nondeterministic_output",
-         summary="Appends an event to an agent's episodic log: OK, or with WITHID its id.",
-         syntax="agent type text [METADATA text|META json-object] [SOURCE s] [WITHID]",
-         complexity="O(1)", dialect=True, extensions="META SOURCE WITHID")
+         tips="nondeterministic_output", complexity="O(1)", dialect=True,
+         extensions="META SOURCE WITHID")
 def epis_log(ctx: Context, argv: list[bytes]) -> Any:
-    """agent type text [METADATA text|META json-object] [SOURCE s] [WITHID]"""
+    """AMEM.EPIS.LOG agent type text [METADATA text|META json-object] [SOURCE s] [WITHID]
+    Appends an event to an agent's episodic log: OK, or with WITHID its id.
+    """
     agent = Args(argv, 1).ident("agent")
     type_ = check_type(argv[2])
     text = argv[3]
@@ -128,12 +128,12 @@ def epis_log(ctx: Context, argv: list[bytes]) -> Any:
 
 
 @command("amem.epis.query", arity=-2, flags="readonly", key="RO access",
-         summary="Returns an agent's events by type and id/time range, oldest or newest first.",
-         syntax="agent [TYPE type] [FROM start] [TO end] [LIMIT n] [REV]",
          complexity="O(log N + M) with M the events walked (all of the range with a TYPE filter).",
          dialect=True, extensions="REV")
 def epis_query(ctx: Context, argv: list[bytes]) -> list[dict[str, Any]]:
-    """agent [TYPE type] [FROM start] [TO end] [LIMIT n] [REV]"""
+    """AMEM.EPIS.QUERY agent [TYPE type] [FROM start] [TO end] [LIMIT n] [REV]
+    Returns an agent's events by type and id/time range, oldest or newest first.
+    """
     args = Args(argv, 1)
     agent = args.ident("agent")
     given = _QUERY_OPTIONS.read(args)
@@ -143,20 +143,22 @@ def epis_query(ctx: Context, argv: list[bytes]) -> list[dict[str, Any]]:
     return [event_record(event) for event in events]
 
 
-@command("amem.epis.len", arity=2, flags="readonly fast", key="RO",
-         summary="Returns the number of events in an agent's episodic log.", syntax="agent")
+@command("amem.epis.len", arity=2, flags="readonly fast", key="RO")
 def epis_len(ctx: Context, argv: list[bytes]) -> int:
-    """agent"""
+    """AMEM.EPIS.LEN agent
+    Returns the number of events in an agent's episodic log.
+    """
     agent = Args(argv, 1).ident("agent")
     store = ctx.db.epis
     return store.length(agent)
 
 
 @command("amem.epis.trim", arity=4, flags="write", key="RW delete",
-         summary="Removes an agent's oldest events, to a maximum length or before an id/time.",
-         syntax="agent (MAXLEN n|BEFORE start)", complexity="O(N) with N the events left")
+         complexity="O(N) with N the events left")
 def epis_trim(ctx: Context, argv: list[bytes]) -> int:
-    """agent (MAXLEN n|BEFORE start)"""
+    """AMEM.EPIS.TRIM agent (MAXLEN n|BEFORE start)
+    Removes an agent's oldest events, to a maximum length or before an id/time.
+    """
     args = Args(argv, 1)
     agent = args.ident("agent")
     mode = args.choice("trim mode", (b"MAXLEN", b"BEFORE"))
@@ -176,29 +178,31 @@ def _trim(ctx: Context, agent: bytes, boundary: tuple[int, int] | None) -> int:
     return int(ctx.emit(EpisTrim(agent, boundary[0], boundary[1])))
 
 
-@command("amem.epis.del", arity=2, flags="write", key="RM delete",
-         summary="Deletes an agent's whole episodic log.", syntax="agent")
+@command("amem.epis.del", arity=2, flags="write", key="RM delete")
 def epis_del(ctx: Context, argv: list[bytes]) -> int:
-    """agent"""
+    """AMEM.EPIS.DEL agent
+    Deletes an agent's whole episodic log.
+    """
     agent = Args(argv, 1).ident("agent")
     return delete_one(ctx, ctx.db.epis, agent, EpisDel(agent))
 
 
 @command("amem.epis.clear", arity=2, flags="write", key="RW delete",
-         summary="Removes every event of an agent's log, keeping the log; 1 if events went, else 0.",
-         syntax="agent", complexity="O(N) with N the events held", dialect=True)
+         complexity="O(N) with N the events held", dialect=True)
 def epis_clear(ctx: Context, argv: list[bytes]) -> int:
-    """agent"""
+    """AMEM.EPIS.CLEAR agent
+    Removes every event of an agent's log, keeping the log; 1 if events went, else 0.
+    """
     agent = Args(argv, 1).ident("agent")
     removed = _trim(ctx, agent, ctx.db.epis.trim_boundary_maxlen(agent, 0))
     return 1 if removed else 0
 
 
-@command("amem.epis.stats", arity=2, flags="readonly fast", key="RO",
-         summary="Returns total_events, oldest_ts and newest_ts (ms; null without events) of a log.",
-         syntax="agent", dialect=True)
+@command("amem.epis.stats", arity=2, flags="readonly fast", key="RO", dialect=True)
 def epis_stats(ctx: Context, argv: list[bytes]) -> dict[str, Any]:
-    """agent"""
+    """AMEM.EPIS.STATS agent
+    Returns total_events, oldest_ts and newest_ts (ms; null without events) of a log.
+    """
     agent = Args(argv, 1).ident("agent")
     store = ctx.db.epis
     oldest = store.query(agent, limit=1)

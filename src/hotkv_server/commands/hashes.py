@@ -56,15 +56,16 @@ def set_fields(ctx: Context, key: bytes, found: HashValue | None, pairs: list[by
 
 
 #: what HSET and HMSET share
-_HSET = SpecFields(arity=-4, flags="write denyoom fast", key="RW update",
-                   syntax="key field value [field value ...]")
+_HSET = SpecFields(arity=-4, flags="write denyoom fast", key="RW update")
 
 
-@command("hset", _HSET, summary="Creates or modifies the value of a field in a hash.",
+@command("hset", _HSET,
          complexity="O(1) for each field/value pair added, so O(N) to add N field/value pairs "
                     "when the command is called with multiple field/value pairs.")
 def hset(ctx: Context, argv: list[bytes]) -> Any:
-    """HSET key field value [field value ...]"""
+    """HSET key field value [field value ...]
+    Creates or modifies the value of a field in a hash.
+    """
     if len(argv) % 2:
         raise CommandError(errors.wrong_arity("hset"))
     key = argv[1]
@@ -77,10 +78,11 @@ def hset(ctx: Context, argv: list[bytes]) -> Any:
     return added
 
 
-@command("hmset", _HSET, summary="Sets the values of multiple fields.",
-         complexity="O(N) where N is the number of fields being set.")
+@command("hmset", _HSET, complexity="O(N) where N is the number of fields being set.")
 def hmset(ctx: Context, argv: list[bytes]) -> Any:
-    """HMSET key field value [field value ...]"""
+    """HMSET key field value [field value ...]
+    Sets the values of multiple fields.
+    """
     if len(argv) % 2:
         raise CommandError(errors.wrong_arity("hmset"))
     key = argv[1]
@@ -88,11 +90,11 @@ def hmset(ctx: Context, argv: list[bytes]) -> Any:
     return OK
 
 
-@command("hsetnx", arity=4, flags="write denyoom fast", key="RW insert",
-         summary="Sets the value of a field in a hash only when the field doesn't exist.",
-         syntax="key field value")
+@command("hsetnx", arity=4, flags="write denyoom fast", key="RW insert")
 def hsetnx(ctx: Context, argv: list[bytes]) -> Any:
-    """HSETNX key field value"""
+    """HSETNX key field value
+    Sets the value of a field in a hash only when the field doesn't exist.
+    """
     key = argv[1]
     found = target(ctx, key, HashValue)
     if found is not None and argv[2] in found:
@@ -101,10 +103,11 @@ def hsetnx(ctx: Context, argv: list[bytes]) -> Any:
     return 1
 
 
-@command("hget", arity=3, flags="readonly fast", key="RO access",
-         summary="Returns the value of a field in a hash.", syntax="key field")
+@command("hget", arity=3, flags="readonly fast", key="RO access")
 def hget(ctx: Context, argv: list[bytes]) -> Any:
-    """HGET key field"""
+    """HGET key field
+    Returns the value of a field in a hash.
+    """
     found = ctx.db.kv.typed(argv[1], ctx.now_ms, HashValue)
     stats = ctx.core.stats  # read() written out: HGET is a hot path
     if found is None:
@@ -115,10 +118,11 @@ def hget(ctx: Context, argv: list[bytes]) -> Any:
 
 
 @command("hmget", arity=-3, flags="readonly fast", key="RO access",
-         summary="Returns the values of all fields in a hash.", syntax="key field [field ...]",
          complexity="O(N) where N is the number of fields being requested.")
 def hmget(ctx: Context, argv: list[bytes]) -> Any:
-    """HMGET key field [field ...]"""
+    """HMGET key field [field ...]
+    Returns the values of all fields in a hash.
+    """
     found = read(ctx, argv[1], HashValue)
     if found is None:
         return [None] * (len(argv) - 2)
@@ -128,37 +132,42 @@ def hmget(ctx: Context, argv: list[bytes]) -> Any:
 
 #: what HGETALL, HKEYS and HVALS share
 _WHOLE = SpecFields(arity=2, flags="readonly", key="RO access",
-                    tips="nondeterministic_output_order", syntax="key",
-                    complexity="O(N) where N is the size of the hash.")
+                    tips="nondeterministic_output_order", complexity="O(N) where N is the size of the hash.")
 
 
-@command("hgetall", _WHOLE, summary="Returns all fields and values in a hash.")
+@command("hgetall", _WHOLE)
 def hgetall(ctx: Context, argv: list[bytes]) -> Any:
-    """HGETALL key"""
+    """HGETALL key
+    Returns all fields and values in a hash.
+    """
     found = read(ctx, argv[1], HashValue)
     return {} if found is None else found.to_dict()
 
 
-@command("hkeys", _WHOLE, summary="Returns all fields in a hash.")
+@command("hkeys", _WHOLE)
 def hkeys(ctx: Context, argv: list[bytes]) -> Any:
-    """HKEYS key"""
+    """HKEYS key
+    Returns all fields in a hash.
+    """
     found = read(ctx, argv[1], HashValue)
     return [] if found is None else found.names()
 
 
-@command("hvals", _WHOLE, summary="Returns all values in a hash.")
+@command("hvals", _WHOLE)
 def hvals(ctx: Context, argv: list[bytes]) -> Any:
-    """HVALS key"""
+    """HVALS key
+    Returns all values in a hash.
+    """
     found = read(ctx, argv[1], HashValue)
     return [] if found is None else found.values()
 
 
 @command("hdel", arity=-3, flags="write fast", key="RW delete",
-         summary="Deletes one or more fields and their values from a hash. Deletes the hash if no fields remain.",
-         syntax="key field [field ...]",
          complexity="O(N) where N is the number of fields to be removed.")
 def hdel(ctx: Context, argv: list[bytes]) -> Any:
-    """HDEL key field [field ...]"""
+    """HDEL key field [field ...]
+    Deletes one or more fields and their values from a hash. Deletes the hash if no fields remain.
+    """
     found = target(ctx, argv[1], HashValue)
     return 0 if found is None else remove_present(ctx, argv, found, KvHdel)
 
@@ -174,26 +183,29 @@ def remove_present(ctx: Context, argv: list[bytes], entries: Container[bytes],
     return removed
 
 
-@command("hexists", arity=3, flags="readonly fast", key="RO",
-         summary="Determines whether a field exists in a hash.", syntax="key field")
+@command("hexists", arity=3, flags="readonly fast", key="RO")
 def hexists(ctx: Context, argv: list[bytes]) -> Any:
-    """HEXISTS key field"""
+    """HEXISTS key field
+    Determines whether a field exists in a hash.
+    """
     found = read(ctx, argv[1], HashValue)
     return int(found is not None and argv[2] in found)
 
 
-@command("hlen", arity=2, flags="readonly fast", key="RO",
-         summary="Returns the number of fields in a hash.", syntax="key")
+@command("hlen", arity=2, flags="readonly fast", key="RO")
 def hlen(ctx: Context, argv: list[bytes]) -> Any:
-    """HLEN key"""
+    """HLEN key
+    Returns the number of fields in a hash.
+    """
     found = read(ctx, argv[1], HashValue)
     return 0 if found is None else len(found)
 
 
-@command("hstrlen", arity=3, flags="readonly fast", key="RO",
-         summary="Returns the length of the value of a field.", syntax="key field")
+@command("hstrlen", arity=3, flags="readonly fast", key="RO")
 def hstrlen(ctx: Context, argv: list[bytes]) -> Any:
-    """HSTRLEN key field"""
+    """HSTRLEN key field
+    Returns the length of the value of a field.
+    """
     found = read(ctx, argv[1], HashValue)
     if found is None:
         return 0
@@ -250,19 +262,21 @@ _NUMBERS = {
                               parse_long_double(b"0"), _float_sum, format_long_double, True),
 }
 #: what HINCRBY and HINCRBYFLOAT share
-_HINCR = SpecFields(arity=4, flags="write denyoom fast", key="RW access update",
-                    syntax="key field increment")
+_HINCR = SpecFields(arity=4, flags="write denyoom fast", key="RW access update")
 
 
 # (stacked specs register bottom-up: HINCRBY first, as ACL CAT lists them)
-@command("hincrbyfloat", _HINCR,
-         summary="Increments the floating point value of a field by a number. Uses 0 as "
-                 "initial value if the field doesn't exist.")
-@command("hincrby", _HINCR,
-         summary="Increments the integer value of a field in a hash by a number. Uses 0 as "
-                 "initial value if the field doesn't exist.")
+@command("hincrbyfloat", _HINCR)
+@command("hincrby", _HINCR)
 def hincr(ctx: Context, argv: list[bytes]) -> Any:
-    """HINCRBY|HINCRBYFLOAT key field increment"""
+    """HINCRBYFLOAT key field increment
+    Increments the floating point value of a field by a number. Uses 0 as initial value if the field
+    doesn't exist.
+
+    HINCRBY key field increment
+    Increments the integer value of a field in a hash by a number. Uses 0 as initial value if the
+    field doesn't exist.
+    """
     numbers = _NUMBERS[argv[0].lower()]
     delta = numbers.increment(argv[3])
     key, field = argv[1], argv[2]
@@ -281,11 +295,11 @@ def hincr(ctx: Context, argv: list[bytes]) -> Any:
 
 
 @command("hrandfield", arity=-2, flags="readonly", key="RO access", tips="nondeterministic_output",
-         summary="Returns one or more random fields from a hash.",
-         syntax="key [count [WITHVALUES]]",
          complexity="O(N) where N is the number of fields returned")
 def hrandfield(ctx: Context, argv: list[bytes]) -> Any:
-    """HRANDFIELD key [count [WITHVALUES]]"""
+    """HRANDFIELD key [count [WITHVALUES]]
+    Returns one or more random fields from a hash.
+    """
     if len(argv) == 2:
         found = read(ctx, argv[1], HashValue)
         if found is None:
@@ -347,9 +361,11 @@ def pick(names: list[bytes], count: int) -> list[bytes]:
     return random.sample(names, count)
 
 
-@command("hscan", ELEMENT_SCAN, summary="Iterates over fields and values of a hash.")
+@command("hscan", ELEMENT_SCAN)
 def hscan(ctx: Context, argv: list[bytes]) -> Any:
-    """HSCAN key cursor [MATCH pattern] [COUNT count]"""
+    """HSCAN key cursor [MATCH pattern] [COUNT count]
+    Iterates over fields and values of a hash.
+    """
     step = scan_step(ctx, argv, HashValue)
     if step is None:
         return [b"0", []]

@@ -380,8 +380,9 @@ def info_text(core: Core, args: list[bytes]) -> str:
 
 @command("info", arity=-1, flags="loading stale", group="server", acl="dangerous",
          tips="nondeterministic_output request_policy:all_shards response_policy:special",
-         summary="Returns information and statistics about the server.", syntax="[section ...]",
          complexity="O(1)")
 def info(ctx: Context, argv: list[bytes]) -> Any:
-    """INFO [section ...]"""
+    """INFO [section ...]
+    Returns information and statistics about the server.
+    """
     return Verbatim(info_text(ctx.core, argv[1:]))

@@ -234,20 +234,22 @@ container(
 
 
 @command("command|count", arity=2, flags="loading stale", acl="connection",
-         summary="Returns a count of commands.",
          help="COUNT\n    Return the total number of commands in this hotkv server.")
 def command_count(ctx: Context, argv: list[bytes]) -> Any:
-    """COMMAND COUNT"""
+    """COMMAND COUNT
+    Returns a count of commands.
+    """
     return len(COMMANDS)
 
 
 @command("command|list", arity=-2, flags="loading stale", acl="connection",
-         tips="nondeterministic_output_order", summary="Returns a list of command names.",
-         syntax="[FILTERBY (MODULE module-name|ACLCAT category|PATTERN pattern)]",
+         tips="nondeterministic_output_order",
          complexity="O(N) where N is the total number of commands",
          help="LIST [FILTERBY (MODULE <module-name>|ACLCAT <category>|PATTERN <pattern>)]\n    Return a list of all commands in this hotkv server.")
 def command_list(ctx: Context, argv: list[bytes]) -> Any:
-    """COMMAND LIST [FILTERBY MODULE module-name|ACLCAT category|PATTERN pattern]"""
+    """COMMAND LIST [FILTERBY (MODULE module-name|ACLCAT category|PATTERN pattern)]
+    Returns a list of command names.
+    """
     names = every_name()
     if len(argv) == 2:
         return names
@@ -274,15 +276,15 @@ def _spec(fullname: str) -> CommandSpec:
 
 #: what COMMAND INFO and COMMAND DOCS share
 _BY_NAME = SpecFields(arity=-2, flags="loading stale", acl="connection",
-                      tips="nondeterministic_output_order", syntax="[command-name ...]",
-                      complexity="O(N) where N is the number of commands to look up")
+                      tips="nondeterministic_output_order", complexity="O(N) where N is the number of commands to look up")
 
 
 @command("command|info", _BY_NAME,
-         summary="Returns information about one, multiple or all commands.",
          help="INFO [<command-name> ...]\n    Return details about multiple hotkv commands.\n    If no command names are given, details for all commands are returned.")
 def command_info_cmd(ctx: Context, argv: list[bytes]) -> Any:
-    """COMMAND INFO [command-name ...]"""
+    """COMMAND INFO [command-name ...]
+    Returns information about one, multiple or all commands.
+    """
     if len(argv) == 2:
         return [command_info(spec, ctx.proto) for spec in all_specs()]
     out: list[Any] = []
@@ -293,10 +295,11 @@ def command_info_cmd(ctx: Context, argv: list[bytes]) -> Any:
 
 
 @command("command|docs", _BY_NAME,
-         summary="Returns documentary information about one, multiple or all commands.",
          help="DOCS [<command-name> ...]\n    Return documentation details about multiple hotkv commands.\n    If no command names are given, documentation details for all\n    commands are returned.")
 def command_docs_cmd(ctx: Context, argv: list[bytes]) -> Any:
-    """COMMAND DOCS [command-name ...]"""
+    """COMMAND DOCS [command-name ...]
+    Returns documentary information about one, multiple or all commands.
+    """
     if len(argv) == 2:
         return {spec.name: command_docs(spec, ctx.proto) for spec in all_specs()}
     out: dict[str, Any] = {}
@@ -336,22 +339,24 @@ def _count_fits(ks: Any, call: list[bytes]) -> bool:
 
 #: what COMMAND GETKEYS and GETKEYSANDFLAGS share
 _GETKEYS = SpecFields(arity=-4, flags="loading stale", acl="connection",
-                      syntax="command arg [arg ...]",
                       complexity="O(N) where N is the number of arguments to the command")
 
 
-@command("command|getkeys", _GETKEYS, summary="Extracts the key names from an arbitrary command.",
+@command("command|getkeys", _GETKEYS,
          help="GETKEYS <full-command>\n    Return the keys from a full hotkv command.")
 def command_getkeys(ctx: Context, argv: list[bytes]) -> Any:
-    """COMMAND GETKEYS command arg [arg ...]"""
+    """COMMAND GETKEYS command arg [arg ...]
+    Extracts the key names from an arbitrary command.
+    """
     return _keys_of_call(argv[2:])[1]
 
 
 @command("command|getkeysandflags", _GETKEYS,
-         summary="Extracts the key names and access flags for an arbitrary command.",
          help="GETKEYSANDFLAGS <full-command>\n    Return the keys and the access flags from a full hotkv command.")
 def command_getkeysandflags(ctx: Context, argv: list[bytes]) -> Any:
-    """COMMAND GETKEYSANDFLAGS command arg [arg ...]"""
+    """COMMAND GETKEYSANDFLAGS command arg [arg ...]
+    Extracts the key names and access flags for an arbitrary command.
+    """
     call = argv[2:]
     spec, _keys = _keys_of_call(call)
     if len(spec.key_specs) == 1:  # the flags may depend on the call (SET ... GET)
@@ -361,9 +366,10 @@ def command_getkeysandflags(ctx: Context, argv: list[bytes]) -> Any:
             for key, flags_of in spec.keys_with_flags(call)]
 
 
-@command("command|help", arity=2, flags="loading stale", acl="connection",
-         summary="Returns helpful text about the different subcommands.")
+@command("command|help", arity=2, flags="loading stale", acl="connection")
 def command_help(ctx: Context, argv: list[bytes]) -> Any:
-    """COMMAND HELP"""
+    """COMMAND HELP
+    Returns helpful text about the different subcommands.
+    """
     return [Simple(line) for line in help_lines("command")]
 

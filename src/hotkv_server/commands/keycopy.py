@@ -24,10 +24,11 @@ SAME_OBJECT = "ERR source and destination objects are the same"
 
 
 @command("rename", arity=3, flags="write", keys=(1, 2, 1),
-         key_specs=(key_spec(1, "RW access delete", arg="key"), key_spec(2, "OW update", arg="newkey")),
-         summary="Renames a key and overwrites the destination.", syntax="key newkey")
+         key_specs=(key_spec(1, "RW access delete", arg="key"), key_spec(2, "OW update", arg="newkey")))
 def rename(ctx: Context, argv: list[bytes]) -> Any:
-    """RENAME key newkey"""
+    """RENAME key newkey
+    Renames a key and overwrites the destination.
+    """
     src, dst = argv[1], argv[2]
     kv = ctx.db.kv
     if kv.lookup(src, ctx.now_ms) is None:
@@ -39,10 +40,11 @@ def rename(ctx: Context, argv: list[bytes]) -> Any:
 
 @command("renamenx", arity=3, flags="write fast", keys=(1, 2, 1),
          key_specs=(key_spec(1, "RW access delete", arg="key"),
-                    key_spec(2, "OW insert", arg="newkey")),
-         summary="Renames a key only when the target key name doesn't exist.", syntax="key newkey")
+                   key_spec(2, "OW insert", arg="newkey")))
 def renamenx(ctx: Context, argv: list[bytes]) -> Any:
-    """RENAMENX key newkey"""
+    """RENAMENX key newkey
+    Renames a key only when the target key name doesn't exist.
+    """
     src, dst = argv[1], argv[2]
     kv = ctx.db.kv
     now = ctx.now_ms
@@ -56,12 +58,12 @@ def renamenx(ctx: Context, argv: list[bytes]) -> Any:
 
 @command("copy", arity=-3, flags="write denyoom", keys=(1, 2, 1),
          key_specs=(key_spec(1, "RO access", arg="source"), key_spec(2, "OW update", arg="destination")),
-         summary="Copies the value of a key to a new key.",
-         syntax="source destination [DB destination-db] [REPLACE]",
          complexity="O(N) worst case for collections, where N is the number of nested items. "
                     "O(1) for string values.")
 def copy(ctx: Context, argv: list[bytes]) -> Any:
-    """COPY source destination [DB destination-db] [REPLACE]"""
+    """COPY source destination [DB destination-db] [REPLACE]
+    Copies the value of a key to a new key.
+    """
     src, dst = argv[1], argv[2]
     replace = False
     i = 3

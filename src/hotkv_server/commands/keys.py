@@ -59,49 +59,54 @@ def _delete(ctx: Context, argv: list[bytes]) -> int:
 
 #: what DEL, UNLINK and EXISTS share
 _KEYS = SpecFields(arity=-2, keys=(1, -1, 1),
-                   tips="request_policy:multi_shard response_policy:agg_sum",
-                   syntax="key [key ...]")
+                   tips="request_policy:multi_shard response_policy:agg_sum")
 
 
-@command("del", _KEYS, flags="write", key_flags="RM delete", summary="Deletes one or more keys.",
+@command("del", _KEYS, flags="write", key_flags="RM delete",
          complexity="O(N) where N is the number of keys that will be removed.")
 def del_(ctx: Context, argv: list[bytes]) -> Any:
-    """DEL key [key ...]"""
+    """DEL key [key ...]
+    Deletes one or more keys.
+    """
     return _delete(ctx, argv)
 
 
 @command("unlink", _KEYS, flags="write fast", key_flags="RM delete",
-         summary="Asynchronously deletes one or more keys.",
          complexity="O(1) for each key removed.")
 def unlink(ctx: Context, argv: list[bytes]) -> Any:
-    """UNLINK key [key ...]"""
+    """UNLINK key [key ...]
+    Asynchronously deletes one or more keys.
+    """
     # values are plain bytes, so freeing them is never slow enough to hand to a thread
     return _delete(ctx, argv)
 
 
 @command("exists", _KEYS, flags="readonly fast", key_flags="RO",
-         summary="Determines whether one or more keys exist.",
          complexity="O(N) where N is the number of keys to check.")
 def exists(ctx: Context, argv: list[bytes]) -> Any:
-    """EXISTS key [key ...]"""
+    """EXISTS key [key ...]
+    Determines whether one or more keys exist.
+    """
     kv_peek = ctx.db.kv.peek
     now = ctx.now_ms
     # a key named twice counts twice, as in Redis
     return sum(1 for key in argv[1:] if kv_peek(key, now) is not None)
 
 
-@command("type", arity=2, flags="readonly fast", key="RO",
-         summary="Determines the type of value stored at a key.", syntax="key")
+@command("type", arity=2, flags="readonly fast", key="RO")
 def type_(ctx: Context, argv: list[bytes]) -> Any:
-    """TYPE key"""
+    """TYPE key
+    Determines the type of value stored at a key.
+    """
     return _TYPE_WORDS[ctx.db.kv.type_name(argv[1], ctx.now_ms)]
 
 
 @command("dbsize", arity=1, flags="readonly fast", group="server", acl="@keyspace",
-         tips="request_policy:all_shards response_policy:agg_sum",
-         summary="Returns the number of keys in the string cache.", syntax="")
+         tips="request_policy:all_shards response_policy:agg_sum")
 def dbsize(ctx: Context, argv: list[bytes]) -> Any:
-    """DBSIZE"""
+    """DBSIZE
+    Returns the number of keys in the string cache.
+    """
     readable = readable_filter(ctx)
     if readable is not None:  # a tenant counts only the keys it may read (tenancy.py)
         return sum(1 for key in ctx.db.kv.ids(ctx.now_ms) if readable(key))
@@ -111,10 +116,11 @@ def dbsize(ctx: Context, argv: list[bytes]) -> Any:
 
 @command("randomkey", arity=1, flags="readonly",
          tips="request_policy:all_shards nondeterministic_output",
-         summary="Returns a random key name from the string cache.", syntax="",
          complexity="O(N): the key is picked by position in the key table.")
 def randomkey(ctx: Context, argv: list[bytes]) -> Any:
-    """RANDOMKEY"""
+    """RANDOMKEY
+    Returns a random key name from the string cache.
+    """
     kv = ctx.db.kv
     now = ctx.now_ms
     readable = readable_filter(ctx)
@@ -136,10 +142,11 @@ def randomkey(ctx: Context, argv: list[bytes]) -> Any:
 # --- listing ----------------------------------------------------------------------------
 @command("keys", arity=2, flags="readonly", acl="@dangerous",
          tips="request_policy:all_shards nondeterministic_output_order",
-         summary="Returns all key names that match a pattern.", syntax="pattern",
          complexity="O(N) with N being the number of keys in the string cache.")
 def keys(ctx: Context, argv: list[bytes]) -> Any:
-    """KEYS pattern"""
+    """KEYS pattern
+    Returns all key names that match a pattern.
+    """
     pattern = argv[1]
     names = readable_ids(ctx, ctx.db.kv.ids(ctx.now_ms))  # a tenant's keys only (tenancy.py)
     if pattern == b"*":
@@ -169,11 +176,11 @@ def parse_cursor(raw: bytes) -> int:
 
 
 @command("scan", arity=-2, flags="readonly", tips="nondeterministic_output request_policy:special",
-         summary="Iterates over the key names in the string cache.",
-         syntax="cursor [MATCH pattern] [COUNT count] [TYPE type]",
          complexity="O(1) for every call. O(N) for a complete iteration.")
 def scan(ctx: Context, argv: list[bytes]) -> Any:
-    """SCAN cursor [MATCH pattern] [COUNT count] [TYPE type]"""
+    """SCAN cursor [MATCH pattern] [COUNT count] [TYPE type]
+    Iterates over the key names in the string cache.
+    """
     cursor = parse_cursor(argv[1])
     pattern, count, type_name = scan_options_with_type(argv, 2)
     # an unknown type matches nothing, as in Redis 7.0; a tenant walks only the keys it may
@@ -196,15 +203,25 @@ _EXPIRE_OPTIONS = {b"nx": _EXP_NX, b"xx": _EXP_XX, b"gt": _EXP_GT, b"lt": _EXP_L
 #: EXPIRE's names: whether the time is relative to now, whether it is in seconds
 _EXPIRE_UNITS = {b"expire": (True, True), b"pexpire": (True, False),
                  b"expireat": (False, True), b"pexpireat": (False, False)}
-_EXPIRE_SYNTAX = "key {} [NX|XX|GT|LT]"
 
 
-@command("expire", arity=-3, flags="write fast", key="RW update",
-         summary="Sets the expiration time of a key in seconds.",
-         syntax=_EXPIRE_SYNTAX.format("seconds"))
+@command("expire", arity=-3, flags="write fast", key="RW update")
 def expire(ctx: Context, argv: list[bytes]) -> Any:
-    """EXPIRE key seconds [NX|XX|GT|LT], and PEXPIRE, EXPIREAT, PEXPIREAT (its aliases, told
-    apart by their name): same checks and order as Redis 7.0."""
+    """EXPIRE key seconds [NX|XX|GT|LT]
+    Sets the expiration time of a key in seconds.
+
+    PEXPIRE key milliseconds [NX|XX|GT|LT]
+    Sets the expiration time of a key in milliseconds.
+
+    EXPIREAT key unix-time-seconds [NX|XX|GT|LT]
+    Sets the expiration time of a key to a Unix timestamp.
+
+    PEXPIREAT key unix-time-milliseconds [NX|XX|GT|LT]
+    Sets the expiration time of a key to a Unix milliseconds timestamp.
+
+    The four are one handler, told apart by their name: the same checks, in the same order,
+    as Redis 7.0.
+    """
     command_name = argv[0].lower()
     relative, seconds = _EXPIRE_UNITS[command_name]
     flags = 0
@@ -253,30 +270,29 @@ def expire(ctx: Context, argv: list[bytes]) -> Any:
     return 1
 
 
-alias("pexpire", of="expire", summary="Sets the expiration time of a key in milliseconds.",
-      syntax=_EXPIRE_SYNTAX.format("milliseconds"))
-alias("expireat", of="expire", summary="Sets the expiration time of a key to a Unix timestamp.",
-      syntax=_EXPIRE_SYNTAX.format("unix-time-seconds"))
-alias("pexpireat", of="expire", summary="Sets the expiration time of a key to a Unix milliseconds timestamp.",
-      syntax=_EXPIRE_SYNTAX.format("unix-time-milliseconds"))
+alias("pexpire", of="expire")
+alias("expireat", of="expire")
+alias("pexpireat", of="expire")
 
 
 #: what TTL, PTTL, EXPIRETIME and PEXPIRETIME share
-_TTL = SpecFields(arity=2, flags="readonly fast", key="RO access", syntax="key")
+_TTL = SpecFields(arity=2, flags="readonly fast", key="RO access")
 
 
-@command("ttl", _TTL, tips="nondeterministic_output",
-         summary="Returns the expiration time in seconds of a key.")
+@command("ttl", _TTL, tips="nondeterministic_output")
 def ttl(ctx: Context, argv: list[bytes]) -> Any:
-    """TTL key"""
+    """TTL key
+    Returns the expiration time in seconds of a key.
+    """
     ms = ctx.db.kv.ttl_ms(argv[1], ctx.now_ms)
     return ms if ms < 0 else (ms + 500) // 1000
 
 
-@command("pttl", _TTL, tips="nondeterministic_output",
-         summary="Returns the expiration time in milliseconds of a key.")
+@command("pttl", _TTL, tips="nondeterministic_output")
 def pttl(ctx: Context, argv: list[bytes]) -> Any:
-    """PTTL key"""
+    """PTTL key
+    Returns the expiration time in milliseconds of a key.
+    """
     return ctx.db.kv.ttl_ms(argv[1], ctx.now_ms)
 
 
@@ -289,24 +305,28 @@ def _deadline(ctx: Context, key: bytes) -> int:
     return -1 if at is None else at
 
 
-@command("expiretime", _TTL, summary="Returns the expiration time of a key as a Unix timestamp.")
+@command("expiretime", _TTL)
 def expiretime(ctx: Context, argv: list[bytes]) -> Any:
-    """EXPIRETIME key"""
+    """EXPIRETIME key
+    Returns the expiration time of a key as a Unix timestamp.
+    """
     at = _deadline(ctx, argv[1])
     return at if at < 0 else at // 1000
 
 
-@command("pexpiretime", _TTL,
-         summary="Returns the expiration time of a key as a Unix milliseconds timestamp.")
+@command("pexpiretime", _TTL)
 def pexpiretime(ctx: Context, argv: list[bytes]) -> Any:
-    """PEXPIRETIME key"""
+    """PEXPIRETIME key
+    Returns the expiration time of a key as a Unix milliseconds timestamp.
+    """
     return _deadline(ctx, argv[1])
 
 
-@command("persist", arity=2, flags="write fast", key="RW update",
-         summary="Removes the expiration time of a key.", syntax="key")
+@command("persist", arity=2, flags="write fast", key="RW update")
 def persist(ctx: Context, argv: list[bytes]) -> Any:
-    """PERSIST key"""
+    """PERSIST key
+    Removes the expiration time of a key.
+    """
     kv = ctx.db.kv
     key = argv[1]
     if kv.lookup(key, ctx.now_ms) is None or kv.expiry(key) is None:

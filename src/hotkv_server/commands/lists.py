@@ -89,16 +89,17 @@ def _push(ctx: Context, argv: list[bytes], left: bool, only_existing: bool) -> i
 
 #: what the four pushes share
 _PUSH = SpecFields(arity=-3, flags="write denyoom fast", key="RW insert",
-                   syntax="key element [element ...]",
                    complexity="O(1) for each element added, so O(N) to add N elements when the command is "
                               "called with multiple arguments.")
 
 
-@command("lpush", _PUSH, since="1.0.0",
-         summary="Prepends one or more elements to a list. Creates the key if it doesn't exist.")
+@command("lpush", _PUSH, since="1.0.0")
 def lpush(ctx: Context, argv: list[bytes]) -> Any:
-    """LPUSH key element [element ...] (a benchmarked command: its own handler, so that it
-    pays for no look-up by name)"""
+    """LPUSH key element [element ...]
+    Prepends one or more elements to a list. Creates the key if it doesn't exist.
+
+    A benchmarked command: its own handler, so that it pays for no look-up by name.
+    """
     return _push(ctx, argv, True, False)
 
 
@@ -107,14 +108,19 @@ _PUSHES = {b"rpush": (False, False), b"lpushx": (True, True), b"rpushx": (False,
 
 
 # (stacked specs register bottom-up: RPUSH, LPUSHX, RPUSHX, the order ACL CAT lists them in)
-@command("rpushx", _PUSH, since="2.2.0",
-         summary="Appends one or more elements to a list only when the list exists.")
-@command("lpushx", _PUSH, since="2.2.0",
-         summary="Prepends one or more elements to a list only when the list exists.")
-@command("rpush", _PUSH, since="1.0.0",
-         summary="Appends one or more elements to a list. Creates the key if it doesn't exist.")
+@command("rpushx", _PUSH, since="2.2.0")
+@command("lpushx", _PUSH, since="2.2.0")
+@command("rpush", _PUSH, since="1.0.0")
 def push(ctx: Context, argv: list[bytes]) -> Any:
-    """RPUSH|LPUSHX|RPUSHX key element [element ...]"""
+    """RPUSHX key element [element ...]
+    Appends one or more elements to a list only when the list exists.
+
+    LPUSHX key element [element ...]
+    Prepends one or more elements to a list only when the list exists.
+
+    RPUSH key element [element ...]
+    Appends one or more elements to a list. Creates the key if it doesn't exist.
+    """
     left, only_existing = _PUSHES[argv[0].lower()]
     return _push(ctx, argv, left, only_existing)
 
@@ -127,21 +133,23 @@ def pop_from(ctx: Context, key: bytes, left: bool, count: int) -> list[bytes]:
 
 #: what LPOP and RPOP share
 _POP = SpecFields(arity=-2, flags="write fast", key="RW access delete", since="1.0.0",
-                  syntax="key [count]",
                   complexity="O(N) where N is the number of elements returned")
 #: each pop by name: from the head
 _POPS = {b"lpop": True, b"rpop": False}
 
 
 # (stacked specs register bottom-up: LPOP first, as ACL CAT lists them)
-@command("rpop", _POP,
-         summary="Returns and removes the last elements of a list. Deletes the list if the last "
-                 "element was popped.")
-@command("lpop", _POP,
-         summary="Returns the first elements in a list after removing it. Deletes the list if the "
-                 "last element was popped.")
+@command("rpop", _POP)
+@command("lpop", _POP)
 def pop(ctx: Context, argv: list[bytes]) -> Any:
-    """LPOP|RPOP key [count]"""
+    """RPOP key [count]
+    Returns and removes the last elements of a list. Deletes the list if the last element was
+    popped.
+
+    LPOP key [count]
+    Returns the first elements in a list after removing it. Deletes the list if the last element was
+    popped.
+    """
     left = _POPS[argv[0].lower()]
     if len(argv) > 3:
         raise CommandError(errors.wrong_arity(argv[0].decode(errors="replace").lower()))
@@ -158,44 +166,47 @@ def pop(ctx: Context, argv: list[bytes]) -> Any:
 
 
 # --- reads ----------------------------------------------------------------------------
-@command("llen", arity=2, flags="readonly fast", key="RO", since="1.0.0",
-         summary="Returns the length of a list.", syntax="key")
+@command("llen", arity=2, flags="readonly fast", key="RO", since="1.0.0")
 def llen(ctx: Context, argv: list[bytes]) -> Any:
-    """LLEN key"""
+    """LLEN key
+    Returns the length of a list.
+    """
     lst = read_list(ctx, argv[1])
     return 0 if lst is None else len(lst)
 
 
 @command("lrange", arity=4, flags="readonly", key="RO access", since="1.0.0",
-         summary="Returns a range of elements from a list.", syntax="key start stop",
          complexity="O(S+N) where S is the distance of start offset from HEAD for small lists, from "
                     "nearest end (HEAD or TAIL) for large lists; and N is the number of elements in "
                     "the specified range.")
 def lrange(ctx: Context, argv: list[bytes]) -> Any:
-    """LRANGE key start stop"""
+    """LRANGE key start stop
+    Returns a range of elements from a list.
+    """
     start, stop = int_arg(argv[2]), int_arg(argv[3])
     lst = read_list(ctx, argv[1])
     return [] if lst is None else lst.range(start, stop)
 
 
 @command("lindex", arity=3, flags="readonly", key="RO access", since="1.0.0",
-         summary="Returns an element from a list by its index.", syntax="key index",
          complexity="O(N) where N is the number of elements to traverse to get to the element at "
                     "index. This makes asking for the first or the last element of the list O(1).")
 def lindex(ctx: Context, argv: list[bytes]) -> Any:
-    """LINDEX key index"""
+    """LINDEX key index
+    Returns an element from a list by its index.
+    """
     lst = read_list(ctx, argv[1])  # the key before the index, as in Redis
     return None if lst is None else lst.index(int_arg(argv[2]))
 
 
 @command("lpos", arity=-3, flags="readonly", key="RO access", since="6.0.6",
-         summary="Returns the index of matching elements in a list.",
-         syntax="key element [RANK rank] [COUNT num-matches] [MAXLEN len]",
          complexity="O(N) where N is the number of elements in the list, for the average case. When "
                     "searching for elements near the head or the tail of the list, or when the MAXLEN "
                     "option is provided, the command may run in constant time.")
 def lpos(ctx: Context, argv: list[bytes]) -> Any:
-    """LPOS key element [RANK rank] [COUNT num-matches] [MAXLEN len]"""
+    """LPOS key element [RANK rank] [COUNT num-matches] [MAXLEN len]
+    Returns the index of matching elements in a list.
+    """
     rank, count, maxlen = 1, None, 0
     i = 3
     while i < len(argv):
@@ -232,11 +243,12 @@ def lpos(ctx: Context, argv: list[bytes]) -> Any:
 
 # --- changes in place -----------------------------------------------------------------
 @command("lset", arity=4, flags="write denyoom", key="RW update", since="1.0.0",
-         summary="Sets the value of an element in a list by its index.", syntax="key index element",
          complexity="O(N) where N is the length of the list. Setting either the first or the last "
                     "element of the list is O(1).")
 def lset(ctx: Context, argv: list[bytes]) -> Any:
-    """LSET key index element"""
+    """LSET key index element
+    Sets the value of an element in a list by its index.
+    """
     key = argv[1]
     lst = target_list(ctx, key)  # the key before the index, as in Redis
     if lst is None:
@@ -250,13 +262,13 @@ def lset(ctx: Context, argv: list[bytes]) -> Any:
 
 
 @command("linsert", arity=5, flags="write denyoom", key="RW insert", since="2.2.0",
-         summary="Inserts an element before or after another element in a list.",
-         syntax="key (BEFORE|AFTER) pivot element",
          complexity="O(N) where N is the number of elements to traverse before seeing the value "
                     "pivot. This means that inserting somewhere on the left end on the list (head) "
                     "can be considered O(1) and inserting somewhere on the right end (tail) is O(N).")
 def linsert(ctx: Context, argv: list[bytes]) -> Any:
-    """LINSERT key BEFORE|AFTER pivot element"""
+    """LINSERT key (BEFORE|AFTER) pivot element
+    Inserts an element before or after another element in a list.
+    """
     where = argv[2].upper()
     if where not in (b"BEFORE", b"AFTER"):
         raise CommandError(errors.SYNTAX)
@@ -270,12 +282,12 @@ def linsert(ctx: Context, argv: list[bytes]) -> Any:
 
 
 @command("lrem", arity=4, flags="write", key="RW delete", since="1.0.0",
-         summary="Removes elements from a list. Deletes the list if the last element "
-                 "was removed.", syntax="key count element",
          complexity="O(N+M) where N is the length of the list and M is the number of elements "
                     "removed.")
 def lrem(ctx: Context, argv: list[bytes]) -> Any:
-    """LREM key count element"""
+    """LREM key count element
+    Removes elements from a list. Deletes the list if the last element was removed.
+    """
     key = argv[1]
     count = int_arg(argv[2])
     lst = target_list(ctx, key)
@@ -285,11 +297,11 @@ def lrem(ctx: Context, argv: list[bytes]) -> Any:
 
 
 @command("ltrim", arity=4, flags="write", key="RW delete", since="1.0.0",
-         summary="Removes elements from both ends a list. Deletes the list if all "
-                 "elements were trimmed.", syntax="key start stop",
          complexity="O(N) where N is the number of elements to be removed by the operation.")
 def ltrim(ctx: Context, argv: list[bytes]) -> Any:
-    """LTRIM key start stop"""
+    """LTRIM key start stop
+    Removes elements from both ends a list. Deletes the list if all elements were trimmed.
+    """
     key = argv[1]
     start, stop = int_arg(argv[2]), int_arg(argv[3])
     lst = target_list(ctx, key)
@@ -325,22 +337,22 @@ _MOVE = SpecFields(flags="write denyoom", keys=(1, 2, 1),
                    complexity="O(1)")
 
 
-@command("lmove", _MOVE, arity=5, since="6.2.0",
-         summary="Returns an element after popping it from one list and pushing it to another. "
-                 "Deletes the list if the last element was moved.",
-         syntax="source destination (LEFT|RIGHT) (LEFT|RIGHT)")
+@command("lmove", _MOVE, arity=5, since="6.2.0")
 def lmove(ctx: Context, argv: list[bytes]) -> Any:
-    """LMOVE source destination LEFT|RIGHT LEFT|RIGHT"""
+    """LMOVE source destination (LEFT|RIGHT) (LEFT|RIGHT)
+    Returns an element after popping it from one list and pushing it to another. Deletes the list if
+    the last element was moved.
+    """
     from_left, to_left = side_arg(argv[3]), side_arg(argv[4])
     return move(ctx, argv[1], argv[2], from_left, to_left)
 
 
-@command("rpoplpush", _MOVE, arity=3, since="1.2.0",
-         summary="Returns the last element of a list after removing and pushing it to another "
-                 "list. Deletes the list if the last element was popped.",
-         syntax="source destination")
+@command("rpoplpush", _MOVE, arity=3, since="1.2.0")
 def rpoplpush(ctx: Context, argv: list[bytes]) -> Any:
-    """RPOPLPUSH source destination"""
+    """RPOPLPUSH source destination
+    Returns the last element of a list after removing and pushing it to another list. Deletes the
+    list if the last element was popped.
+    """
     return move(ctx, argv[1], argv[2], False, True)
 
 
@@ -421,11 +433,11 @@ def mpop_keys(argv: list[bytes], at: int) -> list[bytes]:
 
 @command("lmpop", arity=-4, flags="write",
          key_specs=(key_spec(1, "RW access delete", keynum=True, arg="key"),), since="7.0.0",
-         summary="Returns multiple elements from a list after removing them. Deletes "
-                 "the list if the last element was popped.",
-         syntax="numkeys key [key ...] (LEFT|RIGHT) [COUNT count]",
          complexity="O(N+M) where N is the number of provided keys and M is the number of elements "
                     "returned.")
 def lmpop(ctx: Context, argv: list[bytes]) -> Any:
-    """LMPOP numkeys key [key ...] LEFT|RIGHT [COUNT count]"""
+    """LMPOP numkeys key [key ...] (LEFT|RIGHT) [COUNT count]
+    Returns multiple elements from a list after removing them. Deletes the list if the last element
+    was popped.
+    """
     return mpop(ctx, argv, LIST_POPS)

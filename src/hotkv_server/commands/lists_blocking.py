@@ -62,8 +62,7 @@ def blocking_mpop(ctx: Context, argv: list[bytes], kind: Poppable) -> Any:
 
 
 #: what the blocking pops of one element (BLPOP BRPOP BZPOPMIN BZPOPMAX) share
-BLOCKING_POP = SpecFields(arity=-3, keys=(1, -2, 1), key_flags="RW access delete", acl="@blocking",
-                          syntax="key [key ...] timeout")
+BLOCKING_POP = SpecFields(arity=-3, keys=(1, -2, 1), key_flags="RW access delete", acl="@blocking")
 #: and BLPOP and BRPOP
 _BPOP = SpecFields(flags="write noscript blocking", since="2.0.0",
                    complexity="O(N) where N is the number of provided keys.")
@@ -72,14 +71,17 @@ _BPOPS = {b"blpop": True, b"brpop": False}
 
 
 # (stacked specs register bottom-up: BLPOP first, as ACL CAT lists them)
-@command("brpop", BLOCKING_POP, _BPOP,
-         summary="Removes and returns the last element in a list. Blocks until an element is "
-                 "available otherwise. Deletes the list if the last element was popped.")
-@command("blpop", BLOCKING_POP, _BPOP,
-         summary="Removes and returns the first element in a list. Blocks until an element is "
-                 "available otherwise. Deletes the list if the last element was popped.")
+@command("brpop", BLOCKING_POP, _BPOP)
+@command("blpop", BLOCKING_POP, _BPOP)
 def blocking_pop(ctx: Context, argv: list[bytes]) -> Any:
-    """BLPOP|BRPOP key [key ...] timeout"""
+    """BRPOP key [key ...] timeout
+    Removes and returns the last element in a list. Blocks until an element is available otherwise.
+    Deletes the list if the last element was popped.
+
+    BLPOP key [key ...] timeout
+    Removes and returns the first element in a list. Blocks until an element is available otherwise.
+    Deletes the list if the last element was popped.
+    """
     left = _BPOPS[argv[0].lower()]
     timeout_ms = parse_timeout_ms(argv[-1])
 
@@ -111,32 +113,32 @@ _BMOVE = SpecFields(flags="write denyoom noscript blocking", keys=(1, 2, 1),
                     acl="@blocking", complexity="O(1)")
 
 
-@command("blmove", _BMOVE, arity=6, since="6.2.0",
-         summary="Pops an element from a list, pushes it to another list and returns it. Blocks "
-                 "until an element is available otherwise. Deletes the list if the last element "
-                 "was moved.", syntax="source destination (LEFT|RIGHT) (LEFT|RIGHT) timeout")
+@command("blmove", _BMOVE, arity=6, since="6.2.0")
 def blmove(ctx: Context, argv: list[bytes]) -> Any:
-    """BLMOVE source destination LEFT|RIGHT LEFT|RIGHT timeout"""
+    """BLMOVE source destination (LEFT|RIGHT) (LEFT|RIGHT) timeout
+    Pops an element from a list, pushes it to another list and returns it. Blocks until an element
+    is available otherwise. Deletes the list if the last element was moved.
+    """
     from_left, to_left = side_arg(argv[3]), side_arg(argv[4])
     return _blocking_move(ctx, argv[1], argv[2], from_left, to_left, argv[5])
 
 
-@command("brpoplpush", _BMOVE, arity=4, since="2.2.0",
-         summary="Pops an element from a list, pushes it to another list and returns it. Block "
-                 "until an element is available otherwise. Deletes the list if the last element "
-                 "was popped.", syntax="source destination timeout")
+@command("brpoplpush", _BMOVE, arity=4, since="2.2.0")
 def brpoplpush(ctx: Context, argv: list[bytes]) -> Any:
-    """BRPOPLPUSH source destination timeout"""
+    """BRPOPLPUSH source destination timeout
+    Pops an element from a list, pushes it to another list and returns it. Block until an element is
+    available otherwise. Deletes the list if the last element was popped.
+    """
     return _blocking_move(ctx, argv[1], argv[2], False, True, argv[3])
 
 
 @command("blmpop", arity=-5, flags="write blocking", since="7.0.0",
          key_specs=(key_spec(2, "RW access delete", keynum=True, arg="key"),), acl="@blocking",
-         summary="Pops the first element from one of multiple lists. Blocks until an element is "
-                 "available otherwise. Deletes the list if the last element was popped.",
-         syntax="timeout numkeys key [key ...] (LEFT|RIGHT) [COUNT count]",
          complexity="O(N+M) where N is the number of provided keys and M is the number of elements "
                     "returned.")
 def blmpop(ctx: Context, argv: list[bytes]) -> Any:
-    """BLMPOP timeout numkeys key [key ...] LEFT|RIGHT [COUNT count]"""
+    """BLMPOP timeout numkeys key [key ...] (LEFT|RIGHT) [COUNT count]
+    Pops the first element from one of multiple lists. Blocks until an element is available
+    otherwise. Deletes the list if the last element was popped.
+    """
     return blocking_mpop(ctx, argv, LIST_POPS)

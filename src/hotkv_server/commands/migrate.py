@@ -35,11 +35,11 @@ BUSYKEY = "BUSYKEY Target key name already exists."
 
 
 @command("dump", arity=2, flags="readonly", key="RO access", tips="nondeterministic_output",
-         since="0.2.0",
-         summary="Returns a serialized representation of every object stored under a name.",
-         syntax="key")
+         since="0.2.0")
 def dump(ctx: Context, argv: list[bytes]) -> Any:
-    """DUMP key"""
+    """DUMP key
+    Returns a serialized representation of every object stored under a name.
+    """
     parts = _live_parts(ctx, argv[1])
     return encode(parts) if parts else None
 
@@ -107,31 +107,32 @@ def _restore(ctx: Context, argv: list[bytes]) -> Any:
 
 
 #: what RESTORE and RESTORE-ASKING share
-_RESTORE = SpecFields(arity=-4, key="OW update", acl="dangerous", since="0.2.0",
-                      syntax="key ttl serialized-value [REPLACE] [ABSTTL] [IDLETIME seconds] [FREQ frequency]")
+_RESTORE = SpecFields(arity=-4, key="OW update", acl="dangerous", since="0.2.0")
 
 
-@command("restore", _RESTORE, flags="write denyoom",
-         summary="Creates the objects of a name from a DUMP payload.")
+@command("restore", _RESTORE, flags="write denyoom")
 def restore(ctx: Context, argv: list[bytes]) -> Any:
-    """RESTORE key ttl serialized-value [REPLACE] [ABSTTL] [IDLETIME seconds] [FREQ frequency]"""
+    """RESTORE key ttl serialized-value [REPLACE] [ABSTTL] [IDLETIME seconds] [FREQ frequency]
+    Creates the objects of a name from a DUMP payload.
+    """
     return _restore(ctx, argv)
 
 
-@command("restore-asking", _RESTORE, flags="write denyoom asking",
-         summary="An internal command for migrating keys in a cluster (RESTORE into an importing slot).")
+@command("restore-asking", _RESTORE, flags="write denyoom asking")
 def restore_asking(ctx: Context, argv: list[bytes]) -> Any:
-    """RESTORE-ASKING key ttl serialized-value [REPLACE] [ABSTTL] [IDLETIME seconds] [FREQ frequency]"""
+    """RESTORE-ASKING key ttl serialized-value [REPLACE] [ABSTTL] [IDLETIME seconds] [FREQ frequency]
+    An internal command for migrating keys in a cluster (RESTORE into an importing slot).
+    """
     return _restore(ctx, argv)
 
 
 @command("migrate", arity=-6, flags="write", keys=(3, 3, 1), acl="dangerous",
-         key_flags="RW access delete", tips="nondeterministic_output", since="0.2.0",
-         summary="Atomically moves the objects of names to another hotkv server.",
-         syntax='host port key|"" destination-db timeout [COPY] [REPLACE] '
-                "[AUTH password | AUTH2 username password] [KEYS key [key ...]]")
+         key_flags="RW access delete", tips="nondeterministic_output", since="0.2.0")
 def migrate(ctx: Context, argv: list[bytes]) -> Any:
-    """MIGRATE host port key|"" destination-db timeout [COPY] [REPLACE] [AUTH password | AUTH2 username password] [KEYS key [key ...]]"""
+    """MIGRATE host port key|"" destination-db timeout [COPY] [REPLACE] [AUTH password | AUTH2 username
+        password] [KEYS key [key ...]]
+    Atomically moves the objects of names to another hotkv server.
+    """
     host = argv[1].decode("utf-8", "replace")
     try:
         port, db_index, timeout = int(argv[2]), int(argv[4]), int(argv[5])

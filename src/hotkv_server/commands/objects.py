@@ -38,22 +38,25 @@ container("object", group="generic", summary="A container for object introspecti
 
 #: what OBJECT ENCODING, REFCOUNT, FREQ and IDLETIME share
 _OBJECT = SpecFields(arity=3, flags="readonly", keys=(2, 2, 1), key_flags="RO",
-                     tips="nondeterministic_output", syntax="key")
+                     tips="nondeterministic_output")
 
 
-@command("object|encoding", _OBJECT, summary="Returns the internal encoding of a Redis object.",
-         complexity="O(1)",
+@command("object|encoding", _OBJECT, complexity="O(1)",
          help="ENCODING <key>\n    Return the kind of internal representation used to store the value of <key>.")
 def object_encoding(ctx: Context, argv: list[bytes]) -> Any:
-    """OBJECT ENCODING key"""
+    """OBJECT ENCODING key
+    Returns the internal encoding of a Redis object.
+    """
     found = ctx.db.kv.encoding(argv[2], ctx.now_ms)
     return None if found is None else found.encode()
 
 
-@command("object|refcount", _OBJECT, summary="Returns the reference count of a value of a key.",
+@command("object|refcount", _OBJECT,
          help="REFCOUNT <key>\n    Return the number of references of the value of <key>.")
 def object_refcount(ctx: Context, argv: list[bytes]) -> Any:
-    """OBJECT REFCOUNT key"""
+    """OBJECT REFCOUNT key
+    Returns the reference count of a value of a key.
+    """
     value = ctx.db.kv.peek(argv[2], ctx.now_ms)
     if value is None:
         return None
@@ -65,10 +68,11 @@ def object_refcount(ctx: Context, argv: list[bytes]) -> Any:
 
 
 @command("object|freq", _OBJECT,
-         summary="Returns the logarithmic access frequency counter of a Redis object.",
          help="FREQ <key>\n    Return the access frequency index of <key> (needs an LFU policy, which hotkv has not).")
 def object_freq(ctx: Context, argv: list[bytes]) -> Any:
-    """OBJECT FREQ key"""
+    """OBJECT FREQ key
+    Returns the logarithmic access frequency counter of a Redis object.
+    """
     if ctx.db.kv.peek(argv[2], ctx.now_ms) is None:
         return None
     # hotkv has no LFU policy (server/memory.py), so no frequency is ever tracked
@@ -80,10 +84,11 @@ NO_LRU = ("ERR no LRU maxmemory policy is selected, idle time not tracked: hotkv
 
 
 @command("object|idletime", _OBJECT,
-         summary="Returns the time since the last access to a Redis object.",
          help="IDLETIME <key>\n    Return the seconds since <key> was last read or written (needs an LRU policy).")
 def object_idletime(ctx: Context, argv: list[bytes]) -> Any:
-    """OBJECT IDLETIME key"""
+    """OBJECT IDLETIME key
+    Returns the time since the last access to a Redis object.
+    """
     kv = ctx.db.kv
     if kv.peek(argv[2], ctx.now_ms) is None:
         return None
@@ -95,10 +100,11 @@ def object_idletime(ctx: Context, argv: list[bytes]) -> Any:
     return idle // 1000
 
 
-@command("object|help", arity=2, flags="loading stale",
-         summary="Returns helpful text about the different subcommands.")
+@command("object|help", arity=2, flags="loading stale")
 def object_help(ctx: Context, argv: list[bytes]) -> Any:
-    """OBJECT HELP"""
+    """OBJECT HELP
+    Returns helpful text about the different subcommands.
+    """
     return [Simple(line) for line in help_lines("object", ("encoding", "idletime", "freq", "refcount"))]
 
 
@@ -106,11 +112,12 @@ container("memory", group="server", summary="A container for memory diagnostics 
 
 
 @command("memory|usage", arity=-3, flags="readonly", keys=(2, 2, 1), group="server", key_flags="RO",
-         summary="Estimates the memory usage of a key.", syntax="key [SAMPLES count]",
          complexity="O(1): the keyspace keeps each value's size as it changes.",
          help="USAGE <key> [SAMPLES <count>]\n    Return the estimated bytes of <key> and its value (SAMPLES is accepted; sizes are exact sums).")
 def memory_usage(ctx: Context, argv: list[bytes]) -> Any:
-    """MEMORY USAGE key [SAMPLES count]"""
+    """MEMORY USAGE key [SAMPLES count]
+    Estimates the memory usage of a key.
+    """
     i = 3
     while i < len(argv):
         if argv[i].lower() == b"samples" and i + 1 < len(argv):
@@ -130,10 +137,11 @@ def memory_usage(ctx: Context, argv: list[bytes]) -> Any:
 
 @command("memory|stats", arity=2, group="server",
          tips="nondeterministic_output request_policy:all_shards response_policy:special",
-         summary="Returns details about memory usage.", syntax="",
          help="STATS\n    Return memory figures: allocated, peak, keys and the keyspace's bytes.")
 def memory_stats(ctx: Context, argv: list[bytes]) -> Any:
-    """MEMORY STATS"""
+    """MEMORY STATS
+    Returns details about memory usage.
+    """
     core = ctx.core
     kv = ctx.db.kv
     used = core.used_memory()
@@ -153,10 +161,11 @@ def memory_stats(ctx: Context, argv: list[bytes]) -> Any:
 
 @command("memory|doctor", arity=2, flags="", group="server",
          tips="nondeterministic_output request_policy:all_shards response_policy:special",
-         summary="Outputs a memory problems report.", syntax="",
          help="DOCTOR\n    Return a report of memory problems, if any.")
 def memory_doctor(ctx: Context, argv: list[bytes]) -> Any:
-    """MEMORY DOCTOR"""
+    """MEMORY DOCTOR
+    Outputs a memory problems report.
+    """
     core = ctx.core
     used = core.used_memory()
     limit = core.config.maxmemory
@@ -171,37 +180,41 @@ def memory_doctor(ctx: Context, argv: list[bytes]) -> Any:
 
 @command("memory|purge", arity=2, flags="", group="server",
          tips="request_policy:all_shards response_policy:all_succeeded",
-         summary="Asks the allocator to release memory.", syntax="",
          help="PURGE\n    Collect unreachable Python objects.")
 def memory_purge(ctx: Context, argv: list[bytes]) -> Any:
-    """MEMORY PURGE"""
+    """MEMORY PURGE
+    Asks the allocator to release memory.
+    """
     gc.collect()  # what CPython can give back: cycles no longer reachable
     return OK
 
 
 @command("memory|malloc-stats", arity=2, flags="", group="server",
          tips="nondeterministic_output request_policy:all_shards response_policy:special",
-         summary="Returns the allocator statistics.", syntax="",
          help="MALLOC-STATS\n    Say that the allocator keeps no statistics.")
 def memory_malloc_stats(ctx: Context, argv: list[bytes]) -> Any:
-    """MEMORY MALLOC-STATS"""
+    """MEMORY MALLOC-STATS
+    Returns the allocator statistics.
+    """
     return b"Stats not available: hotkv runs on CPython's allocator (pymalloc), which keeps none to report."
 
 
-@command("memory|help", arity=2, flags="loading stale", group="server",
-         summary="Returns helpful text about the different subcommands.")
+@command("memory|help", arity=2, flags="loading stale", group="server")
 def memory_help(ctx: Context, argv: list[bytes]) -> Any:
-    """MEMORY HELP"""
+    """MEMORY HELP
+    Returns helpful text about the different subcommands.
+    """
     return [Simple(line) for line in help_lines("memory", ("doctor", "malloc-stats", "purge", "stats", "usage"))]
 
 
 @command("touch", arity=-2, flags="readonly fast", keys=(1, -1, 1), key_flags="RO",
          tips="request_policy:multi_shard response_policy:agg_sum",
-         summary="Returns the number of existing keys out of those specified after updating "
-                 "the time they were last accessed.", syntax="key [key ...]",
          complexity="O(N) where N is the number of keys that will be touched.")
 def touch(ctx: Context, argv: list[bytes]) -> Any:
-    """TOUCH key [key ...]"""
+    """TOUCH key [key ...]
+    Returns the number of existing keys out of those specified after updating the time they were
+    last accessed.
+    """
     lookup = ctx.db.kv.lookup
     now = ctx.now_ms
     return sum(1 for key in argv[1:] if lookup(key, now) is not None)

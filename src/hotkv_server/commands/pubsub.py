@@ -47,54 +47,62 @@ _SUBSCRIBE = SpecFields(arity=-2, flags="pubsub noscript loading stale", since="
 _SHARD = SpecFields(keys=(1, -1, 1), key_flags="not_key", since="7.0.0")
 
 
-@command("subscribe", _SUBSCRIBE, summary="Listens for messages published to channels.",
-         syntax="channel [channel ...]",
+@command("subscribe", _SUBSCRIBE,
          complexity="O(N) where N is the number of channels to subscribe to.")
 @command("psubscribe", _SUBSCRIBE,
-         summary="Listens for messages published to channels that match one or more patterns.",
-         syntax="pattern [pattern ...]",
          complexity="O(N) where N is the number of patterns to subscribe to.")
 @command("ssubscribe", _SUBSCRIBE, _SHARD,
-         summary="Listens for messages published to shard channels.",
-         syntax="shardchannel [shardchannel ...]",
          complexity="O(N) where N is the number of shard channels to subscribe to.")
 def subscribe(ctx: Context, argv: list[bytes]) -> Any:
-    """SUBSCRIBE channel [channel ...], PSUBSCRIBE pattern [pattern ...], SSUBSCRIBE shardchannel [shardchannel ...]"""
+    """SUBSCRIBE channel [channel ...]
+    Listens for messages published to channels.
+
+    PSUBSCRIBE pattern [pattern ...]
+    Listens for messages published to channels that match one or more patterns.
+
+    SSUBSCRIBE shardchannel [shardchannel ...]
+    Listens for messages published to shard channels.
+    """
     ctx.core.pubsub.subscribe(ctx, _KIND_OF[argv[0].lower()], argv[1:])
     return NO_REPLY
 
 
-@command("unsubscribe", _SUBSCRIBE, arity=-1, summary="Stops listening to messages posted to channels.",
-         syntax="[channel [channel ...]]",
+@command("unsubscribe", _SUBSCRIBE, arity=-1,
          complexity="O(N) where N is the number of channels to unsubscribe.")
 @command("punsubscribe", _SUBSCRIBE, arity=-1,
-         summary="Stops listening to messages published to channels that match one or more patterns.",
-         syntax="[pattern [pattern ...]]",
          complexity="O(N) where N is the number of patterns to unsubscribe.")
 @command("sunsubscribe", _SUBSCRIBE, _SHARD, arity=-1,
-         summary="Stops listening to messages posted to shard channels.",
-         syntax="[shardchannel [shardchannel ...]]",
          complexity="O(N) where N is the number of shard channels to unsubscribe.")
 def unsubscribe(ctx: Context, argv: list[bytes]) -> Any:
-    """UNSUBSCRIBE [channel [channel ...]], PUNSUBSCRIBE [pattern [pattern ...]], SUNSUBSCRIBE [shardchannel [shardchannel ...]]"""
+    """UNSUBSCRIBE [channel [channel ...]]
+    Stops listening to messages posted to channels.
+
+    PUNSUBSCRIBE [pattern [pattern ...]]
+    Stops listening to messages published to channels that match one or more patterns.
+
+    SUNSUBSCRIBE [shardchannel [shardchannel ...]]
+    Stops listening to messages posted to shard channels.
+    """
     ctx.core.pubsub.unsubscribe(ctx, _KIND_OF[argv[0].lower()], argv[1:])
     return NO_REPLY
 
 
-@command("publish", arity=3, flags="pubsub loading stale fast",
-         summary="Posts a message to a channel.", syntax="channel message", since="2.0.0",
+@command("publish", arity=3, flags="pubsub loading stale fast", since="2.0.0",
          complexity="O(N+M) where N is the number of clients subscribed to the receiving "
                     "channel and M is the total number of subscribed patterns (by any client).")
 def publish(ctx: Context, argv: list[bytes]) -> Any:
-    """PUBLISH channel message"""
+    """PUBLISH channel message
+    Posts a message to a channel.
+    """
     return ctx.core.pubsub.publish(argv[1], argv[2])
 
 
-@command("spublish", arity=3, flags="pubsub loading stale fast", key="not_key",
-         summary="Post a message to a shard channel", syntax="shardchannel message", since="7.0.0",
+@command("spublish", arity=3, flags="pubsub loading stale fast", key="not_key", since="7.0.0",
          complexity="O(N) where N is the number of clients subscribed to the receiving shard channel.")
 def spublish(ctx: Context, argv: list[bytes]) -> Any:
-    """SPUBLISH shardchannel message"""
+    """SPUBLISH shardchannel message
+    Post a message to a shard channel
+    """
     return ctx.core.pubsub.spublish(argv[1], argv[2])
 
 
@@ -117,13 +125,17 @@ _LISTED = {b"channels": CHANNEL, b"numsub": CHANNEL, b"shardchannels": SHARD, b"
 _LISTING = SpecFields(arity=-2, flags="pubsub loading stale")
 
 
-@command("pubsub|channels", _LISTING, summary="Returns the active channels.", syntax="[pattern]",
-         since="2.8.0",
+@command("pubsub|channels", _LISTING, since="2.8.0",
          complexity="O(N) where N is the number of active channels, and assuming constant time "
                     "pattern matching (relatively short channels and patterns)",
          help="CHANNELS [<pattern>]\n    Return the currently active channels matching a <pattern> (default: '*').")
 def pubsub_channels(ctx: Context, argv: list[bytes]) -> Any:
-    """PUBSUB CHANNELS [pattern], PUBSUB SHARDCHANNELS [pattern]"""
+    """PUBSUB CHANNELS [pattern]
+    Returns the active channels.
+
+    PUBSUB SHARDCHANNELS [pattern]
+    Returns the active shard channels.
+    """
     kind = _LISTED[argv[1].lower()]
     table = ctx.core.pubsub.table(kind)
     names = list(table)
@@ -132,12 +144,16 @@ def pubsub_channels(ctx: Context, argv: list[bytes]) -> Any:
     return _visible(ctx, kind, names)
 
 
-@command("pubsub|numsub", _LISTING, summary="Returns a count of subscribers to channels.",
-         syntax="[channel [channel ...]]", since="2.8.0",
+@command("pubsub|numsub", _LISTING, since="2.8.0",
          complexity="O(N) for the NUMSUB subcommand, where N is the number of requested channels",
          help="NUMSUB [<channel> ...]\n    Return the number of subscribers for the specified channels, excluding\n    pattern subscriptions(default: no channels).")
 def pubsub_numsub(ctx: Context, argv: list[bytes]) -> Any:
-    """PUBSUB NUMSUB [channel [channel ...]], PUBSUB SHARDNUMSUB [shardchannel [shardchannel ...]]"""
+    """PUBSUB NUMSUB [channel [channel ...]]
+    Returns a count of subscribers to channels.
+
+    PUBSUB SHARDNUMSUB [shardchannel [shardchannel ...]]
+    Returns the count of subscribers of shard channels.
+    """
     kind = _LISTED[argv[1].lower()]
     table = ctx.core.pubsub.table(kind)
     allowed = set(_visible(ctx, kind, argv[2:]))
@@ -148,29 +164,29 @@ def pubsub_numsub(ctx: Context, argv: list[bytes]) -> Any:
     return out
 
 
-@command("pubsub|numpat", arity=2, flags="pubsub loading stale",
-         summary="Returns a count of unique pattern subscriptions.", since="2.8.0",
+@command("pubsub|numpat", arity=2, flags="pubsub loading stale", since="2.8.0",
          help="NUMPAT\n    Return number of subscriptions to patterns.")
 def pubsub_numpat(ctx: Context, argv: list[bytes]) -> Any:
-    """PUBSUB NUMPAT"""
+    """PUBSUB NUMPAT
+    Returns a count of unique pattern subscriptions.
+    """
     return len(ctx.core.pubsub.patterns)
 
 
-command("pubsub|shardchannels", _LISTING, summary="Returns the active shard channels.",
-        syntax="[pattern]", since="7.0.0",
+command("pubsub|shardchannels", _LISTING, since="7.0.0",
         complexity="O(N) where N is the number of active shard channels, and assuming constant "
                    "time pattern matching (relatively short shard channels).",
         help="SHARDCHANNELS [<pattern>]\n    Return the currently active shard level channels matching a <pattern> (default: '*').")(pubsub_channels)
-command("pubsub|shardnumsub", _LISTING, summary="Returns the count of subscribers of shard channels.",
-        syntax="[shardchannel [shardchannel ...]]", since="7.0.0",
+command("pubsub|shardnumsub", _LISTING, since="7.0.0",
         complexity="O(N) for the SHARDNUMSUB subcommand, where N is the number of requested "
                    "shard channels",
         help="SHARDNUMSUB [<shardchannel> ...]\n    Return the number of subscribers for the specified shard level channel(s)")(pubsub_numsub)
 
 
-@command("pubsub|help", arity=2, flags="loading stale", group="server",
-         summary="Returns helpful text about the different subcommands.", since="6.2.0",
+@command("pubsub|help", arity=2, flags="loading stale", group="server", since="6.2.0",
          help="HELP\n    Prints this help.")
 def pubsub_help(ctx: Context, argv: list[bytes]) -> Any:
-    """PUBSUB HELP"""
+    """PUBSUB HELP
+    Returns helpful text about the different subcommands.
+    """
     return [Simple(line) for line in help_lines("pubsub", ("channels", "numpat", "numsub", "shardchannels", "shardnumsub"))]

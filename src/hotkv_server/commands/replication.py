@@ -62,31 +62,34 @@ def _replicaof(ctx: Context, argv: list[bytes]) -> Any:
     return OK
 
 
-@command("replicaof", arity=3, flags="admin noscript stale no_async_loading",
-         summary="Configures a server as replica of another, or promotes it to a primary.",
-         syntax="host port | NO ONE", since="0.1.0")
+@command("replicaof", arity=3, flags="admin noscript stale no_async_loading", since="0.1.0")
 def replicaof(ctx: Context, argv: list[bytes]) -> Any:
-    """REPLICAOF host port | NO ONE (and SLAVEOF, its old name)"""
+    """REPLICAOF host port | NO ONE
+    Configures a server as replica of another, or promotes it to a primary.
+
+    SLAVEOF host port | NO ONE
+    Sets a server as a replica of another, or promotes it to being a primary (REPLICAOF).
+    """
     return _replicaof(ctx, argv)
 
 
-alias("slaveof", of="replicaof",
-      summary="Sets a server as a replica of another, or promotes it to being a primary (REPLICAOF).")
+alias("slaveof", of="replicaof")
 
 
-@command("role", arity=1, flags="noscript loading stale fast", acl="admin dangerous",
-         summary="Returns the replication role.")
+@command("role", arity=1, flags="noscript loading stale fast", acl="admin dangerous")
 def role(ctx: Context, argv: list[bytes]) -> Any:
-    """ROLE"""
+    """ROLE
+    Returns the replication role.
+    """
     return _replication(ctx).role_reply()
 
 
 @command("wait", arity=3, flags="noscript", acl="connection",
-         tips="request_policy:all_shards response_policy:agg_min",
-         summary="Blocks until the writes sent so far reach a number of replicas, or a timeout passes.",
-         syntax="numreplicas timeout", complexity="O(1)")
+         tips="request_policy:all_shards response_policy:agg_min", complexity="O(1)")
 def wait(ctx: Context, argv: list[bytes]) -> Any:
-    """WAIT numreplicas timeout"""
+    """WAIT numreplicas timeout
+    Blocks until the writes sent so far reach a number of replicas, or a timeout passes.
+    """
     repl = _replication(ctx)
     if ctx.core.role == "slave":
         raise CommandError(WAIT_ON_REPLICA)
@@ -103,18 +106,19 @@ def wait(ctx: Context, argv: list[bytes]) -> Any:
     return repl.wait(ctx, numreplicas, timeout)
 
 
-@command("replconf", arity=-1, flags="admin noscript loading stale allow_busy",
-         summary="An internal command for configuring the replication stream.")
+@command("replconf", arity=-1, flags="admin noscript loading stale allow_busy")
 def replconf(ctx: Context, argv: list[bytes]) -> Any:
-    """REPLCONF [option value ...]"""
+    """REPLCONF
+    An internal command for configuring the replication stream.
+    """
     return _replication(ctx).replconf(ctx, argv)
 
 
-@command("psync", arity=-3, flags="admin noscript no_multi no_async_loading",
-         summary="An internal command used in replication: continue or start a replication stream.",
-         syntax="replicationid offset")
+@command("psync", arity=-3, flags="admin noscript no_multi no_async_loading")
 def psync(ctx: Context, argv: list[bytes]) -> Any:
-    """PSYNC replicationid offset"""
+    """PSYNC replicationid offset
+    An internal command used in replication: continue or start a replication stream.
+    """
     repl = _replication(ctx)
     try:
         offset = int(argv[2])
@@ -123,8 +127,9 @@ def psync(ctx: Context, argv: list[bytes]) -> Any:
     return repl.psync(ctx, argv[1].decode("utf-8", "replace"), offset)
 
 
-@command("sync", arity=1, flags="admin noscript no_multi no_async_loading",
-         summary="An internal command used in replication: a full copy, then the stream.")
+@command("sync", arity=1, flags="admin noscript no_multi no_async_loading")
 def sync(ctx: Context, argv: list[bytes]) -> Any:
-    """SYNC"""
+    """SYNC
+    An internal command used in replication: a full copy, then the stream.
+    """
     return _replication(ctx).psync(ctx, "?", None)

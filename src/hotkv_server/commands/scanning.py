@@ -13,7 +13,6 @@ from hotkv_server.engine.registry import SpecFields
 #: the spec HSCAN, SSCAN and ZSCAN share
 ELEMENT_SCAN = SpecFields(arity=-3, flags="readonly", key="RO access",
                           tips="nondeterministic_output",
-                          syntax="key cursor [MATCH pattern] [COUNT count]",
                           complexity="O(1) for every call. O(N) for a complete iteration, including "
                                      "enough command calls for the cursor to return back to 0. N is "
                                      "the number of elements inside the collection.")

@@ -78,20 +78,23 @@ _EVAL = SpecFields(arity=-3, flags="noscript stale skip_monitor no_mandatory_key
                    complexity=_EVAL_COMPLEXITY)
 
 
-@command("eval", _EVAL, key_specs=(KeySpec(2, ("RW", "access", "update"), keynum=True, arg="key",
-                                           notes="We cannot tell how the keys will be used so we assume the "
-                                                 "worst, RW and UPDATE"),),
-         summary="Executes a server-side Lua script.", syntax=_EVAL_SYNTAX)
+@command("eval", _EVAL,
+         key_specs=(KeySpec(2, ("RW", "access", "update"), keynum=True, arg="key",
+                   notes="We cannot tell how the keys will be used so we assume the "
+                   "worst, RW and UPDATE"),))
 def eval_(ctx: Context, argv: list[bytes]) -> Any:
-    """EVAL script numkeys [key [key ...]] [arg [arg ...]]"""
+    """EVAL script numkeys [key [key ...]] [arg [arg ...]]
+    Executes a server-side Lua script.
+    """
     return _eval(ctx, argv, readonly=False)
 
 
 @command("evalsha", _EVAL,
-         key_specs=(KeySpec(2, ("RW", "access", "update"), keynum=True, arg="key"),),
-         summary="Executes a server-side Lua script by SHA1 digest.", syntax=_EVALSHA_SYNTAX)
+         key_specs=(KeySpec(2, ("RW", "access", "update"), keynum=True, arg="key"),))
 def evalsha(ctx: Context, argv: list[bytes]) -> Any:
-    """EVALSHA sha1 numkeys [key [key ...]] [arg [arg ...]]"""
+    """EVALSHA sha1 numkeys [key [key ...]] [arg [arg ...]]
+    Executes a server-side Lua script by SHA1 digest.
+    """
     return _evalsha(ctx, argv, readonly=False)
 
 
@@ -100,20 +103,22 @@ _EVAL_RO = SpecFields(arity=-3, flags="readonly noscript stale skip_monitor no_m
                       since="7.0.0", complexity=_EVAL_COMPLEXITY)
 
 
-@command("eval_ro", _EVAL_RO, key_specs=(KeySpec(2, ("RO", "access"), keynum=True, arg="key",
-                                                 notes="We cannot tell how the keys will be used so we assume the "
-                                                       "worst, RO and ACCESS"),),
-         summary="Executes a read-only server-side Lua script.", syntax=_EVAL_SYNTAX)
+@command("eval_ro", _EVAL_RO,
+         key_specs=(KeySpec(2, ("RO", "access"), keynum=True, arg="key",
+                   notes="We cannot tell how the keys will be used so we assume the "
+                   "worst, RO and ACCESS"),))
 def eval_ro(ctx: Context, argv: list[bytes]) -> Any:
-    """EVAL_RO script numkeys [key [key ...]] [arg [arg ...]]"""
+    """EVAL_RO script numkeys [key [key ...]] [arg [arg ...]]
+    Executes a read-only server-side Lua script.
+    """
     return _eval(ctx, argv, readonly=True)
 
 
-@command("evalsha_ro", _EVAL_RO, key_specs=(KeySpec(2, ("RO", "access"), keynum=True, arg="key"),),
-         summary="Executes a read-only server-side Lua script by SHA1 digest.",
-         syntax=_EVALSHA_SYNTAX)
+@command("evalsha_ro", _EVAL_RO, key_specs=(KeySpec(2, ("RO", "access"), keynum=True, arg="key"),))
 def evalsha_ro(ctx: Context, argv: list[bytes]) -> Any:
-    """EVALSHA_RO sha1 numkeys [key [key ...]] [arg [arg ...]]"""
+    """EVALSHA_RO sha1 numkeys [key [key ...]] [arg [arg ...]]
+    Executes a read-only server-side Lua script by SHA1 digest.
+    """
     return _evalsha(ctx, argv, readonly=True)
 
 
@@ -122,12 +127,13 @@ container("script", group="scripting", summary="A container for Lua scripts mana
 
 
 @command("script|load", arity=3, flags="noscript stale",
-         tips="request_policy:all_nodes response_policy:all_succeeded",
-         summary="Loads a server-side Lua script to the script cache.", syntax="script",
-         since="2.6.0", complexity="O(N) with N being the length in bytes of the script body.",
+         tips="request_policy:all_nodes response_policy:all_succeeded", since="2.6.0",
+         complexity="O(N) with N being the length in bytes of the script body.",
          help="LOAD <script>\n    Load a script into the scripts cache without executing it.")
 def script_load(ctx: Context, argv: list[bytes]) -> Any:
-    """SCRIPT LOAD script"""
+    """SCRIPT LOAD script
+    Loads a server-side Lua script to the script cache.
+    """
     found = engine_of(ctx.core).load(argv[2])
     if isinstance(found, str):
         raise CommandError(found)
@@ -135,26 +141,26 @@ def script_load(ctx: Context, argv: list[bytes]) -> Any:
 
 
 @command("script|exists", arity=-3, flags="noscript",
-         tips="request_policy:all_shards response_policy:agg_logical_and",
-         summary="Determines whether server-side Lua scripts exist in the script cache.",
-         syntax="sha1 [sha1 ...]", since="2.6.0",
+         tips="request_policy:all_shards response_policy:agg_logical_and", since="2.6.0",
          complexity="O(N) with N being the number of scripts to check (so checking a single "
                     "script is an O(1) operation).",
          help="EXISTS <sha1> [<sha1> ...]\n    Return information about the existence of the scripts in the script cache.")
 def script_exists(ctx: Context, argv: list[bytes]) -> Any:
-    """SCRIPT EXISTS sha1 [sha1 ...]"""
+    """SCRIPT EXISTS sha1 [sha1 ...]
+    Determines whether server-side Lua scripts exist in the script cache.
+    """
     cache = engine_of(ctx.core).cache
     return [1 if sha.decode("latin-1").lower() in cache else 0 for sha in argv[2:]]
 
 
 @command("script|flush", arity=-2, flags="noscript",
-         tips="request_policy:all_nodes response_policy:all_succeeded",
-         summary="Removes all server-side Lua scripts from the script cache.",
-         syntax="[ASYNC|SYNC]", since="2.6.0",
+         tips="request_policy:all_nodes response_policy:all_succeeded", since="2.6.0",
          complexity="O(N) with N being the number of scripts in cache",
          help="FLUSH [ASYNC|SYNC]\n    Flush the Lua scripts cache. Very dangerous on replicas.")
 def script_flush(ctx: Context, argv: list[bytes]) -> Any:
-    """SCRIPT FLUSH [ASYNC|SYNC]"""
+    """SCRIPT FLUSH [ASYNC|SYNC]
+    Removes all server-side Lua scripts from the script cache.
+    """
     if len(argv) > 3 or (len(argv) == 3 and argv[2].upper() not in (b"ASYNC", b"SYNC")):
         raise CommandError("ERR SCRIPT FLUSH only support SYNC|ASYNC option")
     engine_of(ctx.core).flush()
@@ -162,11 +168,12 @@ def script_flush(ctx: Context, argv: list[bytes]) -> Any:
 
 
 @command("script|kill", arity=2, flags="noscript allow_busy",
-         tips="request_policy:all_shards response_policy:one_succeeded",
-         summary="Terminates a server-side Lua script during execution.", since="2.6.0",
+         tips="request_policy:all_shards response_policy:one_succeeded", since="2.6.0",
          help="KILL\n    Kill the currently executing Lua script.")
 def script_kill(ctx: Context, argv: list[bytes]) -> Any:
-    """SCRIPT KILL"""
+    """SCRIPT KILL
+    Terminates a server-side Lua script during execution.
+    """
     engine = ctx.core.scripts
     if engine is None:
         raise CommandError(errors.NOTBUSY)
@@ -176,12 +183,12 @@ def script_kill(ctx: Context, argv: list[bytes]) -> Any:
     return OK
 
 
-@command("script|debug", arity=3, flags="noscript",
-         summary="Sets the debug mode of server-side Lua scripts.", syntax="YES|SYNC|NO",
-         since="3.2.0", complexity="O(1)",
+@command("script|debug", arity=3, flags="noscript", since="3.2.0", complexity="O(1)",
          help="DEBUG (YES|SYNC|NO)\n    Set the debug mode for subsequent scripts executed (hotkv: only NO).")
 def script_debug(ctx: Context, argv: list[bytes]) -> Any:
-    """SCRIPT DEBUG YES|SYNC|NO"""
+    """SCRIPT DEBUG YES|SYNC|NO
+    Sets the debug mode of server-side Lua scripts.
+    """
     mode = argv[2].upper()
     if mode == b"NO":
         return OK
@@ -190,10 +197,11 @@ def script_debug(ctx: Context, argv: list[bytes]) -> Any:
     raise CommandError("ERR Use SCRIPT DEBUG YES/SYNC/NO")
 
 
-@command("script|help", arity=2, flags="loading stale",
-         summary="Returns helpful text about the different subcommands.", since="5.0.0",
+@command("script|help", arity=2, flags="loading stale", since="5.0.0",
          help="HELP\n    Prints this help.")
 def script_help(ctx: Context, argv: list[bytes]) -> Any:
-    """SCRIPT HELP"""
+    """SCRIPT HELP
+    Returns helpful text about the different subcommands.
+    """
     return [Simple(line) for line in help_lines("script", ("debug", "exists", "flush", "kill", "load"))]
 

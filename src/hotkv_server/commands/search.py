@@ -118,13 +118,13 @@ def _merge(semantic: list[dict[str, Any]], others: list[dict[str, Any]], k: int)
 
 
 @command("amem.search", arity=-4, flags="readonly", key="RO access", group="amem",
-         summary="Returns up to k hits across an agent's semantic (by vector), episodic and "
-                 "working memory (by TEXT or an embedder), best first, each with source and similarity.",
-         syntax="agent k (FP32 blob | v1 ... vdim | TEXT query) [TEXT query]",
          complexity="O(log N) for the semantic search plus O(E + W) over the E events and W notes",
          dialect=True, extensions="FP32 TEXT")
 def amem_search(ctx: Context, argv: list[bytes]) -> Any:
-    """agent k (FP32 blob | v1 ... vdim | TEXT query) [TEXT query]"""
+    """AMEM.SEARCH agent k (FP32 blob | v1 ... vdim | TEXT query) [TEXT query]
+    Returns up to k hits across an agent's semantic (by vector), episodic and working memory (by
+    TEXT or an embedder), best first, each with source and similarity.
+    """
     args = Args(argv, 1)
     agent = args.ident("agent")
     k = args.int("k", 1, MAX_K)

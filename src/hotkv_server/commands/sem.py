@@ -177,14 +177,14 @@ def _fact_record(ns: Namespace, fact: Fact, similarity: float | None, vector: bo
 
 
 @command("amem.sem.create", arity=-3, flags="write denyoom", key="RW update",
-         summary="Creates a semantic namespace, bound to an embedder with EMBEDDER (or with UPDATE "
-                 "changes its EF, CAPACITY and EVICT).",
-         syntax="ns [dim] [METRIC COSINE|IP|L2] [M m] [EF_CONSTRUCTION n] [EF n] "
-                "[CAPACITY n [EVICT LOWCONF|OLDEST|NONE]] [EMBEDDER name] [UPDATE]",
          complexity="O(1), O(N log N) when UPDATE lowers the capacity below the N facts held",
          dialect=True, extensions="METRIC M EF_CONSTRUCTION EF CAPACITY EVICT EMBEDDER UPDATE")
 def sem_create(ctx: Context, argv: list[bytes]) -> Any:
-    """ns [dim] [METRIC COSINE|IP|L2] [M m] [EF_CONSTRUCTION n] [EF n] [CAPACITY n [EVICT LOWCONF|OLDEST|NONE]] [EMBEDDER name] [UPDATE]"""
+    """AMEM.SEM.CREATE ns [dim] [METRIC COSINE|IP|L2] [M m] [EF_CONSTRUCTION n] [EF n] [CAPACITY n
+        [EVICT LOWCONF|OLDEST|NONE]] [EMBEDDER name] [UPDATE]
+    Creates a semantic namespace, bound to an embedder with EMBEDDER (or with UPDATE changes its EF,
+    CAPACITY and EVICT).
+    """
     args = Args(argv, 1)
     name = args.ident("ns")
     dim: int | None = None
@@ -256,14 +256,14 @@ def sem_create(ctx: Context, argv: list[bytes]) -> Any:
 
 
 @command("amem.sem.store", arity=-4, flags="write denyoom", key="RW update",
-         summary="Stores (or replaces) a fact with its vector (computed by the namespace's embedder "
-                 "when left out): OK (WITHCREATED: 1 created, 0 replaced), null if NX/XX blocked it.",
-         syntax="ns id text [FP32 blob | v1 ... vdim] [NX|XX] [TTL s|PX ms|PXAT unix-time-ms] "
-                "[KIND kind] [CONFIDENCE c] [SOURCE s] [DESCRIPTION d] [META json-object] [WITHCREATED]",
          complexity="O(log N) index insertion", dialect=True,
          extensions="FP32 NX XX PX KIND CONFIDENCE SOURCE DESCRIPTION META WITHCREATED")
 def sem_store(ctx: Context, argv: list[bytes]) -> Any:
-    """ns id text [FP32 blob | v1 ... vdim] [NX|XX] [TTL s|PX ms|PXAT unix-time-ms] [KIND kind] [CONFIDENCE c] [SOURCE s] [DESCRIPTION d] [META json-object] [WITHCREATED]"""
+    """AMEM.SEM.STORE ns id text [FP32 blob | v1 ... vdim] [NX|XX] [TTL s|PX ms|PXAT unix-time-ms]
+        [KIND kind] [CONFIDENCE c] [SOURCE s] [DESCRIPTION d] [META json-object] [WITHCREATED]
+    Stores (or replaces) a fact with its vector (computed by the namespace's embedder when left
+    out): OK (WITHCREATED: 1 created, 0 replaced), null if NX/XX blocked it.
+    """
     args = Args(argv, 1)
     name = args.ident("ns")
     ns = _namespace(ctx, name)
@@ -315,14 +315,14 @@ def _store_fact(ctx: Context, name: bytes, ident: bytes, text: bytes, vector: by
 
 
 @command("amem.sem.recall", arity=-4, flags="readonly", key="RO access",
-         summary="Returns up to k facts nearest to a vector (or to a text, embedded by the "
-                 "namespace's embedder), best first, filtered inside the search.",
-         syntax="ns k (FP32 blob | v1 ... vdim | TEXT query) [MINSIM x] [KIND kind] [MINCONF c] "
-                "[PREFIX p] [EF n] [EXACT] [WITHVECTORS]",
          complexity="O(log N) for the HNSW search, O(N) with EXACT", dialect=True,
          extensions="FP32 TEXT MINSIM KIND MINCONF PREFIX EF EXACT WITHVECTORS")
 def sem_recall(ctx: Context, argv: list[bytes]) -> Any:
-    """ns k (FP32 blob | v1 ... vdim | TEXT query) [MINSIM x] [KIND kind] [MINCONF c] [PREFIX p] [EF n] [EXACT] [WITHVECTORS]"""
+    """AMEM.SEM.RECALL ns k (FP32 blob | v1 ... vdim | TEXT query) [MINSIM x] [KIND kind] [MINCONF c]
+        [PREFIX p] [EF n] [EXACT] [WITHVECTORS]
+    Returns up to k facts nearest to a vector (or to a text, embedded by the namespace's embedder),
+    best first, filtered inside the search.
+    """
     args = Args(argv, 1)
     name = args.ident("ns")
     ns = _namespace(ctx, name)
@@ -386,15 +386,14 @@ def _search_elsewhere(ctx: Context, ns: Namespace, pending: PendingSearch,
 
 
 @command("amem.sem.search", arity=-5, flags="readonly", key="RO access",
-         summary="Returns up to k facts by BM25 text search, or hybrid: BM25 fused with a vector "
-                 "search (RRF or LINEAR; the namespace's embedder embeds the query when VECTOR is left "
-                 "out), best first.",
-         syntax="ns k TEXT query [VECTOR (FP32 blob | v1 ... vdim)] [FUSION RRF|LINEAR] [ALPHA a] "
-                "[MINSCORE x] [KIND kind] [MINCONF c] [PREFIX p]",
          complexity="O(P) with P the postings of the query's terms, plus O(log N) for the HNSW "
                     "search with VECTOR")
 def sem_search(ctx: Context, argv: list[bytes]) -> Any:
-    """ns k TEXT query [VECTOR (FP32 blob | v1 ... vdim)] [FUSION RRF|LINEAR] [ALPHA a] [MINSCORE x] [KIND kind] [MINCONF c] [PREFIX p]"""
+    """AMEM.SEM.SEARCH ns k TEXT query [VECTOR (FP32 blob | v1 ... vdim)] [FUSION RRF|LINEAR] [ALPHA a]
+        [MINSCORE x] [KIND kind] [MINCONF c] [PREFIX p]
+    Returns up to k facts by BM25 text search, or hybrid: BM25 fused with a vector search (RRF or
+    LINEAR; the namespace's embedder embeds the query when VECTOR is left out), best first.
+    """
     args = Args(argv, 1)
     ns = _namespace(ctx, args.ident("ns"))
     k = args.int("k", 1, MAX_K)
@@ -436,10 +435,11 @@ def _search_record(hit: SearchHit) -> Any:
     return hit.fact.record(hit.similarity, score=hit.score, text_score=hit.text_score)
 
 
-@command("amem.sem.get", arity=-3, flags="readonly fast", key="RO access",
-         summary="Returns one fact (without similarity), or null.", syntax="ns id [WITHVECTOR]")
+@command("amem.sem.get", arity=-3, flags="readonly fast", key="RO access")
 def sem_get(ctx: Context, argv: list[bytes]) -> Any:
-    """ns id [WITHVECTOR]"""
+    """AMEM.SEM.GET ns id [WITHVECTOR]
+    Returns one fact (without similarity), or null.
+    """
     args = Args(argv, 1)
     name = args.ident("ns")
     ident = args.ident("id")
@@ -452,10 +452,11 @@ def sem_get(ctx: Context, argv: list[bytes]) -> Any:
 
 
 @command("amem.sem.del", arity=-3, flags="write", key="RW delete",
-         summary="Deletes facts and returns how many existed.", syntax="ns id [id ...]",
          complexity="O(N) with N the ids named")
 def sem_del(ctx: Context, argv: list[bytes]) -> int:
-    """ns id [id ...]"""
+    """AMEM.SEM.DEL ns id [id ...]
+    Deletes facts and returns how many existed.
+    """
     args = Args(argv, 1)
     name = args.ident("ns")
     wanted = [args.ident("id")]
@@ -472,13 +473,13 @@ def sem_del(ctx: Context, argv: list[bytes]) -> int:
 
 
 @command("amem.sem.list", arity=-2, flags="readonly", key="RO access",
-         summary="Lists the ids of a namespace's facts in id order; with CURSOR or COUNT a page "
-                 "of facts at a time: [next-cursor, [facts]].",
-         syntax="ns [PREFIX p] [KIND kind] [CURSOR c] [COUNT n]",
          complexity="O(log N + M) with M the facts looked at", dialect=True,
          extensions="PREFIX KIND CURSOR COUNT")
 def sem_list(ctx: Context, argv: list[bytes]) -> list[Any]:
-    """ns [PREFIX p] [KIND kind] [CURSOR c] [COUNT n]"""
+    """AMEM.SEM.LIST ns [PREFIX p] [KIND kind] [CURSOR c] [COUNT n]
+    Lists the ids of a namespace's facts in id order; with CURSOR or COUNT a page of facts at a
+    time: [next-cursor, [facts]].
+    """
     args = Args(argv, 1)
     name = args.ident("ns")
     given = _LIST_OPTIONS.read(args)
@@ -500,11 +501,12 @@ def sem_list(ctx: Context, argv: list[bytes]) -> list[Any]:
     return [cursor, [fact.record() for fact in facts]]
 
 
-@command("amem.sem.info", arity=2, flags="readonly fast", key="RO access",
-         summary="Returns a namespace's dim, metric, count, capacity, evict, m, ef_construction, "
-                 "ef and its last recall self-check.", syntax="ns")
+@command("amem.sem.info", arity=2, flags="readonly fast", key="RO access")
 def sem_info(ctx: Context, argv: list[bytes]) -> dict[str, Any] | None:
-    """ns"""
+    """AMEM.SEM.INFO ns
+    Returns a namespace's dim, metric, count, capacity, evict, m, ef_construction, ef and its last
+    recall self-check.
+    """
     ns = ctx.db.sem.get(Args(argv, 1).ident("ns"))
     if ns is None:
         return None
@@ -528,9 +530,10 @@ def sem_info(ctx: Context, argv: list[bytes]) -> dict[str, Any] | None:
 
 
 @command("amem.sem.drop", arity=2, flags="write", key="RM delete",
-         summary="Drops a namespace and all its facts; 1 if it existed, else 0.", syntax="ns",
          complexity="O(N) with N the facts held")
 def sem_drop(ctx: Context, argv: list[bytes]) -> int:
-    """ns"""
+    """AMEM.SEM.DROP ns
+    Drops a namespace and all its facts; 1 if it existed, else 0.
+    """
     name = Args(argv, 1).ident("ns")
     return delete_one(ctx, ctx.db.sem, name, SemDrop(name))

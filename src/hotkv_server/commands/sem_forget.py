@@ -11,11 +11,11 @@ from hotkv_server.engine.registry import command
 from hotkv_server.stores.sem_effects import SemDel
 
 
-@command("amem.sem.forget", arity=3, flags="write", key="RW delete", group="sem",
-         summary="Deletes one fact; 1 if it existed, else 0 (also when the namespace is missing).",
-         syntax="ns id", dialect=True)
+@command("amem.sem.forget", arity=3, flags="write", key="RW delete", group="sem", dialect=True)
 def sem_forget(ctx: Context, argv: list[bytes]) -> int:
-    """ns id"""
+    """AMEM.SEM.FORGET ns id
+    Deletes one fact; 1 if it existed, else 0 (also when the namespace is missing).
+    """
     args = Args(argv, 1)
     name = args.ident("ns")
     ident = args.ident("id")

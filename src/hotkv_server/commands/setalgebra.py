@@ -106,32 +106,44 @@ _OPERATIONS = {b"sinter": _inter, b"sunion": _union, b"sdiff": _diff,
                b"sinterstore": _inter, b"sunionstore": _union, b"sdiffstore": _diff}
 #: what SINTER, SUNION and SDIFF share, and the *STORE forms
 _READ = SpecFields(arity=-2, flags="readonly", keys=(1, -1, 1), key_flags="RO access",
-                   tips="nondeterministic_output_order", syntax="key [key ...]")
+                   tips="nondeterministic_output_order")
 _STORE = SpecFields(arity=-3, flags="write denyoom", keys=(1, -1, 1),
                     key_specs=(key_spec(1, "OW update", arg="destination"),
-                               key_spec(2, "RO access", lastkey=-1, arg="key")),
-                    syntax="destination key [key ...]")
+                               key_spec(2, "RO access", lastkey=-1, arg="key")))
 
 
-@command("sinter", _READ, summary="Returns the intersect of multiple sets.",
-         complexity=_COMPLEXITY_INTER)
-@command("sunion", _READ, summary="Returns the union of multiple sets.", complexity=_COMPLEXITY_SUM)
-@command("sdiff", _READ, summary="Returns the difference of multiple sets.",
-         complexity=_COMPLEXITY_SUM)
+@command("sinter", _READ, complexity=_COMPLEXITY_INTER)
+@command("sunion", _READ, complexity=_COMPLEXITY_SUM)
+@command("sdiff", _READ, complexity=_COMPLEXITY_SUM)
 def set_operation(ctx: Context, argv: list[bytes]) -> Any:
-    """SINTER|SUNION|SDIFF key [key ...]"""
+    """SINTER key [key ...]
+    Returns the intersect of multiple sets.
+
+    SUNION key [key ...]
+    Returns the union of multiple sets.
+
+    SDIFF key [key ...]
+    Returns the difference of multiple sets.
+    """
     return _OPERATIONS[argv[0].lower()](_sets(ctx, argv[1:]))
 
 
-@command("sinterstore", _STORE, summary="Stores the intersect of multiple sets in a key.",
+@command("sinterstore", _STORE,
          key_specs=(key_spec(1, "RW update", arg="destination"),
-                    key_spec(2, "RO access", lastkey=-1, arg="key")), complexity=_COMPLEXITY_INTER)
-@command("sunionstore", _STORE, summary="Stores the union of multiple sets in a key.",
-         complexity=_COMPLEXITY_SUM)
-@command("sdiffstore", _STORE, summary="Stores the difference of multiple sets in a key.",
-         complexity=_COMPLEXITY_SUM)
+                   key_spec(2, "RO access", lastkey=-1, arg="key")),
+         complexity=_COMPLEXITY_INTER)
+@command("sunionstore", _STORE, complexity=_COMPLEXITY_SUM)
+@command("sdiffstore", _STORE, complexity=_COMPLEXITY_SUM)
 def set_operation_store(ctx: Context, argv: list[bytes]) -> Any:
-    """SINTERSTORE|SUNIONSTORE|SDIFFSTORE destination key [key ...]"""
+    """SINTERSTORE destination key [key ...]
+    Stores the intersect of multiple sets in a key.
+
+    SUNIONSTORE destination key [key ...]
+    Stores the union of multiple sets in a key.
+
+    SDIFFSTORE destination key [key ...]
+    Stores the difference of multiple sets in a key.
+    """
     result = _OPERATIONS[argv[0].lower()](_sets(ctx, argv[2:]))
     store(ctx, argv[1], "set", list(result))
     return len(result)
@@ -139,10 +151,11 @@ def set_operation_store(ctx: Context, argv: list[bytes]) -> Any:
 
 @command("sintercard", arity=-3, flags="readonly",
          key_specs=(key_spec(1, "RO access", keynum=True, arg="key"),),
-         summary="Returns the number of members of the intersect of multiple sets.",
-         syntax="numkeys key [key ...] [LIMIT limit]", complexity=_COMPLEXITY_INTER)
+         complexity=_COMPLEXITY_INTER)
 def sintercard(ctx: Context, argv: list[bytes]) -> Any:
-    """SINTERCARD numkeys key [key ...] [LIMIT limit]"""
+    """SINTERCARD numkeys key [key ...] [LIMIT limit]
+    Returns the number of members of the intersect of multiple sets.
+    """
     numkeys = parse_int(argv[1])
     if numkeys is None or numkeys <= 0:
         raise CommandError(NUMKEYS_POSITIVE)

@@ -48,12 +48,12 @@ def add_members(ctx: Context, key: bytes, found: SetValue | None, members: list[
 
 
 @command("sadd", arity=-3, flags="write denyoom fast", key="RW insert",
-         summary="Adds one or more members to a set. Creates the key if it doesn't exist.",
-         syntax="key member [member ...]",
          complexity="O(1) for each element added, so O(N) to add N elements when the command "
                     "is called with multiple arguments.")
 def sadd(ctx: Context, argv: list[bytes]) -> Any:
-    """SADD key member [member ...]"""
+    """SADD key member [member ...]
+    Adds one or more members to a set. Creates the key if it doesn't exist.
+    """
     key = argv[1]
     found = ctx.db.kv.typed(key, ctx.now_ms, SetValue)
     if found is not None and len(argv) == 3:  # one member to an existing set: the hot path
@@ -65,38 +65,40 @@ def sadd(ctx: Context, argv: list[bytes]) -> Any:
 
 
 @command("srem", arity=-3, flags="write fast", key="RW delete",
-         summary="Removes one or more members from a set. Deletes the set if the last member was removed.",
-         syntax="key member [member ...]",
          complexity="O(N) where N is the number of members to be removed.")
 def srem(ctx: Context, argv: list[bytes]) -> Any:
-    """SREM key member [member ...]"""
+    """SREM key member [member ...]
+    Removes one or more members from a set. Deletes the set if the last member was removed.
+    """
     found = target(ctx, argv[1], SetValue)
     return 0 if found is None else remove_present(ctx, argv, found.index, KvSrem)
 
 
 @command("smembers", arity=2, flags="readonly", key="RO access",
-         tips="nondeterministic_output_order", summary="Returns all members of a set.",
-         syntax="key", complexity="O(N) where N is the set cardinality.")
+         tips="nondeterministic_output_order", complexity="O(N) where N is the set cardinality.")
 def smembers(ctx: Context, argv: list[bytes]) -> Any:
-    """SMEMBERS key"""
+    """SMEMBERS key
+    Returns all members of a set.
+    """
     found = read(ctx, argv[1], SetValue)
     return set() if found is None else set(found.members)
 
 
-@command("sismember", arity=3, flags="readonly fast", key="RO",
-         summary="Determines whether a member belongs to a set.", syntax="key member")
+@command("sismember", arity=3, flags="readonly fast", key="RO")
 def sismember(ctx: Context, argv: list[bytes]) -> Any:
-    """SISMEMBER key member"""
+    """SISMEMBER key member
+    Determines whether a member belongs to a set.
+    """
     found = read(ctx, argv[1], SetValue)
     return int(found is not None and argv[2] in found.index)
 
 
 @command("smismember", arity=-3, flags="readonly fast", key="RO access",
-         summary="Determines whether multiple members belong to a set.",
-         syntax="key member [member ...]",
          complexity="O(N) where N is the number of elements being checked for membership")
 def smismember(ctx: Context, argv: list[bytes]) -> Any:
-    """SMISMEMBER key member [member ...]"""
+    """SMISMEMBER key member [member ...]
+    Determines whether multiple members belong to a set.
+    """
     found = read(ctx, argv[1], SetValue)
     if found is None:
         return [0] * (len(argv) - 2)
@@ -104,22 +106,24 @@ def smismember(ctx: Context, argv: list[bytes]) -> Any:
     return [int(member in index) for member in argv[2:]]
 
 
-@command("scard", arity=2, flags="readonly fast", key="RO",
-         summary="Returns the number of members in a set.", syntax="key")
+@command("scard", arity=2, flags="readonly fast", key="RO")
 def scard(ctx: Context, argv: list[bytes]) -> Any:
-    """SCARD key"""
+    """SCARD key
+    Returns the number of members in a set.
+    """
     found = read(ctx, argv[1], SetValue)
     return 0 if found is None else len(found)
 
 
 @command("spop", arity=-2, flags="write fast", key="RW access delete",
          tips="nondeterministic_output",
-         summary="Returns one or more random members from a set after removing them. "
-                 "Deletes the set if the last member was popped.", syntax="key [count]",
          complexity="Without the count argument O(1), otherwise O(N) where N is the value "
                     "of the passed count.")
 def spop(ctx: Context, argv: list[bytes]) -> Any:
-    """SPOP key [count]"""
+    """SPOP key [count]
+    Returns one or more random members from a set after removing them. Deletes the set if the last
+    member was popped.
+    """
     if len(argv) > 3:
         raise CommandError(errors.SYNTAX)
     key = argv[1]
@@ -141,11 +145,12 @@ def spop(ctx: Context, argv: list[bytes]) -> Any:
 
 
 @command("srandmember", arity=-2, flags="readonly", key="RO access", tips="nondeterministic_output",
-         summary="Get one or multiple random members from a set", syntax="key [count]",
          complexity="Without the count argument O(1), otherwise O(N) where N is the absolute "
                     "value of the passed count.")
 def srandmember(ctx: Context, argv: list[bytes]) -> Any:
-    """SRANDMEMBER key [count]"""
+    """SRANDMEMBER key [count]
+    Get one or multiple random members from a set
+    """
     if len(argv) > 3:
         raise CommandError(errors.SYNTAX)
     if len(argv) == 2:
@@ -166,10 +171,11 @@ def srandmember(ctx: Context, argv: list[bytes]) -> Any:
 
 @command("smove", arity=4, flags="write fast", keys=(1, 2, 1),
          key_specs=(key_spec(1, "RW access delete", arg="source"),
-                    key_spec(2, "RW insert", arg="destination")),
-         summary="Moves a member from one set to another.", syntax="source destination member")
+                   key_spec(2, "RW insert", arg="destination")))
 def smove(ctx: Context, argv: list[bytes]) -> Any:
-    """SMOVE source destination member"""
+    """SMOVE source destination member
+    Moves a member from one set to another.
+    """
     src_key, dst_key, member = argv[1], argv[2], argv[3]
     kv = ctx.db.kv
     # both looked up before either type is checked: a missing source answers 0 whatever
@@ -192,8 +198,10 @@ def smove(ctx: Context, argv: list[bytes]) -> Any:
     return 1
 
 
-@command("sscan", ELEMENT_SCAN, summary="Iterates over members of a set.")
+@command("sscan", ELEMENT_SCAN)
 def sscan(ctx: Context, argv: list[bytes]) -> Any:
-    """SSCAN key cursor [MATCH pattern] [COUNT count]"""
+    """SSCAN key cursor [MATCH pattern] [COUNT count]
+    Iterates over members of a set.
+    """
     step = scan_step(ctx, argv, SetValue)
     return [b"0", []] if step is None else list(step[:2])

@@ -309,22 +309,21 @@ def _run(ctx: Context, argv: list[bytes], readonly: bool) -> Any:
 @command("sort", arity=-2, flags="write denyoom", keys=(1, 1, 1), group="generic",
          group_categories=False, acl="@set @sortedset @list @dangerous",
          key_specs=(_SORTED_KEY, _PATTERN_KEYS,
-                    key_spec(0, "OW update", unknown=True, notes=_STORE_NOTES, arg="destination")),
-         getkeys=sort_keys, since="1.0.0", complexity=_COMPLEXITY,
-         summary="Sorts the elements in a list, a set, or a sorted set, optionally storing the result.",
-         syntax=_SYNTAX_RO + " [STORE destination]")
+                   key_spec(0, "OW update", unknown=True, notes=_STORE_NOTES, arg="destination")),
+         getkeys=sort_keys, since="1.0.0", complexity=_COMPLEXITY)
 def sort(ctx: Context, argv: list[bytes]) -> Any:
-    """SORT key [BY pattern] [LIMIT offset count] [GET pattern [GET pattern ...]] [ASC|DESC]
-    [ALPHA] [STORE destination]"""
+    """SORT key [BY pattern] [LIMIT offset count] [GET pattern [GET pattern ...]] [ASC|DESC] [ALPHA]
+        [STORE destination]
+    Sorts the elements in a list, a set, or a sorted set, optionally storing the result.
+    """
     return _run(ctx, argv, readonly=False)
 
 
 @command("sort_ro", arity=-2, flags="readonly", keys=(1, 1, 1), group="generic",
          group_categories=False, acl="@set @sortedset @list @dangerous",
-         key_specs=(_SORTED_KEY, _PATTERN_KEYS), since="7.0.0", complexity=_COMPLEXITY,
-         summary="Returns the sorted elements of a list, a set, or a sorted set.",
-         syntax=_SYNTAX_RO)
+         key_specs=(_SORTED_KEY, _PATTERN_KEYS), since="7.0.0", complexity=_COMPLEXITY)
 def sort_ro(ctx: Context, argv: list[bytes]) -> Any:
-    """SORT_RO key [BY pattern] [LIMIT offset count] [GET pattern [GET pattern ...]]
-    [ASC|DESC] [ALPHA]"""
+    """SORT_RO key [BY pattern] [LIMIT offset count] [GET pattern [GET pattern ...]] [ASC|DESC] [ALPHA]
+    Returns the sorted elements of a list, a set, or a sorted set.
+    """
     return _run(ctx, argv, readonly=True)

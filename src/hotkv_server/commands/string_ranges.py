@@ -35,11 +35,11 @@ def _max_len(ctx: Context) -> int:
     return limit
 
 
-@command("append", arity=3, flags="write denyoom fast", key="RW insert",
-         summary="Appends a string to the value of a key. Creates the key if it doesn't exist.",
-         syntax="key value")
+@command("append", arity=3, flags="write denyoom fast", key="RW insert")
 def append(ctx: Context, argv: list[bytes]) -> Any:
-    """APPEND key value"""
+    """APPEND key value
+    Appends a string to the value of a key. Creates the key if it doesn't exist.
+    """
     key = argv[1]
     kv = ctx.db.kv
     old = kv.get(key, ctx.now_ms)
@@ -54,13 +54,14 @@ def append(ctx: Context, argv: list[bytes]) -> Any:
 
 
 @command("setrange", arity=4, flags="write denyoom", key="RW update",
-         summary="Overwrites a part of a string value with another by an offset. Creates the "
-                 "key if it doesn't exist.", syntax="key offset value",
          complexity="O(1), not counting the time taken to copy the new string in place. "
                     "Usually, this string is very small so the amortized complexity is O(1). "
                     "Otherwise, complexity is O(M) with M being the length of the value argument.")
 def setrange(ctx: Context, argv: list[bytes]) -> Any:
-    """SETRANGE key offset value"""
+    """SETRANGE key offset value
+    Overwrites a part of a string value with another by an offset. Creates the key if it doesn't
+    exist.
+    """
     offset = parse_int(argv[2])
     if offset is None:
         raise CommandError(errors.NOT_INTEGER)
@@ -82,13 +83,14 @@ def setrange(ctx: Context, argv: list[bytes]) -> Any:
 
 
 @command("getrange", arity=4, flags="readonly", key="RO access",
-         summary="Returns a substring of the string stored at a key.", syntax="key start end",
          complexity="O(N) where N is the length of the returned string. The complexity is "
                     "ultimately determined by the returned length, but because creating a "
                     "substring from an existing string is very cheap, it can be considered "
                     "O(1) for small strings.")
 def getrange(ctx: Context, argv: list[bytes]) -> Any:
-    """GETRANGE key start end"""
+    """GETRANGE key start end
+    Returns a substring of the string stored at a key.
+    """
     start = parse_int(argv[2])
     end = parse_int(argv[3])
     if start is None or end is None:
@@ -111,11 +113,11 @@ def getrange(ctx: Context, argv: list[bytes]) -> Any:
 
 @command("lcs", arity=-3, flags="readonly", keys=(1, 2, 1),
          key_specs=(key_spec(1, "RO access", lastkey=1, arg="key1 key2"),),
-         summary="Finds the longest common substring.",
-         syntax="key1 key2 [LEN] [IDX] [MINMATCHLEN min-match-len] [WITHMATCHLEN]",
          complexity="O(N*M) where N and M are the lengths of s1 and s2, respectively")
 def lcs(ctx: Context, argv: list[bytes]) -> Any:
-    """LCS key1 key2 [LEN] [IDX] [MINMATCHLEN min-match-len] [WITHMATCHLEN]"""
+    """LCS key1 key2 [LEN] [IDX] [MINMATCHLEN min-match-len] [WITHMATCHLEN]
+    Finds the longest common substring.
+    """
     kv = ctx.db.kv
     now = ctx.now_ms
     a = kv.lookup(argv[1], now)

@@ -22,11 +22,11 @@ from hotkv_server.stores.keyspace_effects import KvDel, KvExpire, KvMset, KvPers
 command = family(group="string")
 
 
-@command("setnx", arity=3, flags="write denyoom fast", key="OW insert",
-         summary="Set the string value of a key only when the key doesn't exist.",
-         syntax="key value")
+@command("setnx", arity=3, flags="write denyoom fast", key="OW insert")
 def setnx(ctx: Context, argv: list[bytes]) -> Any:
-    """SETNX key value"""
+    """SETNX key value
+    Set the string value of a key only when the key doesn't exist.
+    """
     if ctx.db.kv.lookup(argv[1], ctx.now_ms) is not None:
         return 0
     ctx.emit(KvSet(argv[1], argv[2], None))
@@ -43,29 +43,30 @@ def _setex(ctx: Context, argv: list[bytes], option: bytes) -> Any:
 _SETEX = SpecFields(arity=4, flags="write denyoom", key="OW update")
 
 
-@command("setex", _SETEX,
-         summary="Sets the string value and expiration time of a key. Creates the key if it doesn't exist.",
-         syntax="key seconds value")
+@command("setex", _SETEX)
 def setex(ctx: Context, argv: list[bytes]) -> Any:
-    """SETEX key seconds value"""
+    """SETEX key seconds value
+    Sets the string value and expiration time of a key. Creates the key if it doesn't exist.
+    """
     return _setex(ctx, argv, b"EX")
 
 
-@command("psetex", _SETEX,
-         summary="Sets both string value and expiration time in milliseconds of a key. The "
-                 "key is created if it doesn't exist.", syntax="key milliseconds value")
+@command("psetex", _SETEX)
 def psetex(ctx: Context, argv: list[bytes]) -> Any:
-    """PSETEX key milliseconds value"""
+    """PSETEX key milliseconds value
+    Sets both string value and expiration time in milliseconds of a key. The key is created if it
+    doesn't exist.
+    """
     return _setex(ctx, argv, b"PX")
 
 
 @command("getex", arity=-2, flags="write fast", key="RW access update",
-         key_notes="RW and UPDATE because it changes the TTL",
-         summary="Returns the string value of a key after setting its expiration time.",
-         syntax="key [EX seconds|PX milliseconds|EXAT unix-time-seconds|"
-                "PXAT unix-time-milliseconds|PERSIST]")
+         key_notes="RW and UPDATE because it changes the TTL")
 def getex(ctx: Context, argv: list[bytes]) -> Any:
-    """GETEX key [EX seconds|PX milliseconds|EXAT unix-time-seconds|PXAT unix-time-milliseconds|PERSIST]"""
+    """GETEX key [EX seconds|PX milliseconds|EXAT unix-time-seconds|PXAT
+        unix-time-milliseconds|PERSIST]
+    Returns the string value of a key after setting its expiration time.
+    """
     opts = WriteOptions(GETEX_TOKENS, redis=True).take_all(Args(argv, 2), ctx.now_ms)
     key = argv[1]
     kv = ctx.db.kv
@@ -85,10 +86,11 @@ def getex(ctx: Context, argv: list[bytes]) -> Any:
     return value
 
 
-@command("getdel", arity=2, flags="write fast", key="RW access delete",
-         summary="Returns the string value of a key after deleting the key.", syntax="key")
+@command("getdel", arity=2, flags="write fast", key="RW access delete")
 def getdel(ctx: Context, argv: list[bytes]) -> Any:
-    """GETDEL key"""
+    """GETDEL key
+    Returns the string value of a key after deleting the key.
+    """
     key = argv[1]
     value = counted(ctx, ctx.db.kv.get(key, ctx.now_ms))
     if value is not None:
@@ -96,11 +98,11 @@ def getdel(ctx: Context, argv: list[bytes]) -> Any:
     return value
 
 
-@command("getset", arity=3, flags="write denyoom fast", key="RW access update",
-         summary="Returns the previous string value of a key after setting it to a new value.",
-         syntax="key value")
+@command("getset", arity=3, flags="write denyoom fast", key="RW access update")
 def getset(ctx: Context, argv: list[bytes]) -> Any:
-    """GETSET key value"""
+    """GETSET key value
+    Returns the previous string value of a key after setting it to a new value.
+    """
     old = counted(ctx, ctx.db.kv.get(argv[1], ctx.now_ms))
     ctx.emit(KvSet(argv[1], argv[2], None))
     return old
@@ -108,11 +110,11 @@ def getset(ctx: Context, argv: list[bytes]) -> Any:
 
 @command("msetnx", arity=-3, flags="write denyoom", keys=(1, -1, 2), key_flags="OW insert",
          tips="request_policy:multi_shard response_policy:agg_min",
-         summary="Atomically modifies the string values of one or more keys only when all "
-                 "keys don't exist.", syntax="key value [key value ...]",
          complexity="O(N) where N is the number of keys to set.")
 def msetnx(ctx: Context, argv: list[bytes]) -> Any:
-    """MSETNX key value [key value ...]"""
+    """MSETNX key value [key value ...]
+    Atomically modifies the string values of one or more keys only when all keys don't exist.
+    """
     if len(argv) % 2 == 0:
         raise CommandError(errors.wrong_arity("msetnx"))
     kv = ctx.db.kv

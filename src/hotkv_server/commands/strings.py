@@ -30,10 +30,11 @@ LLONG_MAX = 2**63 - 1
 LLONG_MIN = -(2**63)
 NAN_OR_INF = "ERR increment would produce NaN or Infinity"
 
-@command("get", arity=2, flags="readonly fast", key="RO access",
-         summary="Returns the string value of a key.", syntax="key")
+@command("get", arity=2, flags="readonly fast", key="RO access")
 def get(ctx: Context, argv: list[bytes]) -> Any:
-    """GET key"""
+    """GET key
+    Returns the string value of a key.
+    """
     value = ctx.db.kv.get(argv[1], ctx.now_ms)
     stats = ctx.core.stats
     if value is None:
@@ -46,12 +47,12 @@ def get(ctx: Context, argv: list[bytes]) -> Any:
 
 
 @command("set", arity=-3, flags="write denyoom", key="RW access update variable_flags",
-         key_notes="RW and ACCESS due to the optional `GET` argument",
-         summary="Sets the string value of a key, ignoring its type. The key is created if it doesn't exist.",
-         syntax="key value [NX|XX] [GET] [EX seconds|PX milliseconds|EXAT unix-time-seconds|"
-                "PXAT unix-time-milliseconds|KEEPTTL]")
+         key_notes="RW and ACCESS due to the optional `GET` argument")
 def set_(ctx: Context, argv: list[bytes]) -> Any:
-    """SET key value [NX|XX] [GET] [EX seconds|PX milliseconds|EXAT unix-time-seconds|PXAT unix-time-milliseconds|KEEPTTL]"""
+    """SET key value [NX|XX] [GET] [EX seconds|PX milliseconds|EXAT unix-time-seconds|PXAT
+        unix-time-milliseconds|KEEPTTL]
+    Sets the string value of a key, ignoring its type. The key is created if it doesn't exist.
+    """
     key = argv[1]
     if len(argv) == 3:
         ctx.emit(KvSet(key, argv[2], None))
@@ -83,10 +84,11 @@ def set_(ctx: Context, argv: list[bytes]) -> Any:
 
 @command("mget", arity=-2, flags="readonly fast", keys=(1, -1, 1), key_flags="RO access",
          tips="request_policy:multi_shard",
-         summary="Atomically returns the string values of one or more keys.",
-         syntax="key [key ...]", complexity="O(N) where N is the number of keys to retrieve.")
+         complexity="O(N) where N is the number of keys to retrieve.")
 def mget(ctx: Context, argv: list[bytes]) -> Any:
-    """MGET key [key ...]"""
+    """MGET key [key ...]
+    Atomically returns the string values of one or more keys.
+    """
     kv_lookup = ctx.db.kv.lookup
     now = ctx.now_ms
     values = [kv_lookup(key, now) for key in argv[1:]]
@@ -104,11 +106,11 @@ def mget(ctx: Context, argv: list[bytes]) -> Any:
 
 @command("mset", arity=-3, flags="write denyoom", keys=(1, -1, 2), key_flags="OW update",
          tips="request_policy:multi_shard response_policy:all_succeeded",
-         summary="Atomically creates or modifies the string values of one or more keys.",
-         syntax="key value [key value ...]",
          complexity="O(N) where N is the number of keys to set.")
 def mset(ctx: Context, argv: list[bytes]) -> Any:
-    """MSET key value [key value ...]"""
+    """MSET key value [key value ...]
+    Atomically creates or modifies the string values of one or more keys.
+    """
     if len(argv) % 2 == 0:
         raise CommandError(errors.wrong_arity("mset"))
     ctx.emit(KvMset(argv[1:]))
@@ -142,20 +144,22 @@ def _increment_arg(raw: bytes) -> int:
 
 
 #: what INCR and DECR share
-_STEP = SpecFields(arity=2, flags="write denyoom fast", key="RW access update", syntax="key")
+_STEP = SpecFields(arity=2, flags="write denyoom fast", key="RW access update")
 
 
-@command("incr", _STEP,
-         summary="Increments the integer value of a key by one. Uses 0 as initial value if the key doesn't exist.")
+@command("incr", _STEP)
 def incr(ctx: Context, argv: list[bytes]) -> Any:
-    """INCR key"""
+    """INCR key
+    Increments the integer value of a key by one. Uses 0 as initial value if the key doesn't exist.
+    """
     return _incr_by(ctx, argv[1], 1)
 
 
-@command("decr", _STEP,
-         summary="Decrements the integer value of a key by one. Uses 0 as initial value if the key doesn't exist.")
+@command("decr", _STEP)
 def decr(ctx: Context, argv: list[bytes]) -> Any:
-    """DECR key"""
+    """DECR key
+    Decrements the integer value of a key by one. Uses 0 as initial value if the key doesn't exist.
+    """
     return _incr_by(ctx, argv[1], -1)
 
 
@@ -163,38 +167,42 @@ def decr(ctx: Context, argv: list[bytes]) -> Any:
 _STEP_BY = SpecFields(arity=3, flags="write denyoom fast", key="RW access update")
 
 
-@command("incrby", _STEP_BY,
-         summary="Increments the integer value of a key by a number. Uses 0 as initial value if the key doesn't exist.",
-         syntax="key increment")
+@command("incrby", _STEP_BY)
 def incrby(ctx: Context, argv: list[bytes]) -> Any:
-    """INCRBY key increment"""
+    """INCRBY key increment
+    Increments the integer value of a key by a number. Uses 0 as initial value if the key doesn't
+    exist.
+    """
     return _incr_by(ctx, argv[1], _increment_arg(argv[2]))
 
 
-@command("decrby", _STEP_BY,
-         summary="Decrements a number from the integer value of a key. Uses 0 as initial value if the key doesn't exist.",
-         syntax="key decrement")
+@command("decrby", _STEP_BY)
 def decrby(ctx: Context, argv: list[bytes]) -> Any:
-    """DECRBY key decrement"""
+    """DECRBY key decrement
+    Decrements a number from the integer value of a key. Uses 0 as initial value if the key doesn't
+    exist.
+    """
     decrement = _increment_arg(argv[2])
     if decrement == LLONG_MIN:  # its negation does not fit in 64 bits
         raise CommandError(errors.DECR_OVERFLOW)
     return _incr_by(ctx, argv[1], -decrement)
 
 
-@command("strlen", arity=2, flags="readonly fast", key="RO",
-         summary="Returns the length of a string value.", syntax="key")
+@command("strlen", arity=2, flags="readonly fast", key="RO")
 def strlen(ctx: Context, argv: list[bytes]) -> Any:
-    """STRLEN key"""
+    """STRLEN key
+    Returns the length of a string value.
+    """
     value = ctx.db.kv.get(argv[1], ctx.now_ms)
     return 0 if value is None else len(value)
 
 
-@command("incrbyfloat", arity=3, flags="write denyoom fast", key="RW access update",
-         summary="Increment the floating point value of a key by a number. Uses 0 as initial "
-                 "value if the key doesn't exist.", syntax="key increment")
+@command("incrbyfloat", arity=3, flags="write denyoom fast", key="RW access update")
 def incrbyfloat(ctx: Context, argv: list[bytes]) -> Any:
-    """INCRBYFLOAT key increment"""
+    """INCRBYFLOAT key increment
+    Increment the floating point value of a key by a number. Uses 0 as initial value if the key
+    doesn't exist.
+    """
     key = argv[1]
     kv = ctx.db.kv
     old = kv.get(key, ctx.now_ms)

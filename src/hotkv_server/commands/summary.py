@@ -48,12 +48,12 @@ _SET_OPTIONS = Options("IFVERSION or UPTO", {b"IFVERSION": _IFVERSION, b"UPTO": 
 _APPEND_OPTIONS = Options("IFVERSION", {b"IFVERSION": _IFVERSION})
 
 
-@command("amem.summary.set", arity=-3, flags="write denyoom", key="RW update",
-         summary="Replaces an agent's summary and returns its new version.",
-         syntax="agent text [IFVERSION v] [UPTO event-id]", dialect=True,
+@command("amem.summary.set", arity=-3, flags="write denyoom", key="RW update", dialect=True,
          extensions="IFVERSION UPTO")
 def summary_set(ctx: Context, argv: list[bytes]) -> int:
-    """agent text [IFVERSION v] [UPTO event-id]"""
+    """AMEM.SUMMARY.SET agent text [IFVERSION v] [UPTO event-id]
+    Replaces an agent's summary and returns its new version.
+    """
     args = Args(argv, 1)
     agent = args.ident("agent")
     text = args.text("text")
@@ -64,11 +64,11 @@ def summary_set(ctx: Context, argv: list[bytes]) -> int:
 
 
 @command("amem.summary.append", arity=-3, flags="write denyoom", key="RW update",
-         summary="Adds a line to an agent's summary and returns its new version.",
-         syntax="agent line [IFVERSION v]", complexity="O(N) with N the summary's length",
-         dialect=True, extensions="IFVERSION")
+         complexity="O(N) with N the summary's length", dialect=True, extensions="IFVERSION")
 def summary_append(ctx: Context, argv: list[bytes]) -> int:
-    """agent line [IFVERSION v]"""
+    """AMEM.SUMMARY.APPEND agent line [IFVERSION v]
+    Adds a line to an agent's summary and returns its new version.
+    """
     args = Args(argv, 1)
     agent = args.ident("agent")
     line = args.text("line")
@@ -78,12 +78,13 @@ def summary_append(ctx: Context, argv: list[bytes]) -> int:
     return version
 
 
-@command("amem.summary.get", arity=-2, flags="readonly fast", key="RO access",
-         summary="Returns an agent's summary as [text, version, updated_unix], or with RECORD its "
-                 "record: text, version, updated (ms) and upto; null without one.",
-         syntax="agent [RECORD]", dialect=True, extensions="RECORD")
+@command("amem.summary.get", arity=-2, flags="readonly fast", key="RO access", dialect=True,
+         extensions="RECORD")
 def summary_get(ctx: Context, argv: list[bytes]) -> Any:
-    """agent [RECORD]"""
+    """AMEM.SUMMARY.GET agent [RECORD]
+    Returns an agent's summary as [text, version, updated_unix], or with RECORD its record: text,
+    version, updated (ms) and upto; null without one.
+    """
     args = Args(argv, 1)
     agent = args.ident("agent")
     as_record = args.only_flag(b"RECORD")
@@ -100,29 +101,33 @@ def summary_get(ctx: Context, argv: list[bytes]) -> Any:
 
 
 #: what DEL and DROP share
-_SUMMARY_DEL = SpecFields(arity=2, flags="write", key="RM delete", syntax="agent")
+_SUMMARY_DEL = SpecFields(arity=2, flags="write", key="RM delete")
 
 
-@command("amem.summary.del", _SUMMARY_DEL, summary="Deletes an agent's summary.")
+@command("amem.summary.del", _SUMMARY_DEL)
 def summary_del(ctx: Context, argv: list[bytes]) -> int:
-    """agent"""
+    """AMEM.SUMMARY.DEL agent
+    Deletes an agent's summary.
+    """
     agent = Args(argv, 1).ident("agent")
     return delete_one(ctx, ctx.db.summary, agent, SummaryDel(agent))
 
 
-@command("amem.summary.drop", _SUMMARY_DEL,
-         summary="Deletes an agent's summary; 1 if it existed, else 0.", dialect=True)
+@command("amem.summary.drop", _SUMMARY_DEL, dialect=True)
 def summary_drop(ctx: Context, argv: list[bytes]) -> int:
-    """agent"""
+    """AMEM.SUMMARY.DROP agent
+    Deletes an agent's summary; 1 if it existed, else 0.
+    """
     return summary_del(ctx, argv)
 
 
 @command("amem.summary.list", arity=1, flags="readonly",
-         summary="Returns the agents that have a summary, in byte order (only those a user "
-                 "restricted by ACL key patterns may read).",
          complexity="O(N log N) with N the agents with a summary", dialect=True)
 def summary_list(ctx: Context, argv: list[bytes]) -> list[bytes]:
-    """(no arguments)"""
+    """AMEM.SUMMARY.LIST
+    Returns the agents that have a summary, in byte order (only those a user restricted by ACL key
+    patterns may read).
+    """
     store = ctx.db.summary
     # a tenant confined by key patterns learns no other tenant's agent ids
     return readable_ids(ctx, sorted(store.ids(ctx.now_ms)))

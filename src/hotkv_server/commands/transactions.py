@@ -18,10 +18,11 @@ from hotkv_server.engine.replies import NULL_ARRAY, OK, ErrorReply, Spliced
 command = family(group="transactions")
 
 
-@command("multi", arity=1, flags="noscript loading stale fast allow_busy",
-         summary="Starts a transaction.")
+@command("multi", arity=1, flags="noscript loading stale fast allow_busy")
 def multi(ctx: Context, argv: list[bytes]) -> Any:
-    """MULTI"""
+    """MULTI
+    Starts a transaction.
+    """
     if ctx.multi is not None:
         raise CommandError(errors.MULTI_NESTED)
     ctx.multi = []
@@ -29,10 +30,11 @@ def multi(ctx: Context, argv: list[bytes]) -> Any:
     return OK
 
 
-@command("discard", arity=1, flags="noscript loading stale fast allow_busy",
-         summary="Discards a transaction.")
+@command("discard", arity=1, flags="noscript loading stale fast allow_busy")
 def discard(ctx: Context, argv: list[bytes]) -> Any:
-    """DISCARD"""
+    """DISCARD
+    Discards a transaction.
+    """
     if ctx.multi is None:
         raise CommandError(errors.DISCARD_WITHOUT_MULTI)
     ctx.multi = None
@@ -41,10 +43,11 @@ def discard(ctx: Context, argv: list[bytes]) -> Any:
     return OK
 
 
-@command("exec", arity=1, flags="noscript loading stale skip_slowlog",
-         summary="Executes all commands in a transaction.")
+@command("exec", arity=1, flags="noscript loading stale skip_slowlog")
 def exec_(ctx: Context, argv: list[bytes]) -> Any:
-    """EXEC"""
+    """EXEC
+    Executes all commands in a transaction.
+    """
     queued = ctx.multi
     if queued is None:
         raise CommandError(errors.EXEC_WITHOUT_MULTI)
@@ -157,11 +160,11 @@ def _revoked(ctx: Context, denied: tuple[str, bytes]) -> ErrorReply:
     return ErrorReply(message)
 
 
-@command("watch", arity=-2, flags="noscript loading stale fast allow_busy", keys=(1, -1, 1),
-         summary="Watches keys: EXEC fails if any of them is written first.",
-         syntax="key [key ...]")
+@command("watch", arity=-2, flags="noscript loading stale fast allow_busy", keys=(1, -1, 1))
 def watch(ctx: Context, argv: list[bytes]) -> Any:
-    """WATCH key [key ...]"""
+    """WATCH key [key ...]
+    Watches keys: EXEC fails if any of them is written first.
+    """
     if ctx.multi is not None:
         raise CommandError(errors.WATCH_INSIDE_MULTI)
     watchers = ctx.core.watchers
@@ -174,9 +177,10 @@ def watch(ctx: Context, argv: list[bytes]) -> Any:
     return OK
 
 
-@command("unwatch", arity=1, flags="noscript loading stale fast allow_busy",
-         summary="Forgets all watched keys.")
+@command("unwatch", arity=1, flags="noscript loading stale fast allow_busy")
 def unwatch(ctx: Context, argv: list[bytes]) -> Any:
-    """UNWATCH"""
+    """UNWATCH
+    Forgets all watched keys.
+    """
     ctx.unwatch()
     return OK

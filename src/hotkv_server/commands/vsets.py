@@ -80,12 +80,12 @@ def _int_option(raw: bytes, lo: int, hi: int, error: str) -> int:
 
 
 @command("vadd", arity=-5, flags="write denyoom", key="RW insert", since="8.0.0",
-         complexity="O(log(N)) for each element added",
-         summary="Adds one or more elements to a vector set, or updates its vector if it exists.",
-         syntax="key [REDUCE dim] FP32|VALUES vector element [CAS] [NOQUANT|Q8|BIN] "
-                "[EF build-exploration-factor] [SETATTR attributes] [M numlinks]")
+         complexity="O(log(N)) for each element added")
 def vadd(ctx: Context, argv: list[bytes]) -> Any:
-    """VADD key [REDUCE dim] FP32|VALUES vector element [CAS] [NOQUANT|Q8|BIN] [EF n] [SETATTR json] [M n]"""
+    """VADD key [REDUCE dim] FP32|VALUES vector element [CAS] [NOQUANT|Q8|BIN] [EF
+        build-exploration-factor] [SETATTR attributes] [M numlinks]
+    Adds one or more elements to a vector set, or updates its vector if it exists.
+    """
     at = 2
     reduce_dim = 0
     if len(argv) > 4 and argv[2].upper() == b"REDUCE":
@@ -152,10 +152,11 @@ def vadd(ctx: Context, argv: list[bytes]) -> Any:
 
 
 @command("vrem", arity=3, flags="write", key="RW delete", since="8.0.0",
-         complexity="O(log(N)) for each element removed",
-         summary="Removes an element from a vector set.", syntax="key element")
+         complexity="O(log(N)) for each element removed")
 def vrem(ctx: Context, argv: list[bytes]) -> Any:
-    """VREM key element"""
+    """VREM key element
+    Removes an element from a vector set.
+    """
     found = target(ctx, argv[1], VectorSetValue)
     if found is None or argv[2] not in found.elements:
         return False
@@ -163,28 +164,31 @@ def vrem(ctx: Context, argv: list[bytes]) -> Any:
     return True
 
 
-@command("vcard", arity=2, flags="readonly fast", key="RO access", since="8.0.0",
-         summary="Returns the number of elements in a vector set.", syntax="key")
+@command("vcard", arity=2, flags="readonly fast", key="RO access", since="8.0.0")
 def vcard(ctx: Context, argv: list[bytes]) -> Any:
-    """VCARD key"""
+    """VCARD key
+    Returns the number of elements in a vector set.
+    """
     found = read(ctx, argv[1], VectorSetValue)
     return 0 if found is None else len(found.elements)
 
 
-@command("vdim", arity=2, flags="readonly fast", key="RO access", since="8.0.0",
-         summary="Returns the dimension of vectors in the vector set.", syntax="key")
+@command("vdim", arity=2, flags="readonly fast", key="RO access", since="8.0.0")
 def vdim(ctx: Context, argv: list[bytes]) -> Any:
-    """VDIM key"""
+    """VDIM key
+    Returns the dimension of vectors in the vector set.
+    """
     found = read(ctx, argv[1], VectorSetValue)
     if found is None:
         raise CommandError("ERR key does not exist")
     return found.dim
 
 
-@command("vemb", arity=-3, flags="readonly fast", key="RO access", since="8.0.0",
-         summary="Returns the vector associated with an element.", syntax="key element [RAW]")
+@command("vemb", arity=-3, flags="readonly fast", key="RO access", since="8.0.0")
 def vemb(ctx: Context, argv: list[bytes]) -> Any:
-    """VEMB key element [RAW]"""
+    """VEMB key element [RAW]
+    Returns the vector associated with an element.
+    """
     raw = False
     for opt in argv[3:]:
         if opt.upper() != b"RAW":
@@ -202,11 +206,11 @@ def vemb(ctx: Context, argv: list[bytes]) -> Any:
     return [Double(v) for v in found.embedding(element)]
 
 
-@command("vsetattr", arity=4, flags="write fast", key="RW update", since="8.0.0",
-         summary="Associates or removes the JSON attributes of elements.",
-         syntax="key element json")
+@command("vsetattr", arity=4, flags="write fast", key="RW update", since="8.0.0")
 def vsetattr(ctx: Context, argv: list[bytes]) -> Any:
-    """VSETATTR key element json"""
+    """VSETATTR key element json
+    Associates or removes the JSON attributes of elements.
+    """
     found = target(ctx, argv[1], VectorSetValue)
     if found is None or argv[2] not in found.elements:
         return False
@@ -215,30 +219,33 @@ def vsetattr(ctx: Context, argv: list[bytes]) -> Any:
 
 
 #: what VGETATTR and VISMEMBER share
-_VMEMBER = SpecFields(arity=3, flags="readonly fast", key="RO access", since="8.0.0",
-                      syntax="key element")
+_VMEMBER = SpecFields(arity=3, flags="readonly fast", key="RO access", since="8.0.0")
 
 
-@command("vgetattr", _VMEMBER, summary="Retrieves the JSON attributes of elements.")
+@command("vgetattr", _VMEMBER)
 def vgetattr(ctx: Context, argv: list[bytes]) -> Any:
-    """VGETATTR key element"""
+    """VGETATTR key element
+    Retrieves the JSON attributes of elements.
+    """
     found = read(ctx, argv[1], VectorSetValue)
     element = None if found is None else found.elements.get(argv[2])
     return None if element is None else element.attr
 
 
-@command("vismember", _VMEMBER, summary="Checks if an element exists in a vector set.")
+@command("vismember", _VMEMBER)
 def vismember(ctx: Context, argv: list[bytes]) -> Any:
-    """VISMEMBER key element"""
+    """VISMEMBER key element
+    Checks if an element exists in a vector set.
+    """
     found = read(ctx, argv[1], VectorSetValue)
     return found is not None and argv[2] in found.elements
 
 
-@command("vlinks", arity=-3, flags="readonly", key="RO access", since="8.0.0",
-         summary="Returns the neighbors of an element at each layer of the HNSW graph.",
-         syntax="key element [WITHSCORES]")
+@command("vlinks", arity=-3, flags="readonly", key="RO access", since="8.0.0")
 def vlinks(ctx: Context, argv: list[bytes]) -> Any:
-    """VLINKS key element [WITHSCORES]"""
+    """VLINKS key element [WITHSCORES]
+    Returns the neighbors of an element at each layer of the HNSW graph.
+    """
     if len(argv) > 4 or (len(argv) == 4 and argv[3].upper() != b"WITHSCORES"):
         raise CommandError(errors.wrong_arity("vlinks"))
     withscores = len(argv) == 4
@@ -260,10 +267,11 @@ def vlinks(ctx: Context, argv: list[bytes]) -> Any:
     return out
 
 
-@command("vinfo", arity=2, flags="readonly fast", key="RO access", since="8.0.0",
-         summary="Returns information about a vector set.", syntax="key")
+@command("vinfo", arity=2, flags="readonly fast", key="RO access", since="8.0.0")
 def vinfo(ctx: Context, argv: list[bytes]) -> Any:
-    """VINFO key"""
+    """VINFO key
+    Returns information about a vector set.
+    """
     found = read(ctx, argv[1], VectorSetValue)
     if found is None:
         return NULL_ARRAY
@@ -289,10 +297,11 @@ def _max_level(found: VectorSetValue) -> int:
     return int(levels.max()) if levels.size else 0
 
 
-@command("vrandmember", arity=-2, flags="readonly", key="RO access", since="8.0.0",
-         summary="Returns one or multiple random members from a vector set.", syntax="key [count]")
+@command("vrandmember", arity=-2, flags="readonly", key="RO access", since="8.0.0")
 def vrandmember(ctx: Context, argv: list[bytes]) -> Any:
-    """VRANDMEMBER key [count]"""
+    """VRANDMEMBER key [count]
+    Returns one or multiple random members from a vector set.
+    """
     if len(argv) > 3:
         raise CommandError(errors.wrong_arity("vrandmember"))
     count = None
@@ -321,10 +330,11 @@ def _range_bound(raw: bytes, which: str) -> tuple[bytes | None, bool]:
     return raw[1:], raw[:1] == b"["
 
 
-@command("vrange", arity=-4, flags="readonly", key="RO access", since="8.2.0",
-         summary="Returns elements in a lexicographical range.", syntax="key start end [count]")
+@command("vrange", arity=-4, flags="readonly", key="RO access", since="8.2.0")
 def vrange(ctx: Context, argv: list[bytes]) -> Any:
-    """VRANGE key start end [count]"""
+    """VRANGE key start end [count]
+    Returns elements in a lexicographical range.
+    """
     if len(argv) > 5:
         raise CommandError(errors.wrong_arity("vrange"))
     count = -1

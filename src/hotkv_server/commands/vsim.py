@@ -81,13 +81,13 @@ def _option_number(raw: bytes, error: str, *, integer: bool = True) -> float:
 
 
 @command("vsim", arity=-4, flags="readonly", key="RO access", group="vector_set", since="8.0.0",
-         complexity="O(log(N)) where N is the number of elements in the vector set.",
-         summary="Returns elements by vector similarity.",
-         syntax="key ELE|FP32|VALUES vector-or-element [WITHSCORES] [WITHATTRIBS] [COUNT num] "
-                "[EPSILON delta] [EF search-exploration-factor] [FILTER expression] "
-                "[FILTER-EF max-filtering-effort] [TRUTH] [NOTHREAD]")
+         complexity="O(log(N)) where N is the number of elements in the vector set.")
 def vsim(ctx: Context, argv: list[bytes]) -> Any:
-    """VSIM key ELE|FP32|VALUES vector [WITHSCORES] [WITHATTRIBS] [COUNT n] [EPSILON d] [EF n] [FILTER expr] [FILTER-EF n] [TRUTH] [NOTHREAD]"""
+    """VSIM key ELE|FP32|VALUES vector-or-element [WITHSCORES] [WITHATTRIBS] [COUNT num] [EPSILON
+        delta] [EF search-exploration-factor] [FILTER expression] [FILTER-EF max-filtering-effort]
+        [TRUTH] [NOTHREAD]
+    Returns elements by vector similarity.
+    """
     key = argv[1]
     vset = read(ctx, key, VectorSetValue)
     if vset is None:

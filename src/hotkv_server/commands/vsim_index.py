@@ -79,11 +79,11 @@ def _vector(argv: list[bytes], at: int, dim: int) -> tuple[np.ndarray, int]:
     return np.asarray(values, dtype=np.float32), i
 
 
-@command("vsim.createindex", arity=-3, flags="write denyoom", key="RW insert",
-         summary="Creates a vector index with the given dimension and metric.",
-         syntax="index dims [METRIC cosine|l2|ip] [M n] [EF_CONSTRUCTION n] [EF_SEARCH n]")
+@command("vsim.createindex", arity=-3, flags="write denyoom", key="RW insert")
 def vsim_createindex(ctx: Context, argv: list[bytes]) -> Any:
-    """VSIM.CREATEINDEX index dims [METRIC cosine|l2|ip] [M n] [EF_CONSTRUCTION n] [EF_SEARCH n]"""
+    """VSIM.CREATEINDEX index dims [METRIC cosine|l2|ip] [M n] [EF_CONSTRUCTION n] [EF_SEARCH n]
+    Creates a vector index with the given dimension and metric.
+    """
     dim = _positive(argv[2], "dims", MAX_DIM)
     metric, m, efc, ef = "cosine", DEFAULT_M, DEFAULT_EF_CONSTRUCTION, DEFAULT_SEARCH_EF
     i = 3
@@ -115,21 +115,21 @@ def vsim_createindex(ctx: Context, argv: list[bytes]) -> Any:
     return OK
 
 
-@command("vsim.dropindex", arity=2, flags="write", key="RM delete",
-         summary="Drops a vector index.", syntax="index")
+@command("vsim.dropindex", arity=2, flags="write", key="RM delete")
 def vsim_dropindex(ctx: Context, argv: list[bytes]) -> Any:
-    """VSIM.DROPINDEX index"""
+    """VSIM.DROPINDEX index
+    Drops a vector index.
+    """
     _index(ctx, argv[1], write=True)
     ctx.emit(KvDel([argv[1]]))
     return OK
 
 
-@command("vsim.set", arity=-4, flags="write denyoom", key="RW insert",
-         extensions="TAGS",
-         summary="Stores the vector of a key in an index; 1 when the key is new.",
-         syntax="index key component [component ...] [TAGS tag [tag ...]]")
+@command("vsim.set", arity=-4, flags="write denyoom", key="RW insert", extensions="TAGS")
 def vsim_set(ctx: Context, argv: list[bytes]) -> Any:
-    """VSIM.SET index key component [component ...] [TAGS tag [tag ...]]"""
+    """VSIM.SET index key component [component ...] [TAGS tag [tag ...]]
+    Stores the vector of a key in an index; 1 when the key is new.
+    """
     found = _index(ctx, argv[1], write=True)
     vec, i = _vector(argv, 3, found.dim)
     attr: bytes | None = None
@@ -145,20 +145,22 @@ def vsim_set(ctx: Context, argv: list[bytes]) -> Any:
     return added
 
 
-@command("vsim.get", arity=3, flags="readonly fast", key="RO access",
-         summary="Returns the vector stored for a key, or nil.", syntax="index key")
+@command("vsim.get", arity=3, flags="readonly fast", key="RO access")
 def vsim_get(ctx: Context, argv: list[bytes]) -> Any:
-    """VSIM.GET index key"""
+    """VSIM.GET index key
+    Returns the vector stored for a key, or nil.
+    """
     element = _index(ctx, argv[1]).elements.get(argv[2])
     if element is None:
         return None
     return [Double(v) for v in _index(ctx, argv[1]).embedding(element)]
 
 
-@command("vsim.del", arity=3, flags="write fast", key="RW delete",
-         summary="Removes a key from an index.", syntax="index key")
+@command("vsim.del", arity=3, flags="write fast", key="RW delete")
 def vsim_del(ctx: Context, argv: list[bytes]) -> Any:
-    """VSIM.DEL index key"""
+    """VSIM.DEL index key
+    Removes a key from an index.
+    """
     if argv[2] not in _index(ctx, argv[1], write=True).elements:
         return 0
     removed: int = ctx.emit(KvVrem(argv[1], [argv[2]]))
@@ -176,11 +178,11 @@ def _tag_check(tags: list[str]) -> Check:
     return check
 
 
-@command("vsim.search", arity=-4, flags="readonly", key="RO access",
-         summary="Returns the k nearest keys of a vector with their distance.",
-         syntax="index k component [component ...] [FILTER tag [tag ...]] [EF n]")
+@command("vsim.search", arity=-4, flags="readonly", key="RO access")
 def vsim_search(ctx: Context, argv: list[bytes]) -> Any:
-    """VSIM.SEARCH index k component [component ...] [FILTER tag [tag ...]] [EF n]"""
+    """VSIM.SEARCH index k component [component ...] [FILTER tag [tag ...]] [EF n]
+    Returns the k nearest keys of a vector with their distance.
+    """
     found = _index(ctx, argv[1])
     k = _positive(argv[2], "k")
     vec, i = _vector(argv, 3, found.dim)
@@ -218,11 +220,11 @@ def vsim_search(ctx: Context, argv: list[bytes]) -> Any:
                       "vsim.search")
 
 
-@command("vsim.info", arity=-1, flags="readonly", key="RO access",
-         summary="Lists the index names, or returns one index's settings and size.",
-         syntax="[index]")
+@command("vsim.info", arity=-1, flags="readonly", key="RO access")
 def vsim_info(ctx: Context, argv: list[bytes]) -> Any:
-    """VSIM.INFO [index]"""
+    """VSIM.INFO [index]
+    Lists the index names, or returns one index's settings and size.
+    """
     if len(argv) > 2:
         raise CommandError("ERR wrong number of arguments for 'vsim.info' command")
     if len(argv) == 1:
@@ -241,32 +243,36 @@ def vsim_info(ctx: Context, argv: list[bytes]) -> Any:
             "ef_search", found.ef, "memory", found.nbytes]
 
 
-@command("vsim.save", arity=3, flags="write denyoom", key="OW update",
-         summary="Stores a snapshot blob under a name; returns its length.", syntax="snapshot blob")
+@command("vsim.save", arity=3, flags="write denyoom", key="OW update")
 def vsim_save(ctx: Context, argv: list[bytes]) -> Any:
-    """VSIM.SAVE snapshot blob"""
+    """VSIM.SAVE snapshot blob
+    Stores a snapshot blob under a name; returns its length.
+    """
     stored: int = ctx.emit(VsnapSave(argv[1], argv[2]))
     return stored
 
 
-@command("vsim.load", arity=2, flags="readonly", key="RO access",
-         summary="Returns the snapshot blob of a name, or nil.", syntax="snapshot")
+@command("vsim.load", arity=2, flags="readonly", key="RO access")
 def vsim_load(ctx: Context, argv: list[bytes]) -> Any:
-    """VSIM.LOAD snapshot"""
+    """VSIM.LOAD snapshot
+    Returns the snapshot blob of a name, or nil.
+    """
     return ctx.db.vsnap.blobs.get(argv[1])
 
 
-@command("vsim.list", arity=1, flags="readonly", summary="Lists the snapshot names.",
-         syntax="")
+@command("vsim.list", arity=1, flags="readonly")
 def vsim_list(ctx: Context, argv: list[bytes]) -> Any:
-    """VSIM.LIST"""
+    """VSIM.LIST
+    Lists the snapshot names.
+    """
     return readable_ids(ctx, sorted(ctx.db.vsnap.blobs))
 
 
-@command("vsim.drop", arity=2, flags="write", key="RM delete",
-         summary="Deletes a stored snapshot.", syntax="snapshot")
+@command("vsim.drop", arity=2, flags="write", key="RM delete")
 def vsim_drop(ctx: Context, argv: list[bytes]) -> Any:
-    """VSIM.DROP snapshot"""
+    """VSIM.DROP snapshot
+    Deletes a stored snapshot.
+    """
     if argv[1] not in ctx.db.vsnap.blobs:
         return 0
     dropped: int = ctx.emit(VsnapDrop(argv[1]))

@@ -34,13 +34,13 @@ _MAX_MS = 2**63 - 1
 
 @command("amem.work.set", arity=-4, flags="write denyoom", key="RW access update variable_flags",
          key_notes="ACCESS due to the optional `MERGE` argument (not REPLACE), whose reply is the merged value",
-         summary="Sets (or merges into) a key of a session's scratchpad.",
-         syntax="session key value [TTL s|PX ms|PXAT unix-time-ms|KEEPTTL] [NX|XX] "
-                "[MERGE REPLACE|APPEND|INCR|MAX|MIN]",
          complexity="O(1), O(N) for MERGE APPEND with N the array's size", dialect=True,
          extensions="PX KEEPTTL NX XX MERGE")
 def work_set(ctx: Context, argv: list[bytes]) -> Any:
-    """session key value [TTL s|PX ms|PXAT unix-time-ms|KEEPTTL] [NX|XX] [MERGE REPLACE|APPEND|INCR|MAX|MIN]"""
+    """AMEM.WORK.SET session key value [TTL s|PX ms|PXAT unix-time-ms|KEEPTTL] [NX|XX] [MERGE
+        REPLACE|APPEND|INCR|MAX|MIN]
+    Sets (or merges into) a key of a session's scratchpad.
+    """
     mode = b"REPLACE"
     if len(argv) == 4 and 0 < len(argv[1]) <= MAX_ID_LEN and 0 < len(argv[2]) <= MAX_ID_LEN:
         _, session, key, value = argv  # the plain form: nothing more to parse
@@ -84,11 +84,12 @@ def work_set(ctx: Context, argv: list[bytes]) -> Any:
     return OK if mode == b"REPLACE" else value
 
 
-@command("amem.work.get", arity=-3, flags="readonly fast", key="RO access",
-         summary="Returns a key's value, else the DEFAULT value, else null.",
-         syntax="session key [DEFAULT value]", dialect=True, extensions="DEFAULT")
+@command("amem.work.get", arity=-3, flags="readonly fast", key="RO access", dialect=True,
+         extensions="DEFAULT")
 def work_get(ctx: Context, argv: list[bytes]) -> bytes | None:
-    """session key [DEFAULT value]"""
+    """AMEM.WORK.GET session key [DEFAULT value]
+    Returns a key's value, else the DEFAULT value, else null.
+    """
     if len(argv) == 3:
         session, key = argv[1], argv[2]
         if 0 < len(session) <= MAX_ID_LEN and 0 < len(key) <= MAX_ID_LEN:
@@ -102,10 +103,11 @@ def work_get(ctx: Context, argv: list[bytes]) -> bytes | None:
 
 
 @command("amem.work.mget", arity=-3, flags="readonly fast", key="RO access",
-         summary="Returns the values of several keys of a session (null for missing ones).",
-         syntax="session key [key ...]", complexity="O(N) with N the keys named")
+         complexity="O(N) with N the keys named")
 def work_mget(ctx: Context, argv: list[bytes]) -> list[bytes | None]:
-    """session key [key ...]"""
+    """AMEM.WORK.MGET session key [key ...]
+    Returns the values of several keys of a session (null for missing ones).
+    """
     args = Args(argv, 1)
     session = args.ident("session")
     keys = [args.ident("key") for _ in range(args.remaining())]
@@ -115,10 +117,11 @@ def work_mget(ctx: Context, argv: list[bytes]) -> list[bytes | None]:
 
 
 @command("amem.work.del", arity=-3, flags="write", key="RW delete",
-         summary="Deletes keys of a session's scratchpad and returns how many existed.",
-         syntax="session key [key ...]", complexity="O(N) with N the keys named", dialect=True)
+         complexity="O(N) with N the keys named", dialect=True)
 def work_del(ctx: Context, argv: list[bytes]) -> int:
-    """session key [key ...]"""
+    """AMEM.WORK.DEL session key [key ...]
+    Deletes keys of a session's scratchpad and returns how many existed.
+    """
     args = Args(argv, 1)
     session = args.ident("session")
     keys = [args.ident("key") for _ in range(args.remaining())]
@@ -131,37 +134,41 @@ def work_del(ctx: Context, argv: list[bytes]) -> int:
 
 
 @command("amem.work.getall", arity=2, flags="readonly", key="RO access",
-         summary="Returns every key and value of a session's scratchpad.", syntax="session",
          complexity="O(N) with N the keys held")
 def work_getall(ctx: Context, argv: list[bytes]) -> dict[bytes, bytes]:
-    """session"""
+    """AMEM.WORK.GETALL session
+    Returns every key and value of a session's scratchpad.
+    """
     session = Args(argv, 1).ident("session")
     return ctx.db.work.items(session, ctx.now_ms)
 
 
-@command("amem.work.len", arity=2, flags="readonly fast", key="RO",
-         summary="Returns the number of keys in a session's scratchpad.", syntax="session")
+@command("amem.work.len", arity=2, flags="readonly fast", key="RO")
 def work_len(ctx: Context, argv: list[bytes]) -> int:
-    """session"""
+    """AMEM.WORK.LEN session
+    Returns the number of keys in a session's scratchpad.
+    """
     session = Args(argv, 1).ident("session")
     return ctx.db.work.length(session, ctx.now_ms)
 
 
 @command("amem.work.ttl", arity=3, flags="readonly fast", key="RO access",
-         tips="nondeterministic_output",
-         summary="Returns a key's time to live in ms (-1 none, -2 missing).", syntax="session key")
+         tips="nondeterministic_output")
 def work_ttl(ctx: Context, argv: list[bytes]) -> int:
-    """session key"""
+    """AMEM.WORK.TTL session key
+    Returns a key's time to live in ms (-1 none, -2 missing).
+    """
     args = Args(argv, 1)
     session = args.ident("session")
     key = args.ident("key")
     return ctx.db.work.ttl(session, key, ctx.now_ms)
 
 
-@command("amem.work.expire", arity=3, flags="write fast", key="RW update",
-         summary="Makes a session's whole scratchpad expire in s seconds.", syntax="session s")
+@command("amem.work.expire", arity=3, flags="write fast", key="RW update")
 def work_expire(ctx: Context, argv: list[bytes]) -> int:
-    """session s"""
+    """AMEM.WORK.EXPIRE session s
+    Makes a session's whole scratchpad expire in s seconds.
+    """
     args = Args(argv, 1)
     session = args.ident("session")
     seconds = args.int("s")
@@ -179,10 +186,11 @@ def work_expire(ctx: Context, argv: list[bytes]) -> int:
 
 
 @command("amem.work.clear", arity=2, flags="write", key="RM delete",
-         summary="Removes every key of a session's scratchpad and returns how many there were.",
-         syntax="session", complexity="O(N) with N the keys held", dialect=True)
+         complexity="O(N) with N the keys held", dialect=True)
 def work_clear(ctx: Context, argv: list[bytes]) -> int:
-    """session"""
+    """AMEM.WORK.CLEAR session
+    Removes every key of a session's scratchpad and returns how many there were.
+    """
     session = Args(argv, 1).ident("session")
     store = ctx.db.work
     removed = store.length(session, ctx.now_ms)
@@ -192,9 +200,10 @@ def work_clear(ctx: Context, argv: list[bytes]) -> int:
 
 
 @command("amem.work.list", arity=2, flags="readonly", key="RO access",
-         summary="Returns the keys of a session's scratchpad (empty when it has none).",
-         syntax="session", complexity="O(N) with N the keys held", dialect=True)
+         complexity="O(N) with N the keys held", dialect=True)
 def work_list(ctx: Context, argv: list[bytes]) -> list[bytes]:
-    """session"""
+    """AMEM.WORK.LIST session
+    Returns the keys of a session's scratchpad (empty when it has none).
+    """
     session = Args(argv, 1).ident("session")
     return list(ctx.db.work.items(session, ctx.now_ms))

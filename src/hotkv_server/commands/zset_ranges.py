@@ -103,22 +103,23 @@ def zrange_generic(ctx: Context, argv: list[bytes], first: int, kind: str | None
 
 
 @command("zrange", arity=-4, flags="readonly", key="RO access", since="1.2.0",
-         summary="Returns members in a sorted set within a range of indexes.",
-         syntax="key start stop [BYSCORE|BYLEX] [REV] [LIMIT offset count] [WITHSCORES]",
          complexity=_COMPLEXITY)
 def zrange(ctx: Context, argv: list[bytes]) -> Any:
-    """ZRANGE key start stop [BYSCORE|BYLEX] [REV] [LIMIT offset count] [WITHSCORES]"""
+    """ZRANGE key start stop [BYSCORE|BYLEX] [REV] [LIMIT offset count] [WITHSCORES]
+    Returns members in a sorted set within a range of indexes.
+    """
     return zrange_generic(ctx, argv, 1, None, None)
 
 
 @command("zrangestore", arity=-5, flags="write denyoom", keys=(1, 2, 1),
          key_specs=(key_spec(1, "OW update", arg="dst"), key_spec(2, "RO access", arg="src")),
-         since="6.2.0", summary="Stores a range of members from sorted set in a key.",
-         syntax="dst src min max [BYSCORE|BYLEX] [REV] [LIMIT offset count]",
+         since="6.2.0",
          complexity="O(log(N)+M) with N being the number of elements in the sorted set and M the "
                     "number of elements stored into the destination key.")
 def zrangestore(ctx: Context, argv: list[bytes]) -> Any:
-    """ZRANGESTORE dst src min max [BYSCORE|BYLEX] [REV] [LIMIT offset count]"""
+    """ZRANGESTORE dst src min max [BYSCORE|BYLEX] [REV] [LIMIT offset count]
+    Stores a range of members from sorted set in a key.
+    """
     return zrange_generic(ctx, argv, 2, None, None, store=argv[1])
 
 
@@ -130,12 +131,13 @@ _BY_SCORE_COMPLEXITY = ("O(log(N)+M) with N being the number of elements in the 
 _LEGACY = SpecFields(arity=-4, flags="readonly", key="RO access")
 
 
-@command("zrangebyscore", _LEGACY, since="1.0.5",
-         summary="Returns members in a sorted set within a range of scores.",
-         syntax="key min max [WITHSCORES] [LIMIT offset count]", complexity=_BY_SCORE_COMPLEXITY)
+@command("zrangebyscore", _LEGACY, since="1.0.5", complexity=_BY_SCORE_COMPLEXITY)
 def zrangebyscore(ctx: Context, argv: list[bytes]) -> Any:
-    """ZRANGEBYSCORE key min max [WITHSCORES] [LIMIT offset count] (a benchmarked command: its
-    own handler, so that it pays for no look-up by name)"""
+    """ZRANGEBYSCORE key min max [WITHSCORES] [LIMIT offset count]
+    Returns members in a sorted set within a range of scores.
+
+    A benchmarked command: its own handler, so that it pays for no look-up by name.
+    """
     return _by_score(ctx, argv, False)
 
 
@@ -145,20 +147,23 @@ _LEGACY_FORMS = {b"zrevrange": (RANK, True), b"zrevrangebyscore": (SCORE, True),
 
 
 # (stacked specs register bottom-up: ZREVRANGE first)
-@command("zrevrangebylex", _LEGACY, since="2.8.9",
-         summary="Returns members in a sorted set within a lexicographical range in reverse order.",
-         syntax="key max min [LIMIT offset count]", complexity=_BY_SCORE_COMPLEXITY)
-@command("zrangebylex", _LEGACY, since="2.8.9",
-         summary="Returns members in a sorted set within a lexicographical range.",
-         syntax="key min max [LIMIT offset count]", complexity=_BY_SCORE_COMPLEXITY)
-@command("zrevrangebyscore", _LEGACY, since="2.2.0",
-         summary="Returns members in a sorted set within a range of scores in reverse order.",
-         syntax="key max min [WITHSCORES] [LIMIT offset count]", complexity=_BY_SCORE_COMPLEXITY)
-@command("zrevrange", _LEGACY, since="1.2.0",
-         summary="Returns members in a sorted set within a range of indexes in reverse order.",
-         syntax="key start stop [WITHSCORES]", complexity=_COMPLEXITY)
+@command("zrevrangebylex", _LEGACY, since="2.8.9", complexity=_BY_SCORE_COMPLEXITY)
+@command("zrangebylex", _LEGACY, since="2.8.9", complexity=_BY_SCORE_COMPLEXITY)
+@command("zrevrangebyscore", _LEGACY, since="2.2.0", complexity=_BY_SCORE_COMPLEXITY)
+@command("zrevrange", _LEGACY, since="1.2.0", complexity=_COMPLEXITY)
 def zrange_legacy(ctx: Context, argv: list[bytes]) -> Any:
-    """ZREVRANGE|ZREVRANGEBYSCORE|ZRANGEBYLEX|ZREVRANGEBYLEX key range [options]"""
+    """ZREVRANGEBYLEX key max min [LIMIT offset count]
+    Returns members in a sorted set within a lexicographical range in reverse order.
+
+    ZRANGEBYLEX key min max [LIMIT offset count]
+    Returns members in a sorted set within a lexicographical range.
+
+    ZREVRANGEBYSCORE key max min [WITHSCORES] [LIMIT offset count]
+    Returns members in a sorted set within a range of scores in reverse order.
+
+    ZREVRANGE key start stop [WITHSCORES]
+    Returns members in a sorted set within a range of indexes in reverse order.
+    """
     kind, reverse = _LEGACY_FORMS[argv[0].lower()]
     if kind is SCORE:
         return _by_score(ctx, argv, reverse)

@@ -167,16 +167,19 @@ _OPERATIONS = {"zunion": UNION, "zinter": INTER, "zdiff": DIFF,
                "zunionstore": UNION, "zinterstore": INTER, "zdiffstore": DIFF}
 
 
-@command("zunion", _READ_OP, summary="Returns the union of multiple sorted sets.",
-         syntax="numkeys key [key ...] [WEIGHTS weight [weight ...]] [AGGREGATE SUM|MIN|MAX] "
-                "[WITHSCORES]", complexity=_UNION_COMPLEXITY)
-@command("zinter", _READ_OP, summary="Returns the intersect of multiple sorted sets.",
-         syntax="numkeys key [key ...] [WEIGHTS weight [weight ...]] [AGGREGATE SUM|MIN|MAX] "
-                "[WITHSCORES]", complexity=_INTER_COMPLEXITY)
-@command("zdiff", _READ_OP, summary="Returns the difference between multiple sorted sets.",
-         syntax="numkeys key [key ...] [WITHSCORES]", complexity=_DIFF_COMPLEXITY)
+@command("zunion", _READ_OP, complexity=_UNION_COMPLEXITY)
+@command("zinter", _READ_OP, complexity=_INTER_COMPLEXITY)
+@command("zdiff", _READ_OP, complexity=_DIFF_COMPLEXITY)
 def zset_operation(ctx: Context, argv: list[bytes]) -> Any:
-    """ZUNION|ZINTER numkeys key [key ...] [WEIGHTS weight [weight ...]] [AGGREGATE SUM|MIN|MAX] [WITHSCORES], ZDIFF numkeys key [key ...] [WITHSCORES]"""
+    """ZUNION numkeys key [key ...] [WEIGHTS weight [weight ...]] [AGGREGATE SUM|MIN|MAX] [WITHSCORES]
+    Returns the union of multiple sorted sets.
+
+    ZINTER numkeys key [key ...] [WEIGHTS weight [weight ...]] [AGGREGATE SUM|MIN|MAX] [WITHSCORES]
+    Returns the intersect of multiple sorted sets.
+
+    ZDIFF numkeys key [key ...] [WITHSCORES]
+    Returns the difference between multiple sorted sets.
+    """
     name = argv[0].decode().lower()
     op = _OPERATIONS[name]
     inputs, weights, aggregate, withscores = parse_inputs(ctx, argv, 1, name, op, True)
@@ -189,19 +192,21 @@ _STORE_OP = SpecFields(arity=-4, flags="write denyoom", keys=(1, 1, 1),
                                   key_spec(2, "RO access", keynum=True, arg="key")))
 
 
-@command("zunionstore", _STORE_OP, since="2.0.0",
-         summary="Stores the union of multiple sorted sets in a key.",
-         syntax="destination numkeys key [key ...] [WEIGHTS weight [weight ...]] "
-                "[AGGREGATE SUM|MIN|MAX]", complexity=_UNION_COMPLEXITY)
-@command("zinterstore", _STORE_OP, since="2.0.0",
-         summary="Stores the intersect of multiple sorted sets in a key.",
-         syntax="destination numkeys key [key ...] [WEIGHTS weight [weight ...]] "
-                "[AGGREGATE SUM|MIN|MAX]", complexity=_INTER_COMPLEXITY)
-@command("zdiffstore", _STORE_OP, since="6.2.0",
-         summary="Stores the difference of multiple sorted sets in a key.",
-         syntax="destination numkeys key [key ...]", complexity=_DIFF_COMPLEXITY)
+@command("zunionstore", _STORE_OP, since="2.0.0", complexity=_UNION_COMPLEXITY)
+@command("zinterstore", _STORE_OP, since="2.0.0", complexity=_INTER_COMPLEXITY)
+@command("zdiffstore", _STORE_OP, since="6.2.0", complexity=_DIFF_COMPLEXITY)
 def zset_operation_store(ctx: Context, argv: list[bytes]) -> Any:
-    """ZUNIONSTORE|ZINTERSTORE destination numkeys key [key ...] [WEIGHTS weight [weight ...]] [AGGREGATE SUM|MIN|MAX], ZDIFFSTORE destination numkeys key [key ...]"""
+    """ZUNIONSTORE destination numkeys key [key ...] [WEIGHTS weight [weight ...]] [AGGREGATE
+        SUM|MIN|MAX]
+    Stores the union of multiple sorted sets in a key.
+
+    ZINTERSTORE destination numkeys key [key ...] [WEIGHTS weight [weight ...]] [AGGREGATE
+        SUM|MIN|MAX]
+    Stores the intersect of multiple sorted sets in a key.
+
+    ZDIFFSTORE destination numkeys key [key ...]
+    Stores the difference of multiple sorted sets in a key.
+    """
     name = argv[0].decode().lower()
     op = _OPERATIONS[name]
     inputs, weights, aggregate, _ = parse_inputs(ctx, argv, 2, name, op, False)
@@ -213,12 +218,12 @@ def zset_operation_store(ctx: Context, argv: list[bytes]) -> Any:
 
 @command("zintercard", arity=-3, flags="readonly",
          key_specs=(key_spec(1, "RO access", keynum=True, arg="key"),), since="7.0.0",
-         summary="Returns the number of members of the intersect of multiple sorted sets.",
-         syntax="numkeys key [key ...] [LIMIT limit]",
          complexity="O(N*K) worst case with N being the smallest input sorted set, K being the "
                     "number of input sorted sets.")
 def zintercard(ctx: Context, argv: list[bytes]) -> Any:
-    """ZINTERCARD numkeys key [key ...] [LIMIT limit]"""
+    """ZINTERCARD numkeys key [key ...] [LIMIT limit]
+    Returns the number of members of the intersect of multiple sorted sets.
+    """
     inputs = read_inputs(ctx, argv, 1, "zintercard")
     limit = read_limit(argv, 2 + len(inputs))
     if not all(inputs):

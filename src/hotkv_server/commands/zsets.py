@@ -119,13 +119,13 @@ def zadd_apply(ctx: Context, key: bytes, flags: int, pairs: list[tuple[float, by
 
 
 @command("zadd", arity=-4, flags="write denyoom fast", key="RW update", since="1.2.0",
-         summary="Adds one or more members to a sorted set, or updates their scores. Creates the "
-                 "key if it doesn't exist.",
-         syntax="key [NX|XX] [GT|LT] [CH] [INCR] score member [score member ...]",
          complexity="O(log(N)) for each item added, where N is the number of elements in the "
                     "sorted set.")
 def zadd(ctx: Context, argv: list[bytes]) -> Any:
-    """ZADD key [NX|XX] [GT|LT] [CH] [INCR] score member [score member ...]"""
+    """ZADD key [NX|XX] [GT|LT] [CH] [INCR] score member [score member ...]
+    Adds one or more members to a sorted set, or updates their scores. Creates the key if it doesn't
+    exist.
+    """
     if len(argv) == 4:  # one pair, maybe without options: a shorter path to zadd_apply's outcome
         raw = argv[2]
         # digits are no option, and a score float() reads as strtod (score_or_none's first case)
@@ -164,10 +164,11 @@ def zadd(ctx: Context, argv: list[bytes]) -> Any:
 
 
 @command("zincrby", arity=4, flags="write denyoom fast", key="RW access update", since="1.2.0",
-         summary="Increments the score of a member in a sorted set.", syntax="key increment member",
          complexity="O(log(N)) where N is the number of elements in the sorted set.")
 def zincrby(ctx: Context, argv: list[bytes]) -> Any:
-    """ZINCRBY key increment member"""
+    """ZINCRBY key increment member
+    Increments the score of a member in a sorted set.
+    """
     if argv[2].upper() in _ZADD_FLAGS:
         # Redis's ZINCRBY is ZADD's parser: a flag there leaves no score/member pair
         raise CommandError(errors.SYNTAX)
@@ -187,12 +188,13 @@ def zincrby(ctx: Context, argv: list[bytes]) -> Any:
 
 
 @command("zrem", arity=-3, flags="write fast", key="RW delete", since="1.2.0",
-         summary="Removes one or more members from a sorted set. Deletes the sorted set if all "
-                 "members were removed.", syntax="key member [member ...]",
          complexity="O(M*log(N)) with N being the number of elements in the sorted set and M the "
                     "number of elements to be removed.")
 def zrem(ctx: Context, argv: list[bytes]) -> Any:
-    """ZREM key member [member ...]"""
+    """ZREM key member [member ...]
+    Removes one or more members from a sorted set. Deletes the sorted set if all members were
+    removed.
+    """
     key = argv[1]
     zset = target_zset(ctx, key)
     if zset is None:
@@ -204,29 +206,31 @@ def zrem(ctx: Context, argv: list[bytes]) -> Any:
 
 
 # --- reads ----------------------------------------------------------------------------
-@command("zcard", arity=2, flags="readonly fast", key="RO", since="1.2.0",
-         summary="Returns the number of members in a sorted set.", syntax="key")
+@command("zcard", arity=2, flags="readonly fast", key="RO", since="1.2.0")
 def zcard(ctx: Context, argv: list[bytes]) -> Any:
-    """ZCARD key"""
+    """ZCARD key
+    Returns the number of members in a sorted set.
+    """
     zset = read_zset(ctx, argv[1])
     return 0 if zset is None else len(zset)
 
 
-@command("zscore", arity=3, flags="readonly fast", key="RO access", since="1.2.0",
-         summary="Returns the score of a member in a sorted set.", syntax="key member")
+@command("zscore", arity=3, flags="readonly fast", key="RO access", since="1.2.0")
 def zscore(ctx: Context, argv: list[bytes]) -> Any:
-    """ZSCORE key member"""
+    """ZSCORE key member
+    Returns the score of a member in a sorted set.
+    """
     zset = read_zset(ctx, argv[1])
     score = None if zset is None else zset.scores.get(argv[2])
     return None if score is None else score_reply(ctx, score)
 
 
 @command("zmscore", arity=-3, flags="readonly fast", key="RO access", since="6.2.0",
-         summary="Returns the score of one or more members in a sorted set.",
-         syntax="key member [member ...]",
          complexity="O(N) where N is the number of members being requested.")
 def zmscore(ctx: Context, argv: list[bytes]) -> Any:
-    """ZMSCORE key member [member ...]"""
+    """ZMSCORE key member [member ...]
+    Returns the score of one or more members in a sorted set.
+    """
     zset = read_zset(ctx, argv[1])
     scores = zset.scores if zset is not None else {}
     out: list[Any] = []
@@ -258,40 +262,41 @@ def _rank(ctx: Context, argv: list[bytes], reverse: bool) -> Any:
 _ZRANK = SpecFields(arity=-3, flags="readonly fast", key="RO access")
 
 
-@command("zrank", _ZRANK, since="2.0.0",
-         summary="Returns the index of a member in a sorted set ordered by ascending scores.",
-         syntax="key member [WITHSCORE]", complexity="O(log(N))")
+@command("zrank", _ZRANK, since="2.0.0", complexity="O(log(N))")
 def zrank(ctx: Context, argv: list[bytes]) -> Any:
-    """ZRANK key member [WITHSCORE]"""
+    """ZRANK key member [WITHSCORE]
+    Returns the index of a member in a sorted set ordered by ascending scores.
+    """
     return _rank(ctx, argv, False)
 
 
-@command("zrevrank", _ZRANK, since="2.0.0",
-         summary="Returns the index of a member in a sorted set ordered by descending scores.",
-         syntax="key member [WITHSCORE]", complexity="O(log(N))")
+@command("zrevrank", _ZRANK, since="2.0.0", complexity="O(log(N))")
 def zrevrank(ctx: Context, argv: list[bytes]) -> Any:
-    """ZREVRANK key member [WITHSCORE]"""
+    """ZREVRANK key member [WITHSCORE]
+    Returns the index of a member in a sorted set ordered by descending scores.
+    """
     return _rank(ctx, argv, True)
 
 
 #: what ZCOUNT and ZLEXCOUNT share
-_ZCOUNT = SpecFields(arity=4, flags="readonly fast", key="RO access", syntax="key min max",
-                     complexity="O(log(N)) with N being the number of elements in the sorted set.")
+_ZCOUNT = SpecFields(arity=4, flags="readonly fast", key="RO access", complexity="O(log(N)) with N being the number of elements in the sorted set.")
 
 
-@command("zcount", _ZCOUNT, since="2.0.0",
-         summary="Returns the count of members in a sorted set that have scores within a range.")
+@command("zcount", _ZCOUNT, since="2.0.0")
 def zcount(ctx: Context, argv: list[bytes]) -> Any:
-    """ZCOUNT key min max"""
+    """ZCOUNT key min max
+    Returns the count of members in a sorted set that have scores within a range.
+    """
     rng = parse_score_range(argv[2], argv[3])
     zset = read_zset(ctx, argv[1])
     return 0 if zset is None else zset.count_by_score(rng)
 
 
-@command("zlexcount", _ZCOUNT, since="2.8.9",
-         summary="Returns the number of members in a sorted set within a lexicographical range.")
+@command("zlexcount", _ZCOUNT, since="2.8.9")
 def zlexcount(ctx: Context, argv: list[bytes]) -> Any:
-    """ZLEXCOUNT key min max"""
+    """ZLEXCOUNT key min max
+    Returns the number of members in a sorted set within a lexicographical range.
+    """
     lo, hi = parse_lex_range(argv[2], argv[3])
     zset = read_zset(ctx, argv[1])
     return 0 if zset is None else zset.count_by_lex(lo, hi)
@@ -305,7 +310,6 @@ def pop_members(ctx: Context, key: bytes, count: int, highest: bool) -> list[tup
 
 #: what ZPOPMIN and ZPOPMAX share
 _ZPOP = SpecFields(arity=-2, flags="write fast", key="RW access delete", since="5.0.0",
-                   syntax="key [count]",
                    complexity="O(log(N)*M) with N being the number of elements in the sorted set, and M "
                               "being the number of elements popped.")
 #: each pop by name: the highest scores
@@ -313,14 +317,17 @@ _ZPOPS = {b"zpopmin": False, b"zpopmax": True}
 
 
 # (stacked specs register bottom-up: ZPOPMIN first, as ACL CAT lists them)
-@command("zpopmax", _ZPOP,
-         summary="Returns the highest-scoring members from a sorted set after removing them. "
-                 "Deletes the sorted set if the last member was popped.")
-@command("zpopmin", _ZPOP,
-         summary="Returns the lowest-scoring members from a sorted set after removing them. "
-                 "Deletes the sorted set if the last member was popped.")
+@command("zpopmax", _ZPOP)
+@command("zpopmin", _ZPOP)
 def zpop(ctx: Context, argv: list[bytes]) -> Any:
-    """ZPOPMIN|ZPOPMAX key [count]"""
+    """ZPOPMAX key [count]
+    Returns the highest-scoring members from a sorted set after removing them. Deletes the sorted
+    set if the last member was popped.
+
+    ZPOPMIN key [count]
+    Returns the lowest-scoring members from a sorted set after removing them. Deletes the sorted set
+    if the last member was popped.
+    """
     highest = _ZPOPS[argv[0].lower()]
     if len(argv) > 3:
         raise CommandError(errors.SYNTAX)
@@ -347,13 +354,13 @@ ZSET_POPS = Poppable((b"MIN", b"MAX"), target_zset, zset_if_any, _pop_for_mpop)
 
 @command("zmpop", arity=-4, flags="write", since="7.0.0",
          key_specs=(key_spec(1, "RW access delete", keynum=True, arg="key"),),
-         summary="Returns the highest- or lowest-scoring members from one or more sorted sets "
-                 "after removing them. Deletes the sorted set if the last member was popped.",
-         syntax="numkeys key [key ...] (MIN|MAX) [COUNT count]",
          complexity="O(K) + O(M*log(N)) where K is the number of provided keys, N being the number "
                     "of elements in the sorted set, and M being the number of elements popped.")
 def zmpop(ctx: Context, argv: list[bytes]) -> Any:
-    """ZMPOP numkeys key [key ...] MIN|MAX [COUNT count]"""
+    """ZMPOP numkeys key [key ...] (MIN|MAX) [COUNT count]
+    Returns the highest- or lowest-scoring members from one or more sorted sets after removing them.
+    Deletes the sorted set if the last member was popped.
+    """
     return mpop(ctx, argv, ZSET_POPS)
 
 
@@ -370,11 +377,12 @@ _ZREMRANGE = SpecFields(arity=4, flags="write", key="RW delete",
                                    "number of elements removed by the operation.")
 
 
-@command("zremrangebyrank", _ZREMRANGE, since="2.0.0",
-         summary="Removes members in a sorted set within a range of indexes. Deletes the sorted "
-                 "set if all members were removed.", syntax="key start stop")
+@command("zremrangebyrank", _ZREMRANGE, since="2.0.0")
 def zremrangebyrank(ctx: Context, argv: list[bytes]) -> Any:
-    """ZREMRANGEBYRANK key start stop"""
+    """ZREMRANGEBYRANK key start stop
+    Removes members in a sorted set within a range of indexes. Deletes the sorted set if all members
+    were removed.
+    """
     start, stop = int_arg(argv[2]), int_arg(argv[3])
     zset = target_zset(ctx, argv[1])
     if zset is None:
@@ -394,11 +402,12 @@ def _rank_span(zset: SortedSetValue, start: int, stop: int) -> int:
     return min(stop, n - 1) + 1 - start
 
 
-@command("zremrangebyscore", _ZREMRANGE, since="1.2.0",
-         summary="Removes members in a sorted set within a range of scores. Deletes the sorted set "
-                 "if all members were removed.", syntax="key min max")
+@command("zremrangebyscore", _ZREMRANGE, since="1.2.0")
 def zremrangebyscore(ctx: Context, argv: list[bytes]) -> Any:
-    """ZREMRANGEBYSCORE key min max"""
+    """ZREMRANGEBYSCORE key min max
+    Removes members in a sorted set within a range of scores. Deletes the sorted set if all members
+    were removed.
+    """
     rng = parse_score_range(argv[2], argv[3])
     zset = target_zset(ctx, argv[1])
     if zset is None:
@@ -407,11 +416,12 @@ def zremrangebyscore(ctx: Context, argv: list[bytes]) -> Any:
     return _remove_range(ctx, argv[1], effect, zset.count_by_score(rng))
 
 
-@command("zremrangebylex", _ZREMRANGE, since="2.8.9",
-         summary="Removes members in a sorted set within a lexicographical range. Deletes the "
-                 "sorted set if all members were removed.", syntax="key min max")
+@command("zremrangebylex", _ZREMRANGE, since="2.8.9")
 def zremrangebylex(ctx: Context, argv: list[bytes]) -> Any:
-    """ZREMRANGEBYLEX key min max"""
+    """ZREMRANGEBYLEX key min max
+    Removes members in a sorted set within a lexicographical range. Deletes the sorted set if all
+    members were removed.
+    """
     lo, hi = parse_lex_range(argv[2], argv[3])
     zset = target_zset(ctx, argv[1])
     if zset is None:
@@ -423,11 +433,11 @@ def zremrangebylex(ctx: Context, argv: list[bytes]) -> Any:
 # --- random members and scans ---------------------------------------------------------
 @command("zrandmember", arity=-2, flags="readonly", key="RO access", since="6.2.0",
          tips="nondeterministic_output",
-         summary="Returns one or more random members from a sorted set.",
-         syntax="key [count [WITHSCORES]]",
          complexity="O(N) where N is the number of members returned")
 def zrandmember(ctx: Context, argv: list[bytes]) -> Any:
-    """ZRANDMEMBER key [count [WITHSCORES]]"""
+    """ZRANDMEMBER key [count [WITHSCORES]]
+    Returns one or more random members from a sorted set.
+    """
     if len(argv) > 4 or (len(argv) == 4 and argv[3].upper() != b"WITHSCORES"):
         raise CommandError(errors.SYNTAX)
     withscores = len(argv) == 4
@@ -456,10 +466,11 @@ def zrandmember(ctx: Context, argv: list[bytes]) -> Any:
     return pairs_reply(ctx, picks, withscores)
 
 
-@command("zscan", ELEMENT_SCAN, since="2.8.0",
-         summary="Iterates over members and scores of a sorted set.")
+@command("zscan", ELEMENT_SCAN, since="2.8.0")
 def zscan(ctx: Context, argv: list[bytes]) -> Any:
-    """ZSCAN key cursor [MATCH pattern] [COUNT count]"""
+    """ZSCAN key cursor [MATCH pattern] [COUNT count]
+    Iterates over members and scores of a sorted set.
+    """
     cursor = _cursor(argv[2])
     # Redis looks the key up before it reads the options: a missing key is an empty scan
     zset = read_zset(ctx, argv[1])

@@ -27,16 +27,17 @@ _BZPOPS = {b"bzpopmin": False, b"bzpopmax": True}
 
 
 # (stacked specs register bottom-up: BZPOPMIN first, as ACL CAT lists them)
-@command("bzpopmax", BLOCKING_POP, _BZPOP,
-         summary="Removes and returns the member with the highest score from one or more sorted "
-                 "sets. Blocks until a member available otherwise. Deletes the sorted set if the "
-                 "last element was popped.")
-@command("bzpopmin", BLOCKING_POP, _BZPOP,
-         summary="Removes and returns the member with the lowest score from one or more sorted "
-                 "sets. Blocks until a member is available otherwise. Deletes the sorted set if "
-                 "the last element was popped.")
+@command("bzpopmax", BLOCKING_POP, _BZPOP)
+@command("bzpopmin", BLOCKING_POP, _BZPOP)
 def bzpop(ctx: Context, argv: list[bytes]) -> Any:
-    """BZPOPMIN|BZPOPMAX key [key ...] timeout"""
+    """BZPOPMAX key [key ...] timeout
+    Removes and returns the member with the highest score from one or more sorted sets. Blocks until
+    a member available otherwise. Deletes the sorted set if the last element was popped.
+
+    BZPOPMIN key [key ...] timeout
+    Removes and returns the member with the lowest score from one or more sorted sets. Blocks until
+    a member is available otherwise. Deletes the sorted set if the last element was popped.
+    """
     highest = _BZPOPS[argv[0].lower()]
     timeout_ms = parse_timeout_ms(argv[-1])
 
@@ -49,11 +50,11 @@ def bzpop(ctx: Context, argv: list[bytes]) -> Any:
 
 @command("bzmpop", arity=-5, flags="write blocking", since="7.0.0",
          key_specs=(key_spec(2, "RW access delete", keynum=True, arg="key"),), acl="@blocking",
-         summary="Removes and returns a member by score from one or more sorted sets. Blocks until "
-                 "a member is available otherwise. Deletes the sorted set if the last element was "
-                 "popped.", syntax="timeout numkeys key [key ...] (MIN|MAX) [COUNT count]",
          complexity="O(K) + O(M*log(N)) where K is the number of provided keys, N being the number "
                     "of elements in the sorted set, and M being the number of elements popped.")
 def bzmpop(ctx: Context, argv: list[bytes]) -> Any:
-    """BZMPOP timeout numkeys key [key ...] MIN|MAX [COUNT count]"""
+    """BZMPOP timeout numkeys key [key ...] (MIN|MAX) [COUNT count]
+    Removes and returns a member by score from one or more sorted sets. Blocks until a member is
+    available otherwise. Deletes the sorted set if the last element was popped.
+    """
     return blocking_mpop(ctx, argv, ZSET_POPS)

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypedDict, Unpack
 
+from hotkv_server.engine import reference
 from hotkv_server.engine.syntax import Arg, parse_syntax, syntax_tokens
 
 Handler = Callable[[Any, list[bytes]], Any]
@@ -248,8 +249,8 @@ LOOKUP: dict[bytes, CommandSpec] = {}
 class SpecFields(TypedDict, total=False):
     """The declarative fields of a command spec, as ``@command`` takes them.
 
-    ``arity``, ``group`` and ``summary`` are required of every command (from its presets
-    or its own fields). ``key`` is the common case of one key at argument 1: ``key="RO
+    ``arity`` and ``group`` are required of every command (from its presets or its own
+    fields); its syntax and summary are its handler's docstring (``engine/reference.py``). ``key`` is the common case of one key at argument 1: ``key="RO
     access"`` is ``keys=(1, 1, 1), key_flags="RO access"``.
     """
 
@@ -258,8 +259,6 @@ class SpecFields(TypedDict, total=False):
     keys: tuple[int, int, int]
     key: str
     group: str
-    summary: str
-    syntax: str
     since: str
     complexity: str
     acl: str
@@ -281,7 +280,9 @@ def command(
 
     The spec is the ``presets`` (fields shared by several commands: a module's
     :func:`family`, ``SpecFields(...)`` of a group of variants), later ones overriding
-    earlier ones, then the command's own ``fields``.
+    earlier ones, then the command's own ``fields``; its syntax and summary are the
+    handler's docstring paragraph for ``name`` (``engine/reference.py``), written nowhere
+    else.
 
     ``key_flags`` are the Redis 7 key spec flags of the keys (``"RO access"``, ``"RW update"``,
     ``"OW update"``, ``"RM delete"`` ...); without them they are derived from ``flags`` (see
@@ -304,12 +305,17 @@ def command(
                 raise ValueError(f"{name}: give key= or keys=/key_flags=, not both")
             given["keys"], given["key_flags"] = (1, 1, 1), given.pop("key")
         spec.update(given)
-    missing = {"arity", "group", "summary"} - spec.keys()
+    missing = {"arity", "group"} - spec.keys()
     if missing:
         raise ValueError(f"{name}: no {', '.join(sorted(missing))}")
 
     def register(handler: Handler) -> Handler:
-        add_spec(name, handler=handler, **spec)
+        found = reference.entry(handler, name)
+        if found is None or not found[1]:
+            title = name.upper().replace("|", " ")
+            raise ValueError(f"{name}: the docstring of {getattr(handler, '__qualname__', handler)} "
+                             f"needs a paragraph '{title} <syntax>' followed by the summary")
+        add_spec(name, handler=handler, syntax=found[0], summary=found[1], **spec)
         return handler
 
     return register
@@ -493,11 +499,12 @@ def add_spec(
     return spec
 
 
-def alias(name: str, *, of: str, summary: str | None = None, syntax: str | None = None) -> CommandSpec:
+def alias(name: str, *, of: str) -> CommandSpec:
     """Register ``name`` as another name of the top-level command ``of``: the same handler,
     flags, keys and categories (SLAVEOF for REPLICAOF, FLUSHDB for FLUSHALL, PEXPIRE for
-    EXPIRE ...), with its own summary and syntax and its own INFO commandstats. A handler
-    shared this way tells the names apart by ``argv[0]``."""
+    EXPIRE ...), with its own INFO commandstats, and its own syntax and summary when the
+    handler's docstring has a paragraph for it (else those of ``of``). A handler shared
+    this way tells the names apart by ``argv[0]``."""
     name = name.lower()
     original = COMMANDS.get(of)
     if original is None or original.container is not None or original.subcommands:
@@ -505,9 +512,9 @@ def alias(name: str, *, of: str, summary: str | None = None, syntax: str | None 
     if name in COMMANDS:
         raise ValueError(f"{name}: registered twice")
     changes: dict[str, Any] = {"name": name, "subcommands": {}}
-    if summary is not None:
-        changes["summary"] = summary
-    if syntax is not None:
+    found = reference.entry(original.handler, name)
+    if found is not None:
+        syntax, changes["summary"] = found
         changes["syntax"] = syntax
         first = 0 if original.key_flags == ("not_key",) else original.first_key
         changes["arguments"] = parse_syntax(syntax, first, _key_args(original.key_specs)) if syntax else ()
