@@ -3,7 +3,7 @@
 An *effect* is a typed record (``hotkv_server.stores.effect``) describing one change with
 every server-chosen value fixed: absolute expiry deadlines in ms since the epoch,
 timestamps, sequence numbers, event ids, evicted ids. Each store lists its records in a
-module beside it and maps each record class to the method applying it (``appliers``); the
+module beside it and marks the method applying each one with ``@applies(Record)``; the
 database routes a record to its store by its class. Applying an effect never consults a
 clock and never decides anything, so replay and replication reproduce the primary exactly.
 """
@@ -16,11 +16,27 @@ from typing import Any, ClassVar, Generic, TypeVar
 
 from hotkv_server.stores.effect import Effect, EffectError, decode
 
-__all__ = ["DictStore", "Effect", "EffectError", "ExpiryObserver", "Store", "TimelessStore"]
+__all__ = ["DictStore", "Effect", "EffectError", "ExpiryObserver", "Store", "TimelessStore", "applies"]
 
 #: told of each entry a store removes because its deadline passed: (store name, id, the
 #: entry inside the id or None for the whole object); set by the core (engine/notify.py)
 ExpiryObserver = Callable[[str, bytes, "bytes | None"], None]
+
+
+_APPLIES = "_applies_record"
+_M = TypeVar("_M", bound=Callable[..., Any])
+
+
+def applies(record: type[Effect]) -> Callable[[_M], _M]:
+    """Mark a store method as the one applying ``record``: ``@applies(WorkSet)`` over
+    ``def _apply_set(self, e: WorkSet)``. It must not read a clock or decide anything; its
+    return value is what ``ctx.emit`` gives the handler."""
+
+    def mark(method: _M) -> _M:
+        setattr(method, _APPLIES, record)
+        return method
+
+    return mark
 
 
 class Store(ABC):
@@ -31,10 +47,24 @@ class Store(ABC):
     #: who hears of expired entries (None: nobody); a callback, so the store stays pure
     on_expire: ExpiryObserver | None = None
 
-    @abstractmethod
+    #: (record class, name of the method applying it): the methods marked ``@applies``
+    _applier_names: ClassVar[tuple[tuple[type[Any], str], ...]] = ()
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        found: dict[type[Any], str] = {}
+        for klass in reversed(cls.__mro__):
+            for name, member in vars(klass).items():
+                record = getattr(member, _APPLIES, None)
+                if record is not None:
+                    found[record] = name
+        cls._applier_names = tuple(found.items())
+
     def appliers(self) -> dict[type[Any], Callable[[Any], Any]]:
         """Record class -> the method applying it (returning a handler-useful value), for
-        every record of this store; ``Database`` routes by this table."""
+        every record of this store: its methods marked ``@applies(Record)``. ``Database``
+        routes by this table (gathered once)."""
+        return {record: getattr(self, name) for record, name in self._applier_names}
 
     def apply(self, effect: Effect | list[Any]) -> Any:
         """Apply one record of this store (or its wire list, as tests and tools write

@@ -20,12 +20,12 @@ from __future__ import annotations
 
 import heapq
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from itertools import islice
 from typing import Any
 
-from hotkv_server.stores.base import DictStore, EffectError
+from hotkv_server.stores.base import DictStore, EffectError, applies
 from hotkv_server.stores.conv_effects import ConvAppend, ConvClear, ConvCreate, ConvDel, ConvUpdate
 
 DEFAULT_WINDOW = 50
@@ -112,24 +112,19 @@ class ConversationStore(DictStore[Conversation]):
         return 0 if conv is None else len(conv.turns)
 
     # --- effects ------------------------------------------------------------------
-    def appliers(self) -> dict[type[Any], Callable[[Any], Any]]:
-        return {
-            ConvAppend: self._apply_append,
-            ConvCreate: self._apply_create,
-            ConvUpdate: self._apply_update,
-            ConvDel: self._apply_del,
-            ConvClear: self._apply_clear,
-        }
-
+    @applies(ConvCreate)
     def _apply_create(self, e: ConvCreate) -> None:
         self._create(e.session, e.window, e.ttl_ms, e.expires_at, e.created)
 
+    @applies(ConvUpdate)
     def _apply_update(self, e: ConvUpdate) -> None:
         self._update(e.session, e.window, e.ttl_ms, e.expires_at, e.updated)
 
+    @applies(ConvDel)
     def _apply_del(self, e: ConvDel) -> int:
         return self._delete(e.sessions)
 
+    @applies(ConvClear)
     def _apply_clear(self, e: ConvClear) -> int:
         return self._clear(e.session, e.updated)
 
@@ -155,6 +150,7 @@ class ConversationStore(DictStore[Conversation]):
         conv.updated = updated
         self._set_deadline(session, conv, expires_at)
 
+    @applies(ConvAppend)
     def _apply_append(self, effect: ConvAppend) -> int:
         session = effect.session
         seq = effect.seq

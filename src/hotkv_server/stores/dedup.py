@@ -20,10 +20,9 @@ are not effects, not in snapshots, and start at zero after a restart or on a rep
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
-from hotkv_server.stores.base import TimelessStore
+from hotkv_server.stores.base import TimelessStore, applies
 from hotkv_server.stores.dedup_effects import DedupDrop, DedupPurge, DedupPut, DedupRelease
 
 
@@ -83,10 +82,7 @@ class DedupStore(TimelessStore[DedupNamespace]):
         return entry
 
     # --- effects -------------------------------------------------------------------
-    def appliers(self) -> dict[type[Any], Callable[[Any], Any]]:
-        return {DedupPut: self._apply_put, DedupRelease: self._apply_release,
-                DedupPurge: self._apply_purge, DedupDrop: self._apply_drop}
-
+    @applies(DedupPut)
     def _apply_put(self, e: DedupPut) -> int:
         space = self.objects.get(e.ns)
         if space is None:
@@ -99,6 +95,7 @@ class DedupStore(TimelessStore[DedupNamespace]):
         space.bytes += _cost(e.ident, entry)
         return 1
 
+    @applies(DedupRelease)
     def _apply_release(self, e: DedupRelease) -> int:
         space = self.objects.get(e.ns)
         entry = None if space is None else space.entries.get(e.ident)
@@ -110,6 +107,7 @@ class DedupStore(TimelessStore[DedupNamespace]):
             space.bytes -= _cost(e.ident, entry)
         return 1
 
+    @applies(DedupPurge)
     def _apply_purge(self, e: DedupPurge) -> int:
         space = self.objects.get(e.ns)
         if space is None:
@@ -119,6 +117,7 @@ class DedupStore(TimelessStore[DedupNamespace]):
             space.bytes -= _cost(ident, space.entries.pop(ident))
         return len(gone)
 
+    @applies(DedupDrop)
     def _apply_drop(self, e: DedupDrop) -> int:
         return 1 if self.objects.pop(e.ns, None) is not None else 0
 

@@ -18,10 +18,9 @@ from the last one issued; only ``epis.del`` forgets it. There is no TTL.
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
-from collections.abc import Callable
 from typing import Any
 
-from hotkv_server.stores.base import EffectError, TimelessStore
+from hotkv_server.stores.base import EffectError, TimelessStore, applies
 from hotkv_server.stores.epis_effects import EpisDel, EpisLog, EpisTrim
 
 SEQ_BITS = 64
@@ -84,9 +83,7 @@ class EpisodicStore(TimelessStore[AgentLog]):
         return last_ms, last_seq + 1
 
     # --- effects ----------------------------------------------------------------------
-    def appliers(self) -> dict[type[Any], Callable[[Any], Any]]:
-        return {EpisLog: self._log, EpisTrim: self._trim, EpisDel: self._delete}
-
+    @applies(EpisLog)
     def _log(self, e: EpisLog) -> int:
         """Append one event; returns the log's new length."""
         agent = e.agent
@@ -104,6 +101,7 @@ class EpisodicStore(TimelessStore[AgentLog]):
         self._entries += 1
         return len(log.keys)
 
+    @applies(EpisTrim)
     def _trim(self, e: EpisTrim) -> int:
         """Remove every event up to and including the boundary id; returns how many."""
         log = self.objects.get(e.agent)
@@ -116,6 +114,7 @@ class EpisodicStore(TimelessStore[AgentLog]):
             self._entries -= cut
         return cut
 
+    @applies(EpisDel)
     def _delete(self, e: EpisDel) -> int:
         log = self.objects.pop(e.agent, None)
         if log is None:

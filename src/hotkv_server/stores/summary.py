@@ -14,10 +14,9 @@ There is no TTL.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
-from hotkv_server.stores.base import TimelessStore
+from hotkv_server.stores.base import TimelessStore, applies
 from hotkv_server.stores.summary_effects import SummaryAppend, SummaryDel, SummarySet
 
 
@@ -48,14 +47,12 @@ class SummaryStore(TimelessStore[Summary]):
         return 0 if item is None else item.version
 
     # --- effects ----------------------------------------------------------------------
-    def appliers(self) -> dict[type[Any], Callable[[Any], Any]]:
-        return {SummarySet: self._apply_set, SummaryAppend: self._apply_append,
-                SummaryDel: self._apply_del}
-
+    @applies(SummarySet)
     def _apply_set(self, e: SummarySet) -> int:
         self.objects[e.agent] = Summary(e.text, e.version, e.updated, e.upto)
         return e.version
 
+    @applies(SummaryAppend)
     def _apply_append(self, e: SummaryAppend) -> int:
         item = self.objects.get(e.agent)
         line = e.line
@@ -67,6 +64,7 @@ class SummaryStore(TimelessStore[Summary]):
             item.updated = e.updated
         return e.version
 
+    @applies(SummaryDel)
     def _apply_del(self, e: SummaryDel) -> int:
         return 1 if self.objects.pop(e.agent, None) is not None else 0
 

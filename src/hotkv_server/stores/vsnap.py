@@ -5,10 +5,9 @@ see it). The server keeps the bytes as given; they persist and replicate as effe
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
-from hotkv_server.stores.base import TimelessStore
+from hotkv_server.stores.base import TimelessStore, applies
 from hotkv_server.stores.vsnap_effects import VsnapDrop, VsnapSave
 
 
@@ -23,13 +22,12 @@ class VsimSnapshotStore(TimelessStore[bytes]):
         """Snapshot name -> blob (the store's ``objects``)."""
         return self.objects
 
-    def appliers(self) -> dict[type[Any], Callable[[Any], Any]]:
-        return {VsnapSave: self._apply_save, VsnapDrop: self._apply_drop}
-
+    @applies(VsnapSave)
     def _apply_save(self, e: VsnapSave) -> int:
         self.objects[e.name] = e.blob
         return len(e.blob)
 
+    @applies(VsnapDrop)
     def _apply_drop(self, e: VsnapDrop) -> int:
         return 1 if self.objects.pop(e.name, None) is not None else 0
 

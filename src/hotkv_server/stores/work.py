@@ -26,11 +26,11 @@ import heapq
 import json
 import math
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from decimal import Decimal, localcontext
 from typing import Any
 
-from hotkv_server.stores.base import DictStore
+from hotkv_server.stores.base import DictStore, applies
 from hotkv_server.stores.work_effects import WorkClear, WorkDel, WorkExpire, WorkSet
 from hotkv_server.stores.workpad import Scratchpad
 
@@ -111,14 +111,7 @@ class WorkingStore(DictStore[Scratchpad]):
         return pad is not None and not pad.alive(now_ms)
 
     # --- effects ------------------------------------------------------------------
-    def appliers(self) -> dict[type[Any], Callable[[Any], Any]]:
-        return {
-            WorkSet: self._apply_set,
-            WorkDel: self._apply_del,
-            WorkExpire: self._apply_expire,
-            WorkClear: self._apply_clear,
-        }
-
+    @applies(WorkSet)
     def _apply_set(self, effect: WorkSet) -> None:
         session = effect.session
         key = effect.key
@@ -134,12 +127,15 @@ class WorkingStore(DictStore[Scratchpad]):
             pad.set_deadline(key, expires_at)
             self._push((expires_at, session, key, False))
 
+    @applies(WorkDel)
     def _apply_del(self, effect: WorkDel) -> int:
         return self._delete(effect.session, effect.keys_)
 
+    @applies(WorkExpire)
     def _apply_expire(self, effect: WorkExpire) -> int:
         return self._expire(effect.session, effect.at)
 
+    @applies(WorkClear)
     def _apply_clear(self, effect: WorkClear) -> int:
         return self._clear_session(effect.session)
 

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
-from hotkv_server.stores.base import EffectError, Store
+from hotkv_server.stores.base import EffectError, Store, applies
 from hotkv_server.stores.sem.namespace import Namespace
 from hotkv_server.stores.sem_effects import SemCreate, SemDel, SemDrop, SemStore, SemUpdate
 
@@ -24,21 +24,13 @@ class SemanticStore(Store):
         return self.namespaces.get(name)
 
     # --- effects ------------------------------------------------------------------
-    def appliers(self) -> dict[type[Any], Callable[[Any], Any]]:
-        return {
-            SemCreate: self._apply_create,
-            SemUpdate: self._apply_update,
-            SemStore: self._apply_store,
-            SemDel: self._apply_del,
-            SemDrop: self._apply_drop,
-        }
-
     def _ns(self, name: bytes) -> Namespace:
         ns = self.namespaces.get(name)
         if ns is None:
             raise EffectError(f"no semantic namespace {name!r}")
         return ns
 
+    @applies(SemCreate)
     def _apply_create(self, e: SemCreate) -> None:
         ns = Namespace(e.name, e.dim, e.metric, e.m, e.ef_construction, e.ef, e.capacity, e.evict,
                        e.embedder)
@@ -49,12 +41,14 @@ class SemanticStore(Store):
         if self.on_expire is not None:
             self.on_expire(store, ns, fact)
 
+    @applies(SemUpdate)
     def _apply_update(self, e: SemUpdate) -> int:
         ns = self._ns(e.name)
         removed = sum(ns.delete(ident) for ident in e.evicted)
         ns.change(e.changes)
         return removed
 
+    @applies(SemStore)
     def _apply_store(self, e: SemStore) -> bool:
         ns = self._ns(e.name)
         for victim in e.evicted:
@@ -65,12 +59,14 @@ class SemanticStore(Store):
             self._expiring.add(e.name)
         return created_new
 
+    @applies(SemDel)
     def _apply_del(self, e: SemDel) -> int:
         ns = self.namespaces.get(e.name)
         if ns is None:
             return 0
         return sum(ns.delete(ident) for ident in e.ids)
 
+    @applies(SemDrop)
     def _apply_drop(self, e: SemDrop) -> bool:
         self._expiring.discard(e.name)
         ns = self.namespaces.pop(e.name, None)
