@@ -21,18 +21,8 @@ from collections.abc import Iterable, Iterator
 from itertools import islice
 from typing import Any, ClassVar
 
+from hotkv_server.stores import list_effects
 from hotkv_server.stores.effect import Effect
-from hotkv_server.stores.list_effects import (
-    KvLinsert,
-    KvLmove,
-    KvLpop,
-    KvLpush,
-    KvLrem,
-    KvLset,
-    KvLtrim,
-    KvRpop,
-    KvRpush,
-)
 from hotkv_server.stores.values import Applier, TypedValue, index_range, value_type
 
 #: bytes one element costs beyond its payload: the bytes object header and its block slot
@@ -245,14 +235,15 @@ def rotate(lst: ListValue, from_left: bool, to_left: bool) -> bytes:
 
 
 ListValue.effects = {
-    KvLpush: lambda value, e: value.push(e.values, True),
-    KvRpush: lambda value, e: value.push(e.values, False),
-    KvLpop: lambda value, e: value.pop(e.count, True),
-    KvRpop: lambda value, e: value.pop(e.count, False),
-    KvLset: lambda value, e: value.set(e.index, e.value),
-    KvLinsert: lambda value, e: value.insert(e.pivot, e.value, e.before),
-    KvLrem: lambda value, e: value.remove(e.count, e.value),
-    KvLtrim: lambda value, e: value.trim(e.start, e.stop),
-    KvLmove: lambda value, e: rotate(value, e.from_left, e.to_left),
+    list_effects.KvLpush: lambda value, e: value.push(e.values, True),
+    list_effects.KvRpush: lambda value, e: value.push(e.values, False),
+    list_effects.KvLpop: lambda value, e: value.pop(e.count, True),
+    list_effects.KvRpop: lambda value, e: value.pop(e.count, False),
+    list_effects.KvLset: lambda value, e: value.set(e.index, e.value),
+    list_effects.KvLinsert: lambda value, e: value.insert(e.pivot, e.value, e.before),
+    list_effects.KvLrem: lambda value, e: value.remove(e.count, e.value),
+    list_effects.KvLtrim: lambda value, e: value.trim(e.start, e.stop),
+    list_effects.KvLmove: lambda value, e: rotate(value, e.from_left, e.to_left),
 }
-ListValue.growing = frozenset({KvLpush, KvRpush, KvLset, KvLinsert, KvLmove})
+ListValue.growing = frozenset({list_effects.KvLpush, list_effects.KvRpush, list_effects.KvLset,
+                               list_effects.KvLinsert, list_effects.KvLmove})

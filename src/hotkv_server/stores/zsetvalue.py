@@ -44,16 +44,9 @@ from typing import Any, ClassVar
 
 from sortedcontainers import SortedList
 
+from hotkv_server.stores import zset_effects
 from hotkv_server.stores.effect import Effect
 from hotkv_server.stores.values import Applier, TypedValue, index_range, value_type
-from hotkv_server.stores.zset_effects import (
-    KvZadd,
-    KvZpop,
-    KvZrem,
-    KvZremrangebylex,
-    KvZremrangebyrank,
-    KvZremrangebyscore,
-)
 
 #: bytes a member costs beyond its payload (see the module docstring)
 MEMBER_OVERHEAD = 180
@@ -556,7 +549,7 @@ def _forward(lists: list[list[bytes]], maxes: list[bytes], low: bytes, high: byt
     return chunk
 
 
-def _apply_zadd(value: SortedSetValue, effect: KvZadd) -> int:
+def _apply_zadd(value: SortedSetValue, effect: zset_effects.KvZadd) -> int:
     pairs = effect.pairs
     if len(pairs) == 2:  # one member (ZADD's common form): no loop
         return 1 if value.add(pairs[0], pairs[1]) else 0  # type: ignore[arg-type]
@@ -564,13 +557,13 @@ def _apply_zadd(value: SortedSetValue, effect: KvZadd) -> int:
 
 
 SortedSetValue.effects = {
-    KvZadd: _apply_zadd,
-    KvZrem: lambda value, e: value.remove_many(e.members),
-    KvZpop: lambda value, e: value.pop(e.count, e.highest),
-    KvZremrangebyrank: lambda value, e: value.remove_range_by_rank(e.start, e.stop),
-    KvZremrangebyscore: lambda value, e: value.remove_range_by_score(
+    zset_effects.KvZadd: _apply_zadd,
+    zset_effects.KvZrem: lambda value, e: value.remove_many(e.members),
+    zset_effects.KvZpop: lambda value, e: value.pop(e.count, e.highest),
+    zset_effects.KvZremrangebyrank: lambda value, e: value.remove_range_by_rank(e.start, e.stop),
+    zset_effects.KvZremrangebyscore: lambda value, e: value.remove_range_by_score(
         ScoreRange(e.min, e.max, e.min_exclusive, e.max_exclusive)),
-    KvZremrangebylex: lambda value, e: value.remove_range_by_lex(
+    zset_effects.KvZremrangebylex: lambda value, e: value.remove_range_by_lex(
         LexBound(e.min_kind, e.min), LexBound(e.max_kind, e.max)),
 }
-SortedSetValue.growing = frozenset({KvZadd})
+SortedSetValue.growing = frozenset({zset_effects.KvZadd})
