@@ -440,7 +440,8 @@ def rebuild(n: int, seed: int) -> str:
     """How long restoring a namespace of ``n`` facts takes, and how much of it is the BM25
     index rebuilt from the facts' text (in process; needs hotkv importable)."""
     sys.path.insert(0, str(ROOT / "src"))
-    from hotkv_server.stores.sem import SemanticStore, fact_terms
+    from hotkv_server.stores.sem import SemanticStore
+    from hotkv_server.stores.sem.facts import fact_terms
     from hotkv_server.stores.text import TextIndex
 
     facts, _ = build_dataset(n, 0, seed)

@@ -66,7 +66,7 @@ import redis
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
-from hotkv_server.stores.sem import search_breadth  # noqa: E402
+from hotkv_server.stores.sem.facts import search_breadth  # noqa: E402
 
 NS = "bench"
 K = 10

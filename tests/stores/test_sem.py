@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 
 from hotkv_server.stores.base import EffectError
-from hotkv_server.stores.sem import (
+from hotkv_server.stores.sem import SemanticStore
+from hotkv_server.stores.sem.facts import (
     DOUBLING_MAX,
     INITIAL_ELEMENTS,
-    SemanticStore,
     fact_terms,
     grown_capacity,
     search_breadth,

@@ -60,7 +60,8 @@ from hotkv_server.engine.errors import CommandError
 from hotkv_server.engine.registry import family
 from hotkv_server.engine.replies import OK
 from hotkv_server.engine.write_options import AMEM_TTL_TOKENS, NX, XX, WriteOptions
-from hotkv_server.stores.sem import (
+from hotkv_server.stores.sem import Fact, Namespace, PendingSearch, SearchHit
+from hotkv_server.stores.sem.facts import (
     DEFAULT_ALPHA,
     DEFAULT_EF,
     DEFAULT_EF_CONSTRUCTION,
@@ -73,10 +74,6 @@ from hotkv_server.stores.sem import (
     FUSIONS,
     MAX_DIM,
     METRICS,
-    Fact,
-    Namespace,
-    PendingSearch,
-    SearchHit,
 )
 from hotkv_server.stores.sem_effects import SemCreate, SemDel, SemDrop, SemStore, SemUpdate
 
