@@ -804,9 +804,10 @@ def test_snapshot_restore_rebuilds_the_text_index() -> None:
 
 @pytest.mark.parametrize("chunk", [8192, 7])
 def test_exact_recall_is_brute_force(monkeypatch: pytest.MonkeyPatch, chunk: int) -> None:
-    import hotkv_server.stores.sem as sem
+    import hotkv_server.stores.sem.recall as recall
 
-    monkeypatch.setattr(sem, "EXACT_CHUNK", chunk)
+    # where the exact search reads it (patching the package's re-export changed nothing)
+    monkeypatch.setattr(recall, "EXACT_CHUNK", chunk)
     store, data = invoices()
     ns = store.namespaces[b"kb"]
     rng = np.random.default_rng(3)
