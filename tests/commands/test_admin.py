@@ -197,14 +197,17 @@ def test_config_set(r: redis.Redis, restore_config: None) -> None:
         (["nosuch", "1"], "Unknown option or number of arguments for CONFIG SET - 'nosuch'"),
         (["maxclients", "abc"],
          "CONFIG SET failed (possibly related to argument 'maxclients') - "
-         "expected an integer 1..1000000, got 'abc'"),
+         "argument couldn't be parsed into an integer"),
+        (["maxclients", "0"],
+         "CONFIG SET failed (possibly related to argument 'maxclients') - "
+         "argument must be between 1 and 1000000 inclusive"),
         (["dir", "/tmp"], "CONFIG SET failed (possibly related to argument 'dir') - can't set immutable config"),
         (["timeout", "1", "timeout", "2"],
          "CONFIG SET failed (possibly related to argument 'timeout') - duplicate parameter"),
         (["timeout", "1", "maxclients"], "wrong number of arguments for 'config|set' command"),
         (["appendfsync", "sometimes"],
          "CONFIG SET failed (possibly related to argument 'appendfsync') - "
-         "expected one of always|everysec|no, got 'sometimes'"),
+         "argument(s) must be one of the following: everysec, always, no"),
     ],
 )
 def test_config_set_errors(r: redis.Redis, args: list[str], message: str) -> None:

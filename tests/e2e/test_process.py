@@ -33,7 +33,8 @@ def test_bad_value_names_the_file_and_line(tmp_path: Path) -> None:
     done = _run(str(conf))
     assert done.returncode == 1
     assert f"{conf}:3" in done.stderr
-    assert "appendfsync" in done.stderr and "always|everysec|no" in done.stderr
+    assert "'appendfsync' ('sometimes')" in done.stderr
+    assert "must be one of the following: everysec, always, no" in done.stderr
 
 
 def test_port_in_use_is_a_clear_error() -> None:

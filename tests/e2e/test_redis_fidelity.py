@@ -333,6 +333,33 @@ def test_config_set_save_checks_its_pairs_as_redis(ports: tuple[int, int], proto
     run_both(ports, protocol, steps)
 
 
+@pytest.mark.parametrize("protocol", [2, 3])
+def test_config_set_refusals_are_worded_as_redis(ports: tuple[int, int], protocol: int) -> None:
+    # the reason after "- " for each kind of value (an integer, a range, yes/no, a memory
+    # size, a choice), the strict integer syntax, hz kept within 1..500, and nothing
+    # changed by a refused CONFIG SET (not loglevel: hotkv also takes Redis 7.2's "nothing",
+    # which the 7.0 reference does not list)
+    bad = [("timeout", "abc"), ("timeout", "1.5"), ("timeout", " 5"), ("timeout", "+5"),
+           ("timeout", "-1"), ("port", "70000"), ("hz", "-1"), ("appendonly", "maybe"),
+           ("maxmemory", "abc"), ("maxmemory", "-1"), ("maxmemory", "1.5gb"),
+           ("appendfsync", "sometimes"), ("acl-pubsub-default", "some"),
+           ("slowlog-log-slower-than", "x"), ("maxmemory-samples", "")]
+    steps: list[tuple[str, list[Any]]] = [("c", ["CONFIG", "SET", name, value]) for name, value in bad]
+    steps += [
+        ("c", ["CONFIG", "SET", "hz", "0"]),
+        ("c", ["CONFIG", "GET", "hz"]),
+        ("c", ["CONFIG", "SET", "hz", "100000"]),
+        ("c", ["CONFIG", "GET", "hz"]),
+        ("c", ["CONFIG", "SET", "hz", "10"]),
+        ("c", ["CONFIG", "SET", "timeout", "7", "maxmemory", "lots"]),
+        ("c", ["CONFIG", "GET", "timeout"]),
+        ("c", ["CONFIG", "SET", "maxmemory", "1mb"]),
+        ("c", ["CONFIG", "GET", "maxmemory"]),
+        ("c", ["CONFIG", "SET", "maxmemory", "0"]),
+    ]
+    run_both(ports, protocol, steps)
+
+
 def test_acllog_max_len_bounds_the_log(ports: tuple[int, int]) -> None:
     run_both(ports, 2, [
         ("c", ["CONFIG", "SET", "acllog-max-len", "2"]),

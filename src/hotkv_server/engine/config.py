@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable, Iterator, MutableMapping
 from dataclasses import dataclass
 from typing import Any, get_args
 
+from hotkv_server.engine.args import parse_int
 from hotkv_server.engine.settings import (
     AclPubsubDefault,
     EvictionPolicy,
@@ -37,17 +38,24 @@ _UNITS = {
 }
 
 
+#: the reasons of a bad value, in Redis 7's words (CONFIG SET's error after "- ")
+MEMORY_VALUE = "argument must be a memory value"
+NOT_AN_INTEGER = "argument couldn't be parsed into an integer"
+YES_OR_NO = "argument must be 'yes' or 'no'"
+
+
+def out_of_range(lo: int, hi: int) -> str:
+    return f"argument must be between {lo} and {hi} inclusive"
+
+
 def parse_memory(text: str) -> int:
     """``64mb`` -> 67108864, as Redis reads memory sizes (k=1000, kb=1024)."""
     lowered = text.strip().lower()
     digits = lowered.rstrip("kmgb")
     unit = lowered[len(digits) :]
-    if unit not in _UNITS or not digits or not digits.lstrip("-").isdigit():
-        raise ValueError(f"expected a size like 64mb, got '{text}'")
-    value = int(digits) * _UNITS[unit]
-    if value < 0:
-        raise ValueError(f"expected a size >= 0, got '{text}'")
-    return value
+    if unit not in _UNITS or not digits.isdigit():  # (no sign: sizes are never negative)
+        raise ValueError(MEMORY_VALUE)
+    return int(digits) * _UNITS[unit]
 
 
 _LIMITS_CACHE: dict[str, dict[str, tuple[int, int, int]]] = {}
@@ -117,7 +125,7 @@ def _parse_bool(text: str) -> bool:
         return True
     if lowered in ("no", "false", "0"):
         return False
-    raise ValueError(f"expected yes or no, got '{text}'")
+    raise ValueError(YES_OR_NO)
 
 
 def _format_bool(value: Any) -> str:
@@ -151,17 +159,25 @@ def _single(convert: Callable[[str], Any]) -> Callable[[list[str]], Any]:
     return parse
 
 
-def _int_range(lo: int, hi: int) -> Callable[[list[str]], Any]:
-    def convert(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise ValueError(f"expected an integer {lo}..{hi}, got '{text}'") from None
-        if not lo <= value <= hi:
-            raise ValueError(f"expected an integer {lo}..{hi}, got '{text}'")
-        return value
+def _integer(text: str, lo: int, hi: int) -> int:
+    """An integer as Redis reads one (digits and a '-', no spaces, no '+' or leading zeros)
+    within lo..hi."""
+    value = parse_int(text.encode())
+    if value is None:
+        raise ValueError(NOT_AN_INTEGER)
+    if not lo <= value <= hi:
+        raise ValueError(out_of_range(lo, hi))
+    return value
 
-    return _single(convert)
+
+def _int_range(lo: int, hi: int) -> Callable[[list[str]], Any]:
+    return _single(lambda text: _integer(text, lo, hi))
+
+
+def _clamped(lo: int, hi: int, low: int, high: int) -> Callable[[list[str]], Any]:
+    """An integer of lo..hi kept within low..high, as Redis sets ``hz`` (0 is 1, 1000 is
+    500: CONFIG GET shows the value kept)."""
+    return _single(lambda text: min(max(_integer(text, lo, hi), low), high))
 
 
 class _Choice:
@@ -180,7 +196,8 @@ class _Choice:
         text = values[0]
         found = self._by_word.get(text.lower() if self._lower else text)
         if found is None:
-            raise ValueError(f"expected one of {'|'.join(self._by_word)}, got '{text}'")
+            raise ValueError("argument(s) must be one of the following: "
+                             + ", ".join(self._by_word))
         return found
 
 
@@ -282,7 +299,7 @@ DIRECTIVES: dict[str, Directive] = {
         Directive("logfile", "", _single(_str), str, mutable=False),
         Directive("slowlog-log-slower-than", 10000, _int_range(-1, 2**62), str),
         Directive("slowlog-max-len", 128, _int_range(0, 2**31 - 1), str),
-        Directive("hz", 10, _int_range(1, 500), str),
+        Directive("hz", 10, _clamped(0, 2**31 - 1, 1, 500), str),
         Directive("databases", 1, _int_range(1, 1), str, mutable=False),
         # normal clients are limited by default (Redis: 0 0 0), so that one client that
         # never reads cannot take the server's memory (docs/security.md)
@@ -424,7 +441,8 @@ class Config(Settings):
         try:
             value = directive.parse(values)
         except ValueError as exc:
-            raise ConfigError(f"{where}: bad value for '{lname}': {exc}") from None
+            shown = " ".join(values)
+            raise ConfigError(f"{where}: bad value for '{lname}' ('{shown}'): {exc}") from None
         attr = ATTRIBUTES[lname]
         if directive.repeatable:
             getattr(self, attr).append(value)

@@ -20,12 +20,13 @@ from typing import Literal
 __all__ = ["AclPubsubDefault", "EvictionPolicy", "FsyncPolicy", "LogLevel", "Pooling", "Settings",
            "TlsAuthClients", "WordllamaDim", "attribute"]
 
-FsyncPolicy = Literal["always", "everysec", "no"]
-EvictionPolicy = Literal["noeviction", "volatile-ttl", "allkeys-lru", "volatile-lru",
-                         "allkeys-random", "volatile-random"]
+# the choices in Redis 7's order, which its CONFIG SET error lists them in
+FsyncPolicy = Literal["everysec", "always", "no"]
+EvictionPolicy = Literal["volatile-lru", "volatile-random", "volatile-ttl", "allkeys-lru",
+                         "allkeys-random", "noeviction"]
 LogLevel = Literal["debug", "verbose", "notice", "warning", "nothing"]
-TlsAuthClients = Literal["yes", "no", "optional"]
-AclPubsubDefault = Literal["resetchannels", "allchannels"]
+TlsAuthClients = Literal["no", "yes", "optional"]
+AclPubsubDefault = Literal["allchannels", "resetchannels"]
 Pooling = Literal["mean", "cls"]
 WordllamaDim = Literal[64, 128, 256]
 
