@@ -32,8 +32,8 @@ PACKAGE_DIR = Path(__file__).resolve().parent
 #: argument parsing, reply encoding, the effect log, the keyspace and the string and
 #: working-memory commands), relative to the package: measured in benchmarks/README.md ("A
 #: compiled hot path"); and the modules of the classes compiled code reads on every command
-#: (the command spec, the core and a client's context), so their fields are C struct
-#: fields, not attribute lookups (docs/architecture.md, "The compiled hot path")
+#: (the command spec, the core, a client's context, the turn, the blocked clients, the
+#: database), so their fields are C struct fields, not attribute lookups (docs/architecture.md, "The compiled hot path")
 MODULES: tuple[str, ...] = (
     "server/reader.py",
     "server/framing.py",
@@ -44,6 +44,9 @@ MODULES: tuple[str, ...] = (
     "engine/dispatch.py",
     "engine/registry.py",
     "engine/effects.py",
+    "engine/turn.py",
+    "engine/blocking.py",
+    "stores/database.py",
     "stores/keyspace.py",
     "commands/strings.py",
     "commands/work.py",
