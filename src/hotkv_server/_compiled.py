@@ -28,18 +28,25 @@ from types import ModuleType
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 
-#: the modules every command passes (request reading and framing, dispatch, argument
-#: parsing, reply encoding, the effect log, the keyspace and the string and working-memory
-#: commands), relative to the package: measured in benchmarks/README.md ("A compiled hot
-#: path"). server/connection.py stays pure: compiled, its _deferred_resolved's read of
-#: self.deferred after assigning None raises when _serve parked again (docs/architecture.md)
+#: the modules every command passes (request reading and framing, the connection, dispatch,
+#: argument parsing, reply encoding, the effect log, the keyspace and the string and
+#: working-memory commands), relative to the package: measured in benchmarks/README.md ("A
+#: compiled hot path"); and the modules of the classes compiled code reads on every command
+#: (the command spec, the core, a client's context, the turn, the blocked clients, the
+#: database), so their fields are C struct fields, not attribute lookups (docs/architecture.md, "The compiled hot path")
 MODULES: tuple[str, ...] = (
     "server/reader.py",
     "server/framing.py",
     "server/resp.py",
+    "server/connection.py",
     "engine/args.py",
+    "engine/core.py",
     "engine/dispatch.py",
+    "engine/registry.py",
     "engine/effects.py",
+    "engine/turn.py",
+    "engine/blocking.py",
+    "stores/database.py",
     "stores/keyspace.py",
     "commands/strings.py",
     "commands/work.py",

@@ -16,6 +16,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+from mypy_extensions import mypyc_attr
+
 from hotkv_server import __version__
 from hotkv_server.engine.clock import Clock
 from hotkv_server.engine.config import Config, output_limits, short_header
@@ -23,7 +25,6 @@ from hotkv_server.engine.effects import EffectLog
 from hotkv_server.engine.notify import Notifier
 from hotkv_server.engine.pubsub import Hub
 from hotkv_server.engine.turn import RepliesWithheld, Turn
-from hotkv_server.engine.watched import Watched
 from hotkv_server.stores.database import Database, default_database
 from hotkv_server.stores.hashes import set_listpack_limits
 
@@ -115,13 +116,18 @@ class Core:
         self.db.observe_expiry(self.expired)
         #: the reply barrier of the current event-loop turn (engine/turn.py)
         self.turn = Turn()
-        #: True while any of the dispatch point's gates may refuse a command (loading, a
-        #: replica, MISCONF, maxmemory set): with it False, dispatch tests nothing else
-        self.gated = False
-        self._loading = False
-        self._busy: Any = None
-        self._role = "master"
-        self._write_error: str | None = None  # set when the AOF can't be written (MISCONF)
+        # --- the dispatch point's gates (``gated``) ---
+        #: data is being loaded: commands not flagged ``loading`` answer -LOADING
+        self.loading = False
+        #: the script running past busy-reply-threshold (scripting/engine.py ``Run``), else
+        #: None: while set, commands not flagged ``allow_busy`` answer -BUSY
+        self.busy: Any = None
+        #: ``"master"`` or ``"slave"`` (INFO's words)
+        self.role = "master"
+        #: why writes are refused with -MISCONF (the AOF can't be written), else None
+        self.write_error: str | None = None
+        #: maxmemory or min-replicas-to-write is set (kept by ``_config_changed``)
+        self.limited = False
         self.shutdown_requested: Callable[[bool | None], None] | None = None
         self.used_memory_fn: Callable[[], int] | None = None
         #: INFO sections filled by subsystems: name -> each subsystem's fields, in the order
@@ -162,8 +168,9 @@ class Core:
 
         #: clients blocked on keys (BLPOP ...): the dispatch point signals written keys
         self.blocking = Blocking(self)
-        #: the cluster subsystem, set only with cluster-enabled (hotkv_server.cluster)
-        self._cluster: ClusterService | None = None
+        #: the cluster subsystem when ``cluster-enabled`` is on (hotkv_server.cluster):
+        #: commands with keys are routed
+        self.cluster: ClusterService | None = None
         #: slowlog-log-slower-than, kept here so the dispatch point reads one attribute
         self.slowlog_threshold = self.config.slowlog_log_slower_than
         #: the header of a read that needs no check (``engine.config.short_header``)
@@ -171,31 +178,27 @@ class Core:
         self.notifier.configure(self.config.notify_keyspace_events)
         self._hash_limits()
         self.normal_output_hard_limit = self._normal_output_limit()
-        self._update_gated()
+        self._update_limited()
 
-    # --- the dispatch point's gates: setting one recomputes ``gated`` ---------------------
-    #: data is being loaded: commands not flagged ``loading`` answer -LOADING
-    loading: Watched[bool] = Watched("_loading", "_update_gated")
-    #: the script running past busy-reply-threshold (scripting/engine.py ``Run``), else
-    #: None: while set, commands not flagged ``allow_busy`` answer -BUSY
-    busy: Watched[Any] = Watched("_busy", "_update_gated")
-    #: ``"master"`` or ``"slave"`` (INFO's words)
-    role: Watched[str] = Watched("_role", "_update_gated")
-    #: why writes are refused with -MISCONF (the AOF can't be written), else None
-    write_error: Watched[str | None] = Watched("_write_error", "_update_gated")
-    #: the cluster subsystem when ``cluster-enabled`` is on: commands with keys are routed
-    cluster: Watched[ClusterService | None] = Watched("_cluster", "_update_gated")
-
-    def _update_gated(self, _changed: object = None) -> None:
-        self.gated = bool(
-            self._loading
-            or getattr(self, "_cluster", None) is not None
-            or self._busy is not None
-            or self._role == "slave"
-            or self._write_error is not None
-            or self.config.maxmemory
-            or self.config.min_replicas_to_write
+    @property
+    def gated(self) -> bool:
+        """True while any of the dispatch point's gates may refuse a command (loading, a
+        cluster, a script past its busy time, a replica, MISCONF, maxmemory or
+        min-replicas-to-write set): with it False, dispatch tests nothing else. (Computed
+        from plain fields at each read: Core is a native class of the compiled hot path,
+        whose fields are C fields, and a native class takes no other descriptor, such as
+        engine/watched.py's ``Watched``.)"""
+        return (
+            self.loading
+            or self.cluster is not None
+            or self.busy is not None
+            or self.role == "slave"
+            or self.write_error is not None
+            or self.limited
         )
+
+    def _update_limited(self) -> None:
+        self.limited = bool(self.config.maxmemory or self.config.min_replicas_to_write)
 
     def _normal_output_limit(self) -> int:
         return output_limits(self.config.client_output_buffer_limit, "normal")[0]
@@ -208,7 +211,7 @@ class Core:
         elif name == "proto-max-bulk-len":
             self.short_header = short_header(int(value))
         elif name in ("maxmemory", "min-replicas-to-write"):
-            self._update_gated()
+            self._update_limited()
         elif name == "notify-keyspace-events":
             self.notifier.configure(value)
         elif name.startswith("hash-max-listpack-"):
@@ -433,6 +436,7 @@ class ClusterService(Protocol):
     def save_soon(self) -> None: ...
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class Subsystem:
     """A part of the server the app builds and attaches in order (``server/app.py``):
     persistence, replication, ACL, the memory guards, the semantic service, cluster mode.

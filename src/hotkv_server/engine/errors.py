@@ -9,7 +9,8 @@ from __future__ import annotations
 # CommandError and WrongTypeError live with the stores (a store may refuse a request)
 from hotkv_server.stores.errors import WRONGTYPE, CommandError, WrongTypeError
 
-__all__ = ["WRONGTYPE", "CommandError", "RequestRefused", "StartupError", "WrongTypeError"]
+__all__ = ["WRONGTYPE", "CommandError", "RepliesWithheld", "RequestRefused", "StartupError",
+           "WrongTypeError"]
 
 
 class RequestRefused(Exception):
@@ -19,6 +20,15 @@ class RequestRefused(Exception):
     def __init__(self, message: str) -> None:
         super().__init__(message)
         self.message = message
+
+
+class RepliesWithheld(Exception):
+    """Raised by a turn's durable work: this turn's replies must not leave.
+
+    They would acknowledge writes that could not be made durable (a failed AOF write under
+    ``appendfsync always``); the connections are closed without answering, so the clients
+    see an error instead of a false acknowledgement.
+    """
 
 
 class StartupError(RuntimeError):

@@ -20,16 +20,13 @@ import logging
 from collections.abc import Callable
 from typing import Protocol
 
+# (defined in the pure engine/errors.py: this module is compiled, and a native exception
+# class could not be a base of persistence's AofUnavailable(RepliesWithheld, OSError))
+from hotkv_server.engine.errors import RepliesWithheld
+
+__all__ = ["RepliesWithheld", "ReplyHolder", "Turn"]
+
 log = logging.getLogger("hotkv")
-
-
-class RepliesWithheld(Exception):
-    """Raised by a turn's durable work: this turn's replies must not leave.
-
-    They would acknowledge writes that could not be made durable (a failed AOF write under
-    ``appendfsync always``); the connections are closed without answering, so the clients
-    see an error instead of a false acknowledgement.
-    """
 
 
 class ReplyHolder(Protocol):

@@ -1,8 +1,8 @@
 """``Watched``: an attribute whose every assignment tells its owner (a property with a hook).
 
-Core's gates (``loading``, ``busy``, ``role`` ...: each change recomputes ``core.gated``), the
-AOF writer's open file (listed as an effect sink while there is one) and the replication
-backlog (likewise) are such attributes. Reading one costs what reading a property does, less
+The AOF writer's open file (listed as an effect sink while there is one) and the replication
+backlog (likewise) are such attributes. (Not in a module of the compiled hot path: a native
+class takes no such descriptor; Core computes its ``gated`` from plain fields instead.) Reading one costs what reading a property does, less
 a Python frame: the getter is an ``operator.attrgetter`` of the attribute that holds the value.
 """
 

@@ -320,6 +320,12 @@ class ClientProtocol(asyncio.Protocol):
         # the snapshot of the parked command is old: never move the idle clock back to it
         ctx.last_interaction_ms = max(ctx.last_interaction_ms, ctx.now_ms)
         self._send(out)
+        self._resume_unless_parked()
+
+    def _resume_unless_parked(self) -> None:
+        """Read again, unless a held request parked the connection again. (A method of its
+        own: compiled, a read of ``deferred`` in the function that assigned it None would
+        be checked against that None, while ``_serve`` may have parked it meanwhile.)"""
         if self.deferred is None:
             self.flow.resume(DEFERRED, HELD)
 
