@@ -59,6 +59,12 @@ MODULES: tuple[str, ...] = (
     "commands/lists.py",
     "commands/zsets.py",
     "commands/zset_ranges.py",
+    "stores/values.py",
+    "stores/hashes.py",
+    "stores/sets.py",
+    "stores/listvalue.py",
+    "stores/zsetvalue.py",
+    "stores/workpad.py",
 )
 
 #: the name of the shared library mypyc builds for the group (the modules' code; each

@@ -44,7 +44,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from itertools import islice
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Final
+
+from mypy_extensions import trait
 
 from hotkv_server.stores.effect import Effect, EffectError
 from hotkv_server.stores.hashes_effects import KvHdel, KvHset
@@ -57,21 +59,21 @@ LISTPACK_ENTRIES = 512
 LISTPACK_VALUE = 64
 #: hashtable: bytes a field costs beyond its field and value bytes (dict slot, two bytes
 #: objects), and a hash beyond its fields (object, empty dict): measured on CPython 3.11
-FIELD_OVERHEAD = 118
-HASH_OVERHEAD = 200
+FIELD_OVERHEAD: Final = 118
+HASH_OVERHEAD: Final = 200
 #: packed: bytes a hash costs beyond its buffer's length (the object, the buffer's header)
-PACKED_OVERHEAD = 113
+PACKED_OVERHEAD: Final = 113
 #: the longest packed form: a lookup scans the buffer (bytes.find, ~0.5 ns a byte here), so
 #: a longer hash goes to a dict, still ``listpack`` to OBJECT ENCODING within Redis's limits
 PACKED_BYTES = 1024
 #: the packed length past which a write checks PACKED_BYTES and LISTPACK_ENTRIES
 _CHECK_FROM = PACKED_BYTES
 
-_END = b"\x00"  # ends an entry; the buffer starts with one
-_SEP = b"\x01"  # between a field and its value
-_EMPTY = _END
+_END: Final = b"\x00"  # ends an entry; the buffer starts with one
+_SEP: Final = b"\x01"  # between a field and its value
+_EMPTY: Final = _END
 #: the packed form with every separator made an end, for one split into [field, value ...]
-_SEP_TO_END = bytes.maketrans(_SEP, _END)
+_SEP_TO_END: Final = bytes.maketrans(_SEP, _END)
 
 
 def set_listpack_limits(entries: int, value: int) -> None:
@@ -171,6 +173,7 @@ def unpack(packed: bytes) -> list[bytes]:
     return flat
 
 
+@trait
 class PackedPairs:
     """The reads of a mapping kept packed (``_packed``, the form above) while small, else
     as a dict (``_map``, None while packed): a hash, a working-memory scratchpad. The class
@@ -218,8 +221,7 @@ class PackedPairs:
         return unpack(self._packed)[::2] if pairs is None else list(pairs)
 
 
-@value_type
-class HashValue(PackedPairs, TypedValue):
+class HashValue(TypedValue, PackedPairs):
     """One hash, packed or a dict. Read it through its methods; change it only through
     effects."""
 
@@ -239,6 +241,9 @@ class HashValue(PackedPairs, TypedValue):
         self.nbytes = PACKED_OVERHEAD + 1
         self._added = 0
         self._scan: ScanOrder | None = None
+
+    def __len__(self) -> int:  # PackedPairs' (TypedValue, an abstract one, comes first)
+        return PackedPairs.__len__(self)
 
     def encoding(self) -> str:
         return "hashtable" if self._big else "listpack"
@@ -445,5 +450,6 @@ def _apply_hdel(value: HashValue, effect: KvHdel) -> int:
     return value.delete_fields(effect.fields)
 
 
+value_type(HashValue)
 HashValue.effects = {KvHset: _apply_hset, KvHdel: _apply_hdel}
 HashValue.growing = frozenset({KvHset})

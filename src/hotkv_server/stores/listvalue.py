@@ -19,19 +19,18 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Iterable, Iterator
 from itertools import islice
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Final
 
 from hotkv_server.stores import list_effects
 from hotkv_server.stores.effect import Effect
 from hotkv_server.stores.values import Applier, TypedValue, index_range, value_type
 
 #: bytes one element costs beyond its payload: the bytes object header and its block slot
-ELEMENT_OVERHEAD = 41
+ELEMENT_OVERHEAD: Final = 41
 #: bytes of an empty list value (the deque and this object)
-LIST_OVERHEAD = 700
+LIST_OVERHEAD: Final = 700
 
 
-@value_type
 class ListValue(TypedValue):
     """One list: ``items`` is the deque; ``nbytes`` the estimated bytes it holds."""
 
@@ -234,6 +233,7 @@ def rotate(lst: ListValue, from_left: bool, to_left: bool) -> bytes:
     return value
 
 
+value_type(ListValue)
 ListValue.effects = {
     list_effects.KvLpush: lambda value, e: value.push(e.values, True),
     list_effects.KvRpush: lambda value, e: value.push(e.values, False),

@@ -22,7 +22,7 @@ SMOVE to a new destination, SINTERSTORE ...).
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Final
 
 from hotkv_server.stores.effect import Effect
 from hotkv_server.stores.scanorder import ScanOrder
@@ -30,14 +30,13 @@ from hotkv_server.stores.sets_effects import KvSadd, KvSrem
 from hotkv_server.stores.values import Applier, TypedValue, is_canonical_int, value_type
 
 #: Redis 7.0's default of set-max-intset-entries
-INTSET_ENTRIES = 512
+INTSET_ENTRIES: Final = 512
 #: bytes a member costs beyond its own bytes (list slot, dict slot, bytes object, position
 #: int), and a set beyond its members (object, empty dict and list): measured on CPython 3.11
-MEMBER_OVERHEAD = 120
-SET_OVERHEAD = 250
+MEMBER_OVERHEAD: Final = 120
+SET_OVERHEAD: Final = 250
 
 
-@value_type
 class SetValue(TypedValue):
     """One set: ``index`` maps member -> position in ``members`` (read them; change them only
     through effects)."""
@@ -141,5 +140,6 @@ def _apply_srem(value: SetValue, effect: KvSrem) -> int:
     return value.remove(effect.members)
 
 
+value_type(SetValue)
 SetValue.effects = {KvSadd: _apply_sadd, KvSrem: _apply_srem}
 SetValue.growing = frozenset({KvSadd})

@@ -26,6 +26,8 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import Any, ClassVar, TypeVar
 
+from mypy_extensions import mypyc_attr
+
 from hotkv_server.stores.effect import Effect
 
 #: modules whose import registers a value type (add a line for a new type)
@@ -44,6 +46,7 @@ Applier = Callable[[Any, Any], Any]
 V = TypeVar("V", bound="type[TypedValue]")
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class TypedValue(ABC):
     """One value that is not a string. Subclasses keep ``nbytes`` up to date."""
 

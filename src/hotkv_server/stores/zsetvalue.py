@@ -40,7 +40,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from itertools import islice
 from operator import itemgetter
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Final
 
 from sortedcontainers import SortedList
 
@@ -49,23 +49,23 @@ from hotkv_server.stores.effect import Effect
 from hotkv_server.stores.values import Applier, TypedValue, index_range, value_type
 
 #: bytes a member costs beyond its payload (see the module docstring)
-MEMBER_OVERHEAD = 180
-ZSET_OVERHEAD = 900
+MEMBER_OVERHEAD: Final = 180
+ZSET_OVERHEAD: Final = 900
 #: Redis 7.0's defaults of zset-max-listpack-entries and zset-max-listpack-value
-LISTPACK_ENTRIES = 128
-LISTPACK_VALUE = 64
+LISTPACK_ENTRIES: Final = 128
+LISTPACK_VALUE: Final = 64
 
-_INF = math.inf
+_INF: Final = math.inf
 #: LIMIT offsets up to this are walked member by member (beyond, positions are cheaper)
-WALK_OFFSET = 256
+WALK_OFFSET: Final = 256
 
 #: the member of an order key (``key[8:]``, called from C by ``map``)
-_member = itemgetter(slice(8, None))
-_pack_d = struct.Struct(">d").pack
-_pack_q = struct.Struct(">Q").pack
-_unpack_q = struct.Struct(">Q").unpack
-_SIGN = 1 << 63
-_ALL = (1 << 64) - 1
+_member: Final = itemgetter(slice(8, None))
+_pack_d: Final = struct.Struct(">d").pack
+_pack_q: Final = struct.Struct(">Q").pack
+_unpack_q: Final = struct.Struct(">Q").unpack
+_SIGN: Final = 1 << 63
+_ALL: Final = (1 << 64) - 1
 
 
 def score_key(score: float) -> bytes:
@@ -135,7 +135,6 @@ def lex_range_empty(lo: LexBound, hi: LexBound) -> bool:
     return lo.value == hi.value and (lo.kind == "(" or hi.kind == "(")
 
 
-@value_type
 class SortedSetValue(TypedValue):
     """One sorted set: ``ordered`` holds the order keys (``score_key(score) + member``),
     ``scores`` member -> score (read them; change them only through effects)."""
@@ -556,6 +555,7 @@ def _apply_zadd(value: SortedSetValue, effect: zset_effects.KvZadd) -> int:
     return value.add_flat(pairs)
 
 
+value_type(SortedSetValue)
 SortedSetValue.effects = {
     zset_effects.KvZadd: _apply_zadd,
     zset_effects.KvZrem: lambda value, e: value.remove_many(e.members),
