@@ -35,7 +35,8 @@ PACKAGE_DIR = Path(__file__).resolve().parent
 #: (the command spec, the core, a client's context, the turn, the blocked clients, the
 #: database), so their fields are C struct fields, not attribute lookups; and the handlers of
 #: the hash, set, list and sorted-set commands, which then read those fields and call the
-#: keyspace and ctx.emit directly (docs/architecture.md, "The compiled hot path")
+#: keyspace and ctx.emit directly, their value types (native classes) and EVAL's engine
+#: (docs/architecture.md, "The compiled hot path")
 MODULES: tuple[str, ...] = (
     "server/reader.py",
     "server/framing.py",
@@ -65,6 +66,8 @@ MODULES: tuple[str, ...] = (
     "stores/listvalue.py",
     "stores/zsetvalue.py",
     "stores/workpad.py",
+    "scripting/engine.py",
+    "commands/scripting.py",
 )
 
 #: the name of the shared library mypyc builds for the group (the modules' code; each
