@@ -242,8 +242,13 @@ class HashValue(TypedValue, PackedPairs):
         self._added = 0
         self._scan: ScanOrder | None = None
 
-    def __len__(self) -> int:  # PackedPairs' (TypedValue, an abstract one, comes first)
+    # PackedPairs' dunders, named here: compiled, a trait's reach no slot of a class with a
+    # native base (and TypedValue's abstract __len__ comes first)
+    def __len__(self) -> int:
         return PackedPairs.__len__(self)
+
+    def __contains__(self, name: object) -> bool:
+        return PackedPairs.__contains__(self, name)
 
     def encoding(self) -> str:
         return "hashtable" if self._big else "listpack"
@@ -292,7 +297,9 @@ class HashValue(TypedValue, PackedPairs):
                 new = 0
                 for i in range(0, len(pairs), 2):
                     new += self.set_field(pairs[i], pairs[i + 1])
-                    if self._map is not None:  # past a limit: the rest into the dict
+                    # past a limit: the rest into the dict (``packed`` re-reads _map, which
+                    # compiled code would check against the None it was narrowed to above)
+                    if not self.packed:
                         return new + self._set_map(pairs[i + 2:])
                 return new
             self._convert()  # a long field or value: as Redis, before any is set
