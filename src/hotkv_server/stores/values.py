@@ -22,7 +22,7 @@ and a write to a key found live never resurrects one that another copy has expir
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
+from abc import abstractmethod
 from collections.abc import Callable
 from typing import Any, ClassVar, TypeVar
 
@@ -47,8 +47,12 @@ V = TypeVar("V", bound="type[TypedValue]")
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)
-class TypedValue(ABC):
-    """One value that is not a string. Subclasses keep ``nbytes`` up to date."""
+class TypedValue:
+    """One value that is not a string. Subclasses keep ``nbytes`` up to date.
+
+    Not an ``ABC`` (mypy still checks the abstract methods): compiled, the native classes
+    under ABCMeta shared one ``abc`` cache, so ``isinstance(a_hash, SetValue)`` made a later
+    ``isinstance(a_hash, TypedValue)`` answer False."""
 
     __slots__ = ("nbytes",)
 
