@@ -29,7 +29,7 @@ value               RESP3                       RESP2
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 from hotkv_server.engine.replies import (
     NULL_ARRAY,
@@ -69,25 +69,38 @@ def _bulk_str(text: str) -> bytes:
     return b"$%d\r\n%b\r\n" % (len(data), data)
 
 
-#: ``$<n>`` of the common lengths (bytes formatting is the slow part of a long array)
-_BULK_HEADERS = [b"$%d" % i for i in range(1024)]
-_bulk_header = _BULK_HEADERS.__getitem__
+#: ``$<n>\r\n`` of the common lengths (bytes formatting is the slow part of a long array)
+_BULK_HEADS: Final = [b"$%d\r\n" % i for i in range(1024)]
+#: the same after the previous element's ``\r\n``: an array of bulk strings is written as
+#: ``*<n>\r\n``, ``$<len>\r\n``, item, ``\r\n$<len>\r\n``, item, ..., ``\r\n``
+_NEXT_HEADS: Final = [b"\r\n$%d\r\n" % i for i in range(1024)]
 
 
-def _bulk_array(items: list[bytes] | tuple[bytes, ...]) -> bytes:
-    """A whole non-empty array of bytes-like elements (TypeError for any other),
-    ``*<n>`` included, made with one join of header, item, header, item ... by ``\r\n``
-    (the headers looked up in C by ``map``; a length past the table makes them one by one)."""
-    n = len(items)
-    parts = [b""] * (2 * n + 1)  # (the last empty part gives the final \r\n)
-    try:
-        parts[:-1:2] = map(_bulk_header, map(len, items))
-    except IndexError:  # an item of 1024 bytes or more
-        headers = _BULK_HEADERS
-        parts[:-1:2] = [headers[size] if size < 1024 else b"$%d" % size for size in map(len, items)]
-    parts[1::2] = items
-    parts[0] = b"*%d\r\n%b" % (n, parts[0])
-    return b"\r\n".join(parts)
+def _bulk_array(items: list[bytes]) -> bytes:
+    """A whole non-empty array of bytes elements, ``*<n>`` included, as one join of its
+    parts (TypeError for an element of another type, before anything is written). Compiled,
+    the loop runs in C: a header from a table and the item per element, about half the
+    time of building the headers with ``map`` and interleaving them by slices (LRANGE 100)."""
+    parts = [b"*%d\r\n" % len(items)]
+    heads = _BULK_HEADS
+    crlf = b""  # the previous element's end, for a header past the tables
+    for item in items:  # (parts.append, not a bound method in a local: mypyc calls C then)
+        size = len(item)
+        parts.append(heads[size] if size < 1024 else b"%b$%d\r\n" % (crlf, size))
+        heads = _NEXT_HEADS
+        crlf = b"\r\n"
+        parts.append(item)
+    parts.append(b"\r\n")
+    return b"".join(parts)
+
+
+def _bulk_into(item: bytes, out: list[bytes]) -> None:
+    """One bulk string as three parts of ``out`` (a header from the table: cheaper than
+    formatting it, compiled)."""
+    size = len(item)
+    out.append(_BULK_HEADS[size] if size < 1024 else b"$%d\r\n" % size)
+    out.append(item)
+    out.append(b"\r\n")
 
 
 def encode(value: Any, proto: int) -> bytes:
@@ -129,15 +142,14 @@ def _encode_into(value: Any, proto: int, out: list[bytes]) -> None:
         # string of its bytes either way
         if value and type(value[0]) is bytes:
             try:
-                out.append(_bulk_array(value))
+                out.append(_bulk_array(value if t is list else list(value)))
                 return
             except TypeError:
                 pass
         out.append(b"*%d\r\n" % len(value))
-        append = out.append
         for item in value:
             if type(item) is bytes:  # the common element, without the recursive call
-                append(b"$%d\r\n%b\r\n" % (len(item), item))
+                _bulk_into(item, out)
             else:
                 _encode_into(item, proto, out)
     elif t is dict:
@@ -145,22 +157,23 @@ def _encode_into(value: Any, proto: int, out: list[bytes]) -> None:
             out.append(b"%%%d\r\n" % len(value))
         else:
             out.append(b"*%d\r\n" % (2 * len(value)))
-        append = out.append
         for key, item in value.items():
-            if type(key) is str:  # a record's field name: a handful of names, encoded once
+            if type(key) is bytes:  # HGETALL's fields
+                _bulk_into(key, out)
+            elif type(key) is str:  # a record's field name: a handful of names, encoded once
                 field_bytes = _FIELD_NAMES.get(key)
                 if field_bytes is None:
                     field_bytes = _bulk_str(key)
                     if len(_FIELD_NAMES) < _FIELD_NAMES_MAX:
                         _FIELD_NAMES[key] = field_bytes
-                append(field_bytes)
+                out.append(field_bytes)
             else:
                 _encode_into(key, proto, out)
             kind = type(item)
             if kind is bytes:
-                append(b"$%d\r\n%b\r\n" % (len(item), item))
+                _bulk_into(item, out)
             elif kind is int:
-                append(_INT_CACHE[item] if 0 <= item < 1024 else b":%d\r\n" % item)
+                out.append(_INT_CACHE[item] if 0 <= item < 1024 else b":%d\r\n" % item)
             else:
                 _encode_into(item, proto, out)
     elif t is float or t is Double:
@@ -185,7 +198,10 @@ def _encode_into(value: Any, proto: int, out: list[bytes]) -> None:
     elif t is set or t is frozenset:
         out.append(b"%c%d\r\n" % (126 if proto == 3 else 42, len(value)))
         for item in value:
-            _encode_into(item, proto, out)
+            if type(item) is bytes:  # SMEMBERS, SINTER ...
+                _bulk_into(item, out)
+            else:
+                _encode_into(item, proto, out)
     elif value is NULL_ARRAY:
         out.append(_NULL3 if proto == 3 else b"*-1\r\n")
     elif t is Push or t is OrderedSet:
