@@ -11,7 +11,7 @@ rewrites it for its AOF), so the effect replays to the same state.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 from hotkv_server.commands.floats import add_long_doubles, format_long_double, parse_long_double
 from hotkv_server.engine import errors
@@ -26,8 +26,8 @@ from hotkv_server.stores.keyspace_effects import KvMset, KvSet
 
 command = family(group="string")
 
-LLONG_MAX = 2**63 - 1
-LLONG_MIN = -(2**63)
+LLONG_MAX: Final = 2**63 - 1
+LLONG_MIN: Final = -(2**63)
 NAN_OR_INF = "ERR increment would produce NaN or Infinity"
 
 @command("get", arity=2, flags="readonly fast", key="RO access")

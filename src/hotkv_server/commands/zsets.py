@@ -63,10 +63,9 @@ def pairs_reply(ctx: Context, pairs: list[tuple[bytes, float]], withscores: bool
     if ctx.proto == 3:
         return [[m, Double(s)] for m, s in pairs]
     out: list[Any] = []
-    append = out.append
-    for m, s in pairs:
-        append(m)
-        append(format_double(s))
+    for m, s in pairs:  # format_double written out for the finite scores (one call fewer)
+        out.append(m)
+        out.append(b"%.17g" % s if math.isfinite(s) else format_double(s))
     return out
 
 
