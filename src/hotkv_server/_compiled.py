@@ -67,6 +67,7 @@ MODULES: tuple[str, ...] = (
     "stores/zsetvalue.py",
     "stores/workpad.py",
     "scripting/engine.py",
+    "scripting/convert.py",
     "commands/scripting.py",
 )
 

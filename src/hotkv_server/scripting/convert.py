@@ -54,12 +54,6 @@ LLONG_MAX = 2**63 - 1
 OK_BATCH = 64
 
 
-class Big(str):
-    """A RESP3 big number reply (``(123``); RESP2 callers get a bulk string."""
-
-    __slots__ = ()
-
-
 class ToLua:
     """Turns server replies into Lua values with one Lua runtime's table constructor."""
 
@@ -133,8 +127,6 @@ class ToLua:
                 {b"format": value.fmt.encode(), b"string": value.text})})
         if t is Raw:
             return self.reply(_parse_raw(value.data), resp)
-        if t is Big:
-            return value.encode() if resp == 2 else self.table({b"big_number": value.encode()})
         if isinstance(value, bytes | bytearray | memoryview):
             return bytes(value)
         if isinstance(value, int):
