@@ -41,6 +41,9 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--seconds", type=float, default=8.0)
     parser.add_argument("--top", type=int, default=25)
     parser.add_argument("--python", default=sys.executable)
+    parser.add_argument("--setup", action="append", default=[], metavar="COMMAND",
+                        help="a command sent before the run (shell words), e.g. "
+                             "'SCRIPT LOAD \"return 1\"' for an EVALSHA row; repeatable")
     return parser.parse_args()
 
 
@@ -81,6 +84,12 @@ def main() -> int:
         server = start_hotkv(work, "no", 0, args.python, [])
         try:
             build = info_field(server.port, "server", "hot_path")
+            for setup in args.setup:
+                client = RawClient(server.port)
+                try:
+                    print(f"# setup {setup!r}: {client.call(*(w.encode() for w in shlex.split(setup)))!r}")
+                finally:
+                    client.close()
             data = work / "perf.data"
             words = shlex.split(args.command)
             load = subprocess.Popen(
