@@ -8,11 +8,17 @@ them, in the compiled build and in the pure one alike.
 
 from __future__ import annotations
 
+import math
+
 import hiredis
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from hotkv_server.commands.zsets import pairs_reply
+from hotkv_server.engine.core import Context, Core
+from hotkv_server.engine.replies import format_double
 from hotkv_server.server.resp import OrderedSet, Simple, encode
+from hotkv_server.stores.zsetvalue import SortedSetValue
 
 
 def _read(data: bytes, proto: int) -> object:
@@ -63,3 +69,27 @@ def test_maps_and_sets_of_bytes() -> None:
     assert encode({b"m"}, 3) == b"~1\r\n$1\r\nm\r\n"
     assert encode({b"m"}, 2) == b"*1\r\n$1\r\nm\r\n"
     assert encode(OrderedSet([b"b", b"a", 3]), 3) == b"~3\r\n$1\r\nb\r\n$1\r\na\r\n:3\r\n"
+
+
+def _printf_17g(value: float) -> bytes:
+    """Redis 7.0's text of a score: C's ``%.17g`` (``inf``/``-inf``/``nan`` aside)."""
+    if math.isinf(value):
+        return b"inf" if value > 0 else b"-inf"
+    if math.isnan(value):
+        return b"nan"
+    return b"%.17g" % value
+
+
+@given(st.one_of(st.floats(), st.integers(-(10**18), 10**18).map(float),
+                 st.sampled_from([0.0, -0.0, 1e17, -1e17, 99999999999999984.0, 2.0**56])))
+@settings(max_examples=500, deadline=None)
+def test_a_score_is_printed_as_printf_17g(value: float) -> None:
+    # format_double and ZRANGE WITHSCORES write an integral score as the integer (faster):
+    # the text must be %.17g's, -0 and the 1e17 boundary included
+    assert format_double(value) == _printf_17g(value)
+    if not math.isnan(value):
+        zset = SortedSetValue([(b"m", value)])  # (which stores -0.0 as 0.0)
+        assert pairs_reply(_RESP2, list(zset)) == [b"m", _printf_17g(value + 0.0)]
+
+
+_RESP2 = Context(Core())  # a RESP2 client's context, for pairs_reply

@@ -63,9 +63,12 @@ def pairs_reply(ctx: Context, pairs: list[tuple[bytes, float]], withscores: bool
     if ctx.proto == 3:
         return [[m, Double(s)] for m, s in pairs]
     out: list[Any] = []
-    for m, s in pairs:  # format_double written out for the finite scores (one call fewer)
+    for m, s in pairs:  # format_double's common cases written out (one call fewer)
         out.append(m)
-        out.append(b"%.17g" % s if math.isfinite(s) else format_double(s))
+        if -1e17 < s < 1e17 and s == int(s) and (s or math.copysign(1.0, s) > 0):
+            out.append(b"%d" % int(s))
+        else:
+            out.append(b"%.17g" % s if math.isfinite(s) else format_double(s))
     return out
 
 

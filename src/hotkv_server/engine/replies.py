@@ -41,7 +41,12 @@ class Double(float):
 
 
 def format_double(value: float) -> bytes:
-    """Redis 7.0's ``%.17g`` text of a double, with ``inf``/``-inf``/``nan``."""
+    """Redis 7.0's ``%.17g`` text of a double, with ``inf``/``-inf``/``nan``. An integral
+    score below 1e17 (at most 17 digits: ``%.17g`` prints them all) is written as the
+    integer, the same text several times faster than the float formatting; -0.0 keeps
+    its ``-0``."""
+    if -1e17 < value < 1e17 and value == int(value) and (value or math.copysign(1.0, value) > 0):
+        return b"%d" % int(value)
     if math.isinf(value):
         return b"inf" if value > 0 else b"-inf"
     if math.isnan(value):
