@@ -134,7 +134,15 @@ class RequestReader:
         if self.unread:
             data, self.unread = self.unread + data, b""
         try:
-            if b"*-" in data and self.frame is None and self._is_fresh():
+            # where the first '*' past the first byte is (another request, or one inside
+            # a value): most reads, of one request, have none, and then a '*-' can only
+            # start them and no count past the first can look suspicious. (find, never
+            # bytes' `in`: that first tries its operand as an integer, raising and
+            # clearing a TypeError on every call)
+            checked, star = data, data.find(b"*", 1)
+            if ((star > 0 and data.find(b"*-", star) >= 0)
+                    or (len(data) > 1 and data[0] == 42 and data[1] == 45)) and (  # '*-'
+                    self.frame is None and self._is_fresh()):
                 data = drop_negative_counts(data)  # Redis ignores a count <= 0
             while data:
                 if self.inline_buf or (data[0] != 42 and self.frame is None  # 42 == '*'
@@ -148,9 +156,11 @@ class RequestReader:
                 framer = self.frame
                 late: ProtocolViolation | None = None
                 inline = b""
+                if data is not checked:  # (the same object: the same bytes)
+                    checked, star = data, data.find(b"*", 1)
                 if (
                     framer is not None
-                    or (data.find(b"*", 1) >= 0 and SUSPICIOUS_COUNT.search(data) is not None)
+                    or (star >= 0 and SUSPICIOUS_COUNT.search(data) is not None)
                     or not client.authenticated
                     or (not (data.startswith(self.short) and self.short_of is self.core.short_header)
                         and self._header_needs_check(data))
@@ -346,7 +356,7 @@ class RequestReader:
                 found.append(argv)
             self.fresh = True
             return b""
-        if buf[-1] == 10 and len(buf) <= MAX_INLINE and b"\n*" not in buf:
+        if buf[-1] == 10 and len(buf) <= MAX_INLINE and buf.find(b"\n*") < 0:
             # whole lines, none too long, no multibulk request after them: the common case
             # (buf never starts with '*' here), one split
             for line in buf.split(b"\n"):  # (the last one is empty: no words)
@@ -387,7 +397,7 @@ class RequestReader:
 def _words(line: bytes) -> list[bytes]:
     """An inline request's words (its CR LF are blanks); split_args's own fast path
     without the call when there are no quotes."""
-    if b'"' not in line and b"'" not in line:
+    if line.find(b'"') < 0 and line.find(b"'") < 0:  # (find: see RequestReader.feed)
         return line.split()
     try:
         return split_args(line)
