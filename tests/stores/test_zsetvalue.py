@@ -79,7 +79,7 @@ def _set_of_small_sublists(rnd: random.Random, smallest: int) -> tuple[SortedSet
     scores = {b"m%03d" % i: float(rnd.randint(-20, 20))
               for i in range(rnd.randint(smallest, 300))}
     z = SortedSetValue(scores.items())
-    z.ordered._reset(4)
+    z.relayout(4)
     return z, model_order(scores)
 
 
@@ -160,7 +160,7 @@ def test_adds_updates_and_removes_across_sublist_splits_and_merges_match_the_mod
     # paths of ``add``/``remove`` meet splits, merges and (after a rank) the positional index
     rnd = random.Random(seed)
     z = SortedSetValue()
-    z.ordered._reset(4)
+    z.relayout(4)
     scores: dict[bytes, float] = {}
     for step in range(3000):
         member = b"m%02d" % rnd.randint(0, 80)

@@ -139,7 +139,17 @@ class SortedSetValue(TypedValue):
     """One sorted set: ``ordered`` holds the order keys (``score_key(score) + member``),
     ``scores`` member -> score (read them; change them only through effects)."""
 
-    __slots__ = ("big", "ordered", "scan_order", "scores", "version")
+    __slots__ = (
+        "big",
+        "lists",
+        "load",
+        "maxes",
+        "ordered",
+        "scan_order",
+        "scores",
+        "tree",
+        "version",
+    )
 
     type_name: ClassVar[str] = "zset"
     effects: ClassVar[dict[type[Effect], Applier]] = {}
@@ -151,6 +161,14 @@ class SortedSetValue(TypedValue):
         for member, score in pairs:
             self.scores[member] = score + 0.0
         self.ordered: SortedList = SortedList(score_key(s) + m for m, s in self.scores.items())
+        # SortedList's sublists, their maxima, its positional index and load: the lists are
+        # made once by its constructor and only changed in place after, so these are the
+        # same objects for good, read as fields (an attribute of a SortedList is a dict
+        # lookup; add and _discard read four each, on every ZADD)
+        self.lists: list[list[bytes]] = self.ordered._lists
+        self.maxes: list[bytes] = self.ordered._maxes
+        self.tree: list[int] = self.ordered._index
+        self.load: int = self.ordered._load
         self.nbytes = ZSET_OVERHEAD + sum(len(m) + MEMBER_OVERHEAD for m in self.scores)
         #: members added since creation (ZSCAN rebuilds its order only when some were)
         self.version = 0
@@ -161,6 +179,12 @@ class SortedSetValue(TypedValue):
 
     def __len__(self) -> int:
         return len(self.scores)
+
+    def relayout(self, load: int) -> None:
+        """Sublists of about ``load`` order keys from now on (tests: splits and merges
+        with a few members); ``load`` is also read from the field set here."""
+        self.ordered._reset(load)
+        self.load = self.ordered._load
 
     def __iter__(self) -> Iterator[tuple[bytes, float]]:
         """(member, score) in order."""
@@ -232,11 +256,11 @@ class SortedSetValue(TypedValue):
         # SortedList.add written out, its _expand called only when it has work (a sublist
         # to split, or a positional index to keep): the same list, two calls fewer
         ordered = self.ordered
-        maxes = ordered._maxes
+        maxes = self.maxes
         if not maxes:
             ordered.add(key)
             return old is None
-        lists = ordered._lists
+        lists = self.lists
         pos = bisect_right(maxes, key)
         if pos == len(maxes):
             pos -= 1
@@ -246,7 +270,7 @@ class SortedSetValue(TypedValue):
         else:
             sub = lists[pos]
             insort(sub, key)
-        if ordered._index or len(sub) > ordered._load << 1:
+        if self.tree or len(sub) > self.load << 1:
             ordered._expand(pos)
         ordered._len += 1
         return old is None
@@ -258,11 +282,11 @@ class SortedSetValue(TypedValue):
         (bits,) = _unpack_q(_pack_d(score))
         key = _pack_q(bits ^ _SIGN if bits < _SIGN else bits ^ _ALL) + member
         ordered = self.ordered
-        maxes = ordered._maxes
+        maxes = self.maxes
         pos = bisect_left(maxes, key)
-        sub = ordered._lists[pos]
+        sub = self.lists[pos]
         idx = bisect_left(sub, key)
-        if ordered._index or len(sub) <= (ordered._load >> 1) + 1:
+        if self.tree or len(sub) <= (self.load >> 1) + 1:
             ordered._delete(pos, idx)
             return
         del sub[idx]
@@ -375,10 +399,10 @@ class SortedSetValue(TypedValue):
             high = None
         else:
             high = score_key(math.nextafter(high_score, _INF))
-        lists = self.ordered._lists  # sortedcontainers' sublists, read-only here
+        lists = self.lists  # sortedcontainers' sublists, read-only here
         if not lists:
             return []
-        maxes = self.ordered._maxes
+        maxes = self.maxes
         need = offset + count  # items to read from the range's first one on
         if not reverse:
             chunk = _forward(lists, maxes, low, high, need)
@@ -411,10 +435,10 @@ class SortedSetValue(TypedValue):
         """``ZRANGEBYSCORE key <low_score> +inf LIMIT offset count`` (the paging form),
         0 <= offset <= WALK_OFFSET and count >= 0: ``_walk``'s forward walk without a
         ScoreRange or an upper bound."""
-        lists = self.ordered._lists
+        lists = self.lists
         if not count or not lists:
             return []
-        chunk = _forward(lists, self.ordered._maxes, score_key(low_score), None,
+        chunk = _forward(lists, self.maxes, score_key(low_score), None,
                          offset + count)
         return list(map(_member, chunk[offset:] if offset else chunk))
 
