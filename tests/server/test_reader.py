@@ -166,6 +166,16 @@ def test_negative_counts_are_skipped_as_redis_does(core: Core) -> None:
     assert got == [[b"PING"]]
 
 
+def test_a_negative_count_after_a_request_and_a_star_minus_inside_a_value(core: Core) -> None:
+    # the reader looks for '*-' from the first '*' past byte 0: a count after a request,
+    # alone or cut across reads, and the same bytes inside a value (kept as they are)
+    got = read_all(RequestReader(core), [request(b"PING") + b"*-1\r\n" + request(b"ECHO", b"*-1")])
+    assert got == [[b"PING"], [b"ECHO", b"*-1"]]
+    got = read_all(RequestReader(core), [request(b"SET", b"k", b"a*-2b"), b"*-2\r\n",
+                                         request(b"GET", b"k")])
+    assert got == [[b"SET", b"k", b"a*-2b"], [b"GET", b"k"]]
+
+
 @pytest.mark.parametrize(("line", "words"), [
     (b"PING\r\n", [b"PING"]),
     (b"PING\n", [b"PING"]),
