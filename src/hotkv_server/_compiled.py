@@ -43,6 +43,7 @@ MODULES: tuple[str, ...] = (
     "server/resp.py",
     "server/connection.py",
     "engine/args.py",
+    "engine/doubles.py",
     "engine/core.py",
     "engine/dispatch.py",
     "engine/registry.py",

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from hotkv_server.commands.zsets import pairs_reply
 from hotkv_server.engine.core import Context, Core
-from hotkv_server.engine.replies import format_double
+from hotkv_server.engine.doubles import format_double
 from hotkv_server.server.resp import OrderedSet, Simple, encode
 from hotkv_server.stores.zsetvalue import SortedSetValue
 

@@ -11,11 +11,11 @@ rewrites it for its AOF), so the effect replays to the same state.
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Any
 
 from hotkv_server.commands.floats import add_long_doubles, format_long_double, parse_long_double
 from hotkv_server.engine import errors
-from hotkv_server.engine.args import Args, parse_int
+from hotkv_server.engine.args import LLONG_MAX, LLONG_MIN, Args, parse_int
 from hotkv_server.engine.context import Context
 from hotkv_server.engine.errors import CommandError
 from hotkv_server.engine.notify import KEY_MISS
@@ -26,8 +26,6 @@ from hotkv_server.stores.keyspace_effects import KvMset, KvSet
 
 command = family(group="string")
 
-LLONG_MAX: Final = 2**63 - 1
-LLONG_MIN: Final = -(2**63)
 NAN_OR_INF = "ERR increment would produce NaN or Infinity"
 
 @command("get", arity=2, flags="readonly fast", key="RO access")

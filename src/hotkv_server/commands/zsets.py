@@ -28,9 +28,10 @@ from hotkv_server.commands.numbers import parse_lex_range, parse_score, parse_sc
 from hotkv_server.commands.scanning import ELEMENT_SCAN, scan_options
 from hotkv_server.engine import errors
 from hotkv_server.engine.context import Context
+from hotkv_server.engine.doubles import format_double
 from hotkv_server.engine.errors import CommandError
 from hotkv_server.engine.registry import SpecFields, family, key_spec
-from hotkv_server.engine.replies import NULL_ARRAY, Double, format_double
+from hotkv_server.engine.replies import NULL_ARRAY, Double
 from hotkv_server.stores.effect import Effect
 from hotkv_server.stores.zset_effects import (
     KvZadd,
@@ -63,12 +64,9 @@ def pairs_reply(ctx: Context, pairs: list[tuple[bytes, float]], withscores: bool
     if ctx.proto == 3:
         return [[m, Double(s)] for m, s in pairs]
     out: list[Any] = []
-    for m, s in pairs:  # format_double's common cases written out (one call fewer)
+    for m, s in pairs:
         out.append(m)
-        if -1e17 < s < 1e17 and s == int(s) and (s or math.copysign(1.0, s) > 0):
-            out.append(b"%d" % int(s))
-        else:
-            out.append(b"%.17g" % s if math.isfinite(s) else format_double(s))
+        out.append(format_double(s))
     return out
 
 

@@ -28,8 +28,8 @@ MAX_AHEAD_MS = 100 * 365 * 86_400_000
 _SMALL_INTS = {b"%d" % i: i for i in range(-1024, 1024)}
 _small_int = _SMALL_INTS.get
 #: the 64-bit range (Final: compiled, a C constant instead of a power computed per call)
-_LLONG_MIN: Final = -(2**63)
-_LLONG_MAX: Final = 2**63 - 1
+LLONG_MIN: Final = -(2**63)
+LLONG_MAX: Final = 2**63 - 1
 
 
 def parse_int(raw: bytes) -> int | None:
@@ -48,7 +48,7 @@ def parse_int(raw: bytes) -> int | None:
     if not (raw.isdigit() or (first == 45 and raw[1:].isdigit())):
         return None
     value = int(raw)
-    if n > 18 and (value < _LLONG_MIN or value > _LLONG_MAX):  # 18 digits always fit
+    if n > 18 and (value < LLONG_MIN or value > LLONG_MAX):  # 18 digits always fit
         return None
     return value
 

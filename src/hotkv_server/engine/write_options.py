@@ -19,10 +19,8 @@ Two dialects of errors and checks:
 from __future__ import annotations
 
 from hotkv_server.engine import errors
-from hotkv_server.engine.args import Args, parse_int
+from hotkv_server.engine.args import LLONG_MAX, Args, parse_int
 from hotkv_server.engine.errors import CommandError
-
-LLONG_MAX = 2**63 - 1
 
 NX = b"NX"
 XX = b"XX"

@@ -37,6 +37,8 @@ from typing import Any
 import hiredis
 from lupa.lua51 import lua_type
 
+from hotkv_server.engine.args import LLONG_MAX, LLONG_MIN
+from hotkv_server.engine.doubles import encode_double
 from hotkv_server.engine.replies import (
     NULL_ARRAY,
     Double,
@@ -45,11 +47,8 @@ from hotkv_server.engine.replies import (
     Raw,
     Simple,
     Verbatim,
-    encode_double,
 )
 
-LLONG_MIN = -(2**63)
-LLONG_MAX = 2**63 - 1
 #: how many {ok = "OK"} tables ToLua has Lua make in one call
 OK_BATCH = 64
 

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
+from hotkv_server.engine.doubles import encode_double, format_double
 from hotkv_server.engine.replies import (
     NULL_ARRAY,
     OK,
@@ -44,8 +45,6 @@ from hotkv_server.engine.replies import (
     Simple,
     Spliced,
     Verbatim,
-    encode_double,
-    format_double,
 )
 
 __all__ = [
@@ -85,14 +84,12 @@ def _bulk_array(items: list[bytes]) -> bytes:
     parts = [b""] * (2 * n + 2)  # sized once (appends would grow it by reallocs)
     parts[0] = b"*%d\r\n" % n
     heads = _BULK_HEADS
-    crlf = b""  # the previous element's end, for a header past the tables
     i = 1
     for item in items:
-        size = len(item)
-        parts[i] = heads[size] if size < 1024 else b"%b$%d\r\n" % (crlf, size)
+        size = len(item)  # (past the tables: formatted, after the previous item's \r\n)
+        parts[i] = heads[size] if size < 1024 else (b"\r\n$%d\r\n" if i > 1 else b"$%d\r\n") % size
         parts[i + 1] = item
         heads = _NEXT_HEADS
-        crlf = b"\r\n"
         i += 2
     parts[i] = b"\r\n"
     return b"".join(parts)

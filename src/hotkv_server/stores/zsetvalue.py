@@ -335,7 +335,7 @@ class SortedSetValue(TypedValue):
         iterator of maps over ranges and looks both ends up)."""
         ordered = self.ordered
         pos, idx = ordered._pos(lo)
-        lists = ordered._lists
+        lists = self.lists
         need = hi - lo
         chunk = lists[pos][idx : idx + need]
         while len(chunk) < need:
