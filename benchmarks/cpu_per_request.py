@@ -28,7 +28,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from run import RawClient, free_port, start_hotkv
+from run import RawClient, start_hotkv, start_redis
 
 
 def cpu_seconds(pid: int) -> tuple[float, float]:
@@ -49,25 +49,13 @@ def main() -> int:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="hotkv-cpu-") as tmp:
         hotkv = start_hotkv(Path(tmp), "no", 0, sys.executable, [])
-        port = free_port()
-        redis = subprocess.Popen(
-            ["taskset", "-c", "0", "redis-server", "--port", str(port), "--save", "",
-             "--appendonly", "no", "--dir", tmp], stdout=subprocess.DEVNULL)
+        redis = start_redis(Path(tmp), "no", 0, "redis-server")
         try:
-            deadline = time.monotonic() + 10
-            while True:
-                try:
-                    RawClient(port).close()
-                    break
-                except OSError:
-                    if time.monotonic() > deadline:
-                        raise
-                    time.sleep(0.05)
             print(f"# {args.command!r} -P {args.pipeline}, {args.requests:,} requests a run")
             print("| server | run | req/s | CPU us/request | user | system | busy |")
             print("|---|---:|---:|---:|---:|---:|---:|")
             for name, pid, server_port in (("hotkv", hotkv.proc.pid, hotkv.port),
-                                           ("redis", redis.pid, port)):
+                                           ("redis", redis.proc.pid, redis.port)):
                 for setup in args.setup:
                     client = RawClient(server_port)
                     try:
@@ -89,8 +77,7 @@ def main() -> int:
                           f"| {user * per:.2f} | {system * per:.2f} | {(user + system) / wall:.0%} |")
         finally:
             hotkv.stop()
-            redis.terminate()
-            redis.wait(10)
+            redis.stop()
     return 0
 
 
