@@ -12,6 +12,11 @@ PUSH_POP: list[Step] = [
     ["LPUSH", "l", "a", "b", "c"],
     ["RPUSH", "l", "x", "y"],
     ["LRANGE", "l", "0", "-1"],
+    # elements around the reply encoder's 1024-byte header table, first and later
+    ["RPUSH", "wide", "w" * 1024, "", "v" * 1023, "u" * 2000],
+    ["LRANGE", "wide", "0", "-1"],
+    ["LRANGE", "wide", "1", "-1"],
+    ["DEL", "wide"],
     ["LLEN", "l"],
     ["LLEN", "nope"],
     ["LPUSHX", "nope", "a"],

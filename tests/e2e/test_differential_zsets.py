@@ -44,6 +44,9 @@ ADD: list[Step] = [
     ["ZADD", "z", "1.1", "f1", "0.1", "f2", "1e20", "f3", "-0", "negzero", "1e-5", "f4"],
     ["ZADD", "z", "+inf", "pinf", "-inf", "ninf", "inf", "inf2"],
     ["ZADD", "z", "123456789012345678", "big"],
+    # integral scores around 1e17, where a score stops being printed as the integer
+    ["ZADD", "z", "99999999999999984", "below", "100000000000000000", "at", "-99999999999999984",
+     "negbelow", "9007199254740993", "two53"],
     ["ZRANGE", "z", "0", "-1", "WITHSCORES"],
     ["ZSCORE", "z", "f1"],
     ["ZSCORE", "z", "pinf"],

@@ -136,6 +136,8 @@ def test_watched_key_that_expires_aborts_exec(ports: tuple[int, int]) -> None:
     b"*-10\r\nPING\r\n",
     b"*1\r\n$4\r\nPING\r\n*-3\r\n*2\r\n$4\r\nECHO\r\n$2\r\nhi\r\n",
     b"*-1\r\n*-2\r\n*0\r\n*1\r\n$4\r\nPING\r\n",
+    # '*-1' inside a value is data, not a count
+    b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$3\r\n*-1\r\n*2\r\n$3\r\nGET\r\n$1\r\nk\r\n*1\r\n$4\r\nPING\r\n",
 ])
 def test_negative_multibulk_counts_are_skipped(ports: tuple[int, int], payload: bytes) -> None:
     answers = [raw_roundtrip(port, payload) for port in ports]
