@@ -70,6 +70,21 @@ MODULES: tuple[str, ...] = (
     "scripting/engine.py",
     "scripting/convert.py",
     "commands/scripting.py",
+    "stores/effect.py",
+    "stores/keyspace_effects.py",
+    "stores/hashes_effects.py",
+    "stores/sets_effects.py",
+    "stores/list_effects.py",
+    "stores/zset_effects.py",
+    "stores/work_effects.py",
+    "stores/conv_effects.py",
+    "stores/sem_effects.py",
+    "stores/epis_effects.py",
+    "stores/summary_effects.py",
+    "stores/vectorset_effects.py",
+    "stores/vsnap_effects.py",
+    "stores/dedup_effects.py",
+    "commands/conv.py",
 )
 
 #: the name of the shared library mypyc builds for the group (the modules' code; each

@@ -3,10 +3,15 @@ the AOF and the replication stream have always carried, and decoding gives it ba
 
 from __future__ import annotations
 
+import ast
 import importlib
+from pathlib import Path
+from typing import Any
 
 import pytest
 
+import hotkv_server
+from hotkv_server import _compiled
 from hotkv_server.stores import effect as effect_module
 from hotkv_server.stores.database import STORE_CLASSES, default_database
 from hotkv_server.stores.effect import (
@@ -24,6 +29,7 @@ from hotkv_server.stores.keyspace_effects import KvDel, KvMset, KvSet
 from hotkv_server.stores.values import load_value_types
 from hotkv_server.stores.work_effects import WorkSet
 
+PACKAGE = Path(hotkv_server.__file__).parent
 EFFECT_MODULES = [name + "_effects" for name, _ in STORE_CLASSES]
 
 
@@ -42,13 +48,74 @@ def test_each_store_applies_exactly_the_records_it_lists(module_name: str) -> No
         assert record.op.startswith(store.name + "."), record
 
 
+def _init_fields() -> dict[str, list[tuple[str, str]]]:
+    """Each record class's ``__init__`` parameters and their annotations, read from the
+    source (a compiled record keeps neither); checks on the way that ``__init__`` stores
+    each parameter under its own name, in the parameters' order (the order a compiled
+    record lists its fields in, and so its wire order)."""
+    found: dict[str, list[tuple[str, str]]] = {}
+    for cls in set(RECORDS.values()):
+        # the module's source (a compiled module's __file__ names its .so)
+        source = PACKAGE.joinpath(*cls.__module__.split(".")[1:]).with_suffix(".py")
+        tree = ast.parse(source.read_text())
+        node = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == cls.__name__)
+        init = next((n for n in node.body if isinstance(n, ast.FunctionDef)
+                     and n.name == "__init__"), None)
+        if init is None:
+            found[cls.__name__] = []
+            continue
+        params = [(a.arg, ast.unparse(a.annotation)) for a in init.args.args[1:]
+                  if a.annotation is not None]
+        stored = []  # (attribute, value) of `self.a, self.b = a, b` (or `self.a = a`)
+        for stmt in init.body:
+            if isinstance(stmt, ast.Assign):
+                target, value = stmt.targets[0], stmt.value
+                pairs = (zip(target.elts, value.elts, strict=True)
+                         if isinstance(target, ast.Tuple) and isinstance(value, ast.Tuple)
+                         else [(target, value)])
+                stored += [(t.attr, v.id) for t, v in pairs
+                           if isinstance(t, ast.Attribute) and isinstance(v, ast.Name)]
+        assert stored == [(name, name) for name, _ in params], cls.__name__
+        found[cls.__name__] = params
+    return found
+
+
+def _sample(annotation: str, i: int) -> Any:
+    """A value of the annotated type (a compiled record checks its fields' types)."""
+    kind = annotation.split(" | ")[0]
+    if kind == "int":
+        return i
+    if kind == "float":
+        return i + 0.5
+    if kind == "bool":
+        return bool(i % 2)
+    if kind == "str":
+        return f"s{i}"
+    if kind.startswith("list"):
+        return [f"item{i}".encode()]
+    if kind.startswith("dict"):
+        return {f"k{i}": i}
+    return f"v{i}".encode()  # bytes, object, Any
+
+
 def test_every_op_is_registered_once_and_decodes_to_its_class() -> None:
+    fields_of = _init_fields()
     for op, cls in RECORDS.items():
         assert cls.op == op
-        fields = [f"v{i}".encode() for i in range(len(cls.field_names))]
+        params = fields_of[cls.__name__]
+        assert cls.field_names == tuple(name for name, _ in params), op
+        fields = [_sample(annotation, i) for i, (_, annotation) in enumerate(params)]
         record = cls(*fields)
         assert record.wire() == [op, *fields]
         assert decode(record.wire()) == [record]
+        assert repr(record).startswith(cls.__name__ + "(")
+
+
+def test_records_compare_by_type_and_fields() -> None:
+    assert KvSet(b"k", b"v", None) == KvSet(b"k", b"v", None)
+    assert KvSet(b"k", b"v", None) != KvSet(b"k", b"v", 1)
+    assert KvDel([b"k"]) != KvMset([b"k"])
+    assert repr(KvSet(b"k", b"v", None)) == "KvSet(key=b'k', value=b'v', expires_at=None)"
 
 
 def test_the_wire_form_is_the_old_positional_list() -> None:
@@ -95,8 +162,16 @@ def test_bad_wire_values_are_refused_with_the_reason(value: object, why: str) ->
         decode(value)
 
 
+def test_a_field_of_the_wrong_type_is_refused_by_a_compiled_record() -> None:
+    if not _compiled.COMPILED:
+        pytest.skip("a pure-Python record does not check its fields' types")
+    with pytest.raises(EffectError, match=r"kv\.expire: a field of the wrong type"):
+        decode(["kv.expire", b"k", b"soon"])
+    # a whole number where a float is declared is taken, as a float
+    assert decode(["kv.zremrangebyscore", b"z", 1, False, 2.5, True])[0].wire()[2] == 1.0
+
+
 def test_a_second_record_of_the_same_op_is_refused() -> None:
     with pytest.raises(TypeError, match="declared twice"):
-        @effect_module.effect("kv.set")
-        class Again(effect_module.Effect):
-            key: bytes
+        effect_module.declare(KvSet)
+    assert RECORDS["kv.set"] is KvSet

@@ -2,60 +2,64 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
-from hotkv_server.stores.effect import Effect, effect
+from hotkv_server.stores.effect import Effect, declare
 
 
-@effect("conv.create")
 class ConvCreate(Effect):
     """A new session (replacing an absent or expired one); ``ttl_ms`` is the idle TTL,
     ``expires_at`` its first deadline (ms since epoch)."""
 
-    session: bytes
-    window: int
-    ttl_ms: int | None
-    expires_at: int | None
-    created: int
+    op: ClassVar[str] = "conv.create"
+
+    def __init__(self, session: bytes, window: int, ttl_ms: int | None, expires_at: int | None,
+                 created: int) -> None:
+        self.session, self.window, self.ttl_ms, self.expires_at, self.created = (
+            session, window, ttl_ms, expires_at, created)
 
 
-@effect("conv.update")
 class ConvUpdate(Effect):
     """A new window or TTL for an existing session (a smaller window drops the oldest turns)."""
 
-    session: bytes
-    window: int
-    ttl_ms: int | None
-    expires_at: int | None
-    updated: int
+    op: ClassVar[str] = "conv.update"
+
+    def __init__(self, session: bytes, window: int, ttl_ms: int | None, expires_at: int | None,
+                 updated: int) -> None:
+        self.session, self.window, self.ttl_ms, self.expires_at, self.updated = (
+            session, window, ttl_ms, expires_at, updated)
 
 
-@effect("conv.append")
 class ConvAppend(Effect):
     """One turn numbered ``seq``; ``expires_at`` is the session's new idle deadline."""
 
-    session: bytes
-    seq: int
-    role: bytes
-    content: bytes
-    ts: int
-    meta: Any
-    expires_at: int | None
+    op: ClassVar[str] = "conv.append"
+
+    def __init__(self, session: bytes, seq: int, role: bytes, content: bytes, ts: int, meta: Any,
+                 expires_at: int | None) -> None:
+        self.session, self.seq, self.role, self.content, self.ts, self.meta, self.expires_at = (
+            session, seq, role, content, ts, meta, expires_at)
 
 
-@effect("conv.del", keys="sessions")
 class ConvDel(Effect):
     """Forget ``sessions`` (applying returns how many existed)."""
 
-    sessions: list[bytes]
+    op: ClassVar[str] = "conv.del"
+
+    def __init__(self, sessions: list[bytes]) -> None:
+        self.sessions = sessions
+
+    def keys(self) -> list[bytes]:
+        return self.sessions
 
 
-@effect("conv.clear")
 class ConvClear(Effect):
     """Every turn of ``session`` goes; its window, TTL, deadline and turn count stay."""
 
-    session: bytes
-    updated: int
+    op: ClassVar[str] = "conv.clear"
+
+    def __init__(self, session: bytes, updated: int) -> None:
+        self.session, self.updated = session, updated
 
 
-RECORDS = (ConvCreate, ConvUpdate, ConvAppend, ConvDel, ConvClear)
+RECORDS = declare(ConvCreate, ConvUpdate, ConvAppend, ConvDel, ConvClear)

@@ -2,40 +2,46 @@
 
 from __future__ import annotations
 
-from hotkv_server.stores.effect import Effect, effect
+from typing import ClassVar
+
+from hotkv_server.stores.effect import Effect, declare
 
 
-@effect("dedup.put")
 class DedupPut(Effect):
     """The first reference to ``ident`` stores ``model`` and ``embedding``; a later one
     only counts (the stored embedding stays)."""
 
-    ns: bytes
-    ident: bytes
-    model: bytes
-    embedding: bytes
+    op: ClassVar[str] = "dedup.put"
+
+    def __init__(self, ns: bytes, ident: bytes, model: bytes, embedding: bytes) -> None:
+        self.ns, self.ident, self.model, self.embedding = ns, ident, model, embedding
 
 
-@effect("dedup.release")
 class DedupRelease(Effect):
     """One reference to ``ident`` less; the entry is freed at zero."""
 
-    ns: bytes
-    ident: bytes
+    op: ClassVar[str] = "dedup.release"
+
+    def __init__(self, ns: bytes, ident: bytes) -> None:
+        self.ns, self.ident = ns, ident
 
 
-@effect("dedup.purge")
 class DedupPurge(Effect):
     """The entries of ``ns`` without a reference are freed."""
 
-    ns: bytes
+    op: ClassVar[str] = "dedup.purge"
+
+    def __init__(self, ns: bytes) -> None:
+        self.ns = ns
 
 
-@effect("dedup.drop")
 class DedupDrop(Effect):
     """``ns`` and its counters are forgotten."""
 
-    ns: bytes
+    op: ClassVar[str] = "dedup.drop"
+
+    def __init__(self, ns: bytes) -> None:
+        self.ns = ns
 
 
-RECORDS = (DedupPut, DedupRelease, DedupPurge, DedupDrop)
+RECORDS = declare(DedupPut, DedupRelease, DedupPurge, DedupDrop)

@@ -1,4 +1,4 @@
-"""Effect records: the base class, the ``@effect`` decorator, and the wire form.
+"""Effect records: the base class, their registration, and the wire form.
 
 An *effect* is one small typed record of what a write changed, with every server-chosen
 value fixed (absolute expiry deadlines in ms since the epoch, timestamps, sequence
@@ -8,24 +8,38 @@ records in one module beside it (``keyspace_effects.py``, ``conv_effects.py`` ..
 
 Declaring a record::
 
-    @effect("kv.set")
     class KvSet(Effect):
         '''SET: ``key`` holds ``value`` until ``expires_at`` (ms since epoch) or forever.'''
 
-        key: bytes
-        value: bytes
-        expires_at: int | None
+        op: ClassVar[str] = "kv.set"
 
-``@effect`` makes the class a slotted dataclass (construction is one plain ``__init__``
-call: this is the write hot path), registers ``op`` for decoding, and gives it its wire
-form: the msgpack-able list ``[op, field, field, ...]`` in declaration order, the AOF and
+        def __init__(self, key: bytes, value: bytes, expires_at: int | None) -> None:
+            self.key, self.value, self.expires_at = key, value, expires_at
+
+    RECORDS = declare(KvSet, ...)
+
+The fields are the parameters of ``__init__``, in order, each stored under its own name in
+that order (a compiled record lists its attributes in the order ``__init__`` assigns
+them; tests/stores/test_effects.py holds every record to it). :func:`declare`, called
+after the classes, registers each ``op`` for decoding and gives each class its field names.
+The wire form is the msgpack-able list ``[op, field, field, ...]``, the AOF and
 replication format (``["kv.set", key, value, expires_at]``). Several records of one
-command or EXEC travel as ``["tx", [record, ...]]``, applied all or none.
+command or EXEC travel as ``["tx", [record, ...]]``, applied all or none. Records compare
+equal by type and fields.
+
+The record modules are compiled with the hot path (``_compiled.MODULES``): a record is
+then a native class, made by one C call from compiled code and read as a C struct field,
+where a dataclass's generated ``__init__`` is interpreted Python (about 0.2 us of every
+write) and each field a slot lookup. That is why records are plain classes with an
+``__init__`` of their own and no class decorator (a decorated class is interpreted), and
+why no interpreted class may subclass ``Effect``. Interpreted code reads a native
+record's field as fast as a slot, but calls its class more slowly than a dataclass's
+(argument parsing): the command modules that make records of many fields on a hot path
+are compiled too (``commands/conv.py``; benchmarks/README.md, "Native effect records").
 
 ``keys()`` names the ids a record writes, for WATCH: by default its first field (the
-object's id in its store's id space); a record whose field is the list of its ids names
-that field (``@effect("kv.del", keys="keys_")``), other records of several ids override
-it, and ``None`` means "every id" (FLUSHALL).
+object's id in its store's id space); records of several ids (or of a list of them)
+override it, and ``None`` means "every id" (FLUSHALL).
 
 ``pack``/``unpack`` are the msgpack settings of every hotkv file and stream (bytes and str
 kept apart: ids are bytes, ops are str). This module imports nothing of hotkv: stores sit
@@ -34,10 +48,9 @@ at the bottom of the import graph.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, fields
+import inspect
 from operator import methodcaller
-from typing import Any, ClassVar, TypeVar, dataclass_transform
+from typing import Any, ClassVar
 
 import msgpack
 
@@ -56,90 +69,90 @@ class Effect:
 
     #: ``"<store>.<verb>"``: the store named before the dot applies it
     op: ClassVar[str]
-    #: the field names in wire order
-    field_names: ClassVar[tuple[str, ...]]
+    #: the field names in wire order (set by ``declare``)
+    field_names: ClassVar[tuple[str, ...]] = ()
 
     def wire(self) -> list[Any]:
         """``[op, field, ...]``: the msgpack-able form written to the AOF and the replicas."""
-        raise NotImplementedError  # set by @effect
+        out: list[Any] = [self.op]
+        for name in self.field_names:
+            out.append(getattr(self, name))
+        return out
 
     def keys(self) -> list[bytes] | None:
         """The ids this record writes (WATCH); None for all of them."""
         return [getattr(self, self.field_names[0])]
 
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self) and isinstance(other, Effect) and (
+            self.wire() == other.wire())
 
-#: op -> record class, filled by ``@effect``
+    def __ne__(self, other: object) -> bool:
+        return not self.__eq__(other)
+
+    def __repr__(self) -> str:
+        fields = ", ".join(f"{name}={getattr(self, name)!r}" for name in self.field_names)
+        return f"{type(self).__name__}({fields})"
+
+
+#: op -> record class, filled by ``declare``
 RECORDS: dict[str, type[Effect]] = {}
 
-E = TypeVar("E", bound=type[Effect])
 
-
-@dataclass_transform()
-def effect(op: str, *, keys: str | None = None) -> Callable[[E], E]:
-    """Class decorator declaring an effect record of wire op ``op``; ``keys``: the field
-    holding the list of ids the record writes, which ``keys()`` then returns."""
-
-    def declare(cls: E) -> E:
-        made: Any = dataclass(slots=True)(cls)
-        names = tuple(f.name for f in fields(made))
-        made.op = op
-        made.field_names = names
-        made.wire = _wire_method(op, names)
-        if keys is not None:
-            if keys not in names:
-                raise TypeError(f"effect {op!r} has no field {keys!r} for its keys")
-            made.keys = _keys_method(keys)
+def declare(*classes: type[Effect]) -> tuple[type[Effect], ...]:
+    """Register effect record classes (each with an ``op`` and an ``__init__`` of its own)
+    for decoding, and give each its field names; returns them (a module's ``RECORDS``)."""
+    for cls in classes:
+        op = vars(cls).get("op")
+        if not isinstance(op, str):
+            raise TypeError(f"effect record {cls.__name__} has no op of its own")
         if op in RECORDS:
             raise TypeError(f"effect op {op!r} declared twice")
-        RECORDS[op] = made
-        return made
-
-    return declare
-
-
-def _wire_method(op: str, names: tuple[str, ...]) -> Callable[[Any], list[Any]]:
-    # generated as a plain function (``[op, self.a, self.b]``): the AOF and the replicas
-    # ask for it on every write, and slot reads in one list display are the cheapest form
-    for name in names:
-        if not name.isidentifier():
-            raise TypeError(f"bad field name {name!r}")
-    body = ", ".join([repr(op), *(f"self.{name}" for name in names)])
-    scope: dict[str, Any] = {}
-    exec(f"def wire(self):\n    return [{body}]\n", scope)  # field names checked above
-    wire: Callable[[Any], list[Any]] = scope["wire"]
-    return wire
+        cls.field_names = _field_names(cls)
+        RECORDS[op] = cls
+    return classes
 
 
-def _keys_method(name: str) -> Callable[[Any], list[bytes]]:
-    def keys(self: Any) -> list[bytes]:
-        ids: list[bytes] = getattr(self, name)
-        return ids
+def _field_names(cls: type[Effect]) -> tuple[str, ...]:
+    # compiled: the native attributes, in the order __init__ assigns them; pure Python:
+    # __init__'s parameters (the test of every record holds the two to the same order)
+    native = vars(cls).get("__mypyc_attrs__")
+    if native is not None:
+        return tuple(str(name) for name in native if not name.startswith("__"))
+    if "__init__" not in vars(cls):
+        return ()
+    return tuple(inspect.signature(vars(cls)["__init__"]).parameters)[1:]
 
-    return keys
 
-
-@effect("flushall")
 class FlushAll(Effect):
     """FLUSHALL / FLUSHDB: every store forgets everything."""
+
+    op: ClassVar[str] = "flushall"
 
     def keys(self) -> None:
         return None
 
 
-@effect("obj.load")
 class ObjLoad(Effect):
     """RESTORE / a migrated object: ``parts`` maps store names to their ``dump_id`` states
     of ``ident`` (deadlines inside are absolute)."""
 
-    ident: bytes
-    parts: dict[str, Any]
+    op: ClassVar[str] = "obj.load"
+
+    def __init__(self, ident: bytes, parts: dict[str, Any]) -> None:
+        self.ident, self.parts = ident, parts
 
 
-@effect("obj.drop")
 class ObjDrop(Effect):
     """MIGRATE's source side (and RESTORE ... REPLACE): ``ident`` leaves every store."""
 
-    ident: bytes
+    op: ClassVar[str] = "obj.drop"
+
+    def __init__(self, ident: bytes) -> None:
+        self.ident = ident
+
+
+declare(FlushAll, ObjLoad, ObjDrop)
 
 
 def decode(value: Any) -> list[Effect]:
@@ -165,7 +178,9 @@ def _decode_into(value: Any, out: list[Effect]) -> None:
         raise EffectError(f"unknown effect op {op!r}")
     try:
         out.append(cls(*value[1:]))
-    except TypeError:
+    except TypeError as exc:
+        if len(value) - 1 == len(cls.field_names):  # (a compiled record checks the types)
+            raise EffectError(f"{op}: a field of the wrong type ({exc})") from None
         raise EffectError(
             f"{op} takes {len(cls.field_names)} fields ({', '.join(cls.field_names)}), "
             f"got {len(value) - 1}"

@@ -3,24 +3,28 @@ the keyspace). A hash is created by ``KvPut(key, "hash", [field, value, ...], de
 
 from __future__ import annotations
 
-from hotkv_server.stores.effect import Effect, effect
+from typing import ClassVar
+
+from hotkv_server.stores.effect import Effect, declare
 
 
-@effect("kv.hset")
 class KvHset(Effect):
     """Set ``pairs`` (``[field, value, ...]``) in the hash at ``key``; returns how many fields
     were new. HINCRBY, HINCRBYFLOAT and HSETNX write their result this way."""
 
-    key: bytes
-    pairs: list[bytes]
+    op: ClassVar[str] = "kv.hset"
+
+    def __init__(self, key: bytes, pairs: list[bytes]) -> None:
+        self.key, self.pairs = key, pairs
 
 
-@effect("kv.hdel")
 class KvHdel(Effect):
     """Remove ``fields`` from the hash at ``key``; returns how many existed."""
 
-    key: bytes
-    fields: list[bytes]
+    op: ClassVar[str] = "kv.hdel"
+
+    def __init__(self, key: bytes, fields: list[bytes]) -> None:
+        self.key, self.fields = key, fields
 
 
-RECORDS = (KvHset, KvHdel)
+RECORDS = declare(KvHset, KvHdel)

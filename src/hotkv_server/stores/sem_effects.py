@@ -5,71 +5,66 @@ Every server-chosen value is fixed by the handler, evicted ids included.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
-from hotkv_server.stores.effect import Effect, effect
+from hotkv_server.stores.effect import Effect, declare
 
 
-@effect("sem.create")
 class SemCreate(Effect):
     """A new namespace with its index parameters."""
 
-    name: bytes
-    dim: int
-    metric: str
-    m: int
-    ef_construction: int
-    ef: int
-    capacity: int
-    evict: str
-    #: the server embedder bound to the namespace (hotkv_server.embedding); a record of
-    #: an older file has no such field
-    embedder: str | None = None
+    op: ClassVar[str] = "sem.create"
+
+    def __init__(self, name: bytes, dim: int, metric: str, m: int, ef_construction: int, ef: int,
+                 capacity: int, evict: str, embedder: str | None = None) -> None:
+        #: the server embedder bound to the namespace (hotkv_server.embedding); a record of
+        #: an older file has no such field
+        (self.name, self.dim, self.metric, self.m, self.ef_construction, self.ef, self.capacity,
+         self.evict, self.embedder) = (
+            name, dim, metric, m, ef_construction, ef, capacity, evict, embedder)
 
 
-@effect("sem.update")
 class SemUpdate(Effect):
     """Changed settings (``{"ef": n, "capacity": n, "evict": policy}``, any subset), after
     removing the ``evicted`` ids a smaller capacity pushed out."""
 
-    name: bytes
-    changes: dict[str, Any]
-    evicted: list[bytes]
+    op: ClassVar[str] = "sem.update"
+
+    def __init__(self, name: bytes, changes: dict[str, Any], evicted: list[bytes]) -> None:
+        self.name, self.changes, self.evicted = name, changes, evicted
 
 
-@effect("sem.store")
 class SemStore(Effect):
     """Store (or replace) one fact; ``vector`` is float32 little-endian bytes, ``expires``
     an absolute deadline (ms since epoch) or None; ``evicted`` ids go first."""
 
-    name: bytes
-    ident: bytes
-    text: bytes
-    vector: bytes
-    kind: bytes
-    confidence: float
-    source: bytes | None
-    description: bytes | None
-    meta: Any
-    created: int
-    updated: int
-    expires: int | None
-    evicted: list[bytes]
+    op: ClassVar[str] = "sem.store"
+
+    def __init__(self, name: bytes, ident: bytes, text: bytes, vector: bytes, kind: bytes,
+                 confidence: float, source: bytes | None, description: bytes | None, meta: Any,
+                 created: int, updated: int, expires: int | None, evicted: list[bytes]) -> None:
+        (self.name, self.ident, self.text, self.vector, self.kind, self.confidence, self.source,
+         self.description, self.meta, self.created, self.updated, self.expires, self.evicted) = (
+            name, ident, text, vector, kind, confidence, source, description, meta, created,
+            updated, expires, evicted)
 
 
-@effect("sem.del")
 class SemDel(Effect):
     """Remove facts ``ids`` (applying returns how many existed)."""
 
-    name: bytes
-    ids: list[bytes]
+    op: ClassVar[str] = "sem.del"
+
+    def __init__(self, name: bytes, ids: list[bytes]) -> None:
+        self.name, self.ids = name, ids
 
 
-@effect("sem.drop")
 class SemDrop(Effect):
     """Forget the whole namespace."""
 
-    name: bytes
+    op: ClassVar[str] = "sem.drop"
+
+    def __init__(self, name: bytes) -> None:
+        self.name = name
 
 
-RECORDS = (SemCreate, SemUpdate, SemStore, SemDel, SemDrop)
+RECORDS = declare(SemCreate, SemUpdate, SemStore, SemDel, SemDrop)

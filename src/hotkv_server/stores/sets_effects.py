@@ -3,24 +3,28 @@ keyspace). A set is created by ``KvPut(key, "set", [member, ...], deadline)``.""
 
 from __future__ import annotations
 
-from hotkv_server.stores.effect import Effect, effect
+from typing import ClassVar
+
+from hotkv_server.stores.effect import Effect, declare
 
 
-@effect("kv.sadd")
 class KvSadd(Effect):
     """Add ``members`` to the set at ``key``; returns how many were new."""
 
-    key: bytes
-    members: list[bytes]
+    op: ClassVar[str] = "kv.sadd"
+
+    def __init__(self, key: bytes, members: list[bytes]) -> None:
+        self.key, self.members = key, members
 
 
-@effect("kv.srem")
 class KvSrem(Effect):
     """Remove ``members`` from the set at ``key`` (SREM, and SPOP's drawn members); returns
     how many existed."""
 
-    key: bytes
-    members: list[bytes]
+    op: ClassVar[str] = "kv.srem"
+
+    def __init__(self, key: bytes, members: list[bytes]) -> None:
+        self.key, self.members = key, members
 
 
-RECORDS = (KvSadd, KvSrem)
+RECORDS = declare(KvSadd, KvSrem)

@@ -5,36 +5,39 @@ Records carry the new version and the update time, so replay never recounts.
 
 from __future__ import annotations
 
-from hotkv_server.stores.effect import Effect, effect
+from typing import ClassVar
+
+from hotkv_server.stores.effect import Effect, declare
 
 
-@effect("summary.set")
 class SummarySet(Effect):
     """Replace the summary; ``upto`` (the last episodic event id it covers) is exactly the
     new value, None clears it."""
 
-    agent: bytes
-    text: bytes
-    version: int
-    updated: int
-    upto: bytes | None
+    op: ClassVar[str] = "summary.set"
+
+    def __init__(self, agent: bytes, text: bytes, version: int, updated: int,
+                 upto: bytes | None) -> None:
+        self.agent, self.text, self.version, self.updated, self.upto = (
+            agent, text, version, updated, upto)
 
 
-@effect("summary.append")
 class SummaryAppend(Effect):
     """Add ``line`` after a newline (none before the first line of an empty summary)."""
 
-    agent: bytes
-    line: bytes
-    version: int
-    updated: int
+    op: ClassVar[str] = "summary.append"
+
+    def __init__(self, agent: bytes, line: bytes, version: int, updated: int) -> None:
+        self.agent, self.line, self.version, self.updated = agent, line, version, updated
 
 
-@effect("summary.del")
 class SummaryDel(Effect):
     """Forget the agent's summary."""
 
-    agent: bytes
+    op: ClassVar[str] = "summary.del"
+
+    def __init__(self, agent: bytes) -> None:
+        self.agent = agent
 
 
-RECORDS = (SummarySet, SummaryAppend, SummaryDel)
+RECORDS = declare(SummarySet, SummaryAppend, SummaryDel)

@@ -8,38 +8,40 @@ same floats without quantizing again."""
 
 from __future__ import annotations
 
-from hotkv_server.stores.effect import Effect, effect
+from typing import ClassVar
+
+from hotkv_server.stores.effect import Effect, declare
 
 
-@effect("kv.vadd")
 class KvVadd(Effect):
     """Add or replace ``element``: ``data`` is the stored vector (see
     ``stores/vectorset.py``), ``l2`` its norm before normalization, ``qrange`` its Q8
     range; ``attr`` None keeps the attributes, b"" removes them. Returns 1 when new."""
 
-    key: bytes
-    element: bytes
-    data: bytes
-    l2: float
-    qrange: float
-    attr: bytes | None
+    op: ClassVar[str] = "kv.vadd"
+
+    def __init__(self, key: bytes, element: bytes, data: bytes, l2: float, qrange: float,
+                 attr: bytes | None) -> None:
+        self.key, self.element, self.data, self.l2, self.qrange, self.attr = (
+            key, element, data, l2, qrange, attr)
 
 
-@effect("kv.vrem")
 class KvVrem(Effect):
     """Remove ``elements`` (VREM, VSIM.DEL); returns how many existed."""
 
-    key: bytes
-    elements: list[bytes]
+    op: ClassVar[str] = "kv.vrem"
+
+    def __init__(self, key: bytes, elements: list[bytes]) -> None:
+        self.key, self.elements = key, elements
 
 
-@effect("kv.vsetattr")
 class KvVsetattr(Effect):
     """Set (b"" removes) the JSON attributes of ``element``; returns 1, or 0 when absent."""
 
-    key: bytes
-    element: bytes
-    attr: bytes
+    op: ClassVar[str] = "kv.vsetattr"
+
+    def __init__(self, key: bytes, element: bytes, attr: bytes) -> None:
+        self.key, self.element, self.attr = key, element, attr
 
 
-RECORDS = (KvVadd, KvVrem, KvVsetattr)
+RECORDS = declare(KvVadd, KvVrem, KvVsetattr)

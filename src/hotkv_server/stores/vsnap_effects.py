@@ -2,22 +2,27 @@
 
 from __future__ import annotations
 
-from hotkv_server.stores.effect import Effect, effect
+from typing import ClassVar
+
+from hotkv_server.stores.effect import Effect, declare
 
 
-@effect("vsnap.save")
 class VsnapSave(Effect):
     """Store ``blob`` under the snapshot name ``name`` (VSIM.SAVE), replacing any."""
 
-    name: bytes
-    blob: bytes
+    op: ClassVar[str] = "vsnap.save"
+
+    def __init__(self, name: bytes, blob: bytes) -> None:
+        self.name, self.blob = name, blob
 
 
-@effect("vsnap.drop")
 class VsnapDrop(Effect):
     """Forget the snapshot ``name`` (VSIM.DROP); returns 1, or 0 when there was none."""
 
-    name: bytes
+    op: ClassVar[str] = "vsnap.drop"
+
+    def __init__(self, name: bytes) -> None:
+        self.name = name
 
 
-RECORDS = (VsnapSave, VsnapDrop)
+RECORDS = declare(VsnapSave, VsnapDrop)

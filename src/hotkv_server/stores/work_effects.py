@@ -6,41 +6,46 @@ value, so replay never re-merges.
 
 from __future__ import annotations
 
-from hotkv_server.stores.effect import Effect, effect
+from typing import ClassVar
+
+from hotkv_server.stores.effect import Effect, declare
 
 
-@effect("work.set")
 class WorkSet(Effect):
     """``key`` of ``session`` holds ``value`` until ``expires_at`` (ms since epoch); None
     removes an earlier deadline of the key."""
 
-    session: bytes
-    key: bytes
-    value: bytes
-    expires_at: int | None
+    op: ClassVar[str] = "work.set"
+
+    def __init__(self, session: bytes, key: bytes, value: bytes, expires_at: int | None) -> None:
+        self.session, self.key, self.value, self.expires_at = session, key, value, expires_at
 
 
-@effect("work.del")
 class WorkDel(Effect):
     """Remove ``keys`` of ``session`` (applying returns how many existed)."""
 
-    session: bytes
-    keys_: list[bytes]
+    op: ClassVar[str] = "work.del"
+
+    def __init__(self, session: bytes, keys_: list[bytes]) -> None:
+        self.session, self.keys_ = session, keys_
 
 
-@effect("work.expire")
 class WorkExpire(Effect):
     """The whole scratchpad's deadline ``at`` (ms since epoch)."""
 
-    session: bytes
-    at: int
+    op: ClassVar[str] = "work.expire"
+
+    def __init__(self, session: bytes, at: int) -> None:
+        self.session, self.at = session, at
 
 
-@effect("work.clear")
 class WorkClear(Effect):
     """Forget the session's scratchpad."""
 
-    session: bytes
+    op: ClassVar[str] = "work.clear"
+
+    def __init__(self, session: bytes) -> None:
+        self.session = session
 
 
-RECORDS = (WorkSet, WorkDel, WorkExpire, WorkClear)
+RECORDS = declare(WorkSet, WorkDel, WorkExpire, WorkClear)
