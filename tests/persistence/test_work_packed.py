@@ -38,7 +38,9 @@ def state(r: redis.Redis) -> dict[str, Any]:
     for session in ("small", "large"):
         keys = ex("AMEM.WORK.LIST", session)
         flat = ex("AMEM.WORK.GETALL", session)  # RESP2: a flat list, in the pad's order
-        ttls = [ex("AMEM.WORK.TTL", session, k) // 60_000 for k in keys]  # minutes: no race
+        # whole minutes left, counted from a millisecond before the deadline (so a TTL read
+        # in the same millisecond as its EXPIRE reads as one a millisecond later); -1 stays
+        ttls = [(ex("AMEM.WORK.TTL", session, k) - 1) // 60_000 for k in keys]
         out[session] = (keys, flat, ttls, ex("AMEM.WORK.LEN", session))
     return out
 
