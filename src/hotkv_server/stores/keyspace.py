@@ -537,6 +537,9 @@ class KeyValueStore(Store):
     def sample_keys(self, count: int, rand: Callable[[int], int], *, volatile: bool = False) -> list[bytes]:
         """Up to ``count`` keys drawn at random (with repeats), among all keys or, with
         ``volatile``, among keys with a deadline; expired ones not yet purged may appear.
+        With ``count`` keys or fewer to draw from, every one of them, in a random order (as
+        Redis's sample sees every key of a small dict: with two keys, draws with repeats
+        missed the idle one one time in 16, and allkeys-lru evicted the key being written).
 
         Draws index a list of the keys built when needed: it is rebuilt when the dict has
         grown by a quarter since (new keys would never be drawn) or when most draws land on
@@ -545,6 +548,12 @@ class KeyValueStore(Store):
         source: dict[bytes, Any] = self._expires if volatile else self._values
         if not source or count <= 0:
             return []
+        if len(source) <= count:
+            every = list(source)
+            for i in range(len(every) - 1, 0, -1):  # Fisher-Yates, with the caller's draws
+                j = rand(i + 1)
+                every[i], every[j] = every[j], every[i]
+            return every
         pool = self._pool_volatile if volatile else self._pool_all
         if not pool or len(source) > len(pool) + len(pool) // 4 + 16:
             pool = self._rebuild_pool(volatile)
