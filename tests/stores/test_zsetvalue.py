@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import math
 import random
+import struct
 from typing import Any
 
 import pytest
 
-from hotkv_server.stores.zsetvalue import LexBound, ScoreRange, SortedSetValue
+from hotkv_server.stores.zsetvalue import LexBound, ScoreRange, SortedSetValue, score_key
 
 
 def model_order(scores: dict[bytes, float]) -> list[tuple[bytes, float]]:
@@ -19,6 +20,23 @@ def in_score_range(s: float, r: ScoreRange) -> bool:
     low = s > r.min if r.min_exclusive else s >= r.min
     high = s < r.max if r.max_exclusive else s <= r.max
     return low and high
+
+
+def test_score_keys_order_bytewise_as_the_scores_order_numerically() -> None:
+    rng = random.Random(7)
+    specials = [-math.inf, -1.7976931348623157e308, -1.0, -5e-324, 0.0, -0.0, 5e-324,
+                2.2250738585072014e-308, 1.0, 2.0**53 + 1, 1e17, 1.7976931348623157e308, math.inf]
+    scores = specials + [rng.uniform(-1e6, 1e6) for _ in range(500)] + [
+        struct.unpack(">d", rng.getrandbits(64).to_bytes(8, "big"))[0] for _ in range(500)]
+    scores = [x for x in scores if not math.isnan(x)]
+    keys = {x: score_key(x) for x in scores}
+    assert all(len(k) == 8 for k in keys.values())
+    assert sorted(scores, key=keys.__getitem__) == sorted(scores)
+    assert score_key(-0.0) == score_key(0.0)
+    for x in scores:  # the IEEE 754 bits, the sign bit flipped (positive) or every bit
+        (bits,) = struct.unpack(">Q", struct.pack(">d", x + 0.0))
+        flipped = bits ^ (1 << 63) if bits < 1 << 63 else bits ^ ((1 << 64) - 1)
+        assert keys[x] == flipped.to_bytes(8, "big"), x
 
 
 def test_add_update_remove_and_rank() -> None:
