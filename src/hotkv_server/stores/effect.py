@@ -31,11 +31,13 @@ The record modules are compiled with the hot path (``_compiled.MODULES``): a rec
 then a native class, made by one C call from compiled code and read as a C struct field,
 where a dataclass's generated ``__init__`` is interpreted Python (about 0.2 us of every
 write) and each field a slot lookup. That is why records are plain classes with an
-``__init__`` of their own and no class decorator (a decorated class is interpreted), and
-why no interpreted class may subclass ``Effect``. Interpreted code reads a native
-record's field as fast as a slot, but calls its class more slowly than a dataclass's
-(argument parsing): the command modules that make records of many fields on a hot path
-are compiled too (``commands/conv.py``; benchmarks/README.md, "Native effect records").
+``__init__`` of their own and no class decorator (a decorated class is interpreted).
+``Effect`` is native and does not allow interpreted subclasses (allowing them made
+interpreted records slower to build and to read), so every record lives in a compiled
+module. Interpreted code reads a native record's field a few ns slower than a slot and
+calls its class more slowly than a dataclass's (argument parsing): a command module that
+makes records of many fields on a hot path is compiled too (``commands/conv.py``;
+benchmarks/README.md, "Issue 16 speed, session 10").
 
 ``keys()`` names the ids a record writes, for WATCH: by default its first field (the
 object's id in its store's id space); records of several ids (or of a list of them)
