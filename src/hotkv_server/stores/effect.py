@@ -34,10 +34,11 @@ write) and each field a slot lookup. That is why records are plain classes with 
 ``__init__`` of their own and no class decorator (a decorated class is interpreted).
 ``Effect`` is native and does not allow interpreted subclasses (allowing them made
 interpreted records slower to build and to read), so every record lives in a compiled
-module. Interpreted code reads a native record's field a few ns slower than a slot and
-calls its class more slowly than a dataclass's (argument parsing): a command module that
-makes records of many fields on a hot path is compiled too (``commands/conv.py``;
-benchmarks/README.md, "Issue 16 speed, session 10").
+module. From interpreted code a native record costs about what a dataclass did (made
+from a tuple of arguments; each field read a few ns slower than a slot): the gain is where
+compiled code makes and reads records, so a command module that makes records on a hot
+path is compiled too (``commands/conv.py``; benchmarks/README.md, "Issue 16 speed,
+session 10").
 
 ``keys()`` names the ids a record writes, for WATCH: by default its first field (the
 object's id in its store's id space); records of several ids (or of a list of them)
