@@ -90,9 +90,6 @@ class Effect:
         return type(other) is type(self) and isinstance(other, Effect) and (
             self.wire() == other.wire())
 
-    def __ne__(self, other: object) -> bool:
-        return not self.__eq__(other)
-
     def __repr__(self) -> str:
         fields = ", ".join(f"{name}={getattr(self, name)!r}" for name in self.field_names)
         return f"{type(self).__name__}({fields})"

@@ -17,8 +17,8 @@ class SemCreate(Effect):
 
     def __init__(self, name: bytes, dim: int, metric: str, m: int, ef_construction: int, ef: int,
                  capacity: int, evict: str, embedder: str | None = None) -> None:
-        #: the server embedder bound to the namespace (hotkv_server.embedding); a record of
-        #: an older file has no such field
+        # ``embedder``: the server embedder bound to the namespace (hotkv_server.embedding);
+        # a record of an older file has no such field
         (self.name, self.dim, self.metric, self.m, self.ef_construction, self.ef, self.capacity,
          self.evict, self.embedder) = (
             name, dim, metric, m, ef_construction, ef, capacity, evict, embedder)
