@@ -43,6 +43,10 @@ SCRIPTS: list[tuple[str, list[str], list[str]]] = [
     # Redis 7.0 prints a script's doubles with %.17g (1.1000000000000001), nested ones too
     ("return {double = 1.1}", [], []),
     ("redis.setresp(3); return {double = 1/3}", [], []),
+    # -0 stays -0 (lupa gives Python a whole Lua number as an int, -0 as 0)
+    ("redis.setresp(3); return {double = -0.0}", [], []),
+    ("redis.setresp(3); return {double = 0}", [], []),
+    ("redis.setresp(3); return redis.pcall('zadd', KEYS[1], 'INCR', '-0', 'a')", ["nz"], []),
     ("return {1.1, {double = 0.1}}", [], []),
     ("return {map = {a = 1}}", [], []),
     ("return {set = {a = true}}", [], []),

@@ -32,6 +32,7 @@ anything else (a function, cjson.null) is a null.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 import hiredis
@@ -63,9 +64,13 @@ class ToLua:
         # Named as the sandbox's own code, so the line hook of SCRIPT KILL never raises in them
         helpers = runtime.execute(
             b"return function(s) return {ok = s} end, function(...) return {...} end, "
-            b"function(n) local t = {} for i = 1, n do t[i] = {ok = 'OK'} end return unpack(t, 1, n) end",
+            b"function(n) local t = {} for i = 1, n do t[i] = {ok = 'OK'} end return unpack(t, 1, n) end, "
+            b"function(t) local d = t.double return d == 0 and 1 / d < 0 end",
             name="=hotkv_sandbox")
-        self._status, self._array, self._oks = helpers
+        self._status, self._array, self._oks, negative_zero = helpers
+        #: whether a ``{double = 0}`` table holds -0 (lupa hands a whole Lua number to
+        #: Python as an int, and -0.0 as 0: only Lua can tell): FromLua asks it
+        self.negative_zero: Callable[[Any], bool] = negative_zero
         # {ok = "OK"} is the most common table a redis.call returns (SET, MSET, RENAME ...):
         # Lua makes them OK_BATCH at a time and each is handed out once (a script gets a
         # table of its own, as ever), so most cost no call into Lua of their own
@@ -179,9 +184,12 @@ class FromLua:
     (``redis.setresp``): Redis 7.0 turns Lua booleans into 1 / null under RESP2 and into
     RESP3 booleans only after ``redis.setresp(3)``, whatever the caller speaks."""
 
-    def __init__(self, proto: int, caller_proto: int = 2) -> None:
+    def __init__(self, proto: int, caller_proto: int = 2,
+                 negative_zero: Callable[[Any], bool] | None = None) -> None:
         self.proto = proto
         self.caller_proto = caller_proto
+        #: ToLua.negative_zero of the script's runtime (None: -0 reads as 0)
+        self.negative_zero = negative_zero
         #: the error replies made from error tables, at any depth, that are not yet counted
         #: in errorstats; ``counted``: some were (redis.pcall's, marked by Redis's
         #: ``ignore_error_stats_update``)
@@ -218,6 +226,8 @@ class FromLua:
             return Simple(ok.decode("utf-8", "replace").replace("\r", " ").replace("\n", " "))
         double = table[b"double"]
         if type(double) in (int, float):
+            if double == 0 and self.negative_zero is not None and self.negative_zero(table):
+                return Double(-0.0)  # (a RESP3 double reply of -0 that a script hands back)
             return Double(double)  # Redis 7.0 prints a script's double with %.17g
         big = table[b"big_number"]
         if type(big) is bytes:

@@ -316,7 +316,7 @@ class ScriptEngine:
                 return result
             if t is int:  # an integral number (lupa gives one for a whole Lua number)
                 return lua_number_to_integer(result)
-            convert = FromLua(run.resp, run.caller.proto)
+            convert = FromLua(run.resp, run.caller.proto, self.to_lua.negative_zero)
             reply = convert.reply(result)
             run.fresh, run.counted = convert.fresh, convert.counted
             return reply
