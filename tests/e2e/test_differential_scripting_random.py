@@ -12,6 +12,9 @@ script calls it, all as ``EVAL <script> 0 <the command's words>``:
 * ``return redis.call(unpack(ARGV))``: an error reply raised instead, so the client gets
   the script's failure (``<error> script: <sha>, on @user_script:1.``);
 * ``local r = redis.pcall(unpack(ARGV)) return type(r)``: the Lua type the reply became;
+* ``local ok, e = pcall(redis.call, unpack(ARGV)) ...``: an error reply caught by Lua's own
+  ``pcall`` (the script sees the error's text);
+* ``EVAL_RO`` with ``redis.pcall``: a write command refused in a read-only script;
 * the words that Lua reads as numbers (``tonumber``) sent as Lua numbers, which a script's
   call turns into text as Redis does (``%.17g``): all but ``-0``, which arrives as ``0``
   (lupa hands a whole Lua number to Python as an integer; docs/scripting.md).
@@ -59,13 +62,18 @@ CALL = "return redis.call(unpack(ARGV))"
 LUA_TYPE = "local r = redis.pcall(unpack(ARGV)) return type(r)"
 NUMBERS = ("local a = {} for i, v in ipairs(ARGV) do a[i] = v ~= '-0' and tonumber(v) or v end "
            "return redis.pcall(unpack(a))")
-FORMS = [PCALL, PCALL, PCALL_RESP3, PCALL_RESP3, CALL, LUA_TYPE, NUMBERS]
+CAUGHT = ("local ok, e = pcall(redis.call, unpack(ARGV)) "
+          "if ok then return {'ok', type(e)} end return {'caught', e}")
+#: (the command that runs it, the script)
+FORMS = [("EVAL", PCALL), ("EVAL", PCALL), ("EVAL", PCALL_RESP3), ("EVAL", PCALL_RESP3),
+         ("EVAL", CALL), ("EVAL", LUA_TYPE), ("EVAL", NUMBERS), ("EVAL", CAUGHT),
+         ("EVAL_RO", PCALL)]
 
 
 def compared(argv: Argv, script: str, reply: Any, hashtable: bool) -> Any:
     """A script's reply as it is compared (see the module docstring)."""
-    if script == LUA_TYPE:
-        return reply  # a Lua type's name
+    if script in (LUA_TYPE, CAUGHT):
+        return reply  # a Lua type's name, or what Lua's pcall caught
     if script == PCALL_RESP3:
         if reply[0] in "%~" and reply[1] is not None:
             items = reply[1]
@@ -91,20 +99,20 @@ def run_seed(redis_port: int, hotkv_port: int, protocol: int, seed: int, steps: 
             argv = gen.command()
             if lex_unspecified(argv, probe) or string_encoding(argv, probe):
                 continue
-            script = rng.choice(FORMS)
+            command, script = rng.choice(FORMS)
             hashtable = hash_order_unspecified(argv, probe)
-            request = ["EVAL", script, "0", *argv]
+            request = [command, script, "0", *argv]
             expected = compared(argv, script, redis_conn.call(request), hashtable)
             got = compared(argv, script, hotkv_conn.call(request), hashtable)
             if expected != got:
                 before = "\n    ".join(history[-20:])
                 pytest.fail(
                     f"seed {seed} (focus {gen.focus}), RESP{protocol}, step {step}: "
-                    f"{script!r} with {argv!r}\n  redis: {expected!r}\n  hotkv: {got!r}\n"
+                    f"{command} {script!r} with {argv!r}\n  redis: {expected!r}\n  hotkv: {got!r}\n"
                     f"  the steps before it (latest last):\n    {before}",
                     pytrace=False,
                 )
-            history.append(f"{script!r} {argv!r} -> {expected!r}")
+            history.append(f"{command} {script!r} {argv!r} -> {expected!r}")
             count += 1
         redis_keys, _ = scan_walk(probe, ["COUNT", "100"])
         hotkv_keys, duplicates = scan_walk(hotkv_conn, ["COUNT", "100"])
