@@ -551,6 +551,21 @@ def dump(conn: RespConnection, keys: list[bytes]) -> dict[bytes, Any]:
     return data
 
 
+def assert_same_data(redis_conn: RespConnection, hotkv_conn: RespConnection,
+                     probe: RespConnection, what: str) -> None:
+    """Both servers hold the same keys (a whole SCAN walk, no key twice on hotkv's) with
+    the same types, deadlines (whether they have one) and values; ``probe`` is a RESP2
+    connection to redis-server."""
+    redis_keys, _ = scan_walk(probe, ["COUNT", "100"])
+    hotkv_keys, duplicates = scan_walk(hotkv_conn, ["COUNT", "100"])
+    assert (hotkv_keys, duplicates) == (redis_keys, 0), f"{what}: SCAN walk"
+    expected_data, got_data = dump(redis_conn, redis_keys), dump(hotkv_conn, hotkv_keys)
+    for key in redis_keys:
+        assert got_data[key] == expected_data[key], (
+            f"{what}: key {key!r} after the run\n"
+            f"  redis: {expected_data[key]!r}\n  hotkv: {got_data[key]!r}")
+
+
 def run_seed(redis_port: int, hotkv_port: int, protocol: int, seed: int, steps: int = STEPS) -> int:
     """One seed's sequence to both servers; returns how many commands were compared."""
     rng = random.Random(seed)
@@ -607,14 +622,7 @@ def run_seed(redis_port: int, hotkv_port: int, protocol: int, seed: int, steps: 
             compared += 1
         if queued is not None:  # the sequence ended inside MULTI
             assert redis_conn.call(["DISCARD"]) == hotkv_conn.call(["DISCARD"]) == ("+", b"OK")
-        redis_keys, _ = scan_walk(probe, ["COUNT", "100"])
-        hotkv_keys, duplicates = scan_walk(hotkv_conn, ["COUNT", "100"])
-        assert (hotkv_keys, duplicates) == (redis_keys, 0), f"seed {seed}: SCAN walk"
-        expected_data, got_data = dump(redis_conn, redis_keys), dump(hotkv_conn, hotkv_keys)
-        for key in redis_keys:
-            assert got_data[key] == expected_data[key], (
-                f"seed {seed} (RESP{protocol}): key {key!r} after the run\n"
-                f"  redis: {expected_data[key]!r}\n  hotkv: {got_data[key]!r}")
+        assert_same_data(redis_conn, hotkv_conn, probe, f"seed {seed} (RESP{protocol})")
         return compared
     finally:
         for conn in (redis_conn, hotkv_conn, probe):

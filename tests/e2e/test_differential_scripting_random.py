@@ -42,12 +42,11 @@ from e2e.test_differential import RespConnection
 from e2e.test_differential_random import (
     Argv,
     Gen,
-    dump,
+    assert_same_data,
     hash_order_unspecified,
     lex_unspecified,
     normalise,
     pairs,
-    scan_walk,
     string_encoding,
 )
 from helpers import HotkvProcess, RedisServer
@@ -114,14 +113,7 @@ def run_seed(redis_port: int, hotkv_port: int, protocol: int, seed: int, steps: 
                 )
             history.append(f"{command} {script!r} {argv!r} -> {expected!r}")
             count += 1
-        redis_keys, _ = scan_walk(probe, ["COUNT", "100"])
-        hotkv_keys, duplicates = scan_walk(hotkv_conn, ["COUNT", "100"])
-        assert (hotkv_keys, duplicates) == (redis_keys, 0), f"seed {seed}: SCAN walk"
-        expected_data, got_data = dump(redis_conn, redis_keys), dump(hotkv_conn, hotkv_keys)
-        for key in redis_keys:
-            assert got_data[key] == expected_data[key], (
-                f"seed {seed} (RESP{protocol}): key {key!r} after the run\n"
-                f"  redis: {expected_data[key]!r}\n  hotkv: {got_data[key]!r}")
+        assert_same_data(redis_conn, hotkv_conn, probe, f"seed {seed} (RESP{protocol})")
         return count
     finally:
         for conn in (redis_conn, hotkv_conn, probe):
