@@ -127,6 +127,10 @@ ZSETS: list[Command] = [
     ("ZADD", "z", "NX", "9", "a"),  # refused: nothing
     ("ZADD", "z", "XX", "CH", "7", "a"),
     ("ZADD", "z", "INCR", "1", "a"),
+    # a member called INCR (options come before the first score): "zadd", not "zincr"
+    ("ZADD", "z", "+inf", "INCR", "-1", "10"),
+    ("ZADD", "z", "NX", "5", "INCR"),
+    ("ZADD", "znew", "1", "INCR"),  # creates znew
     ("ZINCRBY", "z", "2", "b"),
     ("ZINCRBY", "z2", "2", "b"),  # creates z2
     ("ZADD", "z", "GT", "0", "c"),  # refused by GT

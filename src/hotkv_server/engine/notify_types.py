@@ -83,9 +83,21 @@ _PUT_BY_TYPE: dict[str, tuple[int, bytes]] = {
 _LMOVES = frozenset({"lmove", "blmove"})
 
 
+_ZADD_OPTIONS = frozenset({b"NX", b"XX", b"GT", b"LT", b"CH", b"INCR"})
+
+
 def _zadd_incr(name: str, argv: list[bytes]) -> bool:
-    """ZADD ... INCR (its flags come before the first score)."""
-    return name == "zadd" and any(arg.upper() == b"INCR" for arg in argv[2:-2])
+    """ZADD ... INCR: read as ZADD reads its options, the words before the first score (a
+    member may be called INCR: ``ZADD z 1 INCR`` adds it and notifies ``zadd``)."""
+    if name != "zadd":
+        return False
+    for arg in argv[2:]:
+        word = arg.upper()
+        if word == b"INCR":
+            return True
+        if word not in _ZADD_OPTIONS:
+            return False
+    return False
 
 
 def in_place(verb: str, effect: list[Any], name: str,
