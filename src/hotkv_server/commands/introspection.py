@@ -23,7 +23,6 @@ from collections.abc import Sequence
 from typing import Any
 
 from hotkv_server.commands.glob import glob_match
-from hotkv_server.engine.args import parse_int
 from hotkv_server.engine.context import Context
 from hotkv_server.engine.errors import SYNTAX, CommandError
 from hotkv_server.engine.registry import (
@@ -321,20 +320,14 @@ def _keys_of_call(call: list[bytes]) -> tuple[CommandSpec, list[bytes]]:
     if (spec.arity > 0 and n != spec.arity) or n < -spec.arity:
         raise CommandError("ERR Invalid number of arguments specified for command")
     keys = spec.keys_of(call)
-    if not keys or not all(_count_fits(ks, call) for ks in spec.key_specs if ks.keynum):
+    if not keys:
         # Redis's getkeys functions of numkeys commands find no keys for a count that is not
-        # a number >= 1 or names more keys than there are arguments: this error, or no keys
-        # for a command whose keys are optional (EVAL's numkeys 0: no_mandatory_keys)
+        # a number >= 1 or names more keys than there are arguments (KeySpec.find): this
+        # error, or no keys for a command whose keys are optional (EVAL's numkeys 0)
         if "no_mandatory_keys" in spec.flags:
             return spec, []
         raise CommandError("ERR Invalid arguments specified for command")
     return spec, keys
-
-
-def _count_fits(ks: Any, call: list[bytes]) -> bool:
-    at = ks.index + ks.keynumidx
-    count = parse_int(call[at]) if at < len(call) else None
-    return count is not None and count >= 1 and ks.index + ks.firstkey + count <= len(call)
 
 
 #: what COMMAND GETKEYS and GETKEYSANDFLAGS share

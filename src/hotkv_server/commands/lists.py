@@ -423,14 +423,6 @@ def _pop_for_mpop(ctx: Context, key: bytes, side: bytes, count: int) -> list[Any
 LIST_POPS = Poppable((b"LEFT", b"RIGHT"), target_list, list_if_any, _pop_for_mpop)
 
 
-def mpop_keys(argv: list[bytes], at: int) -> list[bytes]:
-    """The keys of ``numkeys key ...`` from ``argv[at]`` (ACL, COMMAND GETKEYS)."""
-    numkeys = parse_int(argv[at]) if len(argv) > at else None
-    if numkeys is None or numkeys <= 0:
-        return []
-    return argv[at + 1 : at + 1 + min(numkeys, len(argv) - at - 1)]
-
-
 @command("lmpop", arity=-4, flags="write",
          key_specs=(key_spec(1, "RW access delete", keynum=True, arg="key"),), since="7.0.0",
          complexity="O(N+M) where N is the number of provided keys and M is the number of elements "

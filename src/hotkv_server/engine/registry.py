@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypedDict, Unpack
 
 from hotkv_server.engine import reference
+from hotkv_server.engine.args import parse_int
 from hotkv_server.engine.syntax import Arg, parse_syntax, syntax_tokens
 
 Handler = Callable[[Any, list[bytes]], Any]
@@ -131,6 +132,14 @@ class KeySpec:
     def keys(self, argv: list[bytes]) -> list[bytes]:
         """The keys of one call this spec finds (a bad count finds none: the handler
         answers that call with its own error)."""
+        found = self.find(argv)
+        return [] if found is None else found
+
+    def find(self, argv: list[bytes]) -> list[bytes] | None:
+        """``keys``, or None when a keynum spec's count makes the call's keys invalid: not
+        a number from 1 up to the keys there are room for, read as C's ``atoi`` reads it
+        (Redis's getkeys functions, which decide when the spec fails: ``" 1"``, ``"+1"``,
+        ``"1x"`` are 1). Then a command has no keys at all (``CommandSpec.keys_of``)."""
         if self.unknown:
             return []
         argc = len(argv)
@@ -138,16 +147,39 @@ class KeySpec:
         if start >= argc or start <= 0:
             return []
         if self.keynum:
-            try:
-                count = int(argv[start + self.keynumidx])
-            except (IndexError, ValueError):
-                return []
+            at = start + self.keynumidx
+            count = atoi(argv[at]) if at < argc else 0
             first = start + self.firstkey
             if count <= 0 or first + (count - 1) * self.keystep >= argc:
-                return []  # Redis calls such a call's keys invalid
+                return None
             return argv[first : first + count * self.keystep : self.keystep]
         last = start + self.lastkey if self.lastkey >= 0 else argc + self.lastkey
         return argv[start : min(last, argc - 1) + 1 : self.keystep]
+
+
+    def counted_loosely(self, argv: list[bytes]) -> bool:
+        """A keynum spec whose count is not a strict integer (``" 1"``, ``"+1"``, ``"01"``):
+        Redis's key specs refuse it and its getkeys function (``atoi``) finds the keys,
+        the counted ones first (``COMMAND GETKEYS ZUNIONSTORE dst " 1" k``: k, dst)."""
+        if not self.keynum:
+            return False
+        at = self._start(argv) + self.keynumidx
+        return 0 < at < len(argv) and parse_int(argv[at]) is None
+
+
+def atoi(raw: bytes) -> int:
+    """C's ``atoi``: leading blanks, a sign, then the digits up to the first other byte
+    (none: 0)."""
+    text = raw.lstrip(b" \t\n\r\v\f")
+    negative = text[:1] == b"-"
+    if text[:1] in (b"-", b"+"):
+        text = text[1:]
+    value = 0
+    for byte in text:
+        if not 48 <= byte <= 57:
+            break
+        value = value * 10 + byte - 48
+    return -value if negative else value
 
 
 def key_spec(index: int, flags: str, **options: Any) -> KeySpec:
@@ -224,7 +256,10 @@ class CommandSpec:
         return self.name
 
     def keys_of(self, argv: list[bytes]) -> list[bytes]:
-        """The key arguments of one call (by its key specs, as COMMAND GETKEYS does)."""
+        """The key arguments of one call (by its key specs, as COMMAND GETKEYS does); none
+        when a keynum spec's count is invalid (``KeySpec.find``), whatever the other specs
+        find: Redis then checks no key (ACL, cluster slots) and the command answers with
+        its own error (``ZUNIONSTORE dst 0 k``: "at least 1 input key is needed")."""
         specs = self.key_specs
         if not specs:
             return []
@@ -232,13 +267,23 @@ class CommandSpec:
             return [key for key, _flags in self.getkeys(argv)]
         if len(specs) == 1:
             return specs[0].keys(argv)
-        return [key for ks in specs for key in ks.keys(argv)]
+        return [key for key, _flags in self.keys_with_flags(argv)]
 
     def keys_with_flags(self, argv: list[bytes]) -> list[tuple[bytes, tuple[str, ...]]]:
-        """Each key of one call with the flags of the key spec that found it."""
+        """Each key of one call with the flags of the key spec that found it (none when
+        one spec finds the call's keys invalid, as ``keys_of``)."""
         if self.getkeys is not None:
             return self.getkeys(argv)
-        return [(key, ks.flags) for ks in self.key_specs for key in ks.keys(argv)]
+        out: list[tuple[bytes, tuple[str, ...]]] = []
+        first: list[tuple[bytes, tuple[str, ...]]] = []  # (KeySpec.counted_loosely)
+        for ks in self.key_specs:
+            found = ks.find(argv)
+            if found is None:
+                return []
+            into = first if ks.counted_loosely(argv) else out
+            for key in found:
+                into.append((key, ks.flags))
+        return first + out if first else out
 
 
 COMMANDS: dict[str, CommandSpec] = {}
