@@ -314,7 +314,48 @@ SETOPS: list[Step] = [
     ["ZRANGESTORE", "rs", "str", "0", "-1"],
 ]
 
-SCENARIOS = {"add": ADD, "ranges": RANGES, "lex": LEX, "pops": POPS, "setops": SETOPS}
+#: 130 members: past zset-max-listpack-entries, so Redis keeps the set as a skiplist
+BIG = [item for i in range(130) for item in (str(i), f"m{i}")]
+#: -0: a small set (Redis's listpack) keeps a whole score as an integer, so -0 reads back as
+#: 0; a big one (its skiplist) keeps the double's sign, and so does a set made big at once
+NEGATIVE_ZERO: list[Step] = [
+    ["ZADD", "big", *BIG],
+    ["OBJECT", "ENCODING", "big"],
+    ["ZADD", "big", "-0", "x"],
+    ["ZSCORE", "big", "x"],
+    ["ZADD", "big", "0", "y", "-0", "m0"],
+    ["ZRANGE", "big", "0", "3", "WITHSCORES"],
+    ["ZINCRBY", "big", "-0", "m1"],
+    ["ZADD", "big", "INCR", "-0", "z"],
+    ["ZMSCORE", "big", "x", "y", "z", "m0"],
+    ["ZRANGEBYSCORE", "big", "-1", "0", "WITHSCORES"],
+    ["ZADD", "small", "-0", "x"],
+    ["ZSCORE", "small", "x"],
+    ["ZADD", "small", "INCR", "-0", "y"],
+    ["ZRANGE", "small", "0", "-1", "WITHSCORES"],
+    # the member that makes a set big is added to the skiplist: its -0 stays
+    ["ZADD", "grow", *BIG[:256]],
+    ["ZADD", "grow", "-0", "edge"],
+    ["ZSCORE", "grow", "edge"],
+    ["ZADD", "grow", "-0", "after"],
+    ["ZSCORE", "grow", "after"],
+    ["ZADD", "long", "-0", "m" * 65],
+    ["ZSCORE", "long", "m" * 65],
+    ["ZADD", "atonce", *BIG, "-0", "neg"],
+    ["ZSCORE", "atonce", "neg"],
+    # a copy keeps the encoding; a stored result is small or big as it comes out
+    ["COPY", "big", "bigcopy"],
+    ["ZSCORE", "bigcopy", "x"],
+    ["ZUNIONSTORE", "u", "1", "big", "WEIGHTS", "-0"],
+    ["ZSCORE", "u", "m5"],
+    ["ZUNIONSTORE", "u2", "1", "small", "WEIGHTS", "-1"],
+    ["ZRANGE", "u2", "0", "-1", "WITHSCORES"],
+    ["ZRANGESTORE", "rs", "big", "0", "2"],
+    ["ZRANGE", "rs", "0", "-1", "WITHSCORES"],
+]
+
+SCENARIOS = {"add": ADD, "ranges": RANGES, "lex": LEX, "pops": POPS, "setops": SETOPS,
+             "negative_zero": NEGATIVE_ZERO}
 
 
 @pytest.mark.parametrize("protocol", [2, 3], ids=["resp2", "resp3"])

@@ -9,7 +9,13 @@ from typing import Any
 
 import pytest
 
-from hotkv_server.stores.zsetvalue import LexBound, ScoreRange, SortedSetValue, score_key
+from hotkv_server.stores.zsetvalue import (
+    LISTPACK_ENTRIES,
+    LexBound,
+    ScoreRange,
+    SortedSetValue,
+    score_key,
+)
 
 
 def model_order(scores: dict[bytes, float]) -> list[tuple[bytes, float]]:
@@ -54,10 +60,30 @@ def test_add_update_remove_and_rank() -> None:
     assert z.payload_bytes() == 2
 
 
-def test_negative_zero_is_stored_as_zero() -> None:
-    z = SortedSetValue()
-    z.add(b"m", -0.0)
-    assert math.copysign(1.0, z.score(b"m") or 1.0) == 1.0
+def sign(score: float | None) -> float:
+    assert score == 0.0
+    return math.copysign(1.0, score)
+
+
+def test_negative_zero_is_zero_in_a_small_set_and_kept_in_a_big_one() -> None:
+    small = SortedSetValue()
+    small.add(b"m", -0.0)
+    assert sign(small.score(b"m")) == 1.0  # Redis's listpack: a whole score is an integer
+    assert sign(SortedSetValue([(b"m", -0.0)]).score(b"m")) == 1.0
+    big = SortedSetValue((b"m%d" % i, float(i)) for i in range(LISTPACK_ENTRIES))
+    assert not big.big
+    big.add(b"edge", -0.0)  # the member that makes it big goes into the skiplist
+    assert big.big and sign(big.score(b"edge")) == -1.0
+    big.add(b"m0", -0.0)  # 0 -> -0: equal, unchanged (Redis compares the doubles)
+    assert sign(big.score(b"m0")) == 1.0
+    big.add(b"m1", -0.0)
+    assert sign(big.score(b"m1")) == -1.0
+    assert [m for m, _ in big.range_by_score(ScoreRange(0.0, 0.0, False, False))] == [
+        b"edge", b"m0", b"m1"]  # -0 and 0 are one score: ordered by member
+    assert sign(big.copy().score(b"edge")) == -1.0  # COPY keeps the skiplist
+    shrunk = SortedSetValue([(b"a", -0.0), (b"b", 1.0)], big=True)
+    assert sign(shrunk.score(b"a")) == -1.0
+    assert sign(SortedSetValue.restore(shrunk.snapshot()).score(b"a")) == 1.0  # reloaded small
 
 
 @pytest.mark.parametrize("seed", range(4))

@@ -210,8 +210,8 @@ def zset_operation_store(ctx: Context, argv: list[bytes]) -> Any:
     name = argv[0].decode().lower()
     op = _OPERATIONS[name]
     inputs, weights, aggregate, _ = parse_inputs(ctx, argv, 2, name, op, False)
-    # a stored -0 reads back as 0, as from Redis's listpack
-    pairs = [(m, score + 0.0) for m, score in combine(op, inputs, weights, aggregate)]
+    # a stored -0 reads back as 0 from a small set (Redis's listpack), -0 from a big one
+    pairs = combine(op, inputs, weights, aggregate)
     store_zset(ctx, argv[1], [item for pair in pairs for item in pair])
     return len(pairs)
 

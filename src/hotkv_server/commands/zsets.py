@@ -108,7 +108,7 @@ def zadd_apply(ctx: Context, key: bytes, flags: int, pairs: list[tuple[float, by
         flat: list[Any] = []
         for member, score in changes.items():
             flat.append(member)
-            flat.append(score + 0.0)
+            flat.append(score)  # (-0 stays -0 in a big set: the store decides)
         if zset is None:
             put_zset(ctx, key, flat)
         else:
@@ -130,7 +130,7 @@ def zadd(ctx: Context, argv: list[bytes]) -> Any:
         raw = argv[2]
         # digits are no option, and a score float() reads as strtod (score_or_none's first case)
         score = float(raw) if raw.isdigit() and len(raw) < 16 else (
-            None if raw.upper() in _ZADD_FLAGS else parse_score(raw) + 0.0)
+            None if raw.upper() in _ZADD_FLAGS else parse_score(raw))
         if score is not None:
             key, member = argv[1], argv[3]
             zset = ctx.db.kv.typed(key, ctx.now_ms, SortedSetValue)
@@ -181,9 +181,9 @@ def zincrby(ctx: Context, argv: list[bytes]) -> Any:
     if math.isnan(new):
         raise CommandError(NAN_RESULT)
     if zset is None:
-        put_zset(ctx, key, [member, new + 0.0])
+        put_zset(ctx, key, [member, new])
     elif new != old:
-        ctx.emit(KvZadd(key, [member, new + 0.0]))
+        ctx.emit(KvZadd(key, [member, new]))
     return score_reply(ctx, new)
 
 

@@ -8,7 +8,9 @@ numeric order, then the member, so comparing two keys (one memcmp) orders by sco
 by the member's bytes, exactly Redis's order (memcmp of the members on a tie). A bisection
 step touches one object (the key) where a ``(score, member)`` tuple would touch two or
 three, which is most of the cost in a large set (cache misses). The member of a key is
-``key[8:]``, its score ``scores[member]``. -0.0 is stored as 0.0 (Redis prints it as 0).
+``key[8:]``, its score ``scores[member]``. A score of -0.0 is stored as 0.0 while the set
+is small and kept once it is big, as Redis's listpack (a whole score is an integer there)
+and skiplist do; its order key is 0's.
 ``add`` and ``remove`` write SortedList's insert and delete out, calling its ``_expand`` /
 ``_delete`` only to split or merge sublists; they keep its positional index (built by the
 first rank query, dropped by a split or merge) themselves, compiled (``_count``).
@@ -165,11 +167,18 @@ class SortedSetValue(TypedValue):
     effects: ClassVar[dict[type[Effect], Applier]] = {}
     missing: ClassVar[Any] = None
 
-    def __init__(self, pairs: Iterable[tuple[bytes, float]] = ()) -> None:
+    def __init__(self, pairs: Iterable[tuple[bytes, float]] = (), big: bool = False) -> None:
         super().__init__()
         self.scores: dict[bytes, float] = {}
         for member, score in pairs:
-            self.scores[member] = score + 0.0
+            self.scores[member] = score
+        #: converted to skiplist (sticky, as in Redis; ``big``: made as one, COPY of one)
+        self.big = big or len(self.scores) > LISTPACK_ENTRIES or any(
+            len(m) > LISTPACK_VALUE for m in self.scores)
+        if not self.big:  # a listpack keeps a whole score as an integer: -0 is 0
+            for member, score in self.scores.items():
+                if score == 0.0:
+                    self.scores[member] = 0.0
         self.ordered: SortedList = SortedList(score_key(s) + m for m, s in self.scores.items())
         # SortedList's sublists, their maxima, its positional index and load: the lists are
         # made once by its constructor and only changed in place after, so these are the
@@ -183,9 +192,6 @@ class SortedSetValue(TypedValue):
         #: members added since creation (ZSCAN rebuilds its order only when some were)
         self.version = 0
         self.scan_order: Any = None
-        #: converted to skiplist (sticky, as in Redis)
-        self.big = len(self.scores) > LISTPACK_ENTRIES or any(
-            len(m) > LISTPACK_VALUE for m in self.scores)
 
     def __len__(self) -> int:
         return len(self.scores)
@@ -208,9 +214,7 @@ class SortedSetValue(TypedValue):
         return isinstance(other, SortedSetValue) and self.scores == other.scores
 
     def copy(self) -> SortedSetValue:
-        twin = SortedSetValue(iter(self))
-        twin.big = self.big
-        return twin
+        return SortedSetValue(iter(self), self.big)
 
     def encoding(self) -> str:
         return "skiplist" if self.big else "listpack"
@@ -246,19 +250,23 @@ class SortedSetValue(TypedValue):
 
     def add(self, member: bytes, score: float) -> bool:
         """Set ``member``'s score; True when the member is new. (ZADD's NX/XX/GT/LT rules
-        are decided by the command: the effect carries the resulting scores.)"""
-        score += 0.0  # -0.0 -> 0.0
+        are decided by the command: the effect carries the resulting scores.) -0 is kept
+        once the set is big (Redis's skiplist), taken as 0 before (its listpack)."""
         scores = self.scores
         old = scores.get(member)
         if old is None:
-            scores[member] = score
             self.nbytes += len(member) + MEMBER_OVERHEAD
             self.version += 1
-            if not self.big and (len(scores) > LISTPACK_ENTRIES or len(member) > LISTPACK_VALUE):
-                self.big = True
+            if not self.big and (len(scores) >= LISTPACK_ENTRIES or len(member) > LISTPACK_VALUE):
+                self.big = True  # (before the insert, as Redis converts)
+            if not self.big:
+                score += 0.0  # -0.0 -> 0.0
+            scores[member] = score
         elif old == score:
             return False
         else:
+            if not self.big:
+                score += 0.0
             scores[member] = score
             self._discard(old, member)
         key = score_key(score) + member
