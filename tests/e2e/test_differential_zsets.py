@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 
 from e2e.test_differential import Step, run_scenario
+from e2e.test_differential_types import run_steps
 from helpers import HotkvProcess, RedisServer
 
 ADD: list[Step] = [
@@ -354,6 +355,63 @@ NEGATIVE_ZERO: list[Step] = [
     ["ZRANGE", "rs", "0", "-1", "WITHSCORES"],
 ]
 
+DEFAULTS: list[Step] = [["CONFIG", "SET", "zset-max-listpack-entries", "128"],
+                        ["CONFIG", "SET", "zset-max-listpack-value", "64"],
+                        ["CONFIG", "SET", "set-max-intset-entries", "512"],
+                        ["CONFIG", "SET", "list-max-listpack-size", "-2"]]
+#: CONFIG SET of the sorted-set and set encoding limits: they act at a value's next insert,
+#: a skiplist or hashtable never converts back, and -0 follows the sorted set's encoding
+CONFIG: list[Step] = [
+    *DEFAULTS,
+    ("pairs", ["CONFIG", "GET", "zset-max-listpack-*"]),
+    ("pairs", ["CONFIG", "GET", "zset-max-ziplist-*"]),
+    ("pairs", ["CONFIG", "GET", "set-max-intset-entries"]),
+    ("pairs", ["CONFIG", "GET", "list-max-*"]),
+    ["ZADD", "z", "1", "a", "2", "b", "3", "c"],
+    ["SADD", "s", "1", "2", "3"],
+    ["CONFIG", "SET", "zset-max-listpack-entries", "2"],
+    ["CONFIG", "SET", "zset-max-ziplist-value", "5"],  # the old name, as an alias
+    ["CONFIG", "SET", "set-max-intset-entries", "2"],
+    ["CONFIG", "SET", "list-max-ziplist-size", "5"],
+    ("pairs", ["CONFIG", "GET", "zset-max-listpack-*"]),
+    ("pairs", ["CONFIG", "GET", "list-max-listpack-size"]),
+    ["OBJECT", "ENCODING", "z"],  # nothing converts until the next insert
+    ["OBJECT", "ENCODING", "s"],
+    ["ZADD", "z", "5", "a"],  # an update inserts nothing
+    ["OBJECT", "ENCODING", "z"],
+    ["ZADD", "z", "-0", "d"],  # past 2 entries: the skiplist keeps -0
+    ["OBJECT", "ENCODING", "z"],
+    ["ZSCORE", "z", "d"],
+    ["SADD", "s", "4"],
+    ["OBJECT", "ENCODING", "s"],
+    ["ZADD", "w", "1", "toolong"],  # a member past 5 bytes
+    ["OBJECT", "ENCODING", "w"],
+    ["ZADD", "w2", "-0", "x"],
+    ["ZSCORE", "w2", "x"],
+    ["OBJECT", "ENCODING", "w2"],
+    ["ZADD", "w2", "1", "y", "2", "z"],
+    ["OBJECT", "ENCODING", "w2"],
+    ["ZSCORE", "w2", "x"],  # made small, a 0
+    ["CONFIG", "SET", "zset-max-listpack-entries", "0"],
+    ["ZADD", "none", "-0", "x"],  # no listpack at all: a skiplist from the first member
+    ["OBJECT", "ENCODING", "none"],
+    ["ZSCORE", "none", "x"],
+    ["ZUNIONSTORE", "u", "1", "z"],
+    ["OBJECT", "ENCODING", "u"],
+    ["ZSCORE", "u", "d"],
+    *DEFAULTS,
+    ["OBJECT", "ENCODING", "z"],  # a skiplist never converts back
+    ["ZREM", "z", "a", "b", "c"],
+    ["OBJECT", "ENCODING", "z"],
+    ["OBJECT", "ENCODING", "s"],
+    ["CONFIG", "SET", "zset-max-listpack-entries", "-1"],
+    ["CONFIG", "SET", "set-max-intset-entries", "x"],
+    ["CONFIG", "SET", "list-max-listpack-size", "-6"],
+    ["CONFIG", "SET", "list-compress-depth", "-1"],
+    ["CONFIG", "SET", "list-max-listpack-size", "2147483648"],
+    ("pairs", ["CONFIG", "GET", "zset-max-listpack-*"]),
+]
+
 SCENARIOS = {"add": ADD, "ranges": RANGES, "lex": LEX, "pops": POPS, "setops": SETOPS,
              "negative_zero": NEGATIVE_ZERO}
 
@@ -363,3 +421,9 @@ SCENARIOS = {"add": ADD, "ranges": RANGES, "lex": LEX, "pops": POPS, "setops": S
 def test_zsets_same_as_redis(reference: RedisServer, server: HotkvProcess, scenario: str,
                              protocol: int) -> None:
     run_scenario(reference.port, server.port, protocol, SCENARIOS[scenario])
+
+
+@pytest.mark.parametrize("protocol", [2, 3], ids=["resp2", "resp3"])
+def test_encoding_limits_same_as_redis(reference: RedisServer, server: HotkvProcess,
+                                       protocol: int) -> None:
+    run_steps(reference.port, server.port, protocol, CONFIG)  # ("pairs", ...): CONFIG GET

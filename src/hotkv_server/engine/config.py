@@ -330,6 +330,14 @@ DIRECTIVES: dict[str, Directive] = {
         # a hash's listpack limits (stores/hashes.py): a change acts at the hash's next write
         Directive("hash-max-listpack-entries", 512, _int_range(0, 2**63 - 1), str),
         Directive("hash-max-listpack-value", 64, _int_range(0, 2**63 - 1), str),
+        # a sorted set's and a set's limits (stores/zsetvalue.py, stores/sets.py): the same
+        Directive("zset-max-listpack-entries", 128, _int_range(0, 2**63 - 1), str),
+        Directive("zset-max-listpack-value", 64, _int_range(0, 2**63 - 1), str),
+        Directive("set-max-intset-entries", 512, _int_range(0, 2**63 - 1), str),
+        # a list's node size and compression in Redis's quicklist: accepted and shown, with
+        # nothing to change here (a list is one deque; OBJECT ENCODING says quicklist)
+        Directive("list-max-listpack-size", -2, _int_range(-2**31, 2**31 - 1), str),
+        Directive("list-compress-depth", 0, _int_range(0, 2**31 - 1), str),
         # embedders (hotkv_server.embedding, docs/embeddings.md)
         Directive("embed-threads", 2, _int_range(1, 64), str, mutable=False),
         Directive("embed-timeout-ms", 30_000, _int_range(1, 3_600_000), str),
@@ -364,7 +372,10 @@ ALIASES = {"slaveof": "replicaof", "lua-time-limit": "busy-reply-threshold",
            "slave-priority": "replica-priority", "slave-announce-ip": "replica-announce-ip",
            "slave-announce-port": "replica-announce-port",
            "hash-max-ziplist-entries": "hash-max-listpack-entries",
-           "hash-max-ziplist-value": "hash-max-listpack-value"}
+           "hash-max-ziplist-value": "hash-max-listpack-value",
+           "zset-max-ziplist-entries": "zset-max-listpack-entries",
+           "zset-max-ziplist-value": "zset-max-listpack-value",
+           "list-max-ziplist-size": "list-max-listpack-size"}
 
 
 def canonical(name: str) -> str:

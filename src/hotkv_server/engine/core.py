@@ -27,6 +27,8 @@ from hotkv_server.engine.pubsub import Hub
 from hotkv_server.engine.turn import RepliesWithheld, Turn
 from hotkv_server.stores.database import Database, default_database
 from hotkv_server.stores.hashes import set_listpack_limits
+from hotkv_server.stores.sets import set_intset_limit
+from hotkv_server.stores.zsetvalue import set_listpack_limits as set_zset_limits
 
 if TYPE_CHECKING:
     from hotkv_server.engine.deferred import Deferred
@@ -176,7 +178,7 @@ class Core:
         #: the header of a read that needs no check (``engine.config.short_header``)
         self.short_header = short_header(self.config.proto_max_bulk_len)
         self.notifier.configure(self.config.notify_keyspace_events)
-        self._hash_limits()
+        self._encoding_limits()
         self.normal_output_hard_limit = self._normal_output_limit()
         self._update_limited()
 
@@ -214,13 +216,17 @@ class Core:
             self._update_limited()
         elif name == "notify-keyspace-events":
             self.notifier.configure(value)
-        elif name.startswith("hash-max-listpack-"):
-            self._hash_limits()
+        elif name.startswith(("hash-max-listpack-", "zset-max-listpack-", "set-max-intset-")):
+            self._encoding_limits()
 
-    def _hash_limits(self) -> None:
-        """Hand hash-max-listpack-* to the hashes (values the process shares, as Redis's
-        server-wide limits: each hash applies them at its next write)."""
-        set_listpack_limits(self.config.hash_max_listpack_entries, self.config.hash_max_listpack_value)
+    def _encoding_limits(self) -> None:
+        """Hand hash-max-listpack-*, zset-max-listpack-* and set-max-intset-entries to the
+        value types (values the process shares, as Redis's server-wide limits: each value
+        applies them at its next write)."""
+        config = self.config
+        set_listpack_limits(config.hash_max_listpack_entries, config.hash_max_listpack_value)
+        set_zset_limits(config.zset_max_listpack_entries, config.zset_max_listpack_value)
+        set_intset_limit(config.set_max_intset_entries)
 
     # --- subsystems ----------------------------------------------------------------
     def attach(self, sub: Subsystem) -> Subsystem:

@@ -101,6 +101,11 @@ class Settings:
     replica_announced: bool
     hash_max_listpack_entries: int
     hash_max_listpack_value: int
+    zset_max_listpack_entries: int
+    zset_max_listpack_value: int
+    set_max_intset_entries: int
+    list_max_listpack_size: int
+    list_compress_depth: int
     embed_threads: int
     embed_timeout_ms: int
     embed_cache_max_memory: int

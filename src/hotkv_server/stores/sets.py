@@ -29,8 +29,16 @@ from hotkv_server.stores.scanorder import ScanOrder
 from hotkv_server.stores.sets_effects import KvSadd, KvSrem
 from hotkv_server.stores.values import Applier, TypedValue, is_canonical_int, value_type
 
-#: Redis 7.0's default of set-max-intset-entries
-INTSET_ENTRIES: Final = 512
+#: set-max-intset-entries (Redis 7.0's default; the engine sets the configured one with
+#: ``set_intset_limit``: a plain name, read at each write, see docs/architecture.md)
+INTSET_ENTRIES = 512
+
+
+def set_intset_limit(entries: int) -> None:
+    """Redis's set-max-intset-entries, for every set of the process: a set applies it at
+    its next write (converting if it is then past it), a hashtable never converts back."""
+    global INTSET_ENTRIES
+    INTSET_ENTRIES = entries
 #: bytes a member costs beyond its own bytes (list slot, dict slot, bytes object, position
 #: int), and a set beyond its members (object, empty dict and list): measured on CPython 3.11
 MEMBER_OVERHEAD: Final = 120

@@ -26,7 +26,8 @@ meaningful when all scores are equal (as in Redis); with mixed scores it follows
 find the first member >= min by bisection, then go on while members stay <= max.
 
 OBJECT ENCODING answers ``listpack`` while the set has at most 128 members of at most 64
-bytes (Redis 7.0's ``zset-max-listpack-*`` defaults), then ``skiplist`` for good.
+bytes (``zset-max-listpack-*``, Redis 7.0's defaults, set by CONFIG SET through
+``set_listpack_limits``), then ``skiplist`` for good.
 
 Effects: the records of ``stores/zset_effects.py`` (``KvZadd`` carries the scores the
 command decided, never ZADD's NX/XX/GT/LT/INCR; ``KvZrem``, ``KvZpop``, ``KvZremrangeby*``);
@@ -54,9 +55,19 @@ from hotkv_server.stores.values import Applier, TypedValue, index_range, value_t
 #: bytes a member costs beyond its payload (see the module docstring)
 MEMBER_OVERHEAD: Final = 180
 ZSET_OVERHEAD: Final = 900
-#: Redis 7.0's defaults of zset-max-listpack-entries and zset-max-listpack-value
-LISTPACK_ENTRIES: Final = 128
-LISTPACK_VALUE: Final = 64
+#: zset-max-listpack-entries and zset-max-listpack-value (Redis 7.0's defaults; the engine
+#: sets the configured ones with ``set_listpack_limits``: plain names, read at each write)
+LISTPACK_ENTRIES = 128
+LISTPACK_VALUE = 64
+
+
+def set_listpack_limits(entries: int, value: int) -> None:
+    """Redis's zset-max-listpack-entries and -value, for every sorted set of the process: a
+    set applies them at its next insert (becoming big if it is then past them), a big set
+    never converts back, and a restore decides with the limits of its time."""
+    global LISTPACK_ENTRIES, LISTPACK_VALUE
+    LISTPACK_ENTRIES = entries
+    LISTPACK_VALUE = value
 
 _INF: Final = math.inf
 #: LIMIT offsets up to this are walked member by member (beyond, positions are cheaper)
