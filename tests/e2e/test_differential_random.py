@@ -28,6 +28,9 @@ Redis 7.0 rejects the extra argument), OBJECT ENCODING of a string (hotkv decide
 would), COPY ... DB n;
 and the commands whose replies are random (SPOP, SRANDMEMBER, HRANDFIELD, ZRANDMEMBER).
 
+Ten seeds run again with encoding limits small enough that the few members convert hashes,
+sets and sorted sets (``SMALL_LIMITS``, set on both servers with CONFIG SET).
+
 The default run takes ``DEFAULT_SEEDS`` seeds of 250 commands in each protocol; ``-m slow``
 runs ``SLOW_SEEDS`` more, of 500 commands. ``HOTKV_DIFF_SEEDS=first:count`` (with ``-m slow``)
 picks other seeds, ``HOTKV_DIFF_STEPS`` the length of a sequence. A failure names the seed, the protocol, the
@@ -38,7 +41,7 @@ from __future__ import annotations
 
 import os
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -702,6 +705,35 @@ def test_what_the_random_sequences_found(reference: RedisServer, server: HotkvPr
 def test_random_sequences_same_as_redis(reference: RedisServer, server: HotkvProcess, seed: int,
                                          protocol: int) -> None:
     assert run_seed(reference.port, server.port, protocol, seed) > STEPS // 2
+
+
+#: encoding limits small enough that the sequences' few members convert hashes, sets and
+#: sorted sets (OBJECT ENCODING, a hashtable's order, -0 in a skiplist) on both servers
+SMALL_LIMITS = {"hash-max-listpack-entries": ("2", "512"), "hash-max-listpack-value": ("3", "64"),
+                "zset-max-listpack-entries": ("3", "128"), "zset-max-listpack-value": ("2", "64"),
+                "set-max-intset-entries": ("3", "512")}
+
+
+@pytest.fixture
+def small_limits(reference: RedisServer, server: HotkvProcess) -> Iterator[None]:
+    def set_all(which: int) -> None:
+        for port in (reference.port, server.port):
+            conn = RespConnection(port, 2)
+            for name, values in SMALL_LIMITS.items():
+                assert conn.call(["CONFIG", "SET", name, values[which]]) == ("+", b"OK"), name
+            conn.close()
+
+    set_all(0)
+    try:
+        yield
+    finally:
+        set_all(1)
+
+
+@pytest.mark.parametrize("seed", range(1, 11))
+def test_random_sequences_with_small_encoding_limits_same_as_redis(
+        small_limits: None, reference: RedisServer, server: HotkvProcess, seed: int) -> None:
+    assert run_seed(reference.port, server.port, 2, seed) > STEPS // 2
 
 
 @pytest.mark.slow
