@@ -18,19 +18,15 @@ import os
 import random
 
 import pytest
-import redis
 
-from e2e.test_differential import RespConnection
 from e2e.test_differential_random import LEX, Argv, Gen
-from e2e.test_notifications_types import MARK, _split
-from helpers import HotkvProcess, RedisServer, drain_to_mark
+from e2e.test_notifications_types import events_per_command
+from helpers import HotkvProcess, RedisServer
 
 DEFAULT_SEEDS = range(1, 11)
 _first, _, _count = os.environ.get("HOTKV_NOTIFY_SEEDS", "3000:150").partition(":")
 SLOW_SEEDS = range(int(_first), int(_first) + int(_count or 1))
 STEPS = 200
-
-Events = list[tuple[bytes, bytes]]
 
 
 def commands_of(seed: int, steps: int) -> list[Argv]:
@@ -44,37 +40,12 @@ def commands_of(seed: int, steps: int) -> list[Argv]:
     return commands
 
 
-def events_per_command(port: int, protocol: int, commands: list[Argv]) -> list[Events]:
-    admin = redis.Redis(port=port, protocol=protocol)
-    admin.flushall()
-    admin.config_set("notify-keyspace-events", "KEA")
-    listener = admin.pubsub()
-    listener.psubscribe("__key*__:*")
-    listener.subscribe(MARK)
-    conn = RespConnection(port, 2)
-    try:
-        for _ in range(2):
-            assert listener.get_message(timeout=2) is not None
-        for argv in commands:
-            conn.call(argv)  # (raw: any reply, errors included)
-            conn.call(["PUBLISH", MARK, "next"])
-        stream = drain_to_mark(listener)
-    finally:
-        conn.close()
-        listener.close()
-        admin.config_set("notify-keyspace-events", "")
-        admin.close()
-    per_command = _split(stream)
-    assert len(per_command) == len(commands) + 1, "a marker went missing"
-    assert per_command[-1] == [], per_command[-1]
-    return per_command[:-1]
-
-
 def check_seed(hotkv_port: int, redis_port: int, protocol: int, seed: int, steps: int) -> int:
     """The seed's events on both servers; returns how many events were compared."""
     commands = commands_of(seed, steps)
-    got = events_per_command(hotkv_port, protocol, commands)
-    expected = events_per_command(redis_port, protocol, commands)
+    calls = [tuple(argv) for argv in commands]
+    got = [events for _, events in events_per_command(hotkv_port, protocol, "KEA", calls)]
+    expected = [events for _, events in events_per_command(redis_port, protocol, "KEA", calls)]
     for step, (argv, mine, theirs) in enumerate(zip(commands, got, expected, strict=True)):
         if mine != theirs:
             before = "\n    ".join(repr(c) for c in commands[max(0, step - 15):step])

@@ -156,7 +156,6 @@ class KeySpec:
         last = start + self.lastkey if self.lastkey >= 0 else argc + self.lastkey
         return argv[start : min(last, argc - 1) + 1 : self.keystep]
 
-
     def counted_loosely(self, argv: list[bytes]) -> bool:
         """A keynum spec whose count is not a strict integer (``" 1"``, ``"+1"``, ``"01"``):
         Redis's key specs refuse it and its getkeys function (``atoi``) finds the keys,

@@ -184,11 +184,10 @@ class FromLua:
     (``redis.setresp``): Redis 7.0 turns Lua booleans into 1 / null under RESP2 and into
     RESP3 booleans only after ``redis.setresp(3)``, whatever the caller speaks."""
 
-    def __init__(self, proto: int, caller_proto: int = 2,
-                 negative_zero: Callable[[Any], bool] | None = None) -> None:
+    def __init__(self, proto: int, caller_proto: int, negative_zero: Callable[[Any], bool]) -> None:
         self.proto = proto
         self.caller_proto = caller_proto
-        #: ToLua.negative_zero of the script's runtime (None: -0 reads as 0)
+        #: ToLua.negative_zero of the script's runtime
         self.negative_zero = negative_zero
         #: the error replies made from error tables, at any depth, that are not yet counted
         #: in errorstats; ``counted``: some were (redis.pcall's, marked by Redis's
@@ -226,7 +225,7 @@ class FromLua:
             return Simple(ok.decode("utf-8", "replace").replace("\r", " ").replace("\n", " "))
         double = table[b"double"]
         if type(double) in (int, float):
-            if double == 0 and self.negative_zero is not None and self.negative_zero(table):
+            if double == 0 and self.negative_zero(table):
                 return Double(-0.0)  # (a RESP3 double reply of -0 that a script hands back)
             return Double(double)  # Redis 7.0 prints a script's double with %.17g
         big = table[b"big_number"]

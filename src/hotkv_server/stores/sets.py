@@ -39,6 +39,8 @@ def set_intset_limit(entries: int) -> None:
     its next write (converting if it is then past it), a hashtable never converts back."""
     global INTSET_ENTRIES
     INTSET_ENTRIES = entries
+
+
 #: bytes a member costs beyond its own bytes (list slot, dict slot, bytes object, position
 #: int), and a set beyond its members (object, empty dict and list): measured on CPython 3.11
 MEMBER_OVERHEAD: Final = 120

@@ -69,6 +69,7 @@ def set_listpack_limits(entries: int, value: int) -> None:
     LISTPACK_ENTRIES = entries
     LISTPACK_VALUE = value
 
+
 _INF: Final = math.inf
 #: LIMIT offsets up to this are walked member by member (beyond, positions are cheaper)
 WALK_OFFSET: Final = 256
@@ -270,15 +271,12 @@ class SortedSetValue(TypedValue):
             self.version += 1
             if not self.big and (len(scores) >= LISTPACK_ENTRIES or len(member) > LISTPACK_VALUE):
                 self.big = True  # (before the insert, as Redis converts)
-            if not self.big:
-                score += 0.0  # -0.0 -> 0.0
-            scores[member] = score
         elif old == score:
             return False
-        else:
-            if not self.big:
-                score += 0.0
-            scores[member] = score
+        if not self.big:
+            score += 0.0  # -0.0 -> 0.0
+        scores[member] = score
+        if old is not None:
             self._discard(old, member)
         key = score_key(score) + member
         # SortedList.add written out, its _expand called only for a sublist to split; a
