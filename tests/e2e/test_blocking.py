@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from e2e.test_differential import Incomplete, parse_reply
+from e2e.test_differential import Incomplete, parse_reply, request_bytes
 from helpers import HotkvProcess, RedisServer
 
 WAITING = ("<waiting>", None)
@@ -33,11 +33,7 @@ class Peer:
             assert self.read(5.0)[0] == "%"
 
     def send(self, argv: list[Any]) -> None:
-        parts = [b"*%d\r\n" % len(argv)]
-        for arg in argv:
-            raw = arg if isinstance(arg, bytes) else str(arg).encode()
-            parts.append(b"$%d\r\n%b\r\n" % (len(raw), raw))
-        self.sock.sendall(b"".join(parts))
+        self.sock.sendall(request_bytes(argv))
 
     def read(self, timeout: float) -> Any:
         deadline = time.monotonic() + timeout

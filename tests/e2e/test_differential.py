@@ -80,6 +80,15 @@ def parse_reply(buf: bytes, pos: int = 0) -> tuple[Any, int]:
     raise AssertionError(f"unknown RESP type {kind!r} in {buf[pos - 1 :][:60]!r}")
 
 
+def request_bytes(argv: list[Any]) -> bytes:
+    """One request as a RESP array of bulk strings (a str or a number as its text)."""
+    parts = [b"*%d\r\n" % len(argv)]
+    for arg in argv:
+        raw = arg if isinstance(arg, bytes) else str(arg).encode()
+        parts.append(b"$%d\r\n%b\r\n" % (len(raw), raw))
+    return b"".join(parts)
+
+
 class RespConnection:
     """One connection, one request at a time."""
 
@@ -91,11 +100,7 @@ class RespConnection:
             assert reply[0] == "%", reply
 
     def call(self, argv: list[Any]) -> Any:
-        parts = [b"*%d\r\n" % len(argv)]
-        for arg in argv:
-            raw = arg if isinstance(arg, bytes) else str(arg).encode()
-            parts.append(b"$%d\r\n%b\r\n" % (len(raw), raw))
-        self.sock.sendall(b"".join(parts))
+        self.sock.sendall(request_bytes(argv))
         while True:
             try:
                 reply, end = parse_reply(self.buf)

@@ -35,7 +35,7 @@ from typing import Any
 
 import pytest
 
-from e2e.test_differential import Incomplete, RespConnection, parse_reply
+from e2e.test_differential import Incomplete, RespConnection, parse_reply, request_bytes
 from e2e.test_differential_random import (
     KEYS,
     LEX,
@@ -122,11 +122,7 @@ class Waiter:
         self.blocked = False
 
     def send(self, argv: Argv) -> None:
-        parts = [b"*%d\r\n" % len(argv)]
-        for arg in argv:
-            raw = arg if isinstance(arg, bytes) else str(arg).encode()
-            parts.append(b"$%d\r\n%b\r\n" % (len(raw), raw))
-        self.conn.sock.sendall(b"".join(parts))
+        self.conn.sock.sendall(request_bytes(argv))
 
     def reply(self, wait: float) -> Any:
         """The next reply, or None when none came within ``wait`` seconds."""

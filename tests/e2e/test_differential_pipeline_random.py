@@ -27,7 +27,7 @@ from typing import Any
 
 import pytest
 
-from e2e.test_differential import Incomplete, RespConnection, parse_reply
+from e2e.test_differential import Incomplete, RespConnection, parse_reply, request_bytes
 from e2e.test_differential_random import LEX, Argv, Gen, assert_same_data, normalise
 from helpers import HotkvProcess, RedisServer
 
@@ -44,18 +44,10 @@ def _batchable(argv: Argv) -> bool:
                 or (name == "zrangestore" and "BYLEX" in upper))
 
 
-def _request(argv: Argv) -> bytes:
-    parts = [b"*%d\r\n" % len(argv)]
-    for arg in argv:
-        raw = arg if isinstance(arg, bytes) else str(arg).encode()
-        parts.append(b"$%d\r\n%b\r\n" % (len(raw), raw))
-    return b"".join(parts)
-
-
 def exchange(conn: RespConnection, batch: list[Argv], cuts: list[int]) -> list[Any]:
     """Send the batch in one write (or cut at ``cuts``, a millisecond apart) and read its
     replies in order."""
-    data = b"".join(_request(argv) for argv in batch)
+    data = b"".join(request_bytes(argv) for argv in batch)
     start = 0
     for cut in [*cuts, len(data)]:
         if start < cut <= len(data):
@@ -101,7 +93,7 @@ def run_seed(redis_port: int, hotkv_port: int, protocol: int, seed: int,
                              rng.choice([["NOSUCHCOMMAND", "x"], ["GET"], ["PING", "a", "b"]]))
             if rng.random() < 0.1:
                 batch = [["MULTI"], *batch, ["EXEC"]]
-            size = sum(len(_request(argv)) for argv in batch)
+            size = sum(len(request_bytes(argv)) for argv in batch)
             cuts = sorted(rng.sample(range(1, size), min(3, size - 1))) if (
                 rng.random() < 0.2 and size > 1) else []
             expected = exchange(redis_conn, batch, cuts)

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 import redis
 
-from e2e.test_differential import Incomplete, parse_reply
+from e2e.test_differential import Incomplete, parse_reply, request_bytes
 from helpers import HotkvProcess, RedisServer, require_tool
 
 
@@ -32,11 +32,7 @@ class Conn:
             assert self.call("HELLO", "3")[0] == "%"
 
     def send(self, *argv: Any) -> None:
-        parts = [b"*%d\r\n" % len(argv)]
-        for arg in argv:
-            raw = arg if isinstance(arg, bytes) else str(arg).encode()
-            parts.append(b"$%d\r\n%b\r\n" % (len(raw), raw))
-        self.sock.sendall(b"".join(parts))
+        self.sock.sendall(request_bytes(list(argv)))
 
     def read(self, timeout: float = 5.0) -> Any:
         self.sock.settimeout(timeout)
