@@ -65,7 +65,7 @@ class Peer:
 Step = tuple[Any, ...]
 
 
-def _clients_field(probe: Peer, field: bytes) -> int:
+def clients_field(probe: Peer, field: bytes) -> int:
     probe.send(["INFO", "clients"])
     reply = probe.read(5.0)
     text = reply[1] if isinstance(reply, tuple) else reply
@@ -80,7 +80,7 @@ def _settle(probe: Peer, field: bytes, before: int, step: int) -> None:
     MULTI, or served at once) leaves the count as it was."""
     deadline = time.monotonic() + 0.1
     while time.monotonic() < deadline:
-        if _clients_field(probe, field) == before + step:
+        if clients_field(probe, field) == before + step:
             return
         time.sleep(0.002)
 
@@ -95,7 +95,7 @@ def transcript(port: int, protocol: int, steps: list[Step]) -> list[Any]:
         for step in steps:
             kind = step[0]
             if kind == "block":
-                before = _clients_field(probe, b"blocked_clients")
+                before = clients_field(probe, b"blocked_clients")
                 peers[step[1]].send(step[2])
                 _settle(probe, b"blocked_clients", before, 1)
             elif kind == "read":
@@ -103,7 +103,7 @@ def transcript(port: int, protocol: int, steps: list[Step]) -> list[Any]:
             elif kind == "idle":
                 out.append((step[1], peers[step[1]].read(0.2)))
             elif kind == "close":
-                before = _clients_field(probe, b"connected_clients")
+                before = clients_field(probe, b"connected_clients")
                 peers[step[1]].close()
                 _settle(probe, b"connected_clients", before, -1)
             elif kind == "sleep":

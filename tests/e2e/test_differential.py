@@ -101,6 +101,10 @@ class RespConnection:
 
     def call(self, argv: list[Any]) -> Any:
         self.sock.sendall(request_bytes(argv))
+        return self.read()
+
+    def read(self) -> Any:
+        """The next reply (waiting for it as long as the socket's timeout allows)."""
         while True:
             try:
                 reply, end = parse_reply(self.buf)

@@ -28,23 +28,24 @@ from __future__ import annotations
 
 import os
 import random
-import re
 import select
 import time
 from typing import Any
 
 import pytest
 
-from e2e.test_differential import Incomplete, RespConnection, parse_reply, request_bytes
+from e2e.test_blocking import WAITING, Peer, clients_field
+from e2e.test_differential import RespConnection
 from e2e.test_differential_random import (
     KEYS,
-    LEX,
     Argv,
     Gen,
     assert_same_data,
     hash_order_unspecified,
     lex_unspecified,
     normalise,
+    probe_free,
+    same_exec,
     string_encoding,
 )
 from helpers import HotkvProcess, RedisServer
@@ -104,45 +105,22 @@ def _sendable(argv: Argv) -> bool:
 
 
 def _queueable(argv: Argv) -> bool:
-    """A command for a MULTI block: sendable, and none that a probe would have to judge
-    by the data (which EXEC sees only later): lex ranges, OBJECT, stores over a key."""
+    """A command for a MULTI block: sendable, needing no probe (``probe_free``), and no
+    store over a key (``_overwrites`` cannot see the data EXEC will meet)."""
     name = argv[0].lower()
-    upper = [a.upper() for a in argv]
-    return _sendable(argv) and not (
-        name in LEX or "BYLEX" in upper or name == "object" or name in _STORES
-        or (name.startswith("sort") and "STORE" in upper))
+    return _sendable(argv) and probe_free(argv) and not (
+        name in _STORES or (name.startswith("sort") and "STORE" in (a.upper() for a in argv)))
 
 
-class Waiter:
-    """A connection that sends blocking calls and reads their replies only when asked."""
+class Waiter(Peer):
+    """test_blocking's connection whose replies are read only when asked, with its client
+    id (for CLIENT UNBLOCK) and whether it waits."""
 
     def __init__(self, port: int, protocol: int) -> None:
-        self.conn = RespConnection(port, protocol)
-        self.id = self.conn.call(["CLIENT", "ID"])[1]
+        super().__init__(port, protocol)
+        self.send(["CLIENT", "ID"])
+        self.id = self.read(5)[1]
         self.blocked = False
-
-    def send(self, argv: Argv) -> None:
-        self.conn.sock.sendall(request_bytes(argv))
-
-    def reply(self, wait: float) -> Any:
-        """The next reply, or None when none came within ``wait`` seconds."""
-        deadline = time.monotonic() + wait
-        while True:
-            try:
-                reply, end = parse_reply(self.conn.buf)
-                self.conn.buf = self.conn.buf[end:]
-                return reply
-            except Incomplete:
-                pass
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return None
-            readable, _, _ = select.select([self.conn.sock], [], [], left)
-            if readable:
-                data = self.conn.sock.recv(65536)
-                if not data:
-                    raise ConnectionError("the server closed a waiter's connection")
-                self.conn.buf += data
 
 
 class Side:
@@ -151,14 +129,11 @@ class Side:
     def __init__(self, port: int, protocol: int) -> None:
         self.port, self.protocol = port, protocol
         self.writer = RespConnection(port, protocol)
-        self.info = RespConnection(port, 2)
+        self.info = Peer(port, 2)
         self.waiters = [Waiter(port, protocol) for _ in range(WAITERS)]
 
     def blocked_count(self) -> int:
-        text = self.info.call(["INFO", "clients"])[1]
-        match = re.search(rb"\bblocked_clients:(\d+)", text)
-        assert match, text
-        return int(match.group(1))
+        return clients_field(self.info, b"blocked_clients")
 
     def settle(self, before: int) -> int:
         """``blocked_clients`` once the server has taken a call just sent to a waiter: one
@@ -171,7 +146,7 @@ class Side:
             count = self.blocked_count()
             if count != before or time.monotonic() > deadline:
                 return count
-            if any(w.conn.buf or select.select([w.conn.sock], [], [], 0)[0]
+            if any(w.buf or select.select([w.sock], [], [], 0)[0]
                    for w in self.waiters if w.blocked):
                 return self.blocked_count()
             time.sleep(0.001)
@@ -184,8 +159,8 @@ class Side:
         while len(out) < count and time.monotonic() < deadline:
             for i, waiter in enumerate(self.waiters):
                 if waiter.blocked and i not in out:
-                    reply = waiter.reply(0.002)
-                    if reply is not None:
+                    reply = waiter.read(0.002)
+                    if reply != WAITING:
                         out[i] = reply
         for i in out:
             self.waiters[i].blocked = False
@@ -193,7 +168,7 @@ class Side:
 
     def replace(self, i: int) -> None:
         """Close waiter ``i`` and open a new one in its place."""
-        self.waiters[i].conn.close()
+        self.waiters[i].close()
         self.waiters[i] = Waiter(self.port, self.protocol)
 
     def settle_down(self, count: int) -> int:
@@ -207,7 +182,7 @@ class Side:
             time.sleep(0.001)
 
     def close(self) -> None:
-        for conn in (self.writer, self.info, *(w.conn for w in self.waiters)):
+        for conn in (self.writer, self.info, *self.waiters):
             conn.close()
 
 
@@ -261,7 +236,6 @@ def run_seed(redis_port: int, hotkv_port: int, protocol: int, seed: int, steps: 
                     pending = blocked
             else:
                 if rng.random() < 0.05:
-                    argv = ["MULTI"]
                     block = [gen.command() for _ in range(rng.randint(1, 3))]
                     if any(not _queueable(queued) for queued in block):
                         continue
@@ -272,14 +246,8 @@ def run_seed(redis_port: int, hotkv_port: int, protocol: int, seed: int, steps: 
                             side.writer.call(queued)
                         replies.append(side.writer.call(["EXEC"]))
                     expected, got = replies
-                    if expected[0] == got[0] == "*" and expected[1] is not None:
-                        same = len(block) == len(expected[1]) == len(got[1]) and all(
-                            normalise(q, e, True) == normalise(q, g, True)
-                            for q, e, g in zip(block, expected[1], got[1], strict=True))
-                    else:
-                        same = expected == got
                     what = f"MULTI {block!r} EXEC -> {expected!r}"
-                    if not same:
+                    if not same_exec(block, expected, got):
                         fail(step, f"MULTI {block!r} EXEC\n  redis: {expected!r}\n"
                                    f"  hotkv: {got!r}")
                 else:
@@ -311,7 +279,7 @@ def run_seed(redis_port: int, hotkv_port: int, protocol: int, seed: int, steps: 
                 replies = []
                 for side in (redis, hotkv):
                     assert side.writer.call(["CLIENT", "UNBLOCK", side.waiters[i].id]) == (":", 1)
-                    replies.append(side.waiters[i].reply(5))
+                    replies.append(side.waiters[i].read(5))
                     side.waiters[i].blocked = False
                 if replies[0] != replies[1]:
                     fail(steps, f"waiter {i} unblocked\n  redis: {replies[0]!r}\n"

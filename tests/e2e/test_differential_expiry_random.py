@@ -70,22 +70,22 @@ class ExpiryGen(Gen):
             self.hot = None
         return argv
 
-
-def expiring(gen: ExpiryGen) -> Argv:
-    """A command that leaves one key (of any type, or none) with a deadline 1 ms away."""
-    gen.hot = None
-    key = gen.k()
-    gen.hot, gen.hot_left = key, 3
-    soon = str(int(time.time() * 1000) + 1)
-    return gen.rng.choice([
-        ["PEXPIRE", key, "1"],
-        ["PEXPIREAT", key, soon],
-        ["PEXPIRE", key, "1", "XX"],
-        ["SET", key, gen.v(), "PX", "1"],
-        ["SET", key, gen.v(), "PXAT", soon],
-        ["PSETEX", key, "1", gen.v()],
-        ["GETEX", key, "PX", "1"],
-    ])
+    def expiring(self) -> Argv:
+        """A command that leaves one key (of any type, or none) with a deadline 1 ms away;
+        the next three commands go for that key half the time."""
+        self.hot = None
+        key = self.k()
+        self.hot, self.hot_left = key, 3
+        soon = str(int(time.time() * 1000) + 1)
+        return self.rng.choice([
+            ["PEXPIRE", key, "1"],
+            ["PEXPIREAT", key, soon],
+            ["PEXPIRE", key, "1", "XX"],
+            ["SET", key, self.v(), "PX", "1"],
+            ["SET", key, self.v(), "PXAT", soon],
+            ["PSETEX", key, "1", self.v()],
+            ["GETEX", key, "PX", "1"],
+        ])
 
 
 def run_seed(redis_port: int, hotkv_port: int, protocol: int, seed: int, steps: int = STEPS) -> int:
@@ -105,7 +105,7 @@ def run_seed(redis_port: int, hotkv_port: int, protocol: int, seed: int, steps: 
             assert conn.call(["CONFIG", "SET", "hz", "1"]) == ("+", b"OK")
         for step in range(steps):
             soon = rng.random() < 0.15
-            argv = expiring(gen) if soon else gen.command()
+            argv = gen.expiring() if soon else gen.command()
             if argv[0].upper() == "DBSIZE" or (
                     not soon and (lex_unspecified(argv, probe) or string_encoding(argv, probe))):
                 continue

@@ -8,9 +8,8 @@ one-at-a-time requests never take. Every reply is compared as test_differential_
 compares them, then the whole data set.
 
 A batch holds only commands whose comparison needs no look at the data first (the probes
-of test_differential_random see the data before the batch, not before each command): no
-lex ranges (their result over mixed scores is unspecified), no OBJECT, and hash reads
-compared order-free. Now and then a batch is wrapped in MULTI ... EXEC, or holds a wrong
+of test_differential_random see the data before the batch, not before each command:
+``probe_free``), with hash reads compared order-free. Now and then a batch is wrapped in MULTI ... EXEC, or holds a wrong
 call (an unknown command, a wrong arity): neither may disturb the replies after it.
 
 The default run takes ``DEFAULT_SEEDS``; ``-m slow`` runs ``SLOW_SEEDS`` more
@@ -27,21 +26,21 @@ from typing import Any
 
 import pytest
 
-from e2e.test_differential import Incomplete, RespConnection, parse_reply, request_bytes
-from e2e.test_differential_random import LEX, Argv, Gen, assert_same_data, normalise
+from e2e.test_differential import RespConnection, request_bytes
+from e2e.test_differential_random import (
+    Argv,
+    Gen,
+    assert_same_data,
+    normalise,
+    probe_free,
+    same_exec,
+)
 from helpers import HotkvProcess, RedisServer
 
 DEFAULT_SEEDS = range(1, 7)
 _first, _, _count = os.environ.get("HOTKV_PIPE_DIFF_SEEDS", "8000:60").partition(":")
 SLOW_SEEDS = range(int(_first), int(_first) + int(_count or 1))
 BATCHES = 25
-
-
-def _batchable(argv: Argv) -> bool:
-    name = argv[0].lower()
-    upper = [a.upper() for a in argv]
-    return not (name in LEX or "BYLEX" in upper or name == "object"
-                or (name == "zrangestore" and "BYLEX" in upper))
 
 
 def exchange(conn: RespConnection, batch: list[Argv], cuts: list[int]) -> list[Any]:
@@ -55,19 +54,7 @@ def exchange(conn: RespConnection, batch: list[Argv], cuts: list[int]) -> list[A
             start = cut
             if cut < len(data):
                 time.sleep(0.001)
-    replies: list[Any] = []
-    while len(replies) < len(batch):
-        try:
-            reply, end = parse_reply(conn.buf)
-        except Incomplete:
-            chunk = conn.sock.recv(65536)
-            if not chunk:
-                raise ConnectionError("the server closed the connection") from None
-            conn.buf += chunk
-            continue
-        conn.buf = conn.buf[end:]
-        replies.append(reply)
-    return replies
+    return [conn.read() for _ in batch]
 
 
 def run_seed(redis_port: int, hotkv_port: int, protocol: int, seed: int,
@@ -83,29 +70,24 @@ def run_seed(redis_port: int, hotkv_port: int, protocol: int, seed: int,
             assert conn.call(["FLUSHALL"]) == ("+", b"OK")
         for number in range(batches):
             batch: list[Argv] = []
-            size = rng.randint(1, 40)
-            while len(batch) < size:
+            length = rng.randint(1, 40)
+            while len(batch) < length:
                 argv = gen.command()
-                if _batchable(argv):
+                if probe_free(argv):
                     batch.append(argv)
             if rng.random() < 0.1:
                 batch.insert(rng.randrange(len(batch) + 1),
                              rng.choice([["NOSUCHCOMMAND", "x"], ["GET"], ["PING", "a", "b"]]))
             if rng.random() < 0.1:
                 batch = [["MULTI"], *batch, ["EXEC"]]
-            size = sum(len(request_bytes(argv)) for argv in batch)
-            cuts = sorted(rng.sample(range(1, size), min(3, size - 1))) if (
-                rng.random() < 0.2 and size > 1) else []
+            nbytes = sum(len(request_bytes(argv)) for argv in batch)
+            cuts = sorted(rng.sample(range(1, nbytes), min(3, nbytes - 1))) if (
+                rng.random() < 0.2 and nbytes > 1) else []
             expected = exchange(redis_conn, batch, cuts)
             got = exchange(hotkv_conn, batch, cuts)
             for i, (argv, e, g) in enumerate(zip(batch, expected, got, strict=True)):
-                if argv[0] == "EXEC" and e[0] == g[0] == "*" and e[1] is not None:
-                    queued = batch[1:-1]
-                    same = len(e[1]) == len(g[1]) == len(queued) and all(
-                        normalise(q, qe, True) == normalise(q, qg, True)
-                        for q, qe, qg in zip(queued, e[1], g[1], strict=True))
-                else:
-                    same = normalise(argv, e, True) == normalise(argv, g, True)
+                same = (same_exec(batch[1:-1], e, g) if argv[0] == "EXEC"
+                        else normalise(argv, e, True) == normalise(argv, g, True))
                 if not same:
                     shown = "\n    ".join(repr(a) for a in batch[max(0, i - 10): i])
                     pytest.fail(

@@ -500,6 +500,25 @@ def normalise(argv: Argv, reply: Any, hashtable: bool = False) -> Any:
     return reply
 
 
+def probe_free(argv: Argv) -> bool:
+    """The command's comparison needs no look at the data first (the probes below), so it
+    may run where no probe can see the data it meets (queued in MULTI, in a pipeline): no
+    lex range (unspecified over mixed scores), no OBJECT (a string's encoding); its hash
+    reads are compared order-free (``normalise`` with ``hashtable``)."""
+    return not (argv[0].lower() in LEX or "BYLEX" in (a.upper() for a in argv)
+                or argv[0].lower() == "object")
+
+
+def same_exec(queued: list[Argv], expected: Any, got: Any) -> bool:
+    """EXEC's replies agree: each queued command's as ``normalise`` (order-free hash
+    reads) compares them, or the whole reply (an abort, a null) exactly."""
+    if not (expected[0] == got[0] == "*" and expected[1] is not None):
+        return bool(expected == got)
+    return len(queued) == len(expected[1]) == len(got[1]) and all(
+        normalise(q, e, True) == normalise(q, g, True)
+        for q, e, g in zip(queued, expected[1], got[1], strict=True))
+
+
 def hash_order_unspecified(argv: Argv, probe: RespConnection) -> bool:
     """A hash read of a ``hashtable`` (a value over 64 bytes, as HINCRBYFLOAT can make):
     its order is Redis's hash order, which hotkv does not follow (docs/data-types.md)."""
@@ -591,11 +610,9 @@ def run_seed(redis_port: int, hotkv_port: int, protocol: int, seed: int, steps: 
                 argv = gen.command()
                 if queued is not None:
                     # a queued command sees the data as EXEC finds it, which no probe can
-                    # tell now: no lex ranges (their result may be unspecified) in MULTI
-                    if argv[0].lower() in LEX or "BYLEX" in (a.upper() for a in argv):
+                    # tell now
+                    if not probe_free(argv):
                         continue
-                    if argv[0].lower() == "object":
-                        continue  # (string_encoding could not tell the type either)
                     in_multi -= 1
                     queued.append(argv)
                 elif lex_unspecified(argv, probe) or string_encoding(argv, probe):
@@ -605,12 +622,8 @@ def run_seed(redis_port: int, hotkv_port: int, protocol: int, seed: int, steps: 
             got = hotkv_conn.call(argv)
             if argv[0] in ("EXEC", "DISCARD") and queued is not None:
                 done, queued = queued, None
-                if argv[0] == "EXEC" and expected[0] == got[0] == "*" and expected[1] is not None:
-                    same = len(done) == len(expected[1]) == len(got[1]) and all(
-                        normalise(a, e, True) == normalise(a, g, True)
-                        for a, e, g in zip(done, expected[1], got[1], strict=True))
-                else:
-                    same = expected == got
+                same = (same_exec(done, expected, got) if argv[0] == "EXEC"
+                        else expected == got)
             else:
                 same = normalise(argv, expected, hashtable) == normalise(argv, got, hashtable)
             if not same:
