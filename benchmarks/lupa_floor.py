@@ -19,16 +19,16 @@ import time
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 if not any(Path(p, "hotkv_server").is_dir() for p in sys.path if p):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
 
+from run import EVALSHA_SCRIPT
+
 from hotkv_server.scripting.sandbox import Sandbox
 
-SCRIPTS = {
-    "3 calls (SET, INCR, GET)": (b"redis.call('SET', KEYS[1], ARGV[1]) redis.call('INCR', KEYS[2]) "
-                                 b"return redis.call('GET', KEYS[1])"),
-    "return 1": b"return 1",
-}
+#: run.py's EVALSHA row's script, and the same call with no redis.call
+SCRIPTS = {"3 calls (SET, INCR, GET)": EVALSHA_SCRIPT, "return 1": b"return 1"}
 
 
 def main() -> None:
