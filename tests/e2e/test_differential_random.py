@@ -365,7 +365,7 @@ class Gen:
         self.rng.shuffle(opts)
         return ["ZADD", k, *opts, *[x for _ in range(pairs) for x in (self.f(0.03), self.m())]]
 
-    def zrange(self, head: list[str]) -> Argv:
+    def zrange(self, head: Argv) -> Argv:
         by = self.rng.randrange(3)
         rev = ["REV"] if self.p(0.3) else []
         if by == 0:

@@ -21,7 +21,7 @@ from helpers import HotkvProcess, RedisServer, drain_to_mark
 
 
 def drain(listener: Any, wait: float = 0.4) -> list[tuple[bytes, bytes]]:
-    out = []
+    out: list[tuple[bytes, bytes]] = []
     while True:
         message = listener.get_message(timeout=wait)
         if message is None:

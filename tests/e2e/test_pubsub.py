@@ -105,8 +105,8 @@ def run_both(ports: tuple[int, int], protocol: int, script: list[tuple[str, list
                     got.append(conn.call(*argv))
             assert got[0] == got[1], (protocol, step, name, argv, got)
     finally:
-        for side in conns:
-            for conn in side.values():
+        for by_name in conns:
+            for conn in by_name.values():
                 conn.close()
 
 
