@@ -153,6 +153,12 @@ EXTRA_CALLS = [
     ["config", "nosuch"],
     ["nosuch", "a"],
     ["CLIENT", "LIST", "ID", "1"],
+    # a numkeys count read loosely: Redis's getkeys function finds the keys, with no flags
+    ["ZUNIONSTORE", "dst", " 1", "k"],
+    ["ZDIFFSTORE", "dst", "1.5", "a", "b"],
+    ["LMPOP", "+1", "k", "LEFT"],
+    ["EVAL", "return 1", "01", "k"],
+    ["SINTERCARD", "1x", "k"],
 ]
 
 

@@ -104,7 +104,11 @@ _CALL_KEY_FLAGS = {"set": _set_call_key_flags, "amem.work.set": _work_set_call_k
 
 def call_key_flags(spec: CommandSpec, call: list[bytes]) -> Sequence[str]:
     """The key flags of one call, as GETKEYSANDFLAGS reports them (ACL checks them for
-    every keyed call of a restricted user: the spec's own tuple, not a copy)."""
+    every keyed call of a restricted user: the spec's own tuple, not a copy). No flags for
+    a numkeys count read loosely (``" 1"``, ``"+1"``: Redis's getkeys function found the
+    keys, and it names no access)."""
+    if spec.key_specs[0].keynum and spec.counted_loosely(call):
+        return ()
     resolve = _CALL_KEY_FLAGS.get(spec.name)
     if resolve is not None:
         return resolve(call)

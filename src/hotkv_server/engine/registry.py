@@ -270,7 +270,10 @@ class CommandSpec:
 
     def keys_with_flags(self, argv: list[bytes]) -> list[tuple[bytes, tuple[str, ...]]]:
         """Each key of one call with the flags of the key spec that found it (none when
-        one spec finds the call's keys invalid, as ``keys_of``)."""
+        one spec finds the call's keys invalid, as ``keys_of``). A count read loosely
+        (``KeySpec.counted_loosely``) lists the counted keys first and gives every key of
+        the call no flags: Redis found them with the command's getkeys function then,
+        which names no access, so any key pattern matching a key lets ACL pass it."""
         if self.getkeys is not None:
             return self.getkeys(argv)
         out: list[tuple[bytes, tuple[str, ...]]] = []
@@ -282,7 +285,14 @@ class CommandSpec:
             into = first if ks.counted_loosely(argv) else out
             for key in found:
                 into.append((key, ks.flags))
-        return first + out if first else out
+        if first:
+            return [(key, ()) for key, _flags in first + out]
+        return out
+
+    def counted_loosely(self, argv: list[bytes]) -> bool:
+        """A keynum spec of this command reads its count loosely in this call (see
+        ``KeySpec.counted_loosely``): its keys then carry no access flags."""
+        return any(ks.counted_loosely(argv) for ks in self.key_specs)
 
 
 COMMANDS: dict[str, CommandSpec] = {}
