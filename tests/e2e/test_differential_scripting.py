@@ -180,6 +180,15 @@ SCRIPTS: list[tuple[str, list[str], list[str]]] = [
     ("return tostring(cjson.decode('1.5'))", [], []),
     ("return cjson.encode(cjson.decode('{\"x\":[]}'))", [], []),
     ("return cjson.decode(ARGV[1]).name", [], ['{"name":"hotkv","n":[1,2]}']),
+    # cjson.decode's own argument checks, and its null as Redis's (a NULL light userdata)
+    ("return cjson.decode()", [], []),
+    ("return cjson.decode('1', 2)", [], []),
+    ("return cjson.decode({})", [], []),
+    ("return cjson.decode(nil)", [], []),
+    ("return tostring(cjson.decode(1e100))", [], []),
+    ("return {tostring(cjson.null), type(cjson.null), getmetatable(cjson.null) == nil}", [], []),
+    ("local v, n = cjson.decode(string.rep('[', 1000) .. string.rep(']', 1000)), 0 "
+     "while type(v) == 'table' do v, n = v[1], n + 1 end return n", [], []),
     # cmsgpack
     ("return cmsgpack.pack({1, 2, {a = 1}}, 'x', 1.5, true, nil)", [], []),
     ("return {cmsgpack.unpack(cmsgpack.pack(1, 'a', {1, 2}))}", [], []),

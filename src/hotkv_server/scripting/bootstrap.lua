@@ -33,8 +33,11 @@ local function protect(real, shown)
   return proxy
 end
 
+local null_value = host.cjson_null
+
 local function safe_getmetatable(t)
   if protected[t] then return shown_meta[t] end
+  if t == null_value then return nil end  -- a light userdata in Redis: no metatable
   return raw_getmetatable(t)
 end
 

@@ -3,8 +3,9 @@
 Each is what Redis 7 bundles, with its behaviour and error texts where scripts can see them:
 
 * ``cjson``: ``encode`` is Lua (``cjson_encode.lua``, so objects list keys in Lua's table
-  order as Redis's encoder does); ``decode`` parses with Python's json and builds Lua tables
-  (JSON null is ``cjson.null``; numbers are Lua numbers).
+  order as Redis's encoder does); ``decode`` is lua-cjson's parser written out
+  (``cjson_decode.py``: its tokens, strtod numbers, escapes, depth limit and error texts),
+  building Lua tables (JSON null is ``cjson.null``; numbers are Lua numbers).
 * ``cmsgpack``: ``pack(...)`` / ``unpack(s)`` / ``unpack_one`` / ``unpack_limit``; a table
   whose keys are 1..n is an array, another a map; an integral number is a msgpack integer, a
   float a float32 when that is exact, else a float64 (as lua-cmsgpack chooses).
@@ -20,7 +21,6 @@ Every host function returns ``(True, value ...)`` or ``(False, message)``; the L
 
 from __future__ import annotations
 
-import json
 import math
 import struct as pystruct
 from collections.abc import Callable
@@ -29,6 +29,8 @@ from typing import Any
 
 import msgpack
 from lupa.lua51 import LuaError, lua_type
+
+from hotkv_server.scripting import cjson_decode
 
 # --- bit ---------------------------------------------------------------------------------
 
@@ -265,51 +267,27 @@ def _struct_size(fmt: Any) -> tuple[Any, ...]:
 
 
 class _Decoder:
+    """cjson.decode's host function: the argument checks of its C function, then
+    ``cjson_decode.decode``."""
+
     def __init__(self, runtime: Any, null: Any) -> None:
         self.table = runtime.table_from
         self.null = null
 
-    def __call__(self, text: Any) -> tuple[Any, ...]:
-        if type(text) in (int, float):
+    def __call__(self, *args: Any) -> tuple[Any, ...]:
+        if len(args) != 1:
+            return False, "bad argument #1 to 'decode' (expected 1 argument)"
+        text = args[0]
+        t = type(text)
+        if t is int or t is float:  # luaL_checklstring: a number as Lua prints it
             text = b"%.14g" % text
-        if type(text) is not bytes:
-            return False, "bad argument #1 to 'decode' (string expected)"
+        elif t is not bytes:
+            got = "nil" if text is None else "boolean" if t is bool else lua_type(text)
+            return False, f"bad argument #1 to 'decode' (string expected, got {got})"
         try:
-            value = json.loads(text.decode("utf-8", "surrogateescape"), parse_constant=_no_constant)
-        except json.JSONDecodeError as exc:
-            return False, _json_error(exc)
-        except (ValueError, RecursionError):
-            return False, "Expected value but found invalid token at character 1"
-        return True, self.lua(value)
-
-    def lua(self, value: Any) -> Any:
-        if value is None:
-            return self.null
-        if isinstance(value, str):
-            return value.encode("utf-8", "surrogateescape")
-        if isinstance(value, bool):
-            return value
-        if isinstance(value, int):
-            return float(value) if abs(value) > 2**53 else value
-        if isinstance(value, float):
-            return value
-        if isinstance(value, list):
-            return self.table([self.lua(v) for v in value])
-        return self.table({k.encode("utf-8", "surrogateescape"): self.lua(v) for k, v in value.items()})
-
-
-def _no_constant(name: str) -> Any:
-    raise ValueError(name)
-
-
-def _json_error(exc: json.JSONDecodeError) -> str:
-    where = exc.pos + 1
-    if exc.msg.startswith("Extra data"):
-        return f"Expected the end but found invalid token at character {where}"
-    at_end = exc.pos >= len(exc.doc)
-    if exc.msg.startswith("Expecting ',' delimiter") or (exc.msg.startswith("Expecting value") and at_end):
-        return f"Expected comma or array end but found T_END at character {where}"
-    return f"Expected value but found invalid token at character {where}"
+            return True, cjson_decode.decode(text, self.null, self.table)
+        except cjson_decode.DecodeError as exc:
+            return False, str(exc)
 
 
 # --- cmsgpack -------------------------------------------------------------------------------

@@ -88,7 +88,11 @@ class Sandbox:
         )
         lua = self.runtime
         lua.execute(b"python = nil")
-        null = lua.eval(b"newproxy(false)")
+        # cjson.null: Redis's is a NULL light userdata, which prints as "userdata: (nil)";
+        # a userdata of our own prints so too (its metatable is hidden: bootstrap.lua)
+        null = lua.eval(b"newproxy(true)")
+        lua.execute(b"getmetatable(...).__tostring = function() return 'userdata: (nil)' end",
+                    null)
         host = lua.table_from({
             b"call": call,
             b"pcall": pcall,
