@@ -34,21 +34,62 @@ local function protect(real, shown)
 end
 
 local null_value = host.cjson_null
+local raw_rawget, raw_tonumber, meta_of = rawget, tonumber, debug.getmetatable
 
-local function safe_getmetatable(t)
+-- a base function's argument error as Lua words and places it for the C function the
+-- wrapper stands for (luaL_argerror): named as the script called it ('?' through pcall),
+-- at the script's line. A script's `return f(...)` tail-calls a Lua wrapper (a C function
+-- keeps the script's frame): the wrapper's own name then, and no line is left to name
+local function arg_error(n, extra, own_name)
+  local info = getinfo(2, "n")  -- (the wrapper, as its caller named it)
+  local name = info and info.name
+  if name == nil then
+    local caller = getinfo(3, "S")
+    name = caller and caller.what == "tail" and own_name or "?"
+  end
+  raw_error("bad argument #" .. n .. " to '" .. name .. "' (" .. extra .. ")", 3)
+end
+
+-- luaL_typename of argument n: "no value" past the last one
+local function type_of_arg(n, ...)
+  if raw_select("#", ...) < n then return "no value" end
+  return raw_type((raw_select(n, ...)))
+end
+
+local function safe_getmetatable(...)
+  if raw_select("#", ...) < 1 then arg_error(1, "value expected", "getmetatable") end
+  local t = ...
   if protected[t] then return shown_meta[t] end
   if t == null_value then return nil end  -- a light userdata in Redis: no metatable
   return raw_getmetatable(t)
 end
 
 -- functions that would write into a read-only table refuse, as Redis's patched Lua does
-local function safe_rawset(t, k, v)
+-- (after the argument checks of the C function, which would otherwise name the sandbox)
+local function safe_rawset(...)
+  local t, k, v = ...
+  if raw_type(t) ~= "table" then
+    arg_error(1, "table expected, got " .. type_of_arg(1, ...), "rawset")
+  end
+  local n = raw_select("#", ...)
+  if n < 3 then arg_error(n + 1, "value expected", "rawset") end
   if protected[t] ~= nil then raw_error(READONLY, 0) end
   return raw_rawset(t, k, v)
 end
 
-local function safe_setmetatable(t, m)
+local function safe_setmetatable(...)
+  local t, m = ...
+  if raw_type(t) ~= "table" then
+    arg_error(1, "table expected, got " .. type_of_arg(1, ...), "setmetatable")
+  end
+  if raw_select("#", ...) < 2 or (m ~= nil and raw_type(m) ~= "table") then
+    arg_error(2, "nil or table expected", "setmetatable")
+  end
   if protected[t] ~= nil then raw_error(READONLY, 0) end
+  local mt = meta_of(t)
+  if mt ~= nil and raw_rawget(mt, "__metatable") ~= nil then
+    raw_error("cannot change a protected metatable", 2)
+  end
   return raw_setmetatable(t, m)
 end
 
@@ -75,7 +116,15 @@ local env  -- the script globals (a read-only proxy), set below
 
 -- loadstring of text only (a binary chunk is refused, as Redis does); the chunk runs in the
 -- script globals, never in the host's
-local function safe_loadstring(text, name)
+local function safe_loadstring(...)
+  local text, name = ...
+  local kind = raw_type(text)
+  if kind ~= "string" and kind ~= "number" then
+    arg_error(1, "string expected, got " .. type_of_arg(1, ...), "loadstring")
+  end
+  if name ~= nil and raw_type(name) ~= "string" and raw_type(name) ~= "number" then
+    arg_error(2, "string expected, got " .. raw_type(name), "loadstring")
+  end
   if raw_type(text) == "string" and text:byte(1) == 27 then
     return nil, "loadstring of binary chunks is not allowed"
   end
@@ -161,36 +210,43 @@ local redis = {}
 redis.call = host.call
 redis.pcall = host.pcall
 
+-- a redis library function's error as Redis raises it (luaPushError, then lua_error): an
+-- error table {err = "ERR ..."}, which a script's pcall sees as its text
+local function lib_error(text)
+  raw_error({err = "ERR " .. text}, 0)
+end
+
+-- one string argument, exactly (a number is refused, as Redis checks the Lua type):
+-- anything else is answered, not raised, with an error table
+local function one_string(...)
+  return raw_select("#", ...) == 1 and raw_type((...)) == "string"
+end
+local WRONG_ARGS = {err = "ERR wrong number or type of arguments"}
+
 -- an error reply's text as Redis keeps it in the table: "CODE message", with ERR for a text
 -- without a first word (error_reply("x") is "ERR x")
-redis.error_reply = function(msg)
-  if raw_type(msg) ~= "string" and raw_type(msg) ~= "number" then
-    raw_error("wrong number or type of arguments", 2)
-  end
-  msg = raw_tostring(msg)
+redis.error_reply = function(...)
+  if not one_string(...) then return {err = WRONG_ARGS.err} end
+  local msg = ...
   if msg:sub(1, 1) == "-" then msg = msg:sub(2) end
   if not msg:find(" ", 1, true) then msg = "ERR " .. msg end
   return {err = msg}
 end
 
-redis.status_reply = function(msg)
-  if raw_type(msg) ~= "string" and raw_type(msg) ~= "number" then
-    raw_error("wrong number or type of arguments", 2)
-  end
-  return {ok = raw_tostring(msg)}
+redis.status_reply = function(...)
+  if not one_string(...) then return {err = WRONG_ARGS.err} end
+  return {ok = (...)}
 end
 
 redis.sha1hex = function(...)
-  if raw_select("#", ...) ~= 1 then
-    raw_error("wrong number of arguments", 2)
-  end
+  if raw_select("#", ...) ~= 1 then lib_error("wrong number of arguments") end
   return host.sha1hex((...))
 end
 
 redis.log = function(level, ...)
   local n = raw_select("#", ...)
-  if n < 1 then raw_error("redis.log() requires two arguments or more.", 2) end
-  if raw_type(level) ~= "number" then raw_error("First argument must be a number (log level).", 2) end
+  if n < 1 then lib_error("redis.log() requires two arguments or more.") end
+  if raw_type(level) ~= "number" then lib_error("First argument must be a number (log level).") end
   local parts = {}
   for i = 1, n do
     local v = raw_select(i, ...)
@@ -201,13 +257,13 @@ end
 
 redis.setresp = host.setresp
 
+-- (Redis 7.0 words a wrong count "requires two arguments"; the flags are lua_tonumber's
+-- reading of the argument, truncated: nil or a table is 0, REPL_NONE)
 redis.set_repl = function(...)
-  if raw_select("#", ...) ~= 1 then
-    raw_error("redis.set_repl() requires one argument.", 2)
-  end
-  local flags = ...
-  if raw_type(flags) ~= "number" or flags < 0 or flags > 3 then
-    raw_error("Invalid replication flags. Use REPL_AOF, REPL_REPLICA, REPL_ALL or REPL_NONE.", 2)
+  if raw_select("#", ...) ~= 1 then lib_error("redis.set_repl() requires two arguments.") end
+  local flags = raw_tonumber((...)) or 0
+  if flags ~= flags or flags <= -1 or flags >= 4 then
+    lib_error("Invalid replication flags. Use REPL_AOF, REPL_REPLICA, REPL_ALL or REPL_NONE.")
   end
 end
 
@@ -347,4 +403,12 @@ local function where()
   return ""
 end
 
-return {run = run, compile = compile, null = cjson_null, env = env, where = where}
+-- the name the script called the host function running now by (luaL_argerror's), or nil
+-- (called through pcall, or a tail call that left no name)
+local function called_as()
+  local info = getinfo(2, "n")
+  return info and info.name
+end
+
+return {run = run, compile = compile, null = cjson_null, env = env, where = where,
+        called_as = called_as}

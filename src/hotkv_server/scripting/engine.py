@@ -462,7 +462,9 @@ class ScriptEngine:
         run = self.running
         if run is None or not args:
             raise HostError(b"ERR Please specify at least one argument for this redis lib call")
-        argv = [a if type(a) is bytes else b"%.17g" % a for a in args if type(a) in (bytes, int, float)]
+        if any(type(a) not in (bytes, int, float) for a in args):
+            raise HostError(b"ERR Lua redis lib command arguments must be strings or integers")
+        argv = [a if type(a) is bytes else b"%.17g" % a for a in args]
         found = resolve(run.ctx, argv)
         if isinstance(found, str):
             raise HostError(b"ERR Invalid command passed to redis.acl_check_cmd()")

@@ -32,6 +32,55 @@ from lupa.lua51 import LuaError, lua_type
 
 from hotkv_server.scripting import cjson_decode
 
+
+def arg_type(args: tuple[Any, ...], i: int) -> str:
+    """Lua's name for the type of argument ``i`` (0-based) as luaL_typerror words it: ``no
+    value`` past the last one, ``nil``, ``boolean``, ``number``, ``string``, ``table`` ..."""
+    if i >= len(args):
+        return "no value"
+    value = args[i]
+    t = type(value)
+    if value is None:
+        return "nil"
+    if t is bool:
+        return "boolean"
+    if t is int or t is float:
+        return "number"
+    if t is bytes:
+        return "string"
+    return lua_type(value) or "userdata"
+
+
+def lua_string(value: Any) -> bytes | None:
+    """luaL_checklstring's reading: a string as it is, a number as Lua prints it (%.14g),
+    else None."""
+    t = type(value)
+    if t is bytes:
+        return bytes(value)
+    if t is int or t is float:
+        return b"%.14g" % value
+    return None
+
+
+def lua_number(value: Any) -> float | None:
+    """lua_tonumber's reading: a number, or a string Lua converts (decimal or hex, blanks
+    around it); None otherwise."""
+    t = type(value)
+    if t is int or t is float:
+        return float(value)
+    if t is not bytes:
+        return None
+    text = value.strip(b" \t\n\r\v\f")
+    try:
+        return float(text) if b"_" not in text else None
+    except ValueError:
+        pass
+    try:
+        return float(int(text, 16)) if text[:2].lower() in (b"0x",) else None
+    except ValueError:
+        return None
+
+
 # --- bit ---------------------------------------------------------------------------------
 
 
@@ -63,14 +112,14 @@ def _bit_call(name: bytes, *args: Any) -> tuple[Any, ...]:
     fname = name.decode()
     for i, a in enumerate(args):
         if type(a) not in (int, float):
-            got = "no value" if a is None else lua_type(a) or type(a).__name__
             if type(a) is bytes:
                 try:
                     float(a)
                     continue
                 except ValueError:
-                    got = "string"
-            return False, f"bad argument #{i + 1} to '{fname}' (number expected, got {got})"
+                    pass
+            return False, (f"bad argument #{i + 1} to '{fname}' (number expected, "
+                           f"got {arg_type(args, i)})")
     nums = [float(a) if type(a) is bytes else a for a in args]
     need = {"tobit": 1, "bnot": 1, "bswap": 1, "band": 1, "bor": 1, "bxor": 1, "tohex": 1}
     if len(nums) < need.get(fname, 2):
@@ -135,19 +184,29 @@ def _lua_result(fn: Callable[..., tuple[Any, ...]]) -> Callable[..., tuple[Any, 
     return call
 
 
-def _struct_format(fmt: Any, type_error: str) -> list[tuple[str, int, str]]:
-    """The items of a struct function's format argument; ``_StructError`` when it is not a
-    string (``type_error``) or invalid."""
-    if type(fmt) is not bytes:
-        raise _StructError(type_error)
+def _struct_format(args: tuple[Any, ...], name: str) -> list[tuple[str, int, str]]:
+    """The items of a struct function's format (its first argument); ``_StructError`` when
+    it is not a string (as luaL_checkstring words it) or invalid."""
+    fmt = lua_string(args[0]) if args else None
+    if fmt is None:
+        raise _StructError(f"bad argument #1 to '{name}' (string expected, got "
+                           f"{arg_type(args, 0)})")
     try:
-        return _struct_items(fmt)
+        return _struct_items(fmt, sizing=name == "size")
+    except _BadOption as exc:  # (luaL_argerror: it names the format argument)
+        raise _StructError(f"bad argument #1 to '{name}' ({exc})") from None
     except ValueError as exc:
         raise _StructError(str(exc)) from None
 
 
-def _struct_items(fmt: bytes) -> list[tuple[str, int, str]]:
-    """(kind, size, byte order) of each item of a struct format; ValueError when invalid."""
+class _BadOption(ValueError):
+    """A format character that is no option (an argument error of the format)."""
+
+
+def _struct_items(fmt: bytes, sizing: bool = False) -> list[tuple[str, int, str]]:
+    """(kind, size, byte order) of each item of a struct format; ValueError when invalid.
+    ``sizing``: struct.size, which passes over a letter or digit that is no option, as the
+    C library does (pack and unpack refuse it)."""
     items: list[tuple[str, int, str]] = []
     order = "<"
     text = fmt.decode("latin-1")
@@ -180,14 +239,15 @@ def _struct_items(fmt: bytes) -> list[tuple[str, int, str]]:
             items.append(("s", 0, order))
         elif c == "x":
             items.append(("x", 1, order))
-        else:
-            raise ValueError(f"invalid format option '{c}'")
+        elif not (sizing and c.isascii() and c.isalnum()):
+            raise _BadOption(f"invalid format option '{c}'")
     return items
 
 
 @_lua_result
-def _struct_pack(fmt: Any, *values: Any) -> tuple[Any, ...]:
-    items = _struct_format(fmt, "bad argument #1 to 'pack' (string expected)")
+def _struct_pack(*args: Any) -> tuple[Any, ...]:
+    items = _struct_format(args, "pack")
+    values = args[1:]
     out = bytearray()
     vi = 0
     for kind, size, order in items:
@@ -200,11 +260,16 @@ def _struct_pack(fmt: Any, *values: Any) -> tuple[Any, ...]:
         vi += 1
         if kind in _STRUCT_INTS:
             if type(value) not in (int, float):
-                raise _StructError(f"bad argument #{vi + 1} to 'pack' (number expected, got {lua_type(value) or 'string'})")
+                raise _StructError(f"bad argument #{vi + 1} to 'pack' (number expected, got "
+                                   f"{arg_type(values, vi - 1)})")
             n = int(value) & ((1 << (8 * size)) - 1)
             out += n.to_bytes(size, "little" if order == "<" else "big")
         elif kind in "fd":
-            out += pystruct.pack(order + kind, float(value))
+            number = lua_number(value)
+            if number is None:  # luaL_checknumber: a number, or a string Lua reads as one
+                raise _StructError(f"bad argument #{vi + 1} to 'pack' (number expected, got "
+                                   f"{arg_type(values, vi - 1)})")
+            out += pystruct.pack(order + kind, number)
         elif kind == "c":
             data = value if type(value) is bytes else str(value).encode()
             if size == 0:
@@ -221,12 +286,20 @@ def _struct_pack(fmt: Any, *values: Any) -> tuple[Any, ...]:
 
 
 @_lua_result
-def _struct_unpack(fmt: Any, data: Any, start: Any = None) -> tuple[Any, ...]:
-    type_error = "bad argument to 'unpack' (string expected)"
-    if type(data) is not bytes:
-        raise _StructError(type_error)
-    items = _struct_format(fmt, type_error)
-    pos = int(start) - 1 if type(start) in (int, float) else 0
+def _struct_unpack(*args: Any) -> tuple[Any, ...]:
+    if not args or lua_string(args[0]) is None:
+        _struct_format(args, "unpack")  # (its type error)
+    # the format's type, the data's, the start's, then the format read (as the C library)
+    data = lua_string(args[1]) if len(args) > 1 else None
+    if data is None:
+        raise _StructError(f"bad argument #2 to 'unpack' (string expected, got "
+                           f"{arg_type(args, 1)})")
+    start = args[2] if len(args) > 2 else None
+    if start is not None and type(start) not in (int, float):
+        raise _StructError(f"bad argument #3 to 'unpack' (number expected, got "
+                           f"{arg_type(args, 2)})")
+    pos = int(start) - 1 if start is not None else 0
+    items = _struct_format(args, "unpack")
     values: list[Any] = []
     for kind, size, order in items:
         if kind == "s":
@@ -256,8 +329,8 @@ def _struct_unpack(fmt: Any, data: Any, start: Any = None) -> tuple[Any, ...]:
 
 
 @_lua_result
-def _struct_size(fmt: Any) -> tuple[Any, ...]:
-    items = _struct_format(fmt, "bad argument #1 to 'size' (string expected)")
+def _struct_size(*args: Any) -> tuple[Any, ...]:
+    items = _struct_format(args, "size")
     if any(kind == "s" for kind, _, _ in items):
         raise _StructError("options 'c0' - 's' have undefined sizes")
     return True, sum(size for _, size, _ in items)
@@ -277,13 +350,9 @@ class _Decoder:
     def __call__(self, *args: Any) -> tuple[Any, ...]:
         if len(args) != 1:
             return False, "bad argument #1 to 'decode' (expected 1 argument)"
-        text = args[0]
-        t = type(text)
-        if t is int or t is float:  # luaL_checklstring: a number as Lua prints it
-            text = b"%.14g" % text
-        elif t is not bytes:
-            got = "nil" if text is None else "boolean" if t is bool else lua_type(text)
-            return False, f"bad argument #1 to 'decode' (string expected, got {got})"
+        text = lua_string(args[0])
+        if text is None:
+            return False, f"bad argument #1 to 'decode' (string expected, got {arg_type(args, 0)})"
         try:
             return True, cjson_decode.decode(text, self.null, self.table)
         except cjson_decode.DecodeError as exc:
@@ -353,7 +422,7 @@ def _header(out: bytearray, n: int, fix: int, h16: bytes, h32: bytes) -> None:
 
 def _msgpack_pack(count: int, *values: Any) -> tuple[Any, ...]:
     if count < 1:
-        return False, "MessagePack pack needs input."
+        return False, "bad argument #0 to 'pack' (MessagePack pack needs input.)"
     out = bytearray()
     padded = list(values) + [None] * (count - len(values))
     for v in padded[:count]:
@@ -365,9 +434,24 @@ class _Unpacker:
     def __init__(self, runtime: Any) -> None:
         self.table = runtime.table_from
 
-    def __call__(self, data: Any, limit: Any, offset: Any) -> tuple[Any, ...]:
-        if type(data) is not bytes:
-            return False, "bad argument #1 to 'unpack' (string expected)"
+    def unpack(self, *args: Any) -> tuple[Any, ...]:
+        return self(args, "unpack", 0, 0)
+
+    def unpack_one(self, *args: Any) -> tuple[Any, ...]:
+        offset = _opt_integer(args, 1, "unpack_one")
+        return offset if type(offset) is tuple else self(args, "unpack_one", 1, offset)
+
+    def unpack_limit(self, *args: Any) -> tuple[Any, ...]:
+        limit = _opt_integer(args, 1, "unpack_limit", required=True)
+        if type(limit) is tuple:
+            return limit
+        offset = _opt_integer(args, 2, "unpack_limit")
+        return offset if type(offset) is tuple else self(args, "unpack_limit", limit, offset)
+
+    def __call__(self, args: tuple[Any, ...], name: str, limit: Any, offset: Any) -> tuple[Any, ...]:
+        data = lua_string(args[0]) if args else None
+        if data is None:
+            return False, f"bad argument #1 to '{name}' (string expected, got {arg_type(args, 0)})"
         limit = int(limit or 0)
         offset = int(offset or 0)
         if offset < 0 or offset > len(data):
@@ -397,6 +481,19 @@ class _Unpacker:
         if isinstance(value, dict):
             return self.table({self.lua(k): self.lua(v) for k, v in value.items()})
         return value
+
+
+def _opt_integer(args: tuple[Any, ...], i: int, name: str,
+                 required: bool = False) -> Any:
+    """luaL_optinteger (luaL_checkinteger when ``required``) of argument ``i``: its value
+    (0 when absent), or the (False, message) of a bad one."""
+    value = args[i] if i < len(args) else None
+    if value is None and not required:
+        return 0
+    number = lua_number(value)
+    if number is None:
+        return False, f"bad argument #{i + 1} to '{name}' (number expected, got {arg_type(args, i)})"
+    return int(number)
 
 
 class LibError(Exception):
@@ -459,9 +556,9 @@ def install(runtime: Any, host: Any, null: Any, fail: Any) -> None:
     unpacker = _Unpacker(runtime)
     cmsgpack = runtime.table()
     cmsgpack[b"pack"] = _expose(lambda *a: _msgpack_pack(len(a), *a), fail)
-    cmsgpack[b"unpack"] = _expose(lambda s=None: unpacker(s, 0, 0), fail)
-    cmsgpack[b"unpack_one"] = _expose(lambda s=None, o=0: unpacker(s, 1, o), fail)
-    cmsgpack[b"unpack_limit"] = _expose(lambda s=None, n=0, o=0: unpacker(s, n, o), fail)
+    cmsgpack[b"unpack"] = _expose(unpacker.unpack, fail)
+    cmsgpack[b"unpack_one"] = _expose(unpacker.unpack_one, fail)
+    cmsgpack[b"unpack_limit"] = _expose(unpacker.unpack_limit, fail)
     host[b"cmsgpack"] = cmsgpack
 
 

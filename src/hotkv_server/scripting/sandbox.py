@@ -107,6 +107,7 @@ class Sandbox:
             b"version_num": _version_num(),
         })
         self._where: Any = None
+        self._called_as: Any = None
         libs.install(lua, host, null, self.fail)
         source = resources.files("hotkv_server.scripting").joinpath("bootstrap.lua").read_bytes()
         exported = lua.execute(source, host, name="=hotkv_sandbox")
@@ -115,22 +116,32 @@ class Sandbox:
         self.run_varargs: Callable[..., tuple[bool, Any]] = exported[b"run"]
         self._compile = exported[b"compile"]
         self._where = exported[b"where"]
+        self._called_as = exported[b"called_as"]
         self.table = lua.table_from
         # the base library functions the sandbox does not offer go from the host's globals too
         lua.execute(b"os = nil; io = nil; package = nil; require = nil; dofile = nil; "
                     b"loadfile = nil; debug = nil; module = nil; newproxy = nil")
 
     def fail(self, message: str) -> Any:
-        """Raise a library error the way luaL_error does: prefixed with the calling line."""
+        """Raise a library error the way luaL_error does: prefixed with the calling line;
+        an argument error names the function as the script called it (luaL_argerror:
+        ``'?'`` through pcall)."""
+        if message.startswith("bad argument #") and self._called_as is not None:
+            head, sep, rest = message.partition(" to '")
+            if sep and "'" in rest:
+                name = self._called_as()
+                shown = name.decode("utf-8", "replace") if isinstance(name, bytes) else "?"
+                message = f"{head} to '{shown}'{rest[rest.index(chr(39)) + 1:]}"
         where = self._where() if self._where is not None else b""
         prefix = where.decode("utf-8", "replace") if isinstance(where, bytes) else ""
         raise libs.LibError(prefix + message)
 
     @staticmethod
     def _sha1hex(value: Any) -> Any:
-        if isinstance(value, int | float):
+        # lua_tolstring: a number as Lua prints it, anything but a string or number as ""
+        if type(value) is int or type(value) is float:
             value = b"%.14g" % value
-        if not isinstance(value, bytes):
+        elif type(value) is not bytes:
             value = b""
         return sha1hex(value).encode()
 
