@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from hotkv_server.commands.zsets import pairs_reply
 from hotkv_server.engine.core import Context, Core
 from hotkv_server.engine.doubles import format_double
-from hotkv_server.server.resp import OrderedSet, Simple, encode
+from hotkv_server.server.resp import ErrorReply, OrderedSet, Simple, encode, encode_error
 from hotkv_server.stores.zsetvalue import SortedSetValue
 
 
@@ -93,3 +93,22 @@ def test_a_score_is_printed_as_printf_17g(value: float) -> None:
 
 
 _RESP2 = Context(Core())  # a RESP2 client's context, for pairs_reply
+
+
+@given(st.lists(st.sampled_from(["a", " ", "\r", "\n", "+OK", "-E", ":1", "\u00e9"]),
+                max_size=12).map("".join))
+@settings(max_examples=300, deadline=None)
+def test_an_error_is_one_line_whatever_its_text(text: str) -> None:
+    # a script's error, a name a client sent: CR/LF inside an error must not end the line
+    # (a reply of its own after it would be read as the next command's); as Redis, those at
+    # its ends go and those inside become blanks
+    message = "ERR " + text
+    expected = message.strip("\r\n").replace("\r", " ").replace("\n", " ")
+    for wire in (encode_error(message), encode([ErrorReply(message), 1], 2)):
+        reader = hiredis.Reader()
+        reader.feed(wire)
+        first = reader.gets()
+        if isinstance(first, list):
+            first = first[0]
+        assert isinstance(first, hiredis.ReplyError) and str(first) == expected
+        assert wire.count(b"\r\n") == (1 if wire[:1] == b"-" else 3)

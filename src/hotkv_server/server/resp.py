@@ -195,7 +195,7 @@ def _encode_into(value: Any, proto: int, out: list[bytes]) -> None:
     elif t is Raw:
         out.append(value.data)
     elif t is ErrorReply:
-        out.append(b"-%b\r\n" % value.encode())
+        out.append(encode_error(value))
     elif t is set or t is frozenset:
         out.append(b"%c%d\r\n" % (126 if proto == 3 else 42, len(value)))
         for item in value:
@@ -229,4 +229,9 @@ def _encode_into(value: Any, proto: int, out: list[bytes]) -> None:
 
 
 def encode_error(message: str) -> bytes:
+    """An error line: CR and LF at its ends dropped and inside it made blanks, as Redis's
+    addReplyErrorFormat does, so no text (a script's error, a name a client sent) can end
+    the line early and inject a reply of its own."""
+    if "\r" in message or "\n" in message:
+        message = message.strip("\r\n").replace("\r", " ").replace("\n", " ")
     return b"-%b\r\n" % message.encode("utf-8", "replace")
