@@ -228,6 +228,13 @@ SCRIPTS: list[tuple[str, list[str], list[str]]] = [
     ("local x = loadstring({}) return x", [], []),
     ("local x = getmetatable() return x", [], []),
     ("local t = setmetatable({}, {__metatable = 1}) setmetatable(t, {})", [], []),
+    # CR/LF in an error cannot end its line (and slip in a reply); binary status replies
+    ("error('x\\r\\n+OK')", [], []),
+    ("return redis.error_reply('a\\r\\nb\\r\\n')", [], []),
+    ("return {redis.error_reply('a\\nb'), redis.status_reply('c\\r\\nd')}", [], []),
+    ("return {redis.status_reply('a\\0b'), redis.status_reply(string.char(0xa1, 0xff))}",
+     [], []),
+    ("return struct.size('a\\r\\nb')", [], []),
     # cmsgpack
     ("return cmsgpack.pack({1, 2, {a = 1}}, 'x', 1.5, true, nil)", [], []),
     ("return {cmsgpack.unpack(cmsgpack.pack(1, 'a', {1, 2}))}", [], []),

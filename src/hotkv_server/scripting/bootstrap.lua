@@ -227,7 +227,7 @@ local WRONG_ARGS = {err = "ERR wrong number or type of arguments"}
 -- without a first word (error_reply("x") is "ERR x")
 redis.error_reply = function(...)
   if not one_string(...) then return {err = WRONG_ARGS.err} end
-  local msg = ...
+  local msg = (...):match("^[^%z]*")  -- (a C string: it ends at a NUL)
   if msg:sub(1, 1) == "-" then msg = msg:sub(2) end
   if not msg:find(" ", 1, true) then msg = "ERR " .. msg end
   return {err = msg}

@@ -214,7 +214,8 @@ class FromLua:
     def _table(self, table: Any) -> Any:
         err = table[b"err"]
         if type(err) is bytes:
-            made = ErrorReply(err.decode("utf-8", "replace"))
+            # (Redis reads the text as a C string: it ends at a NUL)
+            made = ErrorReply(err.split(b"\0", 1)[0].decode("utf-8", "replace"))
             if table[b"ignore_error_stats_update"] is True:
                 self.counted = True
             else:
@@ -222,7 +223,11 @@ class FromLua:
             return made
         ok = table[b"ok"]
         if type(ok) is bytes:
-            return Simple(ok.decode("utf-8", "replace").replace("\r", " ").replace("\n", " "))
+            # a C string (it ends at a NUL), CR and LF made blanks; its other bytes as they are
+            status = ok.split(b"\0", 1)[0].replace(b"\r", b" ").replace(b"\n", b" ")
+            if status.isascii():
+                return Simple(status.decode("ascii"))
+            return Raw(b"+%b\r\n" % status)
         double = table[b"double"]
         if type(double) in (int, float):
             if double == 0 and self.negative_zero(table):

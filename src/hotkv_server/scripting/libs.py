@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 import struct as pystruct
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from importlib import resources
 from typing import Any
 
@@ -58,6 +58,8 @@ def lua_string(value: Any) -> bytes | None:
     if t is bytes:
         return bytes(value)
     if t is int or t is float:
+        if value != value:  # (printf writes the sign of a NaN: 0/0 is -nan on x86)
+            return b"-nan" if math.copysign(1.0, value) < 0 else b"nan"
         return b"%.14g" % value
     return None
 
@@ -85,14 +87,13 @@ def lua_number(value: Any) -> float | None:
 
 
 def _tobit(x: Any) -> int:
+    """LuaBitOp's number to bit conversion: the low 32 bits of ``x + 2^52 + 2^51`` as a
+    double (so a whole number keeps its low 32 bits, a fraction rounds to nearest-even,
+    and a number past 2^51 gives what those bits of its double hold, as in Redis)."""
     if type(x) not in (int, float):
         raise TypeError
-    if type(x) is float:
-        if math.isnan(x) or math.isinf(x):
-            return 0
-        x = round(x)  # the 2^52+2^51 trick of LuaBitOp rounds to nearest, ties to even
-    x &= 0xFFFFFFFF
-    return x - 0x100000000 if x & 0x80000000 else x
+    raw = pystruct.pack("<d", float(x) + 6755399441055744.0)
+    return int.from_bytes(raw[:4], "little", signed=True)
 
 
 def _u32(x: Any) -> int:
@@ -108,22 +109,29 @@ _BIT_NAMES = ("tobit", "tohex", "bnot", "band", "bor", "bxor", "lshift", "rshift
               "rol", "ror", "bswap")
 
 
+#: how many arguments each bit function reads (LuaBitOp checks those and ignores the
+#: rest; band, bor and bxor read them all; tohex's second is optional)
+_BIT_ARITY = {"tobit": 1, "bnot": 1, "bswap": 1, "tohex": 1}
+
+
 def _bit_call(name: bytes, *args: Any) -> tuple[Any, ...]:
     fname = name.decode()
-    for i, a in enumerate(args):
-        if type(a) not in (int, float):
-            if type(a) is bytes:
-                try:
-                    float(a)
-                    continue
-                except ValueError:
-                    pass
+    # the arguments read, in LuaBitOp's order: the first, then band/bor/bxor's others from
+    # the last one down; tohex's second when given (even nil); the shifts' count
+    if fname in ("band", "bor", "bxor"):
+        order = [0, *range(len(args) - 1, 0, -1)]
+    elif fname == "tohex":
+        order = [0, 1] if len(args) > 1 else [0]
+    else:
+        order = list(range(_BIT_ARITY.get(fname, 2)))
+    read: dict[int, float] = {}
+    for i in order:
+        number = lua_number(args[i]) if i < len(args) else None
+        if number is None:  # luaL_checknumber: a number, or a string Lua reads as one
             return False, (f"bad argument #{i + 1} to '{fname}' (number expected, "
                            f"got {arg_type(args, i)})")
-    nums = [float(a) if type(a) is bytes else a for a in args]
-    need = {"tobit": 1, "bnot": 1, "bswap": 1, "band": 1, "bor": 1, "bxor": 1, "tohex": 1}
-    if len(nums) < need.get(fname, 2):
-        return False, f"bad argument #{len(nums) + 1} to '{fname}' (number expected, got no value)"
+        read[i] = number
+    nums = [read[i] for i in sorted(read)]
     if fname == "tobit":
         return True, _tobit(nums[0])
     if fname == "tohex":
@@ -164,6 +172,8 @@ def _bit_call(name: bytes, *args: Any) -> tuple[Any, ...]:
 
 # --- struct --------------------------------------------------------------------------------
 
+#: struct's MAXINTSIZE: the largest i/I size
+_MAX_INT_SIZE = 32
 _STRUCT_INTS = {"b": 1, "B": 1, "h": 2, "H": 2, "l": 8, "L": 8, "T": 8, "i": 4, "I": 4}
 
 
@@ -184,15 +194,21 @@ def _lua_result(fn: Callable[..., tuple[Any, ...]]) -> Callable[..., tuple[Any, 
     return call
 
 
-def _struct_format(args: tuple[Any, ...], name: str) -> list[tuple[str, int, str]]:
-    """The items of a struct function's format (its first argument); ``_StructError`` when
-    it is not a string (as luaL_checkstring words it) or invalid."""
+def _struct_format(args: tuple[Any, ...], name: str) -> Iterator[tuple[str, int, str, int]]:
+    """The items of a struct function's format (its first argument), read as the C library
+    reads them, one at a time: ``_StructError`` at once when it is not a string (as
+    luaL_checkstring words it), and when an item is reached that is invalid."""
     fmt = lua_string(args[0]) if args else None
     if fmt is None:
         raise _StructError(f"bad argument #1 to '{name}' (string expected, got "
                            f"{arg_type(args, 0)})")
+    return _struct_errors(_struct_items(fmt, sizing=name == "size"), name)
+
+
+def _struct_errors(items: Iterator[tuple[str, int, str, int]],
+                   name: str) -> Iterator[tuple[str, int, str, int]]:
     try:
-        return _struct_items(fmt, sizing=name == "size")
+        yield from items
     except _BadOption as exc:  # (luaL_argerror: it names the format argument)
         raise _StructError(f"bad argument #1 to '{name}' ({exc})") from None
     except ValueError as exc:
@@ -203,45 +219,74 @@ class _BadOption(ValueError):
     """A format character that is no option (an argument error of the format)."""
 
 
-def _struct_items(fmt: bytes, sizing: bool = False) -> list[tuple[str, int, str]]:
-    """(kind, size, byte order) of each item of a struct format; ValueError when invalid.
-    ``sizing``: struct.size, which passes over a letter or digit that is no option, as the
-    C library does (pack and unpack refuse it)."""
-    items: list[tuple[str, int, str]] = []
-    order = "<"
-    text = fmt.decode("latin-1")
+def bad_option(c: str) -> _BadOption:
+    # the byte itself in the message (a surrogate escape, encoded back by the sandbox)
+    shown = c if c.isascii() else chr(0xDC00 + ord(c))
+    return _BadOption(f"invalid format option '{shown}'")
+
+
+_FIXED_SIZES = {"b": 1, "B": 1, "h": 2, "H": 2, "l": 8, "L": 8, "T": 8, "f": 4, "d": 8, "x": 1}
+
+
+def _getnum(text: str, i: int, default: int) -> tuple[int, int]:
+    """struct's getnum: the digits at ``i`` (a C int, wrapping), or ``default``; and where
+    they end."""
+    if i >= len(text) or not "0" <= text[i] <= "9":
+        return default, i
+    value = 0
+    while i < len(text) and "0" <= text[i] <= "9":
+        value = ((value * 10 + ord(text[i]) - 48 + 2**31) % 2**32) - 2**31
+        i += 1
+    return value, i
+
+
+def _struct_items(fmt: bytes, sizing: bool = False) -> Iterator[tuple[str, int, str, int]]:
+    """(kind, size, byte order, alignment) of each item of a struct format, as Roberto
+    Ierusalimschy's struct reads it (Redis's): a kind ``!`` (its size 0, the character as
+    its order) for a character that is no option, which pack and unpack refuse where they
+    meet it (``sizing``, struct.size, passes over a letter or digit and refuses the rest
+    at once); ValueError for a bad size or alignment. The format ends at a NUL."""
+    order, align = "<", 1  # (x86's native order; no alignment until '!')
+    text = fmt.split(b"\0", 1)[0].decode("latin-1")
     i = 0
     while i < len(text):
         c = text[i]
         i += 1
-        digits = ""
-        while i < len(text) and text[i].isdigit():
-            digits += text[i]
-            i += 1
-        if c in " ":
-            continue
-        if c == "<":
-            order = "<"
-        elif c == ">":
-            order = ">"
-        elif c in "=!":
-            order = "<" if c == "=" else order
-        elif c in _STRUCT_INTS:
-            size = int(digits) if digits and c in "iI" else _STRUCT_INTS[c]
-            if not 1 <= size <= 8:
-                raise ValueError(f"integral size {size} is larger than limit of 8")
-            items.append((c, size, order))
-        elif c in "fd":
-            items.append((c, 4 if c == "f" else 8, order))
+        if c in _FIXED_SIZES:
+            yield c, _FIXED_SIZES[c], order, align
+        elif c in "iI":
+            size, i = _getnum(text, i, 4)
+            if size > _MAX_INT_SIZE:
+                raise ValueError(f"integral size {size} is larger than limit of {_MAX_INT_SIZE}")
+            yield c, size, order, align
         elif c == "c":
-            items.append(("c", int(digits) if digits else 1, order))
+            size, i = _getnum(text, i, 1)
+            yield c, size, order, align
         elif c == "s":
-            items.append(("s", 0, order))
-        elif c == "x":
-            items.append(("x", 1, order))
-        elif not (sizing and c.isascii() and c.isalnum()):
-            raise _BadOption(f"invalid format option '{c}'")
-    return items
+            yield c, 0, order, align
+        elif c == " ":
+            continue
+        elif c in "<>=":
+            order = ">" if c == ">" else "<"
+        elif c == "!":
+            align, i = _getnum(text, i, 8)
+            if align <= 0 or align & (align - 1):
+                # (met where the option is, as a bad option: kind "?", the message as order)
+                yield "?", 0, f"alignment {align} is not a power of 2", 1
+                return
+        elif sizing:
+            if not (c.isascii() and c.isalnum()):
+                raise bad_option(c)
+        else:
+            yield "!", 0, c, align
+
+
+def _padding(at: int, kind: str, size: int, align: int) -> int:
+    """struct's gettoalign: zero bytes before an item at position ``at``."""
+    if size == 0 or kind == "c":
+        return 0
+    size = min(size, align)
+    return (size - (at & (size - 1))) & (size - 1)
 
 
 @_lua_result
@@ -250,37 +295,54 @@ def _struct_pack(*args: Any) -> tuple[Any, ...]:
     values = args[1:]
     out = bytearray()
     vi = 0
-    for kind, size, order in items:
+    for kind, size, order, align in items:
+        out += bytes(_padding(len(out), kind, size, align))
+        if kind == "!":
+            raise _StructError(f"bad argument #1 to 'pack' ({bad_option(order)})")
+        if kind == "?":
+            raise _StructError(order)
         if kind == "x":
             out += b"\0"
             continue
+        wanted = "string" if kind in "cs" else "number"
         if vi >= len(values):
-            raise _StructError(f"bad argument #{vi + 2} to 'pack' (number expected, got no value)")
+            # (the C function pushed a nil after its arguments: the first one missing is nil)
+            raise _StructError(f"bad argument #{vi + 2} to 'pack' ({wanted} expected, got nil)")
         value = values[vi]
         vi += 1
         if kind in _STRUCT_INTS:
-            if type(value) not in (int, float):
+            number = lua_number(value)
+            if number is None:
                 raise _StructError(f"bad argument #{vi + 1} to 'pack' (number expected, got "
                                    f"{arg_type(values, vi - 1)})")
-            n = int(value) & ((1 << (8 * size)) - 1)
+            # as a 64-bit two's complement, the bytes past 8 zero (the C library's shifts)
+            n = _c_uint64(number) & ((1 << (8 * size)) - 1)
             out += n.to_bytes(size, "little" if order == "<" else "big")
         elif kind in "fd":
             number = lua_number(value)
             if number is None:  # luaL_checknumber: a number, or a string Lua reads as one
                 raise _StructError(f"bad argument #{vi + 1} to 'pack' (number expected, got "
                                    f"{arg_type(values, vi - 1)})")
-            out += pystruct.pack(order + kind, number)
+            try:
+                out += pystruct.pack(order + kind, number)
+            except OverflowError:  # past a float's range: C's cast gives an infinity
+                out += pystruct.pack(order + kind, math.copysign(math.inf, number))
         elif kind == "c":
-            data = value if type(value) is bytes else str(value).encode()
+            data = lua_string(value)
+            if data is None:
+                raise _StructError(f"bad argument #{vi + 1} to 'pack' (string expected, got "
+                                   f"{arg_type(values, vi - 1)})")
             if size == 0:
                 size = len(data)
             if len(data) < size:
-                raise _StructError(f"bad argument #{vi + 1} to 'pack' (string too short)")
+                # (the C library names the argument after it: its index moved on already)
+                raise _StructError(f"bad argument #{vi + 2} to 'pack' (string too short)")
             out += data[:size]
         elif kind == "s":
-            data = value if type(value) is bytes else str(value).encode()
-            if b"\0" in data:
-                raise _StructError(f"bad argument #{vi + 1} to 'pack' (string contains zeros)")
+            data = lua_string(value)
+            if data is None:
+                raise _StructError(f"bad argument #{vi + 1} to 'pack' (string expected, got "
+                                   f"{arg_type(values, vi - 1)})")
             out += data + b"\0"
     return True, bytes(out)
 
@@ -295,13 +357,24 @@ def _struct_unpack(*args: Any) -> tuple[Any, ...]:
         raise _StructError(f"bad argument #2 to 'unpack' (string expected, got "
                            f"{arg_type(args, 1)})")
     start = args[2] if len(args) > 2 else None
-    if start is not None and type(start) not in (int, float):
+    number = None if start is None else lua_number(start)
+    if start is not None and number is None:
         raise _StructError(f"bad argument #3 to 'unpack' (number expected, got "
                            f"{arg_type(args, 2)})")
-    pos = int(start) - 1 if start is not None else 0
+    first = 1 if number is None else _c_int64(number)
+    if first == 0:
+        raise _StructError("bad argument #3 to 'unpack' (offset must be 1 or greater)")
+    pos = (first - 1) & 0xFFFFFFFFFFFFFFFF  # (a size_t: a negative start is past any data)
     items = _struct_format(args, "unpack")
     values: list[Any] = []
-    for kind, size, order in items:
+    for kind, size, order, align in items:
+        pos += _padding(pos, kind, size, align)
+        if pos + size > len(data):
+            raise _StructError("bad argument #2 to 'unpack' (data string too short)")
+        if kind == "!":
+            raise _StructError(f"bad argument #1 to 'unpack' ({bad_option(order)})")
+        if kind == "?":
+            raise _StructError(order)
         if kind == "s":
             end = data.find(b"\0", pos)
             if end < 0:
@@ -309,31 +382,69 @@ def _struct_unpack(*args: Any) -> tuple[Any, ...]:
             values.append(data[pos:end])
             pos = end + 1
             continue
-        if pos + size > len(data):
-            raise _StructError("bad argument #2 to 'unpack' (data string too short)")
+        if kind == "c" and size == 0:  # c0: the size is the number unpacked just before
+            if not values or type(values[-1]) not in (int, float):
+                raise _StructError("format 'c0' needs a previous size")
+            size = _c_int64(float(values.pop())) & 0xFFFFFFFFFFFFFFFF  # (a size_t)
+            if size > len(data) - pos:
+                raise _StructError("bad argument #2 to 'unpack' (data string too short)")
         chunk = data[pos : pos + size]
         pos += size
         if kind == "x":
             continue
         if kind in _STRUCT_INTS:
-            n = int.from_bytes(chunk, "little" if order == "<" else "big")
-            if kind.islower() and n >= 1 << (8 * size - 1):
-                n -= 1 << (8 * size)
-            values.append(n)
+            values.append(_get_integer(chunk, order == "<", kind.islower(), size))
         elif kind in "fd":
             values.append(pystruct.unpack(order + kind, chunk)[0])
         else:
             values.append(chunk)
-    values.append(pos + 1)
+    end = (pos + 1) & 0xFFFFFFFFFFFFFFFF  # (pushed as a lua_Integer)
+    values.append(end - 2**64 if end >= 2**63 else end)
     return (True, *values)
+
+
+def _c_int64(number: float) -> int:
+    """C's cast of a double to a 64-bit integer on x86-64: a NaN, an infinity or a value
+    out of range is the minimum."""
+    return int(number) if math.isfinite(number) and abs(number) < 2.0**63 else -(2**63)
+
+
+def _c_uint64(number: float) -> int:
+    """struct's cast of a number to its 64-bit unsigned (through the signed type when
+    negative)."""
+    if math.isfinite(number) and 0 <= number < 2.0**64:
+        return int(number)
+    if number >= 2.0**64:  # (x86: the high half's conversion overflows to 2^63, XORed away)
+        return 0
+    return _c_int64(number) & 0xFFFFFFFFFFFFFFFF
+
+
+def _get_integer(chunk: bytes, little: bool, signed: bool, size: int) -> float:
+    """struct's getinteger: the bytes into a 64-bit unsigned (the high ones shifted out),
+    sign-extended from the size's top bit (x86's shift for sizes past 8), as a Lua number."""
+    value = 0
+    for byte in (reversed(chunk) if little else chunk):
+        value = ((value << 8) | byte) & 0xFFFFFFFFFFFFFFFF
+    if not signed:
+        return float(value)
+    mask = (0xFFFFFFFFFFFFFFFF << ((size * 8 - 1) & 63)) & 0xFFFFFFFFFFFFFFFF
+    if value & mask:
+        value |= mask
+    return float(value - 2**64 if value >= 2**63 else value)
 
 
 @_lua_result
 def _struct_size(*args: Any) -> tuple[Any, ...]:
-    items = _struct_format(args, "size")
-    if any(kind == "s" for kind, _, _ in items):
-        raise _StructError("options 'c0' - 's' have undefined sizes")
-    return True, sum(size for _, size, _ in items)
+    pos = 0
+    for kind, size, order, align in _struct_format(args, "size"):
+        if kind == "?":
+            raise _StructError(order)
+        pos += _padding(pos, kind, size, align)
+        if kind == "s" or (kind == "c" and size == 0):
+            raise _StructError(f"bad argument #1 to 'size' (option '{'s' if kind == 's' else 'c0'}' "
+                               "has no fixed size)")
+        pos += size
+    return True, pos
 
 
 # --- cjson.decode ----------------------------------------------------------------------------
@@ -371,7 +482,7 @@ def _pack_value(value: Any, out: bytearray, depth: int) -> None:
     elif t is int or t is float:
         if t is float and (math.isnan(value) or math.isinf(value) or value != math.floor(value)):
             as_float = pystruct.unpack(">f", pystruct.pack(">f", value))[0] if not math.isinf(value) else value
-            if as_float == value or math.isnan(value):
+            if as_float == value:  # (NaN never equals itself: a double, as lua-cmsgpack)
                 out += b"\xca" + pystruct.pack(">f", value)
             else:
                 out += b"\xcb" + pystruct.pack(">d", value)
@@ -454,8 +565,13 @@ class _Unpacker:
             return False, f"bad argument #1 to '{name}' (string expected, got {arg_type(args, 0)})"
         limit = int(limit or 0)
         offset = int(offset or 0)
-        if offset < 0 or offset > len(data):
-            return False, f"Start offset {offset} greater than input length {len(data)}."
+        if offset < 0 or limit < 0:  # (printed as C ints; lua-cmsgpack prints the length
+            # as the limit)
+            return False, (f"Invalid request to unpack with offset of {_c_int(offset)} and "
+                           f"limit of {_c_int(len(data))}.")
+        if offset > len(data):
+            return False, (f"Start offset {_c_int(offset)} greater than input length "
+                           f"{_c_int(len(data))}.")
         unpacker = msgpack.Unpacker(raw=True, strict_map_key=False, use_list=True)
         unpacker.feed(data[offset:])
         values: list[Any] = []
@@ -470,7 +586,7 @@ class _Unpacker:
         if not values and data[offset:]:
             return False, "Missing bytes in input."
         consumed = offset + unpacker.tell()
-        if limit:
+        if limit or offset:  # (lua-cmsgpack's decode_all is neither given)
             next_offset = -1 if consumed >= len(data) else consumed
             return (True, next_offset, *values)
         return (True, *values)
@@ -493,11 +609,17 @@ def _opt_integer(args: tuple[Any, ...], i: int, name: str,
     number = lua_number(value)
     if number is None:
         return False, f"bad argument #{i + 1} to '{name}' (number expected, got {arg_type(args, i)})"
-    return int(number)
+    return _c_int64(number)  # (lua_Integer's cast)
+
+
+def _c_int(value: int) -> int:
+    """``value`` as printf's %d shows a wider integer: its low 32 bits, signed."""
+    return (value + 2**31) % 2**32 - 2**31
 
 
 class LibError(Exception):
-    """A library function's error, already prefixed with the script line that called it."""
+    """A library function's error, already prefixed with the script line that called it
+    (bytes that are no UTF-8 as surrogate escapes)."""
 
 
 def _expose(fn: Any, fail: Any) -> Any:

@@ -47,7 +47,7 @@ def _error_of(exc: Any) -> tuple[Any, Any]:
     if isinstance(exc, HostError):
         return b"reply", exc.text
     if isinstance(exc, libs.LibError):
-        return b"lib", str(exc).encode()
+        return b"lib", str(exc).encode("utf-8", "surrogateescape")
     if isinstance(exc, BaseException):
         return b"lib", str(exc).encode("utf-8", "replace")
     return None, None
@@ -139,9 +139,8 @@ class Sandbox:
     @staticmethod
     def _sha1hex(value: Any) -> Any:
         # lua_tolstring: a number as Lua prints it, anything but a string or number as ""
-        if type(value) is int or type(value) is float:
-            value = b"%.14g" % value
-        elif type(value) is not bytes:
+        value = libs.lua_string(value)
+        if value is None:
             value = b""
         return sha1hex(value).encode()
 
