@@ -75,16 +75,7 @@ def strtod(data: bytes, start: int) -> tuple[float, int] | None:
                 end = k + 1
         return (-math.nan if negative else math.nan), end
     if data[i : i + 2] in (b"0x", b"0X"):
-        k = i + 2
-        digits = 0
-        while k < n and data[k] in _HEX:
-            k += 1
-            digits += 1
-        if k < n and data[k] == 0x2E:
-            k += 1
-            while k < n and data[k] in _HEX:
-                k += 1
-                digits += 1
+        k, digits = _mantissa(data, i + 2, _HEX)
         if not digits:  # "0x" alone: the 0 is the number
             return (-0.0 if negative else 0.0), i + 1
         k = _exponent(data, k, b"pP")
@@ -92,20 +83,27 @@ def strtod(data: bytes, start: int) -> tuple[float, int] | None:
             return float.fromhex(data[start:k].decode("ascii")), k
         except OverflowError:
             return (-math.inf if negative else math.inf), k
-    k = i
-    digits = 0
-    while k < n and data[k] in _DIGITS:
-        k += 1
-        digits += 1
-    if k < n and data[k] == 0x2E:
-        k += 1
-        while k < n and data[k] in _DIGITS:
-            k += 1
-            digits += 1
+    k, digits = _mantissa(data, i, _DIGITS)
     if not digits:
         return None
     k = _exponent(data, k, b"eE")
     return float(data[start:k]), k  # (out of range: +-inf or 0, as strtod)
+
+
+def _mantissa(data: bytes, k: int, digit_set: frozenset[int]) -> tuple[int, int]:
+    """Past the digits, a point and more digits at ``k``: where they end, and how many
+    digits there were (none: no number)."""
+    n = len(data)
+    digits = 0
+    while k < n and data[k] in digit_set:
+        k += 1
+        digits += 1
+    if k < n and data[k] == 0x2E:
+        k += 1
+        while k < n and data[k] in digit_set:
+            k += 1
+            digits += 1
+    return k, digits
 
 
 def _exponent(data: bytes, k: int, marks: bytes) -> int:
