@@ -107,7 +107,8 @@ def call_key_flags(spec: CommandSpec, call: list[bytes]) -> Sequence[str]:
     every keyed call of a restricted user: the spec's own tuple, not a copy). No flags for
     a numkeys count read loosely (``" 1"``, ``"+1"``: Redis's getkeys function found the
     keys, and it names no access)."""
-    if spec.key_specs[0].keynum and spec.counted_loosely(call):
+    first = spec.key_specs[0]
+    if first.keynum and first.counted_loosely(call):
         return ()
     resolve = _CALL_KEY_FLAGS.get(spec.name)
     if resolve is not None:

@@ -289,11 +289,6 @@ class CommandSpec:
             return [(key, ()) for key, _flags in first + out]
         return out
 
-    def counted_loosely(self, argv: list[bytes]) -> bool:
-        """A keynum spec of this command reads its count loosely in this call (see
-        ``KeySpec.counted_loosely``): its keys then carry no access flags."""
-        return any(ks.counted_loosely(argv) for ks in self.key_specs)
-
 
 COMMANDS: dict[str, CommandSpec] = {}
 #: the dispatch lookup: lower- and upper-case byte names of every top-level command

@@ -221,12 +221,12 @@ end
 local function one_string(...)
   return raw_select("#", ...) == 1 and raw_type((...)) == "string"
 end
-local WRONG_ARGS = {err = "ERR wrong number or type of arguments"}
+local WRONG_ARGS = "ERR wrong number or type of arguments"
 
 -- an error reply's text as Redis keeps it in the table: "CODE message", with ERR for a text
 -- without a first word (error_reply("x") is "ERR x")
 redis.error_reply = function(...)
-  if not one_string(...) then return {err = WRONG_ARGS.err} end
+  if not one_string(...) then return {err = WRONG_ARGS} end
   local msg = (...):match("^[^%z]*")  -- (a C string: it ends at a NUL)
   if msg:sub(1, 1) == "-" then msg = msg:sub(2) end
   if not msg:find(" ", 1, true) then msg = "ERR " .. msg end
@@ -234,7 +234,7 @@ redis.error_reply = function(...)
 end
 
 redis.status_reply = function(...)
-  if not one_string(...) then return {err = WRONG_ARGS.err} end
+  if not one_string(...) then return {err = WRONG_ARGS} end
   return {ok = (...)}
 end
 

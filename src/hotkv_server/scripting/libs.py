@@ -72,15 +72,10 @@ def lua_number(value: Any) -> float | None:
         return float(value)
     if t is not bytes:
         return None
-    text = value.strip(b" \t\n\r\v\f")
-    try:
-        return float(text) if b"_" not in text else None
-    except ValueError:
-        pass
-    try:
-        return float(int(text, 16)) if text[:2].lower() in (b"0x",) else None
-    except ValueError:
-        return None
+    # luaO_str2d: C's strtod on the C string (it ends at a NUL), blanks around it allowed
+    text = value.split(b"\0", 1)[0].strip(b" \t\n\r\v\f")
+    found = cjson_decode.strtod(text, 0) if text else None
+    return found[0] if found is not None and found[1] == len(text) else None
 
 
 # --- bit ---------------------------------------------------------------------------------
@@ -174,7 +169,8 @@ def _bit_call(name: bytes, *args: Any) -> tuple[Any, ...]:
 
 #: struct's MAXINTSIZE: the largest i/I size
 _MAX_INT_SIZE = 32
-_STRUCT_INTS = {"b": 1, "B": 1, "h": 2, "H": 2, "l": 8, "L": 8, "T": 8, "i": 4, "I": 4}
+#: the integer options (their sizes: _FIXED_SIZES, i and I their own)
+_STRUCT_INTS = frozenset("bBhHlLTiI")
 
 
 class _StructError(Exception):
