@@ -571,18 +571,19 @@ class _Unpacker:
         unpacker = msgpack.Unpacker(raw=True, strict_map_key=False, use_list=True)
         unpacker.feed(data[offset:])
         values: list[Any] = []
+        decode_all = not limit and not offset  # (lua-cmsgpack's: else at most limit objects)
         try:
-            while limit == 0 or len(values) < limit:
+            while decode_all or len(values) < limit:
                 try:
                     values.append(self.lua(unpacker.unpack()))
                 except msgpack.OutOfData:
                     break
         except (ValueError, msgpack.ExtraData, msgpack.FormatError, msgpack.StackError):
             return False, "Bad data format in input."
-        if not values and data[offset:]:
+        if not values and data[offset:] and (decode_all or limit):  # (a cut object)
             return False, "Missing bytes in input."
         consumed = offset + unpacker.tell()
-        if limit or offset:  # (lua-cmsgpack's decode_all is neither given)
+        if not decode_all:
             next_offset = -1 if consumed >= len(data) else consumed
             return (True, next_offset, *values)
         return (True, *values)
