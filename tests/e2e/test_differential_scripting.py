@@ -206,6 +206,8 @@ SCRIPTS: list[tuple[str, list[str], list[str]]] = [
     ("return cmsgpack.unpack_one(nil)", [], []),
     ("return cmsgpack.unpack_limit('x')", [], []),
     ("return cmsgpack.unpack_limit('x', {})", [], []),
+    ("return {cmsgpack.unpack_limit('abc', 0, 1)}", [], []),
+    ("return {cmsgpack.unpack_one(cmsgpack.pack(1, 2), 1)}", [], []),
     ("return bit.band(nil)", [], []),
     ("return bit.tobit(true)", [], []),
     ("local ok, e = pcall(bit.bor, 1, {}) return e", [], []),
